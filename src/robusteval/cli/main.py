@@ -1,0 +1,130 @@
+"""The ``robusteval`` command: one module per command group, each with a ``register(subparsers)``.
+
+Every flag can also be set in a TOML file passed with ``--config``: keys are the flag names (``data-file`` or
+``data_file``); flags given on the command line win over the file. Errors a user can fix print one line and
+exit with code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from robusteval import __version__
+from robusteval.errors import UserError
+
+# Order = order in `robusteval --help`.
+COMMAND_MODULES = (
+    "robusteval.cli.quickstart",
+    "robusteval.cli.eval_cmd",
+    # "robusteval.cli.variants",  # TEMP until it lands
+    "robusteval.cli.runs",
+)
+
+_REQUIRED = "_required_flags"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keep the example block's layout and show defaults."""
+
+
+def add_command(subparsers: Any, name: str, *, help: str, description: str, example: str) -> argparse.ArgumentParser:
+    """Add a subcommand whose ``--help`` ends with a runnable example; gives it ``--config``."""
+    parser = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog="example:\n  " + example.strip().replace("\n", "\n  "),
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--config", metavar="TOML", help="read flags from a TOML file (command-line flags win)")
+    parser.set_defaults(**{_REQUIRED: [], "_parser": parser})
+    return parser
+
+
+def required_option(parser: argparse.ArgumentParser, *names: str, **kwargs: Any) -> None:
+    """An option that must be set on the command line *or* in the config file.
+
+    argparse's own ``required=True`` would reject a value that comes from the config file.
+    """
+    action = parser.add_argument(*names, default=None, **kwargs)
+    action.help = (action.help or "") + " (required)"
+    parser.get_default(_REQUIRED).append((action.dest, action.option_strings[0]))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="robusteval",
+        description="Measure how robust large language models really are.",
+        epilog="run `robusteval COMMAND --help` for each command's options and an example",
+    )
+    parser.add_argument("--version", action="version", version=f"robusteval {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def _load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    file = Path(path)
+    if not file.is_file():
+        raise UserError(f"--config {path}: no such file")
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: invalid TOML: {exc}") from None
+    known = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        dest = key.replace("-", "_")
+        if dest not in known or dest.startswith("_"):
+            options = ", ".join(sorted(d.replace("_", "-") for d in known if not d.startswith("_")))
+            raise UserError(f"{path}: unknown key '{key}' for this command; known keys: {options}")
+        action = known[dest]
+        if isinstance(value, list) and action.nargs is None:
+            value = ",".join(str(v) for v in value)  # lists become comma-separated flags (e.g. --sets)
+        if action.type is not None and isinstance(value, str | int | float) and not isinstance(value, bool):
+            try:
+                value = action.type(str(value)) if action.type is not str else str(value)
+            except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+                raise UserError(f"{path}: key '{key}': {exc}") from None
+        if action.choices is not None and value not in action.choices:
+            raise UserError(f"{path}: key '{key}': {value!r} is not one of {sorted(action.choices)}")
+        values[dest] = value
+    return values
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "config", None):
+        sub: argparse.ArgumentParser = args._parser
+        sub.set_defaults(**_load_config(args.config, sub))
+        args = parser.parse_args(argv)
+    missing = [flag for dest, flag in getattr(args, _REQUIRED, []) if getattr(args, dest, None) in (None, "")]
+    if missing:
+        args._parser.error("missing " + ", ".join(missing) + " (give it as a flag or in --config)")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"robusteval: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("robusteval: interrupted; stored results are kept, re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Evaluations that run a model over a dataset (no attack): answer-first accuracy."""

@@ -1,0 +1,50 @@
+"""Confidence intervals shared by every metric."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, float] | None:
+    """95% Wilson score interval for a proportion (well behaved near 0, 1 and for small n)."""
+    if total <= 0:
+        return None
+    p = successes / total
+    denom = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denom
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def proportion(successes: int, total: int) -> dict[str, object]:
+    """``{"value", "k", "n", "ci95"}`` for a proportion; value is None when n == 0."""
+    return {
+        "value": successes / total if total else None,
+        "k": successes,
+        "n": total,
+        "ci95": wilson_interval(successes, total),
+    }
+
+
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray,
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    *,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """Seeded percentile bootstrap over the first axis of ``values``."""
+    data = np.asarray(values, dtype=float)
+    if data.shape[0] == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, data.shape[0], size=(n_resamples, data.shape[0]))
+    stats = np.array([statistic(data[row]) for row in idx])
+    lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)

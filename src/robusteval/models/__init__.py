@@ -1,0 +1,28 @@
+"""Model backends behind one small protocol (see ``base.py``); build one with :func:`load_backend`."""
+
+from robusteval.models.base import (
+    GENERATE,
+    LOGPROBS,
+    WHITEBOX,
+    Backend,
+    Generation,
+    GenerationRequest,
+    LogprobBackend,
+    require,
+)
+from robusteval.models.registry import ModelSpec, load_backend, parse_spec, register_backend
+
+__all__ = [
+    "GENERATE",
+    "LOGPROBS",
+    "WHITEBOX",
+    "Backend",
+    "Generation",
+    "GenerationRequest",
+    "LogprobBackend",
+    "ModelSpec",
+    "load_backend",
+    "parse_spec",
+    "register_backend",
+    "require",
+]

@@ -1,0 +1,95 @@
+"""The small contract between model backends and everything that uses a model.
+
+Attacks, evaluators and judges talk to a :class:`Backend`; they never import a concrete backend.
+A backend declares what it can do in ``capabilities``; a caller that needs more than ``generate``
+checks with :func:`require` and fails early with a sentence instead of deep inside torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from robusteval.errors import UserError
+
+# Capability names. ``generate`` is universal; the rest are optional.
+GENERATE = "generate"
+LOGPROBS = "logprobs"  # teacher-forced log-probabilities of a continuation
+WHITEBOX = "whitebox"  # tokenizer, embedding matrix, forward from embeddings, gradients, prefix KV cache
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One completion request. ``temperature == 0`` means greedy decoding."""
+
+    prompt: str
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    # Chat backends wrap the prompt as one user message; completion backends send it as is.
+    chat: bool = False
+    # Text shared by many requests (in-context exemplars) that goes before ``prompt``. Backends that can,
+    # encode it once and reuse its KV cache; others simply send ``prefix + prompt``.
+    prefix: str = ""
+
+    @property
+    def full_prompt(self) -> str:
+        return self.prefix + self.prompt
+
+    def key(self) -> dict[str, object]:
+        """Everything that determines the output; used to key stored units of work."""
+        return {
+            "prompt": self.prompt,
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "stop": list(self.stop),
+            "seed": self.seed,
+            "chat": self.chat,
+            "prefix": self.prefix,
+        }
+
+
+@dataclass
+class Generation:
+    """A finished completion: the text up to (not including) the first stop string."""
+
+    text: str
+    finish_reason: str  # "stop" (a stop string or end of sequence) or "length"
+    n_tokens: int | None = None
+    meta: dict[str, object] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Anything that turns prompts into text."""
+
+    #: A display name safe to store and print (never contains secrets).
+    name: str
+    capabilities: frozenset[str]
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """Complete every request, in order. Backends batch or parallelise as they can."""
+        ...
+
+
+@runtime_checkable
+class LogprobBackend(Backend, Protocol):
+    """A backend that can score given continuations (``LOGPROBS`` capability)."""
+
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """Sum of log-probabilities of each continuation's tokens, teacher-forced after ``prompt``."""
+        ...
+
+
+def require(backend: Backend, capability: str, purpose: str) -> None:
+    """Fail with a clear sentence when ``backend`` lacks ``capability``."""
+    if capability not in backend.capabilities:
+        have = ", ".join(sorted(backend.capabilities))
+        raise UserError(
+            f"{purpose} needs a model backend with the '{capability}' capability; "
+            f"{backend.name} offers only: {have}. Use an 'hf:' model for white-box work."
+        )

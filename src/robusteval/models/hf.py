@@ -1,0 +1,451 @@
+"""Hugging Face transformers causal LMs: generation, scoring and white-box access.
+
+A spec ``hf:PATH_OR_ID`` loads a local directory or a hub id; ``hf:/path/model.gguf`` reads a GGUF file,
+converted once into a cache directory (``$ROBUSTEVAL_CACHE``, default ``~/.cache/robusteval``) and loaded
+from there afterwards.
+
+Speed comes from three habits:
+* the shared prompt prefix (in-context exemplars) is encoded once and its KV cache reused for every
+  generation, forward and backward pass (:class:`PrefixCache`);
+* generation is our own batched decode loop over that cache, which stops each row at its stop strings;
+* requests are batched; rows of different length are left-padded *after* the prefix (a hole in the
+  attention mask) so one cached prefix serves the whole batch.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from robusteval.errors import BackendError, UserError
+from robusteval.models.base import GENERATE, LOGPROBS, WHITEBOX, Generation, GenerationRequest
+from robusteval.models.registry import ModelSpec, register_backend
+
+_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+           "float16": torch.float16, "fp16": torch.float16}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("ROBUSTEVAL_CACHE", Path.home() / ".cache" / "robusteval"))
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    # bf16 on GPU halves memory at no accuracy cost that matters here; CPUs are fastest and exact in fp32.
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if dtype not in _DTYPES:
+        raise UserError(f"--dtype {dtype}: use one of auto, {', '.join(sorted(_DTYPES))}")
+    return _DTYPES[dtype]
+
+
+def convert_gguf(gguf_path: Path) -> Path:
+    """Dequantise a GGUF checkpoint once into a transformers folder under the cache; return that folder."""
+    stat = gguf_path.stat()
+    tag = hashlib.sha256(f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    target = cache_root() / "gguf" / f"{gguf_path.stem}-{tag}"
+    if (target / "config.json").is_file() and (target / ".complete").is_file():
+        return target
+    try:
+        import gguf  # noqa: F401  (transformers needs it to read GGUF)
+    except ImportError:
+        raise UserError("reading GGUF files needs the 'gguf' package: pip install gguf") from None
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32)
+    # The weights are already dequantised to fp32; the GGUF "quantizer" left on the model only blocks saving.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = target.with_name(target.name + ".partial")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / ".complete").write_text(str(gguf_path.resolve()) + "\n", encoding="utf-8")
+    if target.exists():  # a concurrent conversion finished first; keep it
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        os.replace(tmp, target)
+    return target
+
+
+@dataclass
+class PrefixCache:
+    """The KV cache of a token prefix shared by many inputs. Never mutated: every use takes a fork."""
+
+    ids: list[int]
+    cache: Any  # transformers DynamicCache
+
+    @property
+    def length(self) -> int:
+        return len(self.ids)
+
+    def fork(self, batch_size: int) -> Any:
+        cache = copy.deepcopy(self.cache)
+        if batch_size > 1:
+            cache.batch_repeat_interleave(batch_size)
+        return cache
+
+
+@dataclass
+class DecodedRow:
+    token_ids: list[int]
+    text: str
+    finish_reason: str
+
+
+class HFBackend:
+    """A transformers causal LM with generation, log-prob scoring and white-box access."""
+
+    capabilities = frozenset({GENERATE, LOGPROBS, WHITEBOX})
+
+    def __init__(self, model: Any, tokenizer: Any, name: str, *, batch_size: int = 8, use_prefix_cache: bool = True):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.batch_size = max(1, int(batch_size))
+        self.use_prefix_cache = use_prefix_cache
+        self.device = next(model.parameters()).device
+        self._prefixes: dict[tuple[int, ...], PrefixCache] = {}
+        self._token_cache: dict[str, list[int]] = {}
+        eos = model.generation_config.eos_token_id if model.generation_config is not None else None
+        if eos is None:
+            eos = tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        self.bos_ids = [tokenizer.bos_token_id] if getattr(tokenizer, "bos_token_id", None) is not None else []
+        # Sliding-window attention masks by index, so a padding hole would shift the window: such models
+        # batch only rows of equal length (results then match batch size 1 exactly).
+        self.exact_batching_only = bool(getattr(model.config, "sliding_window", None)) and any(
+            t == "sliding_attention" for t in (getattr(model.config, "layer_types", None) or [])
+        )
+
+    def __repr__(self) -> str:
+        return f"HFBackend({self.name!r}, device={self.device}, dtype={self.dtype})"
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    @property
+    def embedding_layer(self) -> torch.nn.Module:
+        return self.model.get_input_embeddings()
+
+    @property
+    def embedding_matrix(self) -> torch.Tensor:
+        return self.embedding_layer.weight
+
+    @property
+    def embed_scale(self) -> float:
+        """Some models (Gemma) scale embeddings inside the embedding module; one-hot paths must match it."""
+        scale = getattr(self.embedding_layer, "embed_scale", 1.0)
+        return float(scale.item() if isinstance(scale, torch.Tensor) else scale)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.embedding_layer(ids.to(self.device))
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens (memoised: exemplar texts repeat)."""
+        ids = self._token_cache.get(text)
+        if ids is None:
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            if len(self._token_cache) < 100_000:
+                self._token_cache[text] = ids
+        return list(ids)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def prompt_ids(self, prefix: str, prompt: str) -> tuple[list[int], list[int]]:
+        """(prefix ids incl. BOS, prompt ids). Segments are tokenised separately so spans stay exact."""
+        return self.bos_ids + self.encode(prefix), self.encode(prompt)
+
+    # ------------------------------------------------------------------ prefix cache
+    @torch.no_grad()
+    def prefix_cache(self, prefix_ids: Sequence[int]) -> PrefixCache:
+        """Encode ``prefix_ids`` once; later calls with the same ids return the stored cache."""
+        key = tuple(prefix_ids)
+        found = self._prefixes.get(key)
+        if found is not None:
+            return found
+        from transformers import DynamicCache
+
+        # A plain DynamicCache keeps every position, so sliding-window layers stay exact when forked.
+        cache = DynamicCache()
+        if key:
+            ids = torch.tensor([list(key)], device=self.device)
+            self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        entry = PrefixCache(list(key), cache)
+        if len(self._prefixes) >= 8:  # a run uses one or two prefixes; keep memory bounded anyway
+            self._prefixes.pop(next(iter(self._prefixes)))
+        self._prefixes[key] = entry
+        return entry
+
+    def _start(self, prefix_ids: list[int], batch_size: int) -> tuple[Any, int, list[int]]:
+        """(past cache or None, past length, ids still to feed before the suffix)."""
+        if self.use_prefix_cache and prefix_ids:
+            entry = self.prefix_cache(prefix_ids)
+            return entry.fork(batch_size), entry.length, []
+        return None, 0, list(prefix_ids)
+
+    # ------------------------------------------------------------------ forward (white-box)
+    def forward(
+        self,
+        prefix_ids: Sequence[int],
+        suffix_embeds: torch.Tensor,
+    ) -> torch.Tensor:
+        """Logits for every suffix position given input *embeddings* of equal-length rows after a shared prefix.
+
+        Gradients flow to ``suffix_embeds``; the prefix comes from the cache (or is re-encoded when the cache
+        is off), so each call costs a forward over the suffix only.
+        """
+        batch, length, _ = suffix_embeds.shape
+        past, past_len, rest = self._start(list(prefix_ids), batch)
+        if rest:
+            head = self.embed(torch.tensor([rest], device=self.device)).expand(batch, -1, -1)
+            suffix_embeds = torch.cat([head, suffix_embeds], dim=1)
+        positions = torch.arange(past_len, past_len + suffix_embeds.shape[1], device=self.device)
+        out = self.model(
+            inputs_embeds=suffix_embeds,
+            past_key_values=past,
+            position_ids=positions.unsqueeze(0).expand(batch, -1),
+            attention_mask=torch.ones(batch, past_len + suffix_embeds.shape[1], device=self.device, dtype=torch.long),
+            use_cache=past is not None,
+        )
+        return out.logits[:, -length:, :]
+
+    # ------------------------------------------------------------------ scoring
+    @torch.no_grad()
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "") -> list[float]:
+        prefix_ids, prompt_ids = self.prompt_ids(prefix, prompt)
+        scores = []
+        for continuation in continuations:
+            cont = self.encode(continuation)
+            if not cont:
+                scores.append(0.0)
+                continue
+            ids = torch.tensor([prompt_ids + cont], device=self.device)
+            logits = self.forward(prefix_ids, self.embed(ids))
+            # Logit at position t predicts token t+1; the first continuation token is predicted by the last
+            # prompt token (or by the prefix when the prompt is empty).
+            start = len(prompt_ids) - 1
+            if start < 0:
+                raise UserError("continuation_logprobs needs a non-empty prompt")
+            logp = torch.log_softmax(logits[0, start : start + len(cont)].float(), dim=-1)
+            scores.append(float(logp.gather(1, torch.tensor(cont, device=self.device)[:, None]).sum()))
+        return scores
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        results: list[Generation | None] = [None] * len(requests)
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        encoded = [self.prompt_ids(r.prefix, r.prompt) for r in requests]
+        for i, request in enumerate(requests):
+            key: tuple[Any, ...] = (tuple(encoded[i][0]), request.max_new_tokens)
+            if self.exact_batching_only:
+                key += (len(encoded[i][1]),)
+            groups.setdefault(key, []).append(i)
+        for indices in groups.values():
+            for start in range(0, len(indices), self.batch_size):
+                chunk = indices[start : start + self.batch_size]
+                rows = self.decode_batch(
+                    encoded[chunk[0]][0],
+                    [encoded[i][1] for i in chunk],
+                    max_new_tokens=requests[chunk[0]].max_new_tokens,
+                    temperatures=[requests[i].temperature for i in chunk],
+                    top_ps=[requests[i].top_p for i in chunk],
+                    stops=[requests[i].stop for i in chunk],
+                    seeds=[requests[i].seed for i in chunk],
+                )
+                for i, row in zip(chunk, rows, strict=True):
+                    results[i] = Generation(row.text, row.finish_reason, len(row.token_ids))
+        return [r for r in results if r is not None]
+
+    @torch.no_grad()
+    def decode_batch(
+        self,
+        prefix_ids: list[int],
+        suffixes: Sequence[Sequence[int]] | torch.Tensor,
+        *,
+        max_new_tokens: int,
+        temperatures: Sequence[float] | None = None,
+        top_ps: Sequence[float] | None = None,
+        stops: Sequence[Sequence[str]] | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[DecodedRow]:
+        """Decode a batch after a shared prefix. ``suffixes`` are token-id lists, or embeddings [B, L, H].
+
+        Rows stop at end-of-sequence or at their first stop string (the text is cut before it).
+        """
+        if isinstance(suffixes, torch.Tensor):
+            batch = suffixes.shape[0]
+            lengths = [suffixes.shape[1]] * batch
+            suffix_embeds = suffixes.to(self.device, self.dtype)
+        else:
+            batch = len(suffixes)
+            lengths = [len(s) for s in suffixes]
+            width = max(lengths)
+            pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+            padded = [[pad_id] * (width - len(s)) + list(s) for s in suffixes]
+            suffix_embeds = self.embed(torch.tensor(padded, device=self.device))
+        temperatures = list(temperatures or [0.0] * batch)
+        top_ps = list(top_ps or [1.0] * batch)
+        stops = [tuple(s) for s in (stops or [()] * batch)]
+        generators = []
+        for temperature, seed in zip(temperatures, seeds or [None] * batch, strict=True):
+            gen = None
+            if temperature > 0:
+                gen = torch.Generator(device="cpu")
+                gen.manual_seed(0 if seed is None else int(seed))
+            generators.append(gen)
+
+        past, past_len, rest = self._start(prefix_ids, batch)
+        width = suffix_embeds.shape[1]
+        if rest:
+            head = self.embed(torch.tensor([rest], device=self.device)).expand(batch, -1, -1)
+            suffix_embeds = torch.cat([head, suffix_embeds], dim=1)
+            prefix_len = len(rest)
+        else:
+            prefix_len = past_len
+        # Attention mask over [prefix | left padding | suffix]; positions skip the padding so every row sees
+        # exactly the positions it would see alone.
+        mask = torch.ones(batch, prefix_len + width, dtype=torch.long, device=self.device)
+        positions = torch.zeros(batch, suffix_embeds.shape[1], dtype=torch.long, device=self.device)
+        for row, length in enumerate(lengths):
+            mask[row, prefix_len : prefix_len + width - length] = 0
+            offset = past_len if past is not None else 0
+            if rest:
+                positions[row, :prefix_len] = torch.arange(prefix_len)
+            positions[row, -length:] = torch.arange(prefix_len, prefix_len + length) if rest else torch.arange(
+                offset, offset + length
+            )
+        next_pos = torch.tensor([prefix_len + length for length in lengths], device=self.device)
+        out = self.model(
+            inputs_embeds=suffix_embeds,
+            past_key_values=past if past is not None else None,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+        )
+        past = out.past_key_values
+        logits = out.logits[:, -1, :]
+        generated: list[list[int]] = [[] for _ in range(batch)]
+        texts = [""] * batch
+        finish = [""] * batch
+        active = list(range(batch))
+        for _step in range(max_new_tokens):
+            chosen = self._choose(logits, temperatures, top_ps, generators)
+            for row in active:
+                token = int(chosen[row])
+                if token in self.eos_ids:
+                    finish[row] = "stop"
+                    continue
+                generated[row].append(token)
+                if stops[row]:
+                    text = self.decode(generated[row])
+                    cut = _first_stop(text, stops[row])
+                    if cut is not None:
+                        texts[row] = text[:cut]
+                        finish[row] = "stop"
+            active = [row for row in active if not finish[row]]
+            if not active:
+                break
+            if _step == max_new_tokens - 1:
+                break
+            mask = torch.cat([mask, torch.ones(batch, 1, dtype=torch.long, device=self.device)], dim=1)
+            out = self.model(
+                input_ids=chosen.view(batch, 1).to(self.device),
+                past_key_values=past,
+                attention_mask=mask,
+                position_ids=next_pos.view(batch, 1),
+                use_cache=True,
+            )
+            next_pos = next_pos + 1
+            past = out.past_key_values
+            logits = out.logits[:, -1, :]
+        rows = []
+        for row in range(batch):
+            if finish[row] == "stop" and texts[row]:
+                text = texts[row]
+            else:
+                text = self.decode(generated[row])
+                cut = _first_stop(text, stops[row])
+                text = text if cut is None else text[:cut]
+            rows.append(DecodedRow(generated[row], text, finish[row] or "length"))
+        return rows
+
+    def _choose(
+        self,
+        logits: torch.Tensor,
+        temperatures: Sequence[float],
+        top_ps: Sequence[float],
+        generators: Sequence[torch.Generator | None],
+    ) -> torch.Tensor:
+        chosen = logits.argmax(dim=-1).cpu()
+        for row, (temperature, top_p, gen) in enumerate(zip(temperatures, top_ps, generators, strict=True)):
+            if temperature <= 0 or gen is None:
+                continue
+            probs = torch.softmax(logits[row].float().cpu() / temperature, dim=-1)
+            if top_p < 1.0:
+                sorted_probs, order = probs.sort(descending=True)
+                keep = sorted_probs.cumsum(0) - sorted_probs < top_p
+                probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
+            chosen[row] = int(torch.multinomial(probs / probs.sum(), 1, generator=gen))
+        return chosen
+
+
+def _first_stop(text: str, stops: Sequence[str]) -> int | None:
+    hits = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return min(hits) if hits else None
+
+
+def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto", trust_remote_code: bool = False) -> tuple[Any, Any]:
+    """Load (model, tokenizer) from a local folder, a GGUF file (converted once) or a hub id."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(target).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise UserError(f"hf:{target}: GGUF file not found")
+        path = convert_gguf(path)
+    elif target.startswith((".", "/", "~")) and not path.exists():
+        raise UserError(f"hf:{target}: no such model directory")
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    source = str(path) if path.exists() else target  # otherwise a hub id: the real download path for users
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+    except OSError as exc:
+        raise BackendError(f"hf:{target}: cannot load model ({str(exc).splitlines()[0]})") from None
+    return model.to(torch_device), tokenizer
+
+
+@register_backend("hf")
+def build_hf_backend(
+    spec: ModelSpec,
+    *,
+    dtype: str = "auto",
+    device: str = "auto",
+    batch_size: int = 8,
+    prefix_cache: bool = True,
+    trust_remote_code: bool = False,
+    **_ignored: Any,
+) -> HFBackend:
+    model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
+    torch.set_grad_enabled(True)
+    return HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache)

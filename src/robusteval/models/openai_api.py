@@ -1,0 +1,345 @@
+"""OpenAI-compatible HTTP backend: ``openai:MODEL@http://host:port/v1``.
+
+Works with the OpenAI API and with local OpenAI-compatible servers (``transformers serve``, vLLM,
+llama.cpp, Ollama…). Only the ``generate`` capability: servers differ too much in ``echo``/``logprobs``
+support (``transformers serve`` ignores both) to offer teacher-forced scoring reliably.
+
+Design notes:
+
+* Requests run on a small thread pool over one shared, pooled :class:`httpx.Client`; this works from
+  any synchronous caller, even one that already runs an asyncio loop (a notebook).
+* Transient failures (429, 500, 502, 503, 504, timeouts, connection errors) are retried with
+  exponential backoff and full jitter; ``Retry-After`` wins when the server sends it. Everything else
+  fails at once with the server's own message, since retrying a bad request only wastes quota.
+* ``endpoint`` is ``"completions"`` (default, raw prompt to ``/completions``), ``"chat"`` (prompt as one
+  user message to ``/chat/completions``) or ``"auto"``: try ``/completions`` and, on a 404, switch to
+  chat for the rest of this backend's life (for chat-only servers). ``GenerationRequest.chat=True``
+  always uses chat.
+* Stop strings are cut client-side as well: some servers return the stop string, some ignore ``stop``,
+  and the OpenAI API accepts at most 4.
+* ``transformers serve`` (5.x) offers both ``/v1/completions`` and ``/v1/chat/completions``; the request's
+  ``model`` is a hub id or local path (a server started with a FORCE_MODEL answers 400 to any other
+  name), chat needs a tokenizer with a chat template, it answers 422 to unknown request fields, keeps
+  the stop string in the returned text, and treats ``seed`` as a global torch seed.
+* The API key is read from an environment variable (never passed as a value, so it never reaches a
+  config file or a stored record) and is scrubbed from every error message; ``repr`` and ``name`` omit it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, fields
+from typing import Any
+
+import httpx
+
+from robusteval.errors import BackendError, UserError
+from robusteval.models.base import GENERATE, Generation, GenerationRequest
+from robusteval.models.registry import ModelSpec, register_backend
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_API_STOP = 4  # the OpenAI API rejects more than 4 stop sequences
+_ENDPOINTS = ("completions", "chat", "auto")
+_MESSAGE_LIMIT = 300
+
+
+@dataclass
+class OpenAIConfig:
+    """Backend options; every field can be given as a keyword to :func:`build_openai_backend`."""
+
+    api_key_env: str = "OPENAI_API_KEY"  # name of the env var holding the key; unset -> no auth header
+    max_concurrency: int = 8
+    timeout: float = 60.0  # seconds, per HTTP attempt
+    max_retries: int = 6  # retries after the first attempt
+    backoff_base: float = 0.5  # seconds; attempt n waits up to base * 2**(n-1)
+    backoff_max: float = 30.0  # cap for backoff and for Retry-After
+    endpoint: str = "completions"  # "completions" | "chat" | "auto"
+
+    def __post_init__(self) -> None:
+        # Options may arrive as strings from a CLI or YAML; coerce them to the declared types.
+        try:
+            self.max_concurrency = int(self.max_concurrency)
+            self.max_retries = int(self.max_retries)
+            self.timeout = float(self.timeout)
+            self.backoff_base = float(self.backoff_base)
+            self.backoff_max = float(self.backoff_max)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"openai backend: bad option value ({exc})") from None
+        if self.endpoint not in _ENDPOINTS:
+            raise UserError(f"openai backend: endpoint '{self.endpoint}': use one of {', '.join(_ENDPOINTS)}")
+        if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
+            raise UserError(
+                "openai backend: max_concurrency >= 1, max_retries >= 0 and timeout > 0 are required"
+            )
+
+
+class _Aborted(Exception):
+    """Another request of the same batch failed for good; stop retrying this one."""
+
+
+def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
+    """Cut ``text`` at the earliest occurrence of any stop string; return (text, whether it was cut)."""
+    positions = [i for s in stops if s and (i := text.find(s)) >= 0]
+    if not positions:
+        return text, False
+    return text[: min(positions)], True
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP date); None if absent/invalid."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _one_line(text: str, limit: int = _MESSAGE_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _server_message(response: httpx.Response) -> str:
+    """The error text a server put in its body: OpenAI ``error.message``, FastAPI ``detail`` or raw text."""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        return response.text or response.reason_phrase
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if err:
+            return str(err)
+        if body.get("detail"):
+            return str(body["detail"])
+        if body.get("message"):
+            return str(body["message"])
+    return json.dumps(body)
+
+
+class OpenAIBackend:
+    """A :class:`~robusteval.models.base.Backend` that calls an OpenAI-compatible HTTP server."""
+
+    capabilities: frozenset[str] = frozenset({GENERATE})
+
+    def __init__(self, model: str, base_url: str, config: OpenAIConfig | None = None) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.config = config or OpenAIConfig()
+        self.name = f"openai:{model}@{self.base_url}"
+        # Private on purpose: read once from the environment, never printed (see __repr__ and _scrub).
+        self.__api_key: str | None = os.environ.get(self.config.api_key_env) or None
+        headers = {"Content-Type": "application/json"}
+        if self.__api_key:
+            headers["Authorization"] = f"Bearer {self.__api_key}"
+        limits = httpx.Limits(
+            max_connections=self.config.max_concurrency, max_keepalive_connections=self.config.max_concurrency
+        )
+        self._client = httpx.Client(headers=headers, timeout=self.config.timeout, limits=limits)
+        # "auto" flips to chat after the first 404 on /completions; the lock keeps the flip single.
+        self._use_chat = self.config.endpoint == "chat"
+        self._endpoint_lock = threading.Lock()
+
+    # ----- public API -----
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """Complete every request with at most ``max_concurrency`` in flight; results in request order."""
+        if not requests:
+            return []
+        abort = threading.Event()
+        workers = min(self.config.max_concurrency, len(requests))
+        if workers == 1:
+            return [self._complete(r, abort) for r in requests]
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai")
+        try:
+            futures: list[Future[Generation]] = [pool.submit(self._complete, r, abort) for r in requests]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            errors = [e for f in futures if f in done and (e := f.exception()) is not None]
+            if errors:
+                # Report a real failure, not a sibling that merely stopped because of it.
+                raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
+            return [f.result() for f in futures]
+        except BaseException:
+            # Fail fast (also on Ctrl-C): wake in-flight retry sleeps instead of burning quota.
+            abort.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OpenAIBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (
+            f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={c.api_key_env!r}, "
+            f"endpoint={c.endpoint!r}, max_concurrency={c.max_concurrency}, timeout={c.timeout}, "
+            f"max_retries={c.max_retries})"
+        )
+
+    # ----- internals -----
+
+    def _scrub(self, text: str) -> str:
+        """Remove the API key from any text that may leave this object (errors, logs)."""
+        return text.replace(self.__api_key, "***") if self.__api_key else text
+
+    def _payload(self, request: GenerationRequest, chat: bool) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_new_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+        }
+        if chat:
+            payload["messages"] = [{"role": "user", "content": request.prompt}]
+        else:
+            payload["prompt"] = request.prompt
+        stops = [s for s in request.stop if s]
+        if stops:
+            payload["stop"] = stops[:MAX_API_STOP]  # the rest are cut client-side
+        if request.seed is not None:
+            payload["seed"] = request.seed
+        return payload
+
+    def _complete(self, request: GenerationRequest, abort: threading.Event) -> Generation:
+        while True:
+            chat = request.chat or self._use_chat
+            url = f"{self.base_url}/{'chat/completions' if chat else 'completions'}"
+            try:
+                body = self._post(url, self._payload(request, chat), abort, allow_switch=not chat)
+            except _SwitchToChat:
+                continue
+            return self._parse(body, request, chat, url)
+
+    def _post(self, url: str, payload: dict[str, Any], abort: threading.Event, allow_switch: bool) -> Any:
+        """POST with retries; return the decoded JSON body of a 200 response."""
+        cfg = self.config
+        attempts = cfg.max_retries + 1
+        last_error = "no attempt made"
+        for attempt in range(1, attempts + 1):
+            if abort.is_set():
+                raise _Aborted()
+            retry_after: float | None = None
+            try:
+                response = self._client.post(url, json=payload)
+            except httpx.TimeoutException:
+                last_error = f"timed out after {cfg.timeout:g} s"
+            except httpx.TransportError as exc:
+                last_error = f"connection error ({type(exc).__name__}: {exc})"
+            else:
+                status = response.status_code
+                if status == 200:
+                    try:
+                        return response.json()
+                    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+                        raise BackendError(
+                            self._scrub(
+                                f"{self.name}: POST {url} returned HTTP 200 with a body that is not JSON: "
+                                f"{_one_line(response.text)}"
+                            )
+                        ) from None
+                message = _one_line(self._scrub(_server_message(response)))
+                if status == 404 and allow_switch and self.config.endpoint == "auto":
+                    with self._endpoint_lock:
+                        if not self._use_chat:
+                            log.info(
+                                "%s: /completions answered 404; using /chat/completions from now on",
+                                self.name,
+                            )
+                            self._use_chat = True
+                    raise _SwitchToChat()
+                if status not in RETRYABLE_STATUS:
+                    raise BackendError(
+                        self._scrub(f"{self.name}: POST {url} failed with HTTP {status}: {message}")
+                    )
+                last_error = f"HTTP {status}: {message}"
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            if attempt == attempts:
+                break
+            if retry_after is not None:
+                delay = min(retry_after, cfg.backoff_max)
+            else:
+                # Full jitter: spreads retries of many concurrent requests instead of synchronising them.
+                delay = random.uniform(0.0, min(cfg.backoff_max, cfg.backoff_base * 2 ** (attempt - 1)))
+            log.warning(
+                "%s",
+                self._scrub(f"{self.name}: {last_error}; retry {attempt}/{cfg.max_retries} in {delay:.2f} s"),
+            )
+            if abort.wait(delay):
+                raise _Aborted()
+        raise BackendError(
+            self._scrub(
+                f"{self.name}: POST {url} failed after {attempts} attempt{'s' if attempts != 1 else ''} "
+                f"({cfg.max_retries} retries); last error: {last_error}"
+            )
+        )
+
+    def _parse(self, body: Any, request: GenerationRequest, chat: bool, url: str) -> Generation:
+        try:
+            choice = body["choices"][0]
+            text = (choice["message"].get("content") if chat else choice["text"]) or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise BackendError(
+                self._scrub(
+                    f"{self.name}: POST {url}: unexpected response shape: {_one_line(json.dumps(body))}"
+                )
+            ) from None
+        raw_reason = choice.get("finish_reason")
+        text, was_cut = cut_at_stop(str(text), request.stop)
+        # Our contract knows "stop" and "length"; anything else (tool_calls, content_filter) counts as stop.
+        finish_reason = "length" if raw_reason == "length" and not was_cut else "stop"
+        usage = body.get("usage") if isinstance(body, dict) else None
+        n_tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        meta: dict[str, object] = {"endpoint": "chat" if chat else "completions"}
+        if raw_reason is not None and raw_reason != finish_reason:
+            meta["server_finish_reason"] = raw_reason
+        return Generation(text=text, finish_reason=finish_reason, n_tokens=n_tokens, meta=meta)
+
+
+class _SwitchToChat(Exception):
+    """Internal signal: ``endpoint="auto"`` saw 404 on /completions; redo the request against chat."""
+
+
+_CONFIG_FIELDS = frozenset(f.name for f in fields(OpenAIConfig))
+
+
+@register_backend("openai")
+def build_openai_backend(spec: ModelSpec, **options: Any) -> OpenAIBackend:
+    """Build from ``openai:MODEL@URL``; options are the :class:`OpenAIConfig` fields.
+
+    Options meant for other backends (dtype, device, batch_size…) are ignored, as the hf backend does,
+    so one CLI can pass one option set to any model spec.
+    """
+    merged = {**spec.options, **options}
+    ignored = sorted(k for k in merged if k not in _CONFIG_FIELDS)
+    if ignored:
+        log.debug("openai backend: ignoring options %s", ", ".join(ignored))
+    config = OpenAIConfig(**{k: v for k, v in merged.items() if k in _CONFIG_FIELDS and v is not None})
+    return OpenAIBackend(spec.target, spec.base_url or DEFAULT_BASE_URL, config)

@@ -1,0 +1,120 @@
+"""Answer-first in-context prompts: ``Q: <question>\\nA: The answer is <y>. <rationale>``.
+
+The prompt is kept as segments (shared exemplar prefix | ``Q: `` | question | ``\\nA:``) rather than one
+string, so backends can cache the prefix and attacks know exactly which tokens belong to the question.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from robusteval.errors import DataError
+
+QUESTION_HEAD = "Q: "
+ANSWER_HEAD = "\nA:"
+EXEMPLAR_SEPARATOR = "\n\n"
+# Generation stops where the model starts inventing the next question.
+STOP_STRINGS = ("\nQ:", "\n\nQ")
+BUILTIN_EXEMPLARS = {"number": "math", "math": "math", "yesno": "yesno"}
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    question: str
+    answer: str
+    rationale: str
+
+
+@dataclass(frozen=True)
+class ExemplarSet:
+    name: str
+    answer_type: str
+    exemplars: tuple[Exemplar, ...]
+
+
+def _strip_wei_question(text: str) -> str:
+    # Wei et al. files store "Q: <question>\nA:"; keep only the question.
+    text = text.strip()
+    if text.startswith("Q:"):
+        text = text[2:]
+    if text.endswith("A:"):
+        text = text[:-2]
+    return text.strip()
+
+
+def parse_exemplars(data: object, source: str) -> ExemplarSet:
+    """Read this project's exemplar format, or the Wei et al. 2022 ``{"prompt": [...]}`` format."""
+    if isinstance(data, dict) and isinstance(data.get("exemplars"), list):
+        items, name, answer_type = data["exemplars"], str(data.get("name", source)), str(data.get("answer_type", ""))
+        keys = ("question", "answer", "rationale")
+    elif isinstance(data, dict) and isinstance(data.get("prompt"), list):
+        items, name, answer_type = data["prompt"], Path(source).stem, ""
+        keys = ("question", "pred_ans", "rationale")
+    else:
+        raise DataError(source, "expected an object with an 'exemplars' list (or a Wei et al. 'prompt' list)")
+    exemplars = []
+    for index, item in enumerate(items):
+        for key in keys:
+            if not isinstance(item, dict) or not isinstance(item.get(key), str) or not item[key].strip():
+                raise DataError(source, f"exemplar {index}: missing or empty text", field=key)
+        question = _strip_wei_question(item[keys[0]])
+        exemplars.append(Exemplar(question, item[keys[1]].strip(), item[keys[2]].strip()))
+    if not exemplars:
+        raise DataError(source, "no exemplars")
+    if not answer_type:
+        answers = {e.answer.lower() for e in exemplars}
+        answer_type = "yesno" if answers <= {"yes", "no"} else "number"
+    return ExemplarSet(name, answer_type, tuple(exemplars))
+
+
+def load_exemplars(name_or_path: str) -> ExemplarSet:
+    """A built-in set (``math``, ``yesno``) or a JSON file by path."""
+    if name_or_path in ("math", "yesno"):
+        text = (resources.files("robusteval.prompts") / "exemplars" / f"{name_or_path}.json").read_text("utf-8")
+        return parse_exemplars(json.loads(text), f"builtin:{name_or_path}")
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise DataError(path, "exemplar file not found (built-in sets: math, yesno)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    return parse_exemplars(data, str(path))
+
+
+def default_exemplars(answer_type: str) -> ExemplarSet:
+    return load_exemplars(BUILTIN_EXEMPLARS.get(answer_type, "math"))
+
+
+def format_answer(answer: str) -> str:
+    return answer.strip().rstrip(".")
+
+
+@dataclass(frozen=True)
+class AnswerFirstPrompt:
+    """Builds answer-first prompts over one exemplar set."""
+
+    exemplars: ExemplarSet
+
+    @property
+    def prefix(self) -> str:
+        """All exemplars, each ``Q: …\\nA: The answer is y. rationale``, then a separator."""
+        blocks = [
+            f"{QUESTION_HEAD}{e.question}{ANSWER_HEAD} The answer is {format_answer(e.answer)}. {e.rationale}"
+            for e in self.exemplars.exemplars
+        ]
+        return EXEMPLAR_SEPARATOR.join(blocks) + EXEMPLAR_SEPARATOR
+
+    def segments(self, question: str) -> tuple[str, str, str, str]:
+        """(prefix, question head, question, answer head): concatenated they form the full prompt."""
+        return self.prefix, QUESTION_HEAD, question.strip(), ANSWER_HEAD
+
+    def question_prompt(self, question: str) -> str:
+        """The part after the shared prefix."""
+        _, head, text, tail = self.segments(question)
+        return head + text + tail

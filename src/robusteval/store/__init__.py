@@ -1,0 +1,5 @@
+"""The SQLite run store: run config, units of work, summary."""
+
+from robusteval.store.sqlite import DB_NAME, SUMMARY_NAME, RunStore, canonical_json, file_sha256, unit_key
+
+__all__ = ["DB_NAME", "SUMMARY_NAME", "RunStore", "canonical_json", "file_sha256", "unit_key"]

@@ -1,0 +1,50 @@
+"""Shared pytest fixtures.
+
+``tests/`` goes on ``sys.path`` so test modules can ``from helpers.servers import ...`` without
+``__init__.py`` files (works whatever pytest's import mode or rootdir).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_TESTS_DIR = str(Path(__file__).resolve().parent)
+if _TESTS_DIR not in sys.path:
+    sys.path.insert(0, _TESTS_DIR)
+
+from helpers.servers import build_tiny_served_model, serve_transformers  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """``transformers serve`` running a tiny random Llama: yields ``(base_url, model_name)``.
+
+    One server for the whole session (startup ~5-10 s). Use as ``openai:{model_name}@{base_url}``;
+    the server is pinned to this model and rejects other names. Generation is greedy-deterministic
+    at temperature 0; outputs are random words from a ~40-word vocabulary.
+    """
+    model_dir = build_tiny_served_model(tmp_path_factory.mktemp("tiny_served") / "model")
+    with serve_transformers(model_dir) as base_url:
+        yield base_url, str(model_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random 2-layer Llama + BPE tokenizer trained on the package's own text, saved to disk.
+
+    Load it through the real path: ``load_backend(f"hf:{tiny_llama_dir}")``.
+    """
+    from robusteval.models.tiny import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny_llama") / "model", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(tiny_llama_dir: Path):  # type: ignore[no-untyped-def]
+    from robusteval.models import load_backend
+
+    return load_backend(f"hf:{tiny_llama_dir}")

@@ -1,0 +1,269 @@
+"""The openai backend against real HTTP servers on 127.0.0.1: a fault-injecting fake and `transformers serve`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.servers import fake_answer, fake_openai_server, free_port
+from robusteval.errors import BackendError, UserError
+from robusteval.models.base import Backend, GenerationRequest
+from robusteval.models.openai_api import OpenAIBackend, build_openai_backend, cut_at_stop, parse_retry_after
+from robusteval.models.registry import ModelSpec, load_backend
+
+KEY_ENV = "ROBUSTEVAL_TEST_API_KEY"
+SECRET = "sk-test-SECRET-0123456789abcdef"
+# Tiny backoff so retry tests take milliseconds, not the production half-second-and-up.
+FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
+
+
+def backend_for(base_url: str, **options: object) -> OpenAIBackend:
+    return build_openai_backend(ModelSpec("openai", "fake-model", base_url), **options)
+
+
+@pytest.fixture(autouse=True)
+def _secret_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every test runs with a key present, so any leak into messages would be caught; the default var is unset.
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+# ----- pure helpers -----
+
+
+def test_cut_at_stop_uses_earliest_stop() -> None:
+    assert cut_at_stop("a b STOP c END", ["END", "STOP"]) == ("a b ", True)
+    assert cut_at_stop("abc", ["x", ""]) == ("abc", False)
+
+
+def test_parse_retry_after_seconds_and_http_date() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after("-1") == 0.0
+    assert parse_retry_after(None) is None and parse_retry_after("soon") is None
+    now = 1_000_000_000.0
+    date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now + 7))
+    assert parse_retry_after(date, now=now) == pytest.approx(7.0)
+
+
+def test_spec_string_options_and_bad_endpoint() -> None:
+    backend = load_backend("openai:m@http://127.0.0.1:9/v1/", max_concurrency="2", timeout="5", dtype="auto")
+    assert isinstance(backend, OpenAIBackend) and isinstance(backend, Backend)
+    assert backend.config.max_concurrency == 2 and backend.config.timeout == 5.0
+    assert backend.name == "openai:m@http://127.0.0.1:9/v1"
+    assert backend.capabilities == frozenset({"generate"})
+    assert backend.generate([]) == []
+    with pytest.raises(UserError, match="endpoint"):
+        load_backend("openai:m@http://127.0.0.1:9/v1", endpoint="responses")
+
+
+# ----- fake server: success paths -----
+
+
+def test_results_in_order_under_bounded_concurrency(tmp_path: Path) -> None:
+    prompts = [f"item {i} alpha beta" for i in range(12)]
+    with (
+        fake_openai_server(tmp_path, "ok", jitter=0.3) as srv,
+        backend_for(srv.base_url, max_concurrency=4) as be,
+    ):
+        out = be.generate([GenerationRequest(p, max_new_tokens=50) for p in prompts])
+        seen = srv.requests()
+    assert [g.text for g in out] == [fake_answer(p, 50, [])[0] for p in prompts]
+    assert all(g.finish_reason == "stop" and g.n_tokens == 4 for g in out)
+    assert 2 <= max(r["inflight"] for r in seen) <= 4  # parallel, but never above max_concurrency
+    body = seen[0]["body"]
+    assert body["model"] == "fake-model" and body["max_tokens"] == 50 and body["temperature"] == 0.0
+    assert body["top_p"] == 1.0 and "stop" not in body and "seed" not in body
+    assert all(r["path"] == "/v1/completions" for r in seen)
+
+
+def test_stop_strings_seed_and_length(tmp_path: Path) -> None:
+    stops = ("X1", "X2", "X3", "X4", "S5")  # the server only gets 4; S5 must be cut client-side
+    with fake_openai_server(tmp_path, "ok") as srv, backend_for(srv.base_url, max_concurrency=1) as be:
+        cut, long = be.generate(
+            [
+                GenerationRequest("alpha beta S5 gamma", stop=stops, seed=7),
+                GenerationRequest("one two three four five six", max_new_tokens=3),
+            ]
+        )
+        first, second = (r["body"] for r in srv.requests())
+    assert first["stop"] == ["X1", "X2", "X3", "X4"] and first["seed"] == 7
+    assert cut.text == "[alpha beta " and cut.finish_reason == "stop"
+    assert long.text == "[one two three" and long.finish_reason == "length" and long.n_tokens == 3
+    assert second["max_tokens"] == 3
+
+
+def test_chat_endpoint_and_chat_requests(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "ok") as srv:
+        with backend_for(srv.base_url, endpoint="chat") as be:
+            (g,) = be.generate([GenerationRequest("hello there", stop=("there",))])
+        with backend_for(srv.base_url) as be:  # default completions, but the request asks for chat
+            (h,) = be.generate([GenerationRequest("hi", chat=True)])
+        seen = srv.requests()
+    assert g.text == "[hello " and h.text == "[hi]" and g.meta["endpoint"] == "chat"
+    assert [r["path"] for r in seen] == ["/v1/chat/completions"] * 2
+    assert seen[0]["body"]["messages"] == [{"role": "user", "content": "hello there"}]
+    assert "prompt" not in seen[0]["body"]
+
+
+def test_auto_endpoint_switches_to_chat_after_404(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "chat-only") as srv, backend_for(srv.base_url, endpoint="auto") as be:
+        first = be.generate([GenerationRequest("a b")])
+        second = be.generate([GenerationRequest("c d")])
+        paths = [r["path"] for r in srv.requests()]
+    assert first[0].text == "[a b]" and second[0].text == "[c d]"
+    assert paths == ["/v1/completions", "/v1/chat/completions", "/v1/chat/completions"]
+
+
+def test_completions_404_without_auto_is_an_error(tmp_path: Path) -> None:
+    with (
+        fake_openai_server(tmp_path, "chat-only") as srv,
+        backend_for(srv.base_url) as be,
+        pytest.raises(BackendError, match="HTTP 404"),
+    ):
+        be.generate([GenerationRequest("a b")])
+
+
+# ----- fake server: retries and failures -----
+
+
+def test_429_honours_retry_after(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "fail-then-ok", fail_count=1, fail_status=429, retry_after="1") as srv:
+        with backend_for(srv.base_url, backoff_base=0.01, backoff_max=5) as be:
+            start = time.monotonic()
+            (g,) = be.generate([GenerationRequest("after wait")])
+            elapsed = time.monotonic() - start
+        assert srv.count == 2
+    assert g.text == "[after wait]"
+    assert elapsed >= 0.95  # waited the server's Retry-After, not the 10 ms backoff
+
+
+def test_retry_after_is_capped_by_backoff_max(tmp_path: Path) -> None:
+    with (
+        fake_openai_server(tmp_path, "fail-then-ok", fail_count=1, fail_status=503, retry_after="30") as srv,
+        backend_for(srv.base_url, backoff_max=0.2) as be,
+    ):
+        start = time.monotonic()
+        (g,) = be.generate([GenerationRequest("capped")])
+        assert time.monotonic() - start < 3
+    assert g.text == "[capped]"
+
+
+def test_500_then_success(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "fail-then-ok", fail_count=2, fail_status=500) as srv:
+        with backend_for(srv.base_url, max_retries=3, **FAST) as be:
+            (g,) = be.generate([GenerationRequest("eventually")])
+        assert srv.count == 3
+    assert g.text == "[eventually]" and g.finish_reason == "stop"
+
+
+def test_always_500_gives_up_after_retry_budget(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "always-500") as srv:
+        with (
+            backend_for(srv.base_url, max_retries=3, api_key_env=KEY_ENV, **FAST) as be,
+            pytest.raises(BackendError) as info,
+        ):
+            be.generate([GenerationRequest("doomed"), GenerationRequest("doomed too")])
+        assert srv.requests()[0]["authorization"] == f"Bearer {SECRET}"
+    msg = str(info.value)
+    assert "4 attempts" in msg and "HTTP 500" in msg and "internal failure" in msg
+    assert f"{srv.base_url}/completions" in msg and "\n" not in msg
+    assert SECRET not in msg
+
+
+def test_server_down_fails_quickly(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with backend_for(url, max_retries=2, timeout=2, **FAST) as be:
+        start = time.monotonic()
+        with pytest.raises(BackendError, match=r"3 attempts.*connection error"):
+            be.generate([GenerationRequest("anyone?")])
+        assert time.monotonic() - start < 5
+
+
+def test_slow_server_times_out_then_fails(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "slow", sleep=5) as srv:
+        with backend_for(srv.base_url, timeout=0.3, max_retries=1, **FAST) as be:
+            start = time.monotonic()
+            with pytest.raises(BackendError, match=r"2 attempts.*timed out after 0.3 s"):
+                be.generate([GenerationRequest("zzz")])
+            assert time.monotonic() - start < 3
+        assert srv.count == 2
+
+
+def test_401_fails_at_once_and_scrubs_the_key(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "401") as srv:
+        with backend_for(srv.base_url, api_key_env=KEY_ENV, max_retries=5, backoff_base=1) as be:
+            start = time.monotonic()
+            with pytest.raises(BackendError) as info:
+                be.generate([GenerationRequest("let me in")])
+            assert time.monotonic() - start < 2
+        assert srv.count == 1  # not retried
+        assert srv.requests()[0]["authorization"] == f"Bearer {SECRET}"
+    msg = str(info.value)
+    assert "HTTP 401" in msg and "Incorrect API key provided: ***" in msg
+    assert SECRET not in msg and SECRET not in repr(info.value)
+
+
+def test_api_key_from_named_env_var_never_exposed(tmp_path: Path) -> None:
+    with fake_openai_server(tmp_path, "ok") as srv:
+        with backend_for(srv.base_url, api_key_env=KEY_ENV) as keyed:
+            keyed.generate([GenerationRequest("x")])
+            assert SECRET not in repr(keyed) and SECRET not in keyed.name and SECRET not in str(keyed)
+            assert KEY_ENV in repr(keyed)
+        with backend_for(srv.base_url) as anonymous:  # OPENAI_API_KEY unset: no Authorization header
+            anonymous.generate([GenerationRequest("y")])
+        auths = [r["authorization"] for r in srv.requests()]
+    assert auths == [f"Bearer {SECRET}", None]
+
+
+# ----- transformers serve (real model server) -----
+
+
+def _stop_case(full: str) -> tuple[str, str]:
+    """A stop word from the middle of ``full`` and the text the backend must return for it."""
+    words = full.split()
+    stop = words[len(words) // 2]
+    return stop, full[: full.find(stop)]
+
+
+@pytest.mark.slow
+def test_transformers_serve_completions(tiny_served_model: tuple[str, str]) -> None:
+    base_url, model = tiny_served_model
+    with load_backend(f"openai:{model}@{base_url}", max_retries=1) as be:
+        (full,) = be.generate([GenerationRequest("the cat sat on", max_new_tokens=10)])
+        assert full.finish_reason == "length" and len(full.text.split()) == 10
+        stop, expected = _stop_case(full.text)
+        # Three requests in flight at once: the same greedy request must give the same text.
+        again, cut, chat = be.generate(
+            [
+                GenerationRequest("the cat sat on", max_new_tokens=10),
+                GenerationRequest("the cat sat on", max_new_tokens=10, stop=(stop,)),
+                GenerationRequest("the cat sat on", max_new_tokens=6, chat=True),
+            ]
+        )
+    assert again.text == full.text
+    # transformers serve returns the stop string itself; the backend must cut it off.
+    assert cut.text == expected and stop not in cut.text and cut.finish_reason == "stop"
+    assert chat.text.strip() and chat.meta["endpoint"] == "chat"
+
+
+@pytest.mark.slow
+def test_transformers_serve_chat_endpoint(tiny_served_model: tuple[str, str]) -> None:
+    base_url, model = tiny_served_model
+    with load_backend(f"openai:{model}@{base_url}", endpoint="chat", max_retries=1) as be:
+        (full,) = be.generate([GenerationRequest("what is two plus two ?", max_new_tokens=8)])
+        assert full.text.strip() and full.finish_reason == "length"
+        stop, expected = _stop_case(full.text)
+        (cut,) = be.generate([GenerationRequest("what is two plus two ?", max_new_tokens=8, stop=(stop,))])
+    assert cut.text == expected and cut.finish_reason == "stop"
+
+
+@pytest.mark.slow
+def test_transformers_serve_unknown_model_is_a_clear_error(tiny_served_model: tuple[str, str]) -> None:
+    base_url, _ = tiny_served_model
+    with (
+        load_backend(f"openai:not-this-model@{base_url}") as be,
+        pytest.raises(BackendError, match=r"HTTP 400.*pinned"),
+    ):
+        be.generate([GenerationRequest("x")])
