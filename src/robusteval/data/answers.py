@@ -21,16 +21,21 @@ started worker process that is killed when it exceeds the timeout, because simpl
 
 from __future__ import annotations
 
+import atexit
 import math
-import multiprocessing
 import os
 import re
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -336,7 +341,7 @@ _MATH_WORDS = frozenset(
         "or"
     )
 )
-_UNITS_TAIL_RE = re.compile(r"^(?:\s*[A-Za-z]{2,}(?:\^\d)?\.?)+\s*$")
+_UNITS_TAIL_RE = re.compile(r"^(?:\s+[A-Za-z]{2,}(?:\^\d)?\.?)+\s*$")
 
 
 def _parse_number_strict(text: str) -> _Num | None:
@@ -624,6 +629,18 @@ def _latex_to_plain(s: str) -> str:
             return m.group(0), pos + m.end()
         return s[pos], pos + 1
 
+    def operand(pos: int) -> tuple[str, int]:
+        """A function's operand after "\\sin^2": "(...)" (possibly with \\left/\\right) or one argument."""
+        m = re.match(r"\s*(?:\\left\s*)?\(", s[pos:])
+        if m is None:
+            return arg(pos)
+        depth, j = 0, pos + m.end() - 1
+        for k in range(j, n):
+            depth += {"(": 1, ")": -1}.get(s[k], 0)
+            if depth == 0:
+                return s[j + 1 : k].removesuffix("\\right"), k + 1
+        raise _Unsupported("unbalanced parentheses")
+
     abs_open = False
     while i < n:
         c = s[i]
@@ -661,6 +678,11 @@ def _latex_to_plain(s: str) -> str:
                 abs_open = not abs_open
             elif name in ("lfloor", "rfloor", "lceil", "rceil"):
                 out.append({"lfloor": " floor( ", "lceil": " ceil( "}.get(name, " ) "))
+            elif name in _FUNCS and re.match(r"\s*\^", s[i:]):
+                # "\sin^2 x" is (sin x)^2, not sin applied to "^2 x"
+                power, i = arg(s.index("^", i) + 1)
+                body, i = operand(i)
+                out.append(f" (({name}({_latex_to_plain(body)}))**({_latex_to_plain(power)})) ")
             elif name in _FUNCS or name in _CONSTS or name in _GREEK:
                 out.append(f" {name} ")
             else:
@@ -887,20 +909,26 @@ def _symbolic_equal_batch(pairs: Sequence[tuple[Sequence[Token], Sequence[Token]
 # Timeout-enforcing worker processes
 # ----------------------------------------------------------------------------------------------------------
 
-_STARTUP_TIMEOUT = 60.0  # spawning + importing sympy; not counted against the caller's timeout
+_STARTUP_TIMEOUT = 60.0  # starting Python + importing sympy; not counted against the caller's timeout
 _MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
+# The child is a fresh interpreter (not multiprocessing): that never re-imports the caller's __main__
+# (an unguarded script would otherwise run again in the worker), never forks a process that may hold
+# torch/httpx threads' locks, and works inside daemonic multiprocessing workers.
+_BOOT = "import sys; sys.path.insert(0, sys.argv[2]); from robusteval.data.answers import _worker_main; _worker_main(int(sys.argv[1]))"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding robusteval/
 
 
-def _worker_main(conn: Any) -> None:
-    """Loop in the child: receive (fn, args), send ("ok", result) or ("err", message)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent; it kills us on exit
+def _worker_main(fd: int) -> None:
+    """Child loop: receive (fn, args) on socket ``fd``, send ("ok", result) or ("err", message)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent, which then closes our socket
+    conn = Connection(fd)
     import sympy  # noqa: F401  -- warm the import before reporting ready, so timeouts measure work only
 
     conn.send(("ready", None))
     while True:
         try:
             fn, args = conn.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError):  # the parent exited or dropped us
             return
         try:
             reply: tuple[str, Any] = ("ok", fn(*args))
@@ -913,19 +941,30 @@ def _worker_main(conn: Any) -> None:
 
 
 class _Worker:
-    """One child process with a pipe; killed (and discarded) when a call overruns its timeout."""
+    """One child interpreter on a socket pair; killed (and discarded) when a call overruns its timeout."""
 
     def __init__(self) -> None:
-        # spawn, not fork: forking a process that runs torch/httpx threads can deadlock the child.
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child_conn = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child_conn,), daemon=True, name="robusteval-sympy")
-        self.proc.start()
-        child_conn.close()
-        if not self.conn.poll(_STARTUP_TIMEOUT):
+        parent_sock, child_sock = socket.socketpair()
+        try:
+            fd = child_sock.fileno()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, str(fd), _PACKAGE_ROOT],
+                pass_fds=(fd,),
+                stdin=subprocess.DEVNULL,
+            )
+        except BaseException:
+            parent_sock.close()
+            raise
+        finally:
+            child_sock.close()
+        self.conn = Connection(parent_sock.detach())
+        try:
+            ready = self.conn.poll(_STARTUP_TIMEOUT) and self.conn.recv() == ("ready", None)
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
             self.kill()
             raise RuntimeError("sympy worker did not start")
-        self.conn.recv()
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
         self.conn.send((fn, args))
@@ -937,7 +976,7 @@ class _Worker:
 
     def kill(self) -> None:
         self.proc.kill()
-        self.proc.join(5)
+        self.proc.wait(5)
         self.conn.close()
 
 
@@ -946,20 +985,28 @@ class _Pool:
         self.lock = threading.Lock()
         self.slots = threading.BoundedSemaphore(_MAX_WORKERS)
         self.idle: list[_Worker] = []
-        self.broken = False  # process creation failed once (e.g. inside a daemonic worker): stay inline
+        self.broken = False  # a worker failed to start once (no pass_fds on Windows, ...): stay inline
 
 
 _pool = _Pool()
 
 
 def _reset_pool_in_child() -> None:
-    # A forked child must not share the parent's pipes; it starts its own workers when needed.
+    # A forked child must not share the parent's sockets; it starts its own workers when needed.
     global _pool
     _pool = _Pool()
 
 
+def _shutdown_pool() -> None:
+    with _pool.lock:
+        workers, _pool.idle = _pool.idle, []
+    for worker in workers:
+        worker.kill()
+
+
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_pool_in_child)
+atexit.register(_shutdown_pool)
 
 
 class _AlarmTimeout(Exception):
@@ -967,7 +1014,7 @@ class _AlarmTimeout(Exception):
 
 
 def _call_inline(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
-    """Fallback without processes: SIGALRM bounds the call on the main thread; elsewhere it runs unbounded."""
+    """Fallback without a worker: SIGALRM bounds the call on the main thread; elsewhere it runs unbounded."""
     use_alarm = (
         hasattr(signal, "setitimer")
         and threading.current_thread() is threading.main_thread()
@@ -998,8 +1045,8 @@ def _call_inline(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) 
 def _run_with_timeout(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
     """Run picklable ``fn(*args)`` in a worker process; ("ok", result), ("timeout", None) or ("err", msg).
 
-    Workers are created lazily and reused; one that overruns is killed, so a runaway sympy call costs a
-    restart, never a hang.
+    Workers are started lazily (the first call pays ~0.5 s, outside ``timeout``) and reused; one that
+    overruns is killed, so a runaway sympy call costs a restart, never a hang.
     """
     pool = _pool
     if pool.broken:
@@ -1010,7 +1057,7 @@ def _run_with_timeout(fn: Callable[..., Any], args: tuple[Any, ...], timeout: fl
         if worker is None:
             try:
                 worker = _Worker()
-            except Exception:  # e.g. "daemonic processes are not allowed to have children"
+            except Exception:
                 pool.broken = True
                 return _call_inline(fn, args, timeout)
         try:

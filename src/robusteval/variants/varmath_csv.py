@@ -186,7 +186,8 @@ def _import_row(row: dict[str, str], tid: str, source: str, warnings: list[str])
         # Not templated: the original problem is kept as one instance with its original id.
         if ori_answer is None:
             raise TemplateError(tid, "ori_answer", f"original answer {ori_answer_text!r} is not a number", source)
-        out: dict[str, Any] = {"id": tid, "question": row["ori_question"], "answer": ori_answer}
+        out: dict[str, Any] = {"id": tid, "question": row["ori_question"], "answer": ori_answer,
+                               "original_answer": ori_answer}
         if url:
             out["url"] = url
         out["meta"] = meta

@@ -1,0 +1,106 @@
+"""``variants validate``: does each template, at its original values, give back the original answer?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from robusteval.variants.expr import ExprError
+from robusteval.variants.sampler import compute_native, same_value
+from robusteval.variants.template import Template, TemplateError
+
+Status = Literal["ok", "mismatch", "error", "unchecked"]
+
+
+@dataclass
+class Check:
+    template_id: str
+    status: Status
+    message: str
+    source: str | None = None
+    computed: Any = None
+    expected: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.template_id,
+            "status": self.status,
+            "message": self.message,
+            "source": self.source,
+            "computed": self.computed if not isinstance(self.computed, complex) else str(self.computed),
+            "expected": self.expected,
+        }
+
+
+def _original_row(template: Template) -> tuple[int | None, str | None]:
+    """The aligned row whose values are the original ones (None, reason) when it cannot be found."""
+    rows = template.aligned_length()
+    if rows is None:
+        return None, None
+    original = template.original or {}
+    aligned = [v for v in template.independent if v.kind == "values"]
+    given = [v for v in aligned if v.name in original]
+    if not given:
+        return None, "no original value for the aligned variables " + ", ".join(v.name for v in aligned)
+    for j in range(rows):
+        if all(same_value(v.items[j], original[v.name]) for v in given):
+            return j, None
+    shown = ", ".join(f"{v.name}={original[v.name]!r}" for v in given)
+    return None, f"the original values ({shown}) are not among the aligned rows"
+
+
+def check_template(template: Template) -> Check:
+    def result(status: Status, message: str, **kw: Any) -> Check:
+        return Check(template.id, status, message, template.source, **kw)
+
+    if template.original_answer is None:
+        return result("unchecked", "no original_answer to compare with")
+    original = template.original or {}
+    base: dict[str, Any] = {}
+    for var in template.independent:
+        if var.kind == "values":
+            continue
+        if var.name not in original:
+            return result("unchecked", f"no original value for {var.name}")
+        base[var.name] = original[var.name]
+    row, why = _original_row(template)
+    if why is not None:
+        # A mismatch when originals were given but are not in the lists; unchecked when none were given.
+        status: Status = "mismatch" if "not among" in why else "unchecked"
+        return result(status, why, expected=template.original_answer)
+    if row is not None:
+        for var in template.independent:
+            if var.kind == "values":
+                base[var.name] = var.items[row]
+    try:
+        _, answer, ok = compute_native(template, base, row)
+    except TemplateError as exc:
+        return result("error", str(exc.reason if exc.field is None else f"{exc.field}: {exc.reason}"))
+    except ExprError as exc:  # pragma: no cover - compute_native wraps these
+        return result("error", str(exc))
+    if not ok:
+        return result("mismatch", "the original values break the template's constraints", expected=template.original_answer)
+    if same_value(answer, template.original_answer) or _close(answer, template.original_answer):
+        return result("ok", "reproduces the original answer", computed=answer, expected=template.original_answer)
+    return result(
+        "mismatch",
+        f"original values give {answer!r}, the original answer is {template.original_answer!r}",
+        computed=answer,
+        expected=template.original_answer,
+    )
+
+
+def _close(a: Any, b: Any) -> bool:
+    try:
+        fa, fb = float(a), float(b)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return abs(fa - fb) <= 1e-6 * max(1.0, abs(fb))
+
+
+def validate_templates(templates: list[Template], problems: list[TemplateError]) -> list[Check]:
+    """One check per template, plus one ``error`` per template that did not load."""
+    checks = [Check(p.template_id or "?", "error", p.reason if p.field is None else f"{p.field}: {p.reason}", p.source)
+              for p in problems]
+    checks += [check_template(t) for t in templates]
+    return checks
