@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from robusteval.cli.common import add_dataset_options, add_model_options, build_backend, data_identity, load_examples
+from robusteval.cli.common import (
+    add_dataset_options,
+    add_model_options,
+    build_backend,
+    data_identity,
+    load_examples,
+)
 from robusteval.cli.main import add_command, required_option
 from robusteval.evals.answer_first import accuracy_summary, answer_first_records
 from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars

@@ -22,7 +22,8 @@ from robusteval.errors import UserError
 COMMAND_MODULES = (
     "robusteval.cli.quickstart",
     "robusteval.cli.eval_cmd",
-    # "robusteval.cli.variants",  # TEMP until it lands
+    "robusteval.cli.attack",
+    "robusteval.cli.variants",
     "robusteval.cli.runs",
 )
 

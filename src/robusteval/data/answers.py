@@ -16,7 +16,10 @@ Public API:
 Symbolic comparison uses sympy through a small hand-written LaTeX tokenizer and recursive-descent parser
 (never ``eval``/``exec``, and no dependency on ``sympy.parsing.latex``/antlr4). Sympy runs in a lazily
 started worker process that is killed when it exceeds the timeout, because simplifying hostile input
-(``2^{10^{10}}``) can spend minutes inside C code where no signal or thread can interrupt it.
+(``2^{10^{10}}``) can spend minutes inside C code where no signal or thread can interrupt it. The first
+symbolic comparison pays ~0.5 s to start the worker (outside the timeout); numeric and string-identical
+answers never need it. Where no worker can be started (Windows), sympy runs in-process, bounded by
+SIGALRM on the main thread and unbounded on other threads.
 """
 
 from __future__ import annotations
@@ -60,7 +63,11 @@ _VULGAR_RE = re.compile(r"(\d?)([\u00bc-\u00be\u2150-\u215e])")
 def _vulgar_sub(m: re.Match[str]) -> str:
     frac = Fraction(unicodedata.numeric(m.group(2))).limit_denominator(100)
     # "2½" is the mixed number 2 1/2, so keep a space between the whole part and the fraction.
-    return f"{m.group(1)} {frac.numerator}/{frac.denominator}" if m.group(1) else f"{frac.numerator}/{frac.denominator}"
+    return (
+        f"{m.group(1)} {frac.numerator}/{frac.denominator}"
+        if m.group(1)
+        else f"{frac.numerator}/{frac.denominator}"
+    )
 
 
 def _prep_light(text: str) -> str:
@@ -112,7 +119,19 @@ def _last_boxed(text: str) -> str | None:
     return None
 
 
-_WRAP_CMDS = ("text", "textbf", "textrm", "textit", "mathrm", "mathbf", "mathit", "mbox", "operatorname", "boxed", "fbox")
+_WRAP_CMDS = (
+    "text",
+    "textbf",
+    "textrm",
+    "textit",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "mbox",
+    "operatorname",
+    "boxed",
+    "fbox",
+)
 _WRAP_RE = re.compile(r"\\(" + "|".join(_WRAP_CMDS) + r")\s*(?=\{)")
 
 
@@ -275,16 +294,11 @@ def _iter_numbers(text: str) -> Iterator[_Num]:
         pos = num.end
 
 
-_WORD_UNITS = {
-    w: i
-    for i, w in enumerate(
-        (
-            "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-            "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
-            "seventeen", "eighteen", "nineteen"
-        )
-    )
-}
+_UNIT_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+)  # fmt: skip
+_WORD_UNITS = {w: i for i, w in enumerate(_UNIT_WORDS)}
 _WORD_TENS = {
     w: 10 * i
     for i, w in enumerate(("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"), 2)
@@ -302,7 +316,9 @@ def _word_number(text: str) -> tuple[int, re.Match[str]] | None:
     if m is None:
         return None
     if m.group("t"):
-        value = _WORD_TENS[m.group("t").lower()] + (_WORD_UNITS[m.group("u1").lower()] if m.group("u1") else 0)
+        value = _WORD_TENS[m.group("t").lower()] + (
+            _WORD_UNITS[m.group("u1").lower()] if m.group("u1") else 0
+        )
     else:
         value = _WORD_UNITS[m.group("u").lower()]
     return value, m
@@ -335,12 +351,9 @@ def normalize_number(text: str) -> float | None:
 
 # Trailing unit words ("5 cm", "18 square units") that a grader ignores; real math words are kept.
 _MATH_WORDS = frozenset(
-    (
-        "pi", "oo", "infty", "sqrt", "sin", "cos", "tan", "cot", "sec", "csc", "sinh", "cosh",
-        "tanh", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "log", "ln", "exp", "and",
-        "or"
-    )
-)
+    ("pi", "oo", "infty", "sqrt", "sin", "cos", "tan", "cot", "sec", "csc", "sinh", "cosh", "tanh", "asin",
+     "acos", "atan", "arcsin", "arccos", "arctan", "log", "ln", "exp", "and", "or")
+)  # fmt: skip
 _UNITS_TAIL_RE = re.compile(r"^(?:\s+[A-Za-z]{2,}(?:\^\d)?\.?)+\s*$")
 
 
@@ -386,7 +399,7 @@ _YESNO_RE = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 
 
 def normalize_yesno(text: str) -> str | None:
-    """"yes"/"no" for answers like "Yes", "yes.", "**YES**, because", "True", "\\boxed{No}"; else None.
+    """Return "yes"/"no" for answers like "Yes", "yes.", "**YES**, because", "True", "\\boxed{No}"; else None.
 
     Only the leading word decides (a stray "no" deep inside a sentence is not an answer), with one
     exception: text that states "the answer is X" is read at X.
@@ -417,7 +430,7 @@ _ANSWER_PHRASE_RE = re.compile(
 )
 # A period after these does not end a sentence ("approx. 18"). "No." and single letters ("B.") do.
 _ABBREVIATIONS = frozenset({"approx", "e.g", "i.e", "vs", "mr", "mrs", "dr", "st", "ca", "cf"})
-_CLOSERS = "*_\"')]`"
+_CLOSERS = "*_\"')]`$"
 
 
 def _sentence_end(text: str, start: int) -> int:
@@ -471,16 +484,23 @@ def _answer_from_segment(segment: str, answer_type: str) -> str | None:
         prepared = _prep_light(segment)
         num = next(_iter_numbers(prepared), None)
         if num is not None:
-            token = prepared[num.start : num.end].strip()
-            if token.startswith("$") and prepared.startswith("$", num.end):  # "$18$" is math mode, not dollars
-                token = token[1:]
-            return token
+            return _token_text(prepared, num)
         word = _word_number(prepared)
         return word[1].group(0) if word else None
     if answer_type == "yesno":
         m = _YESNO_RE.search(segment)
         return _YESNO[m.group(1).lower()] if m else None
+    # "The answer is 5 because 2+3=5" names 5; the justification is not part of the answer.
+    segment = re.split(r"(?:,\s*|\s+)(?:because|since)\b", segment, maxsplit=1, flags=re.IGNORECASE)[0]
     return _clean_segment(_prep_light(segment))
+
+
+def _token_text(prepared: str, num: _Num) -> str:
+    """A number as written; "$18$" is math mode rather than dollars, so its "$" is dropped."""
+    token = prepared[num.start : num.end].strip()
+    if token.startswith("$") and prepared.startswith("$", num.end):
+        token = token[1:]
+    return token
 
 
 def extract_answer_first(text: str, answer_type: str) -> str | None:
@@ -541,7 +561,7 @@ def extract_final_answer(text: str, answer_type: str = "math") -> str | None:
     if answer_type in ("number", "math"):
         nums = list(_iter_numbers(light))
         if nums:
-            return light[nums[-1].start : nums[-1].end].strip()
+            return _token_text(light, nums[-1])
     return None
 
 
@@ -588,18 +608,24 @@ _FUNCS = {
 }  # fmt: skip
 _CONSTS = {"pi": "pi", "oo": "oo", "infty": "oo", "e": "E", "i": "I"}
 _GREEK = frozenset(
-    (
-        "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta",
-        "vartheta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "rho", "sigma", "tau",
-        "upsilon", "phi", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda",
-        "Xi", "Sigma", "Phi", "Psi", "Omega"
-    )
-)
+    ("alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
+     "kappa", "lambda", "mu", "nu", "xi", "omicron", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi",
+     "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega")
+)  # fmt: skip
 _SKIP_CMDS = frozenset(
     {"left", "right", "displaystyle", "textstyle", "limits", "big", "Big", "bigl", "bigr", "Bigl", "Bigr",
      "quad", "qquad", "circ", "%", "!", ",", ";", ":", " "}
 )  # fmt: skip
-_CMD_OPS = {"cdot": "*", "times": "*", "ast": "*", "div": "/", "{": "(", "}": ")", "lbrace": "(", "rbrace": ")"}
+_CMD_OPS = {
+    "cdot": "*",
+    "times": "*",
+    "ast": "*",
+    "div": "/",
+    "{": "(",
+    "}": ")",
+    "lbrace": "(",
+    "rbrace": ")",
+}
 
 Token = tuple[str, str]  # (kind, text): kind in num, id, fn, op
 
@@ -695,14 +721,18 @@ def _latex_to_plain(s: str) -> str:
             abs_open = not abs_open
             i += 1
         else:
-            out.append({"{": " ( ", "}": " ) ", "[": " ( ", "]": " ) ", "·": "*", "×": "*", "÷": "/"}.get(c, c))
+            out.append(
+                {"{": " ( ", "}": " ) ", "[": " ( ", "]": " ) ", "·": "*", "×": "*", "÷": "/"}.get(c, c)
+            )
             i += 1
     if abs_open:
         raise _Unsupported("unclosed |")
     return "".join(out)
 
 
-_TOKEN_RE = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?|\.\d+)|(?P<id>[A-Za-z]+(?:_[A-Za-z0-9]+)?)|(?P<op>\*\*|[-+*/(),!=]))")
+_TOKEN_RE = re.compile(
+    r"\s*(?:(?P<num>\d+(?:\.\d+)?|\.\d+)|(?P<id>[A-Za-z]+(?:_[A-Za-z0-9]+)?)|(?P<op>\*\*|[-+*/(),!=]))"
+)
 _MAX_TOKENS = 400
 
 
@@ -894,13 +924,16 @@ def _symbolic_equal_one(ta: Sequence[Token], tb: Sequence[Token], rel_tol: float
     return _sympy_expr_equal(da, db, rel_tol, sp) or _sympy_expr_equal(da, -db, rel_tol, sp)
 
 
-def _symbolic_equal_batch(pairs: Sequence[tuple[Sequence[Token], Sequence[Token]]], rel_tol: float) -> list[bool]:
+def _symbolic_equal_batch(
+    pairs: Sequence[tuple[Sequence[Token], Sequence[Token]]], rel_tol: float
+) -> list[bool]:
     """Worker entry point: one bool per pair; a pair that sympy cannot handle is unequal."""
     results = []
     for ta, tb in pairs:
         try:
             results.append(bool(_symbolic_equal_one(ta, tb, rel_tol)))
-        except Exception:  # sympy raises many types on odd input (TypeError, ValueError, PolynomialError, ...)
+        # sympy raises many types on odd input (TypeError, ValueError, PolynomialError, ...)
+        except Exception:
             results.append(False)
     return results
 
@@ -1075,6 +1108,7 @@ def _run_with_timeout(fn: Callable[..., Any], args: tuple[Any, ...], timeout: fl
 # Math comparison
 # ----------------------------------------------------------------------------------------------------------
 
+_MAX_MATH_CHARS = 1000
 _ASSIGN_RE = re.compile(r"^\s*[A-Za-z](?:_\{?\w+\}?)?\s*=\s*(?=\S)")
 
 
@@ -1156,6 +1190,8 @@ def _exact_text(num: _Num | None, text: str) -> str:
 
 
 def _math_match(predicted: str, gold: str, rel_tol: float, timeout: float) -> bool:
+    if max(len(predicted), len(gold)) > _MAX_MATH_CHARS:  # a paragraph, not an expression
+        return _normalize_text(predicted) == _normalize_text(gold)
     a, b = _clean_math(predicted), _clean_math(gold)
     if not a or not b:
         return False

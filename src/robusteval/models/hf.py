@@ -207,11 +207,13 @@ class HFBackend:
         self,
         prefix_ids: Sequence[int],
         suffix_embeds: torch.Tensor,
+        logits_to_keep: int = 0,
     ) -> torch.Tensor:
         """Logits for every suffix position given input *embeddings* of equal-length rows after a shared prefix.
 
         Gradients flow to ``suffix_embeds``; the prefix comes from the cache (or is re-encoded when the cache
-        is off), so each call costs a forward over the suffix only.
+        is off), so each call costs a forward over the suffix only. ``logits_to_keep=m`` returns only the
+        last m positions' logits (the LM head over a large vocabulary dominates memory otherwise).
         """
         batch, length, _ = suffix_embeds.shape
         past, past_len, rest = self._start(list(prefix_ids), batch)
@@ -225,8 +227,9 @@ class HFBackend:
             position_ids=positions.unsqueeze(0).expand(batch, -1),
             attention_mask=torch.ones(batch, past_len + suffix_embeds.shape[1], device=self.device, dtype=torch.long),
             use_cache=past is not None,
+            logits_to_keep=logits_to_keep or length,
         )
-        return out.logits[:, -length:, :]
+        return out.logits[:, -(logits_to_keep or length) :, :]
 
     # ------------------------------------------------------------------ scoring
     @torch.no_grad()
@@ -255,25 +258,56 @@ class HFBackend:
         groups: dict[tuple[Any, ...], list[int]] = {}
         encoded = [self.prompt_ids(r.prefix, r.prompt) for r in requests]
         for i, request in enumerate(requests):
-            key: tuple[Any, ...] = (tuple(encoded[i][0]), request.max_new_tokens)
-            if self.exact_batching_only:
-                key += (len(encoded[i][1]),)
-            groups.setdefault(key, []).append(i)
-        for indices in groups.values():
+            groups.setdefault((tuple(encoded[i][0]), request.max_new_tokens), []).append(i)
+        for (prefix_ids, max_new_tokens), indices in groups.items():
+            rows = self.decode_many(
+                list(prefix_ids),
+                [encoded[i][1] for i in indices],
+                max_new_tokens=max_new_tokens,
+                temperatures=[requests[i].temperature for i in indices],
+                top_ps=[requests[i].top_p for i in indices],
+                stops=[requests[i].stop for i in indices],
+                seeds=[requests[i].seed for i in indices],
+            )
+            for i, row in zip(indices, rows, strict=True):
+                results[i] = Generation(row.text, row.finish_reason, len(row.token_ids))
+        return [r for r in results if r is not None]
+
+    def decode_many(
+        self,
+        prefix_ids: list[int],
+        suffixes: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int,
+        temperatures: Sequence[float] | None = None,
+        top_ps: Sequence[float] | None = None,
+        stops: Sequence[Sequence[str]] | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[DecodedRow]:
+        """:meth:`decode_batch` over any number of rows, in batches of ``batch_size`` (same order out)."""
+        n = len(suffixes)
+        per_row = {
+            "temperatures": list(temperatures or [0.0] * n),
+            "top_ps": list(top_ps or [1.0] * n),
+            "stops": [tuple(s) for s in (stops or [()] * n)],
+            "seeds": list(seeds or [None] * n),
+        }
+        buckets: dict[int, list[int]] = {}
+        for i, suffix in enumerate(suffixes):
+            buckets.setdefault(len(suffix) if self.exact_batching_only else 0, []).append(i)
+        out: list[DecodedRow | None] = [None] * n
+        for indices in buckets.values():
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
                 rows = self.decode_batch(
-                    encoded[chunk[0]][0],
-                    [encoded[i][1] for i in chunk],
-                    max_new_tokens=requests[chunk[0]].max_new_tokens,
-                    temperatures=[requests[i].temperature for i in chunk],
-                    top_ps=[requests[i].top_p for i in chunk],
-                    stops=[requests[i].stop for i in chunk],
-                    seeds=[requests[i].seed for i in chunk],
+                    prefix_ids,
+                    [suffixes[i] for i in chunk],
+                    max_new_tokens=max_new_tokens,
+                    **{name: [values[i] for i in chunk] for name, values in per_row.items()},
                 )
                 for i, row in zip(chunk, rows, strict=True):
-                    results[i] = Generation(row.text, row.finish_reason, len(row.token_ids))
-        return [r for r in results if r is not None]
+                    out[i] = row
+        return [row for row in out if row is not None]
 
     @torch.no_grad()
     def decode_batch(

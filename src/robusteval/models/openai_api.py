@@ -218,9 +218,9 @@ class OpenAIBackend:
             "top_p": request.top_p,
         }
         if chat:
-            payload["messages"] = [{"role": "user", "content": request.prompt}]
+            payload["messages"] = [{"role": "user", "content": request.full_prompt}]
         else:
-            payload["prompt"] = request.prompt
+            payload["prompt"] = request.full_prompt
         stops = [s for s in request.stop if s]
         if stops:
             payload["stop"] = stops[:MAX_API_STOP]  # the rest are cut client-side

@@ -24,13 +24,20 @@ def _training_corpus() -> list[str]:
             if line.strip():
                 record = json.loads(line)
                 lines.append(f"Q: {record['question']}\nA: The answer is {record['answer']}.")
-    exemplars = resources.files("robusteval.prompts") / "exemplars"
-    for name in ("math.json", "yesno.json"):
-        for ex in json.loads((exemplars / name).read_text(encoding="utf-8"))["exemplars"]:
-            lines.append(f"Q: {ex['question']}\nA: The answer is {ex['answer']}. {ex['rationale']}")
+    lines += _answer_first_blocks()
     lines += [f"{a} + {b} = {a + b}. {a} * {b} = {a * b}. {a} - {b} = {a - b}." for a in range(12) for b in range(12)]
     lines += ["yes no Yes No correct incorrect same different meaning reasoning 0 1"] * 4
     return lines
+
+
+def _answer_first_blocks(sets: tuple[str, ...] = ("math", "yesno")) -> list[str]:
+    """The built-in exemplars as answer-first blocks (question, answer, rationale)."""
+    blocks = []
+    exemplars = resources.files("robusteval.prompts") / "exemplars"
+    for name in (f"{s}.json" for s in sets):
+        for ex in json.loads((exemplars / name).read_text(encoding="utf-8"))["exemplars"]:
+            blocks.append(f"Q: {ex['question']}\nA: The answer is {ex['answer']}. {ex['rationale']}")
+    return blocks
 
 
 def build_tokenizer(vocab_size: int = 600):  # type: ignore[no-untyped-def]
@@ -60,8 +67,14 @@ def build_tiny_llama(
     hidden_size: int = 64,
     num_layers: int = 2,
     vocab_size: int = 600,
+    train_steps: int = 0,
+    train_on: tuple[str, ...] = ("math",),
 ) -> Path:
-    """Write a tiny random LlamaForCausalLM + tokenizer into ``out_dir`` and return it."""
+    """Write a tiny LlamaForCausalLM + tokenizer into ``out_dir`` and return it.
+
+    ``train_steps > 0`` briefly trains it on answer-first text (``Q: …\nA: The answer is X. …``) so that it
+    follows the format: attacks then have answers and chains of thought to work on. Deterministic.
+    """
     from transformers import LlamaConfig, LlamaForCausalLM
 
     out = Path(out_dir)
@@ -86,6 +99,33 @@ def build_tiny_llama(
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
+    if train_steps > 0:
+        _train(model, tokenizer, train_steps, seed, train_on)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def _train(model, tokenizer, steps: int, seed: int, sets: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """A few hundred AdamW steps on the answer-first corpus: enough for the format, not for arithmetic.
+
+    Documents chain three exemplar blocks (answer, rationale, blank line, next ``Q:``) so the model learns
+    to write a rationale and then start a new question, where generation stops.
+    """
+    blocks = _answer_first_blocks(sets)
+    encoded_blocks = [tokenizer(b + "\n\n")["input_ids"] for b in blocks]
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        picks = torch.randint(0, len(encoded_blocks), (8, 3), generator=generator).tolist()
+        batch = [[tokenizer.bos_token_id, *sum((encoded_blocks[i] for i in row), [])] for row in picks]
+        width = max(len(b) for b in batch)
+        ids = torch.tensor([b + [tokenizer.pad_token_id] * (width - len(b)) for b in batch])
+        labels = ids.clone()
+        labels[labels == tokenizer.pad_token_id] = -100
+        loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()

@@ -86,9 +86,10 @@ def _pow(base: Value, exp: Value) -> Value:
             raise ExprError(f"exponent too large (|exponent| > {MAX_EXPONENT})")
     elif abs(exp) > MAX_EXPONENT:
         raise ExprError(f"exponent {exp!r} too large (limit {MAX_EXPONENT})")
-    if _is_int(exp) and exp > 0 and isinstance(base, int | Fraction):
+    # int ** -n is a cheap float; Fraction ** -n is exact, so its size counts either way.
+    if _is_int(exp) and (exp > 0 or isinstance(base, Fraction)) and isinstance(base, int | Fraction):
         size = abs(base) if isinstance(base, int) else max(abs(base.numerator), base.denominator)
-        if size > 1 and exp * _digits(size) > MAX_POW_DIGITS:
+        if size > 1 and abs(exp) * _digits(size) > MAX_POW_DIGITS:
             raise ExprError(f"power too large: result would exceed 10**{MAX_POW_DIGITS}")
     if isinstance(exp, Fraction) and exp.denominator == 1:
         exp = int(exp)
@@ -238,7 +239,9 @@ def _minmax(fn: Callable[..., Value], name: str) -> Callable[..., Value]:
 
 def _sum(values: Value) -> Value:
     if not isinstance(values, list):
-        raise ExprError("sum() takes a list, e.g. sum([a, b, c]); for a series use sum_range(i, start, stop, body)")
+        raise ExprError(
+            "sum() takes a list, e.g. sum([a, b, c]); for a series use sum_range(i, start, stop, body)"
+        )
     for item in values:
         _need_number(item, "sum")
     return sum(values)
@@ -364,9 +367,7 @@ def parse_expr(text: str | int | float, names: frozenset[str] | set[str] | None 
     except (RecursionError, MemoryError, ValueError):
         raise ExprError("expression too deeply nested") from None
     used: set[str] = set()
-    count = 0
-    for node in ast.walk(tree):
-        count += 1
+    for count, _ in enumerate(ast.walk(tree), 1):
         if count > MAX_NODES:
             raise ExprError(f"expression too long (more than {MAX_NODES} syntax nodes)")
     _Checker(names, used).check(tree.body, frozenset())
@@ -404,13 +405,17 @@ class _Checker:
 
     def _BinOp(self, node: ast.BinOp, bound: frozenset[str]) -> None:
         if type(node.op) not in _BINOPS:
-            raise ExprError(f"operator {_OP_NAMES.get(type(node.op), type(node.op).__name__)!r} is not allowed")
+            raise ExprError(
+                f"operator {_OP_NAMES.get(type(node.op), type(node.op).__name__)!r} is not allowed"
+            )
         self.check(node.left, bound)
         self.check(node.right, bound)
 
     def _UnaryOp(self, node: ast.UnaryOp, bound: frozenset[str]) -> None:
         if not isinstance(node.op, ast.USub | ast.UAdd | ast.Not):
-            raise ExprError(f"operator {_OP_NAMES.get(type(node.op), type(node.op).__name__)!r} is not allowed")
+            raise ExprError(
+                f"operator {_OP_NAMES.get(type(node.op), type(node.op).__name__)!r} is not allowed"
+            )
         self.check(node.operand, bound)
 
     def _BoolOp(self, node: ast.BoolOp, bound: frozenset[str]) -> None:
@@ -444,7 +449,11 @@ class _Checker:
     def _Call(self, node: ast.Call, bound: frozenset[str]) -> None:
         if not isinstance(node.func, ast.Name):
             if isinstance(node.func, ast.Attribute):
-                raise ExprError(f"attribute access ('.{node.func.attr}') is not allowed; call functions by bare name")
+                raise ExprError(
+                    f"attribute access ('.{node.func.attr}') is not allowed; call functions by bare name"
+                )
+            if isinstance(node.func, ast.Lambda):
+                raise ExprError(_describe_forbidden(node.func))
             raise ExprError("only named functions can be called")
         name = node.func.id
         if name.startswith("_"):
@@ -458,7 +467,9 @@ class _Checker:
             return
         fn = FUNCTIONS.get(name)
         if fn is None:
-            raise ExprError(f"function {name!r} is not allowed; allowed: {', '.join(sorted([*FUNCTIONS, SUM_RANGE]))}")
+            raise ExprError(
+                f"function {name!r} is not allowed; allowed: {', '.join(sorted([*FUNCTIONS, SUM_RANGE]))}"
+            )
         if len(node.args) < fn.min_args or (fn.max_args is not None and len(node.args) > fn.max_args):
             raise ExprError(f"{name}() takes {_arity(fn)} argument(s), got {len(node.args)}")
         for arg in node.args:
@@ -466,7 +477,9 @@ class _Checker:
 
     def _sum_range(self, node: ast.Call, bound: frozenset[str]) -> None:
         if len(node.args) != 4 or not isinstance(node.args[0], ast.Name):
-            raise ExprError("sum_range takes (index_name, start, stop, body), e.g. sum_range(i, 1, n + 1, i**2)")
+            raise ExprError(
+                "sum_range takes (index_name, start, stop, body), e.g. sum_range(i, 1, n + 1, i**2)"
+            )
         index = node.args[0].id
         if index.startswith("_") or index in RESERVED or (self.names is not None and index in self.names):
             raise ExprError(f"sum_range index {index!r} must be a fresh name (not a variable or function)")
@@ -638,7 +651,9 @@ def constant_value(raw: Any, name: str = "value") -> Value:
         try:
             return parse_expr(raw, names=frozenset()).evaluate({})
         except ExprError as exc:
-            raise ExprError(f"value {raw!r} of {name!r} is text, not a number an expression can use ({exc})") from None
+            raise ExprError(
+                f"value {raw!r} of {name!r} is text, not a number an expression can use ({exc})"
+            ) from None
     raise ExprError(f"value of {name!r} has unsupported type {type(raw).__name__}")
 
 

@@ -91,7 +91,7 @@ def native_round(value: Any, ndigits: int | None, what: str = "value") -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ExprError(f"non-finite {what} {value!r}")
     if ndigits == 0:
-        return int(round(value))
+        return round(value)  # int for float and Fraction alike
     return round(float(value), ndigits)
 
 
@@ -103,10 +103,15 @@ def format_value(value: Any, fmt: str) -> str:
         value = int(value)
     if fmt == "str":
         return str(value)
+    if (
+        fmt in ("frac", "latex")
+        and isinstance(value, float)
+        and math.isfinite(value)
+        and not value.is_integer()
+    ):
+        value = Fraction(f"{value:.12g}")  # the decimal meant (12 digits), not the binary float
     if isinstance(value, Fraction) and value.denominator == 1:
         value = int(value)
-    if fmt in ("frac", "latex") and isinstance(value, float) and math.isfinite(value) and not value.is_integer():
-        value = Fraction(repr(value))  # the decimal as written, not the binary float
     if isinstance(value, Fraction):
         if fmt == "latex":
             sign = "-" if value < 0 else ""
@@ -164,7 +169,9 @@ def _eval(template: Template, expr: Expr, env: dict[str, Any], field_name: str) 
         raise template.error(field_name, f"{exc}" + (f" (at {where})" if where else "")) from None
 
 
-def compute_native(template: Template, base: dict[str, Any], row: int | None) -> tuple[dict[str, Any], Any, bool]:
+def compute_native(
+    template: Template, base: dict[str, Any], row: int | None
+) -> tuple[dict[str, Any], Any, bool]:
     """Values of every variable, the answer, and whether the constraints hold, for one assignment."""
     values: dict[str, Any] = {}
     for var in template.independent:
@@ -186,7 +193,9 @@ def compute_native(template: Template, base: dict[str, Any], row: int | None) ->
         except ExprError as exc:
             raise template.error(f"variables.{var.name}", str(exc)) from None
     for i, constraint in enumerate(template.constraints):
-        if not constraint.names <= independent and not _eval(template, constraint, values, f"constraints[{i}]"):
+        if not constraint.names <= independent and not _eval(
+            template, constraint, values, f"constraints[{i}]"
+        ):
             return values, None, False
     if template.answer_values is not None:
         raw_answer: Any = template.answer_values[row if row is not None else 0]
@@ -207,7 +216,9 @@ def _shown(template: Template, values: dict[str, Any]) -> dict[str, str]:
         try:
             shown[var.name] = format_value(values[var.name], template.format_of(var))
         except (ValueError, TypeError) as exc:
-            raise template.error(f"variables.{var.name}.format", f"cannot format {values[var.name]!r}: {exc}") from None
+            raise template.error(
+                f"variables.{var.name}.format", f"cannot format {values[var.name]!r}: {exc}"
+            ) from None
     return shown
 
 
@@ -222,7 +233,8 @@ def same_value(a: Any, b: Any) -> bool:
             return False
     try:
         return bool(a == b) or (
-            isinstance(a, int | float | Fraction) and isinstance(b, int | float | Fraction)
+            isinstance(a, int | float | Fraction)
+            and isinstance(b, int | float | Fraction)
             and math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
         )
     except (TypeError, OverflowError):
@@ -242,7 +254,9 @@ def _axes(template: Template) -> tuple[list[tuple[str | None, list[Any]]], int |
     return axes, rows
 
 
-def _assignment(template: Template, axes: list[tuple[str | None, list[Any]]], choice: tuple[int, ...]) -> tuple[dict[str, Any], int | None]:
+def _assignment(
+    template: Template, axes: list[tuple[str | None, list[Any]]], choice: tuple[int, ...]
+) -> tuple[dict[str, Any], int | None]:
     base: dict[str, Any] = {}
     row: int | None = None
     for (name, items), k in zip(axes, choice, strict=True):
@@ -282,7 +296,9 @@ def sample_native(template: Template, n: int, seed: int, *, exclude_original: bo
     if not axes:
         values, answer, ok = compute_native(template, {}, None)
         if not ok:
-            raise template.error("constraints", "unsatisfiable: the constraints are false (the template has no variables)")
+            raise template.error(
+                "constraints", "unsatisfiable: the constraints are false (the template has no variables)"
+            )
         question = render_question(template, _shown(template, values))
         return SampleResult([Instance(template.id, question, answer, template.id, {})])
 
@@ -324,7 +340,11 @@ def sample_native(template: Template, n: int, seed: int, *, exclude_original: bo
         instances.append(Instance(f"{template.id}_{len(instances)}", question, answer, template.id, shown))
 
     if not instances:
-        how = f"all {total} combinations" if enumerate_all else f"{tried} random draws from {total} combinations"
+        how = (
+            f"all {total} combinations"
+            if enumerate_all
+            else f"{tried} random draws from {total} combinations"
+        )
         detail = []
         if rejected_constraint:
             detail.append(f"{rejected_constraint} broke the constraints")
@@ -335,7 +355,9 @@ def sample_native(template: Template, n: int, seed: int, *, exclude_original: bo
     warnings = []
     if len(instances) < n:
         scope = "the domain allows only" if enumerate_all else "found only"
-        warnings.append(f"template '{template.id}': {scope} {len(instances)} distinct instance(s) of {n} asked")
+        warnings.append(
+            f"template '{template.id}': {scope} {len(instances)} distinct instance(s) of {n} asked"
+        )
     return SampleResult(instances, warnings)
 
 
@@ -382,7 +404,7 @@ def _compat_round0(value: Any) -> Any:
 def _compat_answer(value: Any, ndigits: int | None) -> float:
     if isinstance(value, str):
         value = constant_value(value, "answer")
-    if isinstance(value, complex) or isinstance(value, list):
+    if isinstance(value, complex | list):
         raise ExprError(f"answer {value!r} is not a real number")
     if isinstance(value, Fraction):
         value = float(value)
@@ -401,12 +423,18 @@ class CompatGenerator:
 
     def sample(self, template: Template, n: int) -> SampleResult:
         if template.constraints:
-            raise template.error("constraints", "not supported with --compat var-math (the original format has none)")
+            raise template.error(
+                "constraints", "not supported with --compat var-math (the original format has none)"
+            )
         if template.exclude_original:
             raise template.error("exclude_original", "not supported with --compat var-math")
         if not template.variables:
             assert template.answer is not None or template.answer_values is not None
-            raw = template.answer_values[0] if template.answer_values is not None else _eval(template, template.answer, {}, "answer")  # type: ignore[arg-type]
+            raw = (
+                template.answer_values[0]
+                if template.answer_values is not None
+                else _eval(template, template.answer, {}, "answer")
+            )  # type: ignore[arg-type]
             answer = self._answer(template, raw)
             return SampleResult([Instance(template.id, template.question, answer, template.id, {})])
 
@@ -425,7 +453,9 @@ class CompatGenerator:
             elif var.kind == "values":
                 lists[var.name] = list(var.items[:n])
         if not lists:
-            raise template.error("variables", "--compat var-math needs at least one range/set/values variable")
+            raise template.error(
+                "variables", "--compat var-math needs at least one range/set/values variable"
+            )
         count = min(len(v) for v in lists.values())
         if template.answer_values is not None:
             count = min(count, len(template.answer_values))
@@ -447,7 +477,11 @@ class CompatGenerator:
             else:
                 assert template.answer is not None
                 raw_answer = _eval(template, template.answer, values, "answer")
-            instances.append(Instance(f"{template.id}_{j}", question, self._answer(template, raw_answer), template.id, shown))
+            instances.append(
+                Instance(
+                    f"{template.id}_{j}", question, self._answer(template, raw_answer), template.id, shown
+                )
+            )
         return SampleResult(instances)
 
     @staticmethod
@@ -455,7 +489,9 @@ class CompatGenerator:
         try:
             return _compat_cast(value, template.round_of(var), var.name)
         except (ExprError, ValueError, OverflowError) as exc:
-            raise template.error(f"variables.{var.name}", f"cannot apply round={template.round_of(var)}: {exc}") from None
+            raise template.error(
+                f"variables.{var.name}", f"cannot apply round={template.round_of(var)}: {exc}"
+            ) from None
 
     @staticmethod
     def _answer(template: Template, raw: Any) -> float:

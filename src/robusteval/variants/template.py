@@ -28,8 +28,20 @@ NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 _TEMPLATE_KEYS = {
-    "id", "question", "variables", "constraints", "answer", "answer_round", "round", "format", "original",
-    "original_answer", "exclude_original", "source", "url", "meta",
+    "id",
+    "question",
+    "variables",
+    "constraints",
+    "answer",
+    "answer_round",
+    "round",
+    "format",
+    "original",
+    "original_answer",
+    "exclude_original",
+    "source",
+    "url",
+    "meta",
 }
 _VARIABLE_KEYS = {"range", "set", "values", "expr", "round", "format"}
 
@@ -127,11 +139,15 @@ def check_format(value: Any, tid: str, fname: str, source: str | None) -> str | 
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise TemplateError(tid, fname, f"must be one of {', '.join(NAMED_FORMATS)} or a format spec like '.2f'", source)
+        raise TemplateError(
+            tid, fname, f"must be one of {', '.join(NAMED_FORMATS)} or a format spec like '.2f'", source
+        )
     if value in NAMED_FORMATS:
         return value
     if "{" in value or "}" in value:
-        raise TemplateError(tid, fname, f"format spec {value!r} must be a bare spec such as '.2f', not a template", source)
+        raise TemplateError(
+            tid, fname, f"format spec {value!r} must be a bare spec such as '.2f', not a template", source
+        )
     ok = False
     for sample in (1.5, 3):
         try:
@@ -174,16 +190,25 @@ def range_values(start: Any, stop: Any, step: Any) -> list[int | float]:
 def _parse_variable(name: str, spec: Any, tid: str, source: str | None) -> Variable:
     fname = f"variables.{name}"
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise TemplateError(tid, "variables", f"variable name {name!r} must be letters/digits/_ starting with a letter", source)
+        raise TemplateError(
+            tid,
+            "variables",
+            f"variable name {name!r} must be letters/digits/_ starting with a letter",
+            source,
+        )
     if name in RESERVED:
-        raise TemplateError(tid, fname, f"{name!r} is a function or constant name; pick another variable name", source)
+        raise TemplateError(
+            tid, fname, f"{name!r} is a function or constant name; pick another variable name", source
+        )
     if isinstance(spec, str | int | float) and not isinstance(spec, bool):
         spec = {"expr": spec}  # shorthand: `c: "a + b"` is a dependent variable
     if not isinstance(spec, Mapping):
         raise TemplateError(tid, fname, "must be a mapping with one of range/set/values/expr", source)
     unknown = sorted(set(spec) - _VARIABLE_KEYS)
     if unknown:
-        raise TemplateError(tid, f"{fname}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(_VARIABLE_KEYS))}", source)
+        raise TemplateError(
+            tid, f"{fname}.{unknown[0]}", f"unknown key; allowed: {', '.join(sorted(_VARIABLE_KEYS))}", source
+        )
     kinds = [k for k in ("range", "set", "values", "expr") if k in spec]
     if len(kinds) != 1:
         raise TemplateError(tid, fname, "needs exactly one of range, set, values, expr", source)
@@ -196,7 +221,12 @@ def _parse_variable(name: str, spec: Any, tid: str, source: str | None) -> Varia
     body = spec[kind]
     if kind == "range":
         if not isinstance(body, list) or len(body) not in (2, 3) or not all(_is_number(x) for x in body):
-            raise TemplateError(tid, f"{fname}.range", "must be [start, stop] or [start, stop, step] numbers (stop excluded)", source)
+            raise TemplateError(
+                tid,
+                f"{fname}.range",
+                "must be [start, stop] or [start, stop, step] numbers (stop excluded)",
+                source,
+            )
         start, stop = body[0], body[1]
         step = body[2] if len(body) == 3 else 1
         if step <= 0:
@@ -206,7 +236,9 @@ def _parse_variable(name: str, spec: Any, tid: str, source: str | None) -> Varia
         except ValueError as exc:
             raise TemplateError(tid, f"{fname}.range", str(exc), source) from None
         if not var.items:
-            raise TemplateError(tid, f"{fname}.range", f"empty domain: no value from {start} up to (excluding) {stop}", source)
+            raise TemplateError(
+                tid, f"{fname}.range", f"empty domain: no value from {start} up to (excluding) {stop}", source
+            )
         var.range_spec = (start, stop, step)
     elif kind in ("set", "values"):
         var.items = _check_scalar_list(body, tid, f"{fname}.{kind}", source)
@@ -224,7 +256,9 @@ def parse_template(data: Any, source: str | None = None, index: int | None = Non
     tid = str(raw_id)
     unknown = sorted(set(data) - _TEMPLATE_KEYS)
     if unknown:
-        raise TemplateError(tid, unknown[0], f"unknown key; allowed: {', '.join(sorted(_TEMPLATE_KEYS))}", source)
+        raise TemplateError(
+            tid, unknown[0], f"unknown key; allowed: {', '.join(sorted(_TEMPLATE_KEYS))}", source
+        )
     question = data.get("question")
     if not isinstance(question, str) or not question.strip():
         raise TemplateError(tid, "question", "missing or empty", source)
@@ -257,22 +291,31 @@ def parse_template(data: Any, source: str | None = None, index: int | None = Non
     visible = set(independent)
     for name, var in variables.items():
         if var.kind == "expr":
-            var.expr = _expr(raw_vars[name]["expr"] if isinstance(raw_vars[name], Mapping) else raw_vars[name],
-                             visible, tid, f"variables.{name}.expr", source)
+            var.expr = _expr(
+                raw_vars[name]["expr"] if isinstance(raw_vars[name], Mapping) else raw_vars[name],
+                visible,
+                tid,
+                f"variables.{name}.expr",
+                source,
+            )
             visible.add(name)
     all_names = frozenset(variables)
 
     raw_constraints = data.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise TemplateError(tid, "constraints", "must be a list of expressions", source)
-    template.constraints = [_expr(c, all_names, tid, f"constraints[{i}]", source) for i, c in enumerate(raw_constraints)]
+    template.constraints = [
+        _expr(c, all_names, tid, f"constraints[{i}]", source) for i, c in enumerate(raw_constraints)
+    ]
 
     if "answer" not in data or data["answer"] is None:
         raise TemplateError(tid, "answer", "missing", source)
     answer = data["answer"]
     if isinstance(answer, Mapping):
         if set(answer) != {"values"}:
-            raise TemplateError(tid, "answer", "a mapping answer must be {values: [...]} (aligned answers)", source)
+            raise TemplateError(
+                tid, "answer", "a mapping answer must be {values: [...]} (aligned answers)", source
+            )
         template.answer_values = _check_scalar_list(answer["values"], tid, "answer.values", source)
     else:
         template.answer = _expr(answer, all_names, tid, "answer", source)
@@ -281,14 +324,18 @@ def parse_template(data: Any, source: str | None = None, index: int | None = Non
     if template.answer_values is not None:
         lengths["answer"] = len(template.answer_values)
         if not any(v.kind == "values" for v in variables.values()) and variables:
-            raise TemplateError(tid, "answer.values", "aligned answers need aligned 'values' variables", source)
+            raise TemplateError(
+                tid, "answer.values", "aligned answers need aligned 'values' variables", source
+            )
     if len(set(lengths.values())) > 1:
         detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
         raise TemplateError(tid, "variables", f"aligned 'values' lists differ in length ({detail})", source)
 
     for match in PLACEHOLDER_RE.finditer(question):
         if match.group(1) not in variables:
-            raise TemplateError(tid, "question", f"placeholder {{{{{match.group(1)}}}}} names an undefined variable", source)
+            raise TemplateError(
+                tid, "question", f"placeholder {{{{{match.group(1)}}}}} names an undefined variable", source
+            )
 
     original = data.get("original")
     if original is not None:
@@ -298,7 +345,9 @@ def parse_template(data: Any, source: str | None = None, index: int | None = Non
             if name not in variables:
                 raise TemplateError(tid, f"original.{name}", "not a variable of this template", source)
             if isinstance(value, bool) or not isinstance(value, int | float | str):
-                raise TemplateError(tid, f"original.{name}", f"must be a number or text, got {value!r}", source)
+                raise TemplateError(
+                    tid, f"original.{name}", f"must be a number or text, got {value!r}", source
+                )
         template.original = dict(original)
     template.original_answer = data.get("original_answer")
     if template.exclude_original and not template.original:
@@ -341,10 +390,15 @@ def templates_from_data(data: Any, source: str) -> LoadResult:
     if isinstance(data, Mapping):
         unknown = sorted(set(data) - {"version", "templates"})
         if unknown:
-            raise DataError(source, f"unknown top-level key '{unknown[0]}' (expected 'version' and 'templates')")
+            raise DataError(
+                source, f"unknown top-level key '{unknown[0]}' (expected 'version' and 'templates')"
+            )
         version = data.get("version", FORMAT_VERSION)
         if version != FORMAT_VERSION:
-            raise DataError(source, f"unsupported template format version {version!r} (this robusteval reads {FORMAT_VERSION})")
+            raise DataError(
+                source,
+                f"unsupported template format version {version!r} (this robusteval reads {FORMAT_VERSION})",
+            )
         items = data.get("templates")
     else:
         items = data
@@ -359,7 +413,9 @@ def templates_from_data(data: Any, source: str) -> LoadResult:
             result.problems.append(exc)
             continue
         if template.id in seen:
-            result.problems.append(TemplateError(template.id, "id", f"duplicate id (also template #{seen[template.id]})", source))
+            result.problems.append(
+                TemplateError(template.id, "id", f"duplicate id (also template #{seen[template.id]})", source)
+            )
             continue
         seen[template.id] = index
         result.templates.append(template)
@@ -384,14 +440,19 @@ def load_template_file(path: str | Path) -> LoadResult:
     return templates_from_data(read_template_data(p), str(p))
 
 
-def load_templates(paths: Iterable[str | Path]) -> list[tuple[str, LoadResult]]:
-    """Load several files in order; ids must be unique across them (instances are keyed by id)."""
+def load_templates(paths: Iterable[str | Path], *, prefix_ids: bool = False) -> list[tuple[str, LoadResult]]:
+    """Load several files in order; ids must be unique across them (instances are keyed by id).
+
+    ``prefix_ids`` turns id ``3`` of ``aime25.csv`` into ``aime25/3`` (for files whose ids collide).
+    """
     out: list[tuple[str, LoadResult]] = []
     seen: dict[str, str] = {}
     for path in paths:
         result = load_template_file(path)
         kept = []
         for template in result.templates:
+            if prefix_ids:
+                template.id = f"{Path(path).stem}/{template.id}"
             if template.id in seen:
                 result.problems.append(template.error("id", f"duplicate id (also in {seen[template.id]})"))
                 continue

@@ -79,9 +79,15 @@ def check_template(template: Template) -> Check:
     except ExprError as exc:  # pragma: no cover - compute_native wraps these
         return result("error", str(exc))
     if not ok:
-        return result("mismatch", "the original values break the template's constraints", expected=template.original_answer)
+        return result(
+            "mismatch",
+            "the original values break the template's constraints",
+            expected=template.original_answer,
+        )
     if same_value(answer, template.original_answer) or _close(answer, template.original_answer):
-        return result("ok", "reproduces the original answer", computed=answer, expected=template.original_answer)
+        return result(
+            "ok", "reproduces the original answer", computed=answer, expected=template.original_answer
+        )
     return result(
         "mismatch",
         f"original values give {answer!r}, the original answer is {template.original_answer!r}",
@@ -100,7 +106,11 @@ def _close(a: Any, b: Any) -> bool:
 
 def validate_templates(templates: list[Template], problems: list[TemplateError]) -> list[Check]:
     """One check per template, plus one ``error`` per template that did not load."""
-    checks = [Check(p.template_id or "?", "error", p.reason if p.field is None else f"{p.field}: {p.reason}", p.source)
-              for p in problems]
+    checks = [
+        Check(
+            p.template_id or "?", "error", p.reason if p.field is None else f"{p.field}: {p.reason}", p.source
+        )
+        for p in problems
+    ]
     checks += [check_template(t) for t in templates]
     return checks

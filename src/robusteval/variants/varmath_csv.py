@@ -21,8 +21,15 @@ from robusteval.variants.expr import CONSTANTS, FUNCTIONS, SUM_RANGE
 from robusteval.variants.template import TemplateError
 
 REQUIRED_COLUMNS = (
-    "id", "ori_answer", "ori_question", "VAR_question", "VAR_info", "VAR_round", "VAR_answer",
-    "VAR_answer_round", "done",
+    "id",
+    "ori_answer",
+    "ori_question",
+    "VAR_question",
+    "VAR_info",
+    "VAR_round",
+    "VAR_answer",
+    "VAR_answer_round",
+    "done",
 )
 _MODULES = {"math", "np", "numpy", "cmath"}
 _ATTR_FUNCS = {"real": "re", "imag": "im", "numerator": "numerator", "denominator": "denominator"}
@@ -51,7 +58,9 @@ class _Rewrite(ast.NodeTransformer):
             raise _Untranslatable(f"{node.value.id}.{node.attr} has no native equivalent")
         if node.attr in _ATTR_FUNCS:
             inner = self.visit(node.value)
-            call = ast.Call(func=ast.Name(id=_ATTR_FUNCS[node.attr], ctx=ast.Load()), args=[inner], keywords=[])
+            call = ast.Call(
+                func=ast.Name(id=_ATTR_FUNCS[node.attr], ctx=ast.Load()), args=[inner], keywords=[]
+            )
             return ast.copy_location(call, node)
         raise _Untranslatable(f"attribute '.{node.attr}' has no native equivalent")
 
@@ -88,7 +97,12 @@ class _Rewrite(ast.NodeTransformer):
         start, stop = (ast.Constant(0), it.args[0]) if len(it.args) == 1 else (it.args[0], it.args[1])
         call = ast.Call(
             func=ast.Name(id=SUM_RANGE, ctx=ast.Load()),
-            args=[ast.Name(id=gen.target.id, ctx=ast.Load()), self.visit(start), self.visit(stop), self.visit(comp.elt)],
+            args=[
+                ast.Name(id=gen.target.id, ctx=ast.Load()),
+                self.visit(start),
+                self.visit(stop),
+                self.visit(comp.elt),
+            ],
             keywords=[],
         )
         return ast.copy_location(call, node)
@@ -129,7 +143,7 @@ def csv_value(item: str, keep_text: bool) -> int | float | str:
 
 
 def _braced(spec: str, kind: str) -> list[str]:
-    body = spec[len(kind):]
+    body = spec[len(kind) :]
     # The original generator drops exactly the first and last character (the braces), then splits on ','.
     return body[1:-1].split(",")
 
@@ -147,7 +161,7 @@ def _parse_ori_var(text: str) -> dict[str, Any]:
     matches = list(_ORI_VAR_RE.finditer(text or ""))
     for i, match in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        raw = text[match.end():end].strip().rstrip(",").strip()
+        raw = text[match.end() : end].strip().rstrip(",").strip()
         name, kind = match.group(1), match.group(2)
         if kind == "Number":
             number = _number(raw)
@@ -185,9 +199,15 @@ def _import_row(row: dict[str, str], tid: str, source: str, warnings: list[str])
     if not _is_templated(row.get("done") or ""):
         # Not templated: the original problem is kept as one instance with its original id.
         if ori_answer is None:
-            raise TemplateError(tid, "ori_answer", f"original answer {ori_answer_text!r} is not a number", source)
-        out: dict[str, Any] = {"id": tid, "question": row["ori_question"], "answer": ori_answer,
-                               "original_answer": ori_answer}
+            raise TemplateError(
+                tid, "ori_answer", f"original answer {ori_answer_text!r} is not a number", source
+            )
+        out: dict[str, Any] = {
+            "id": tid,
+            "question": row["ori_question"],
+            "answer": ori_answer,
+            "original_answer": ori_answer,
+        }
         if url:
             out["url"] = url
         out["meta"] = meta
@@ -209,12 +229,16 @@ def _import_row(row: dict[str, str], tid: str, source: str, warnings: list[str])
             if "range" in previous or "set" in previous:
                 # A shuffled variable drew from the random stream: keep it (unused) so the stream stays aligned.
                 variables[f"{name}_shadowed"] = previous
-            warnings.append(f"{source}: template '{tid}': variable {name} is defined twice; the later definition is used")
+            warnings.append(
+                f"{source}: template '{tid}': variable {name} is defined twice; the later definition is used"
+            )
         if spec.startswith("Random_linespace_"):
-            parts = [p.strip() for p in spec[len("Random_linespace_"):].strip().strip("[]").split(",")]
+            parts = [p.strip() for p in spec[len("Random_linespace_") :].strip().strip("[]").split(",")]
             numbers = [_number(p) for p in parts]
             if len(parts) != 3 or any(n is None for n in numbers):
-                raise TemplateError(tid, field_name, f"expected Random_linespace_[start,stop,step], got {spec!r}", source)
+                raise TemplateError(
+                    tid, field_name, f"expected Random_linespace_[start,stop,step], got {spec!r}", source
+                )
             variables[name] = {"range": numbers}
         elif spec.startswith("Random_Set_"):
             variables[name] = {"set": [csv_value(x, round_ is None) for x in _braced(spec, "Random_Set_")]}
@@ -222,11 +246,13 @@ def _import_row(row: dict[str, str], tid: str, source: str, warnings: list[str])
             variables[name] = {"values": [csv_value(x, round_ is None) for x in _braced(spec, "Fixed_Set_")]}
         elif spec.startswith("Expression_"):
             try:
-                variables[name] = {"expr": translate_expression(spec[len("Expression_"):])}
+                variables[name] = {"expr": translate_expression(spec[len("Expression_") :])}
             except _Untranslatable as exc:
                 raise TemplateError(tid, f"{field_name}.expr", str(exc), source) from None
         else:
-            raise TemplateError(tid, field_name, f"unknown kind in {spec!r}; expected one of {', '.join(_KINDS)}", source)
+            raise TemplateError(
+                tid, field_name, f"unknown kind in {spec!r}; expected one of {', '.join(_KINDS)}", source
+            )
     if not variables:
         raise TemplateError(tid, "VAR_info", "templated row (done=1) without variables", source)
 
@@ -237,11 +263,16 @@ def _import_row(row: dict[str, str], tid: str, source: str, warnings: list[str])
         answer = {"values": [csv_value(x, False) for x in _braced(answer_text, "Fixed_Set_")]}
     elif answer_text.startswith("Expression_"):
         try:
-            answer = translate_expression(answer_text[len("Expression_"):])
+            answer = translate_expression(answer_text[len("Expression_") :])
         except _Untranslatable as exc:
             raise TemplateError(tid, "answer", str(exc), source) from None
     else:
-        raise TemplateError(tid, "answer", f"VAR_answer must start with Expression_ or Fixed_Set_, got {answer_text[:40]!r}", source)
+        raise TemplateError(
+            tid,
+            "answer",
+            f"VAR_answer must start with Expression_ or Fixed_Set_, got {answer_text[:40]!r}",
+            source,
+        )
     aligned = [len(v["values"]) for v in variables.values() if "values" in v]
     if isinstance(answer, dict):
         aligned.append(len(answer["values"]))
@@ -255,10 +286,19 @@ def _import_row(row: dict[str, str], tid: str, source: str, warnings: list[str])
         warnings.append(f"{source}: template '{tid}': aligned lists of different lengths cut to {shortest}")
 
     question = _placeholders(row["VAR_question"], list(variables))
-    out = {"id": tid, "question": question, "variables": variables, "round": round_, "answer": answer,
-           "answer_round": _round(row.get("VAR_answer_round") or "")}
-    original = {k: v for k, v in _parse_ori_var(row.get("ori_var") or "").items()
-                if k in variables and "expr" not in variables[k]}
+    out = {
+        "id": tid,
+        "question": question,
+        "variables": variables,
+        "round": round_,
+        "answer": answer,
+        "answer_round": _round(row.get("VAR_answer_round") or ""),
+    }
+    original = {
+        k: v
+        for k, v in _parse_ori_var(row.get("ori_var") or "").items()
+        if k in variables and "expr" not in variables[k]
+    }
     if original:
         out["original"] = original
     if ori_answer is not None:
@@ -284,7 +324,9 @@ def read_csv_rows(path: Path) -> list[dict[str, str]]:
             reader = csv.DictReader(handle)
             missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
-                raise DataError(path, f"not a VAR-MATH template CSV: missing column(s) {', '.join(missing)}", line=1)
+                raise DataError(
+                    path, f"not a VAR-MATH template CSV: missing column(s) {', '.join(missing)}", line=1
+                )
             return [dict(r) for r in reader]
     except UnicodeDecodeError as exc:
         raise DataError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None

@@ -1,0 +1,62 @@
+"""MATCHA embedding-level attack: L-inf PGD on the question's input embeddings only.
+
+``E' <- clip_{[E - eps, E + eps]}(E' + step * eps * sign(d L_opt / d E'))`` for ``steps`` iterations, where
+eps = ``eps_fraction`` x the largest absolute embedding coordinate of the clean prompt (exemplars, head,
+question, tail), as the reference implementation scales it. Exemplar and scaffold embeddings are untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from robusteval.attacks.matcha.objective import MatchaObjective
+
+
+@dataclass(frozen=True)
+class EmbeddingAttackConfig:
+    eps_fraction: float = 0.005
+    step_fraction: float = 0.25  # step = step_fraction * eps
+    steps: int = 5
+
+
+@dataclass
+class EmbeddingAttackResult:
+    question_embeds: torch.Tensor  # [Lq, H], perturbed
+    epsilon: float
+    max_abs_delta: float
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+def embedding_scale(objective: MatchaObjective) -> float:
+    """Largest absolute coordinate among the clean prompt's input embeddings."""
+    with torch.no_grad():
+        prefix = objective.backend.embed(torch.tensor(objective.prefix_ids)) if objective.prefix_ids else None
+        question = objective.embed_question([objective.reference.question_ids])[0]
+        parts = [question.abs().max(), objective.head.abs().max()]
+        if prefix is not None:
+            parts.append(prefix.abs().max())
+        return float(torch.stack(parts).max())
+
+
+def embedding_attack(objective: MatchaObjective, config: EmbeddingAttackConfig) -> EmbeddingAttackResult:
+    with torch.no_grad():
+        clean = objective.embed_question([objective.reference.question_ids])[0].detach()
+    epsilon = config.eps_fraction * embedding_scale(objective)
+    step = config.step_fraction * epsilon
+    perturbed = clean.clone()
+    history: list[dict[str, Any]] = []
+    for index in range(config.steps):
+        grad, terms = objective.embedding_gradient_of_embeds(perturbed)
+        history.append({"step": index, "loss": {"total": float(terms.total), "cot": float(terms.cot),
+                                                "answer": float(terms.answer)}})
+        # grad is d(-L_opt); ascend L_opt.
+        perturbed = perturbed - step * grad.sign()
+        perturbed = torch.max(torch.min(perturbed, clean + epsilon), clean - epsilon).detach()
+    with torch.no_grad():
+        terms = objective.loss(perturbed.unsqueeze(0))
+    history.append({"step": config.steps, "loss": {"total": float(terms.total[0]), "cot": float(terms.cot[0]),
+                                                   "answer": float(terms.answer[0])}})
+    return EmbeddingAttackResult(perturbed, epsilon, float((perturbed - clean).abs().max()), history)

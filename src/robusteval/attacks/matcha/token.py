@@ -1,0 +1,170 @@
+"""MATCHA token-level attack and its baselines (one file, dataclass config and result).
+
+1. Insert ``round(a * |question|)`` ordinary-word tokens at random positions inside the question.
+2. ``steps`` times: take the one-hot gradient of -L_opt at the inserted positions, pick the top-k positions
+   by the gradient at their current token, and for each the replacement with the best gradient score
+   (``n_candidates > 1`` re-scores the best few by the true loss in one batched forward, which can only
+   help). A semantic judge must accept each replacement, else it is rejected.
+
+Variants: ``full``; ``random-insert`` (step 1 only); ``random-locs`` (random inserted positions instead of
+top-k); ``cot-loss-only`` (lambda = 0, set by the caller through the objective); ``gcg-suffix`` (the same
+token budget as a suffix at the end of the question, optimised GCG-style: batched random single swaps from
+the top gradient candidates, keep the best).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from robusteval.attacks.matcha.objective import MatchaObjective
+
+VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix")
+
+#: Called with the perturbed question text; returns (accepted, verdict record).
+SemanticGate = Callable[[list[int]], tuple[bool, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class TokenAttackConfig:
+    variant: str = "full"
+    insert_ratio: float = 0.2  # a
+    topk_ratio: float = 0.25  # k as a fraction of the inserted tokens
+    steps: int = 5  # j
+    n_candidates: int = 8  # tokens re-scored per chosen position (1 = the paper's pure gradient pick)
+
+
+@dataclass
+class TokenAttackResult:
+    question_ids: list[int]
+    inserted_positions: list[int]  # indices into question_ids that hold inserted tokens
+    replaced_positions: list[int]  # inserted positions whose token was replaced at least once
+    steps: list[dict[str, Any]] = field(default_factory=list)  # per step: loss terms, proposals, verdicts
+
+
+def _insert(
+    question_ids: list[int], n_insert: int, allowed: torch.Tensor, rng: np.random.Generator, at_end: bool
+) -> tuple[list[int], list[int]]:
+    tokens = [int(t) for t in allowed[rng.integers(0, len(allowed), size=n_insert)]]
+    if at_end:
+        start = len(question_ids)
+        return question_ids + tokens, list(range(start, start + n_insert))
+    # Slots between tokens, strictly inside the question when it has at least two tokens.
+    low, high = (1, len(question_ids)) if len(question_ids) >= 2 else (0, len(question_ids) + 1)
+    slots = sorted(int(s) for s in rng.integers(low, max(high, low + 1), size=n_insert))
+    out: list[int] = []
+    positions: list[int] = []
+    cursor = 0
+    for original_index, token in enumerate([*question_ids, None]):
+        while cursor < len(slots) and slots[cursor] == original_index:
+            positions.append(len(out))
+            out.append(tokens[cursor])
+            cursor += 1
+        if token is not None:
+            out.append(token)
+    return out, positions
+
+
+def token_attack(
+    objective: MatchaObjective,
+    question_ids: list[int],
+    allowed: torch.Tensor,
+    config: TokenAttackConfig,
+    rng: np.random.Generator,
+    semantic_gate: SemanticGate,
+) -> TokenAttackResult:
+    if config.variant not in VARIANTS:
+        raise ValueError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
+    n_insert = max(1, round(config.insert_ratio * len(question_ids)))
+    ids, inserted = _insert(question_ids, n_insert, allowed, rng, at_end=config.variant == "gcg-suffix")
+    result = TokenAttackResult(ids, inserted, [])
+    if config.variant == "random-insert":
+        result.steps.append({"step": 0, "loss": _loss_record(objective, ids)})
+        return result
+
+    embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
+    allowed_vectors = embedding_matrix[allowed]  # [A, H]
+    k = max(1, math.ceil(config.topk_ratio * len(inserted)))
+    replaced: set[int] = set()
+    for step in range(config.steps):
+        grad, terms = objective.embedding_gradient(ids)
+        record: dict[str, Any] = {
+            "step": step,
+            "loss": {"total": float(terms.total), "cot": float(terms.cot), "answer": float(terms.answer)},
+            "proposals": [],
+        }
+        positions = torch.tensor(inserted)
+        # One-hot gradient restricted to the scored rows/columns: g[i, v] = grad_i . e_v
+        scores = grad[positions] @ allowed_vectors.T  # [n_insert, A]
+        current = (grad[positions] * embedding_matrix[torch.tensor([ids[p] for p in inserted])]).sum(-1)
+        candidate_count = min(config.n_candidates, scores.shape[1])
+        # Most negative gradient of -L_opt = largest first-order increase of L_opt.
+        best_tokens = allowed[(-scores).topk(candidate_count, dim=1).indices]  # [n_insert, C]
+
+        if config.variant == "gcg-suffix":
+            proposals = _gcg_proposals(ids, inserted, best_tokens, k * candidate_count, rng)
+        else:
+            if config.variant == "random-locs":
+                chosen = [int(i) for i in rng.choice(len(inserted), size=min(k, len(inserted)), replace=False)]
+            else:
+                chosen = [int(i) for i in current.topk(min(k, len(inserted))).indices]
+            proposals = [
+                (inserted[i], int(token)) for i in chosen for token in best_tokens[i] if int(token) != ids[inserted[i]]
+            ]
+        if not proposals:
+            result.steps.append(record)
+            continue
+        candidates = []
+        for position, token in proposals:
+            candidate = list(ids)
+            candidate[position] = token
+            candidates.append(candidate)
+        losses = objective.losses(candidates)
+        # Best true loss per position; gcg-suffix keeps only the single best swap (one per step, as GCG).
+        best: dict[int, tuple[float, int]] = {}
+        for (position, token), loss in zip(proposals, losses.tolist(), strict=True):
+            if position not in best or loss > best[position][0]:
+                best[position] = (loss, token)
+        ranked = sorted(best.items(), key=lambda item: -item[1][0])
+        if config.variant == "gcg-suffix":
+            ranked = [r for r in ranked[:1] if r[1][0] > float(terms.total)]
+        for position, (loss, token) in ranked:
+            proposal = list(ids)
+            proposal[position] = token
+            accepted, verdict = semantic_gate(proposal)
+            record["proposals"].append(
+                {"position": position, "old": ids[position], "new": token, "loss": loss, "accepted": accepted,
+                 "semantic": verdict}
+            )
+            if accepted:
+                ids = proposal
+                replaced.add(position)
+        result.steps.append(record)
+    result.question_ids = ids
+    result.replaced_positions = sorted(replaced)
+    result.steps.append({"step": config.steps, "loss": _loss_record(objective, ids)})
+    return result
+
+
+def _gcg_proposals(
+    ids: list[int], positions: list[int], best_tokens: torch.Tensor, count: int, rng: np.random.Generator
+) -> list[tuple[int, int]]:
+    """``count`` random single swaps: a random suffix position, one of its top gradient tokens."""
+    proposals = set()
+    for _ in range(count):
+        row = int(rng.integers(0, len(positions)))
+        token = int(best_tokens[row, int(rng.integers(0, best_tokens.shape[1]))])
+        if token != ids[positions[row]]:
+            proposals.add((positions[row], token))
+    return sorted(proposals)
+
+
+def _loss_record(objective: MatchaObjective, ids: list[int]) -> dict[str, float]:
+    with torch.no_grad():
+        terms = objective.loss(objective.embed_question([ids]))
+    return {"total": float(terms.total[0]), "cot": float(terms.cot[0]), "answer": float(terms.answer[0])}

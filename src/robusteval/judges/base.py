@@ -1,0 +1,370 @@
+"""What a judge is, how judges combine, and how verdicts are cached in a run.
+
+A *judge* answers one binary question about each item it is given:
+
+* a **reasoning** judge gets a :class:`ReasoningItem` (question, reference response, candidate response) and
+  says whether the candidate's reasoning is correct;
+* a **semantic** judge gets a :class:`SemanticItem` (original question, perturbed question) and says whether
+  the two have the same meaning.
+
+``Verdict.label`` is ``True`` when the property holds (reasoning correct / meaning preserved), ``False`` when
+it does not, and ``None`` when the judge's output could not be read ("unparsed"; the verdict still carries the
+raw output). Callers decide what ``None`` means with :meth:`Verdict.decided`: the MATCHA metrics count an
+unparsed reasoning verdict as *correct reasoning* (so it never inflates the success rate) and report how many
+there were; the attack should treat an unparsed semantic verdict as *meaning changed* (reject the edit).
+
+Judge spec grammar (``--judge`` / ``--semantic-judge``)::
+
+    spec   := term ("+" term)*              any term saying "no" makes the combination say "no"
+    term   := "vote:" atom ("," atom)*      majority of the atoms that answered
+            | atom
+    atom   := "arith"                       deterministic arithmetic checker (reasoning only)
+            | "none"                        always "same meaning" (semantic only)
+            | MODEL-SPEC                    an LLM judge on any backend: hf:PATH, openai:MODEL@URL, ...
+
+``+`` binds loosest, so ``arith+vote:hf:a,hf:b,hf:c`` is the arithmetic check OR-ed (on "wrong") with a
+majority vote of three models. A ``+`` or ``,`` only separates when an atom follows it (a keyword, or a
+``kind:`` model prefix), so paths and URLs may contain them as long as no such text follows.
+
+Judges never import a concrete backend: :func:`build_judge` receives a ``backend_loader(spec) -> Backend``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from robusteval.errors import UserError
+from robusteval.models.base import Backend
+from robusteval.store.sqlite import RunStore, unit_key
+
+REASONING = "reasoning"
+SEMANTIC = "semantic"
+TASKS = (REASONING, SEMANTIC)
+
+JUDGE_STAGE = "judge"
+
+BackendLoader = Callable[[str], Backend]
+
+
+# ----------------------------------------------------------------------------------------------- items
+@dataclass(frozen=True)
+class ReasoningItem:
+    """Is ``candidate``'s reasoning correct? ``reference`` is the clean response it is compared with.
+
+    Responses are the full answer-first completions ("The answer is 18. Janet's ducks ...").
+    """
+
+    question: str
+    reference: str
+    candidate: str
+
+
+@dataclass(frozen=True)
+class SemanticItem:
+    """Does ``perturbed`` mean the same as ``original``?"""
+
+    original: str
+    perturbed: str
+
+
+Item = ReasoningItem | SemanticItem
+_ITEM_TYPES: dict[str, type] = {REASONING: ReasoningItem, SEMANTIC: SemanticItem}
+
+
+# ----------------------------------------------------------------------------------------------- verdicts
+@dataclass
+class Verdict:
+    """One judge's answer for one item.
+
+    ``label``: True = property holds, False = it does not, None = the output could not be read.
+    ``judge``: the name of the judge that produced it. ``raw``: the judge's own output (generated text, or the
+    log-probabilities it was read from, as JSON). ``detail``: anything else worth keeping (method, offending
+    equations, member verdicts of a combination).
+    """
+
+    label: bool | None
+    judge: str
+    raw: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def parsed(self) -> bool:
+        return self.label is not None
+
+    def decided(self, default: bool) -> bool:
+        """The label, with ``default`` standing in for an unparsed verdict."""
+        return default if self.label is None else self.label
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Verdict:
+        return cls(record["label"], record["judge"], record["raw"], dict(record.get("detail") or {}))
+
+
+# ----------------------------------------------------------------------------------------------- protocol
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that gives one :class:`Verdict` per item, in order."""
+
+    name: str
+    task: str  # REASONING or SEMANTIC
+
+    def judge(self, items: Sequence[Any]) -> list[Verdict]: ...
+
+
+def judge_identity(judge: Judge) -> dict[str, Any]:
+    """What determines a judge's verdicts (model, prompt hash, reading method); keys the verdict cache."""
+    identity = getattr(judge, "identity", None)
+    return dict(identity) if identity else {"name": judge.name, "task": judge.task}
+
+
+def check_items(task: str, items: Sequence[Any]) -> None:
+    expected = _ITEM_TYPES[task]
+    for item in items:
+        if not isinstance(item, expected):
+            raise TypeError(f"a {task} judge takes {expected.__name__} items, got {type(item).__name__}")
+
+
+# ----------------------------------------------------------------------------------------------- combinations
+class AllMustPass:
+    """The ``a+b`` combination: the property holds only if no member says it fails.
+
+    For reasoning judges this is "wrong if any member says wrong" (the paper ORs the arithmetic check into the
+    LLM judge); for semantic judges "changed if any member says changed". Label: False if any member is False,
+    else None if any member is unparsed, else True.
+    """
+
+    def __init__(self, members: Sequence[Judge]):
+        if len(members) < 2:
+            raise ValueError("a combination needs at least two judges")
+        self.members = list(members)
+        self.task = _common_task(self.members)
+        self.name = "+".join(m.name for m in self.members)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"all_must_pass": [judge_identity(m) for m in self.members]}
+
+    def with_members(self, members: Sequence[Judge]) -> AllMustPass:
+        return AllMustPass(members)
+
+    def judge(self, items: Sequence[Any]) -> list[Verdict]:
+        per_member = [m.judge(items) for m in self.members]
+        out = []
+        for verdicts in zip(*per_member, strict=True):
+            labels = [v.label for v in verdicts]
+            label: bool | None = False if False in labels else (None if None in labels else True)
+            out.append(_combined(self.name, label, "all_must_pass", verdicts))
+        return out
+
+
+class MajorityVote:
+    """The ``vote:a,b,c`` combination: the majority label among members that answered.
+
+    Unparsed members abstain. A tie (or no member answering) gives an unparsed (None) verdict, which callers
+    resolve with their conservative default.
+    """
+
+    def __init__(self, members: Sequence[Judge]):
+        if len(members) < 2:
+            raise ValueError("a vote needs at least two judges")
+        self.members = list(members)
+        self.task = _common_task(self.members)
+        self.name = "vote(" + ",".join(m.name for m in self.members) + ")"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"majority_vote": [judge_identity(m) for m in self.members]}
+
+    def with_members(self, members: Sequence[Judge]) -> MajorityVote:
+        return MajorityVote(members)
+
+    def judge(self, items: Sequence[Any]) -> list[Verdict]:
+        per_member = [m.judge(items) for m in self.members]
+        out = []
+        for verdicts in zip(*per_member, strict=True):
+            yes = sum(v.label is True for v in verdicts)
+            no = sum(v.label is False for v in verdicts)
+            label = True if yes > no else False if no > yes else None
+            out.append(_combined(self.name, label, "majority_vote", verdicts, {"yes": yes, "no": no}))
+        return out
+
+
+def _common_task(members: Sequence[Judge]) -> str:
+    tasks = {m.task for m in members}
+    if len(tasks) != 1:
+        raise UserError(f"cannot combine judges of different kinds: {', '.join(sorted(tasks))}")
+    return tasks.pop()
+
+
+def _combined(
+    name: str, label: bool | None, rule: str, verdicts: Sequence[Verdict], extra: dict[str, Any] | None = None
+) -> Verdict:
+    raw = "; ".join(f"{v.judge}: {_short(v.label)}" for v in verdicts)
+    detail: dict[str, Any] = {"rule": rule, **(extra or {}), "members": [v.to_record() for v in verdicts]}
+    return Verdict(label, name, raw, detail)
+
+
+def _short(label: bool | None) -> str:
+    return "unparsed" if label is None else "yes" if label else "no"
+
+
+# ----------------------------------------------------------------------------------------------- caching
+class CachedJudge:
+    """Wrap a judge so every verdict is stored in a :class:`RunStore` and never asked for twice.
+
+    Key: ``unit_key(judge identity, item fields)``, stage ``"judge"``. The record keeps the judge's name and
+    identity, the item and the verdict (label, raw output, detail), so a run directory shows who judged what.
+    Items already stored are served from the store; the rest go to the inner judge in one batch, duplicates
+    asked once.
+    """
+
+    def __init__(self, inner: Judge, store: RunStore, stage: str = JUDGE_STAGE):
+        self.inner = inner
+        self.store = store
+        self.stage = stage
+        self.name = inner.name
+        self.task = inner.task
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return judge_identity(self.inner)
+
+    def key(self, item: Any) -> str:
+        return unit_key(self.stage, self.identity, type(item).__name__, asdict(item))
+
+    def judge(self, items: Sequence[Any], example_id: str | None = None) -> list[Verdict]:
+        check_items(self.task, items)
+        keys = [self.key(item) for item in items]
+        found: dict[str, Verdict] = {}
+        for key in dict.fromkeys(keys):
+            record = self.store.get(self.stage, key)
+            if record is not None:
+                found[key] = Verdict.from_record(record["verdict"])
+        todo: dict[str, Any] = {}
+        for key, item in zip(keys, items, strict=True):
+            if key not in found:
+                todo.setdefault(key, item)
+        if todo:
+            began = time.perf_counter()
+            fresh = self.inner.judge(list(todo.values()))
+            seconds = (time.perf_counter() - began) / len(todo)
+            identity = self.identity
+            for (key, item), verdict in zip(todo.items(), fresh, strict=True):
+                record = {
+                    "judge": self.name,
+                    "task": self.task,
+                    "identity": identity,
+                    "item": asdict(item),
+                    "verdict": verdict.to_record(),
+                }
+                self.store.put(self.stage, key, record, example_id=example_id, seconds=seconds)
+                found[key] = verdict
+        return [found[key] for key in keys]
+
+
+def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge:
+    """Cache ``judge``'s model calls in ``store``.
+
+    Combinations are rebuilt with cached members (so a resumed vote re-asks only the members that had not
+    answered yet); deterministic judges (``arith``, ``none``) are left uncached since recomputing them is free.
+    """
+    members = getattr(judge, "members", None)
+    if members is not None and hasattr(judge, "with_members"):
+        rebuilt: Judge = judge.with_members([with_cache(m, store, stage) for m in members])
+        return rebuilt
+    if getattr(judge, "deterministic", False) or isinstance(judge, CachedJudge):
+        return judge
+    return CachedJudge(judge, store, stage)
+
+
+# ----------------------------------------------------------------------------------------------- registry
+JudgeFactory = Callable[[str, str, BackendLoader], Judge]
+"""``factory(task, atom, backend_loader) -> Judge``."""
+
+_FACTORIES: dict[str, JudgeFactory] = {}
+MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
+_BUILTIN_MODULES = ("robusteval.judges.arithmetic", "robusteval.judges.reasoning", "robusteval.judges.semantic")
+
+
+def register_judge(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Decorator: ``@register_judge("arith")`` makes the atom ``arith`` build with the decorated factory.
+
+    The name :data:`MODEL` registers the factory for model-spec atoms (anything of the form ``kind:...``).
+    """
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name == "vote":
+        raise ValueError(f"judge name {name!r}: use lower-case letters, digits, '-' or '_' (not 'vote')")
+
+    def wrap(factory: JudgeFactory) -> JudgeFactory:
+        _FACTORIES[name] = factory
+        return factory
+
+    return wrap
+
+
+def _load_builtins() -> None:
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+_MODEL_PREFIX = r"[a-z][a-z0-9_-]*:"
+
+
+def _split(text: str, sep: str) -> list[str]:
+    """Split at ``sep`` only where an atom (a registered keyword or a ``kind:`` prefix) follows."""
+    keywords = "|".join(re.escape(k) for k in sorted(_FACTORIES, key=len, reverse=True) if k != MODEL)
+    atom_start = rf"(?:{_MODEL_PREFIX}" + (rf"|(?:{keywords})(?=$|[+,])" if keywords else "") + ")"
+    return re.split(rf"{re.escape(sep)}(?={atom_start})", text)
+
+
+def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING) -> Judge:
+    """Build a judge for ``task`` ("reasoning" or "semantic") from a spec (grammar in the module docstring).
+
+    ``backend_loader`` turns a model spec into a backend (the CLI passes ``robusteval.models.load_backend``
+    with its options bound); each distinct model spec is loaded once per call.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+    _load_builtins()
+    spec = spec.strip()
+    if not spec:
+        raise UserError("empty judge spec; use arith, none, a model spec, a+b or vote:a,b,c")
+    loaded: dict[str, Backend] = {}
+
+    def load(model_spec: str) -> Backend:
+        if model_spec not in loaded:
+            loaded[model_spec] = backend_loader(model_spec)
+        return loaded[model_spec]
+
+    terms = [_build_term(term.strip(), task, load, spec) for term in _split(spec, "+")]
+    return terms[0] if len(terms) == 1 else AllMustPass(terms)
+
+
+def _build_term(term: str, task: str, load: BackendLoader, spec: str) -> Judge:
+    if term.startswith("vote:"):
+        atoms = [a.strip() for a in _split(term[len("vote:") :], ",")]
+        if len(atoms) < 2:
+            raise UserError(f"judge spec '{spec}': vote needs at least two judges (vote:a,b,c)")
+        return MajorityVote([_build_atom(a, task, load, spec) for a in atoms])
+    return _build_atom(term, task, load, spec)
+
+
+def _build_atom(atom: str, task: str, load: BackendLoader, spec: str) -> Judge:
+    if not atom:
+        raise UserError(f"judge spec '{spec}': empty judge name")
+    if atom.startswith("vote:"):
+        raise UserError(f"judge spec '{spec}': a vote cannot be nested inside another vote")
+    factory = _FACTORIES.get(atom)
+    if factory is None and re.match(_MODEL_PREFIX, atom):
+        factory = _FACTORIES.get(MODEL)
+    if factory is None:
+        names = ", ".join(sorted(k for k in _FACTORIES if k != MODEL))
+        raise UserError(f"judge spec '{spec}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, openai:MODEL@URL)")
+    return factory(task, atom, load)

@@ -1,0 +1,138 @@
+"""A model asked a yes/no question whose answer is one digit: the machinery both LLM judges share.
+
+Reading the verdict (only ever from the judge model's own output, never from the prompt):
+
+* backends with the ``logprobs`` capability: the prompt is scored with the two continuations ``" 1"`` and
+  ``" 0"`` (two teacher-forced forwards, no sampling); the label is whichever is more likely, and ``raw`` keeps
+  both log-probabilities as JSON. Equal scores give an unparsed verdict.
+* other backends (APIs): greedy generation of at most ``max_new_tokens`` (default 3) tokens; the label is read
+  from the first number in the output, which must be exactly ``0`` or ``1`` (``"1"``, ``" 1."``, ``"**0**"``
+  and ``"Rating: 1"`` parse; ``"10"``, ``"0.5"`` and ``"Correct"`` do not and give an unparsed verdict).
+
+Prompts are ``string.Template`` files in ``judges/prompts/`` (``$name`` placeholders, one pass, no ``eval`` or
+``str.format``, so braces or dollar signs in model text are inert). The instructions before the first
+placeholder are sent as the ``prefix`` argument of ``continuation_logprobs`` when the backend takes one (the hf
+backend then encodes them once per run); otherwise the full prompt is scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict
+from importlib import resources
+from string import Template
+from typing import Any
+
+from robusteval.judges.base import Verdict, check_items
+from robusteval.models.base import LOGPROBS, Backend, GenerationRequest
+
+YES, NO = " 1", " 0"  # continuations scored on the log-prob path
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def load_prompt(name: str) -> str:
+    """The text of ``judges/prompts/<name>.txt``."""
+    return (resources.files("robusteval.judges") / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def parse_binary(text: str) -> bool | None:
+    """The first number in ``text`` read as a verdict: ``1`` -> True, ``0`` -> False, anything else -> None."""
+    match = _NUMBER_RE.search(text)
+    if match is None or match.group(0) not in ("0", "1"):
+        return None
+    return match.group(0) == "1"
+
+
+def _accepts_prefix(backend: Backend) -> bool:
+    try:
+        params = inspect.signature(backend.continuation_logprobs).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return False
+    return "prefix" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+class BinaryLLMJudge:
+    """A judge that renders ``template`` with an item's fields and reads a 1/0 answer from ``backend``."""
+
+    task: str
+    prompt_name: str
+    deterministic = False
+
+    def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool = True):
+        self.backend = backend
+        self.max_new_tokens = max_new_tokens
+        # Chat endpoints suit instruction-tuned API judges; completion backends (hf) ignore the flag.
+        self.chat = chat
+        self.template_text = load_prompt(self.prompt_name)
+        self._template = Template(self.template_text)
+        # The constant instructions before the first placeholder: sent as a cacheable prefix.
+        first = min(m.start() for m in Template.pattern.finditer(self.template_text) if m.group("named"))
+        self._head = self.template_text[:first]
+        self._body = Template(self.template_text[first:])
+        self.uses_logprobs = LOGPROBS in backend.capabilities
+        self._scores_with_prefix = self.uses_logprobs and _accepts_prefix(backend)
+        self.name = f"llm:{backend.name}"
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "task": self.task,
+            "backend": self.backend.name,
+            "prompt": self.prompt_name,
+            "prompt_sha256": hashlib.sha256(self.template_text.encode("utf-8")).hexdigest()[:16],
+            "method": "logprobs" if self.uses_logprobs else "generate",
+            "max_new_tokens": None if self.uses_logprobs else self.max_new_tokens,
+            "chat": None if self.uses_logprobs else self.chat,
+        }
+
+    def render(self, item: Any) -> tuple[str, str]:
+        """(prefix, prompt) for ``item``; ``prefix + prompt`` is the full judge prompt."""
+        fields = {k: str(v).strip() for k, v in asdict(item).items()}
+        # The prompt ends at its cue ("Rating:"), no trailing whitespace, so " 1"/" 0" continue it naturally.
+        return self._head, self._body.substitute(fields).rstrip()
+
+    def full_prompt(self, item: Any) -> str:
+        prefix, prompt = self.render(item)
+        return prefix + prompt
+
+    def judge(self, items: Sequence[Any]) -> list[Verdict]:
+        check_items(self.task, items)
+        if not items:
+            return []
+        if self.uses_logprobs:
+            return [self._judge_logprobs(item) for item in items]
+        return self._judge_generate(items)
+
+    def _judge_logprobs(self, item: Any) -> Verdict:
+        prefix, prompt = self.render(item)
+        score = self.backend.continuation_logprobs  # type: ignore[attr-defined]
+        if self._scores_with_prefix:
+            scores = score(prompt, [YES, NO], prefix=prefix)
+        else:  # the base protocol's two-argument form
+            scores = score(prefix + prompt, [YES, NO])
+        lp_yes, lp_no = (float(x) for x in scores)
+        label: bool | None = None
+        if math.isfinite(lp_yes) and math.isfinite(lp_no) and lp_yes != lp_no:
+            label = lp_yes > lp_no
+        raw = json.dumps({"1": lp_yes, "0": lp_no})
+        return Verdict(label, self.name, raw, {"method": "logprobs", "logprob_1": lp_yes, "logprob_0": lp_no})
+
+    def _judge_generate(self, items: Sequence[Any]) -> list[Verdict]:
+        # The full prompt goes in ``prompt`` (no prefix): API backends send only that field.
+        requests = [
+            GenerationRequest(self.full_prompt(item), max_new_tokens=self.max_new_tokens, temperature=0.0, chat=self.chat)
+            for item in items
+        ]
+        outputs = self.backend.generate(requests)
+        verdicts = []
+        for out in outputs:
+            label = parse_binary(out.text)
+            detail = {"method": "generate", "finish_reason": out.finish_reason, "unparsed": label is None}
+            verdicts.append(Verdict(label, self.name, out.text, detail))
+        return verdicts

@@ -1,0 +1,32 @@
+"""LLM reasoning judge: is the perturbed response's reasoning correct, given the clean reference?
+
+The prompt (``prompts/reasoning.txt``, written for this project) covers the paper's criteria: logical
+coherence, departures from the reference that introduce errors, correct calculations, true facts; text about
+another question is ignored and extra self-checking steps are not errors. The judge model answers with one
+digit, read from its own output only (see :mod:`robusteval.judges.llm`). Any backend can judge.
+"""
+
+from __future__ import annotations
+
+from robusteval.errors import UserError
+from robusteval.judges.base import MODEL, REASONING, SEMANTIC, BackendLoader, Judge, register_judge
+from robusteval.judges.llm import BinaryLLMJudge
+
+
+class ReasoningJudge(BinaryLLMJudge):
+    """``label`` True = the candidate's reasoning is correct. Items: :class:`~robusteval.judges.base.ReasoningItem`."""
+
+    task = REASONING
+    prompt_name = "reasoning"
+
+
+@register_judge(MODEL)
+def _model_judge(task: str, spec: str, load: BackendLoader) -> Judge:
+    # One factory for both roles: the role decides the prompt, the spec decides the model.
+    from robusteval.judges.semantic import SemanticJudge
+
+    if task == REASONING:
+        return ReasoningJudge(load(spec))
+    if task == SEMANTIC:
+        return SemanticJudge(load(spec))
+    raise UserError(f"no LLM judge for task {task!r}")

@@ -1,0 +1,243 @@
+"""Grading and model evaluation on variant instances (``variants score`` and ``variants eval``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robusteval.data.answers import answers_match, extract_final_answer, normalize_number
+from robusteval.errors import DataError, UserError
+from robusteval.metrics.variants import variant_scores
+from robusteval.models import Backend, GenerationRequest
+from robusteval.runner import run_units
+from robusteval.store import RunStore, unit_key
+
+STAGE = "variants_generation"
+# The usual math-eval instruction (Qwen2.5-Math, VAR-MATH): reason, then box the final answer.
+MATH_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."
+
+
+@dataclass(frozen=True)
+class VariantInstance:
+    id: str
+    question: str
+    answer: Any  # number or text, as stored in the instances file
+
+    @property
+    def gold(self) -> str:
+        return gold_text(self.answer)
+
+
+def gold_text(answer: Any) -> str:
+    """Gold answer as text for the grader: 18.0 -> "18", 0.5 -> "0.5", text unchanged."""
+    if isinstance(answer, bool):
+        return str(int(answer))
+    if isinstance(answer, float) and math.isfinite(answer) and answer.is_integer():
+        return str(int(answer))
+    return str(answer)
+
+
+# ---------------------------------------------------------------------------------------------------- files
+def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    rows = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"invalid JSON: {exc.msg}", line=lineno) from None
+        if not isinstance(record, dict):
+            raise DataError(path, "expected a JSON object per line", line=lineno)
+        rows.append((lineno, record))
+    return rows
+
+
+def load_instances(path: str | Path) -> list[VariantInstance]:
+    """An instances JSONL (``{"id", "question", "answer"}`` per line; extra fields are ignored)."""
+    p = Path(path)
+    out: list[VariantInstance] = []
+    seen: set[str] = set()
+    for lineno, record in _jsonl(p):
+        for key in ("id", "question", "answer"):
+            if key not in record or record[key] is None:
+                raise DataError(p, "missing", line=lineno, field=key)
+        iid = str(record["id"])
+        if iid in seen:
+            raise DataError(p, f"duplicate id {iid!r}", line=lineno, field="id")
+        if not isinstance(record["question"], str):
+            raise DataError(p, "must be text", line=lineno, field="question")
+        seen.add(iid)
+        out.append(VariantInstance(iid, record["question"], record["answer"]))
+    if not out:
+        raise DataError(p, "no instances")
+    return out
+
+
+def load_predictions(path: str | Path, known_ids: set[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """``{"id", "prediction"}`` per line; several lines with one id are several samples.
+
+    Returns the predictions by id and the ids that are not in the instances file (ignored).
+    """
+    p = Path(path)
+    out: dict[str, list[str]] = {}
+    unknown: list[str] = []
+    for lineno, record in _jsonl(p):
+        if "id" not in record:
+            raise DataError(p, "missing", line=lineno, field="id")
+        if "prediction" not in record:
+            raise DataError(p, "missing", line=lineno, field="prediction")
+        iid = str(record["id"])
+        prediction = record["prediction"]
+        if prediction is not None and not isinstance(prediction, str):
+            prediction = json.dumps(prediction) if isinstance(prediction, list | dict) else str(prediction)
+        if iid not in known_ids:
+            unknown.append(iid)
+            continue
+        out.setdefault(iid, []).append(prediction or "")
+    return out, unknown
+
+
+# ---------------------------------------------------------------------------------------------------- grading
+def grade(
+    prediction: str,
+    gold: str,
+    *,
+    rel_tol: float = 1e-4,
+    timeout: float = 3.0,
+    accept_percent: bool = False,
+) -> tuple[str | None, bool]:
+    """(extracted answer, correct): last ``\\boxed{}``, else "the answer is", else last number; then equal as
+    strings, numerically within ``rel_tol`` or symbolically (sympy, bounded by ``timeout`` seconds).
+
+    ``accept_percent`` also accepts the prediction x100 or /100 (VAR-MATH's grader does).
+    """
+    extracted = extract_final_answer(prediction, "math")
+    if extracted is None:
+        return None, False
+    if answers_match(extracted, gold, "math", rel_tol=rel_tol, timeout=timeout):
+        return extracted, True
+    if accept_percent:
+        p, g = normalize_number(extracted), normalize_number(gold)
+        if p is not None and g is not None:
+            for scaled in (p * 100, p / 100):
+                if math.isclose(scaled, g, rel_tol=rel_tol, abs_tol=1e-9):
+                    return extracted, True
+    return extracted, False
+
+
+def score(
+    instances: Sequence[VariantInstance],
+    predictions: dict[str, list[str]],
+    *,
+    rel_tol: float = 1e-4,
+    timeout: float = 3.0,
+    accept_percent: bool = False,
+    bootstrap_rounds: int = 1000,
+    seed: int = 0,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Grade every prediction; return the score summary and one graded row per prediction."""
+    graded: list[dict[str, Any]] = []
+    correct: dict[str, list[bool]] = {}
+    for inst in instances:
+        outcomes: list[bool] = []
+        for k, text in enumerate(predictions.get(inst.id, [])):
+            extracted, ok = grade(
+                text, inst.gold, rel_tol=rel_tol, timeout=timeout, accept_percent=accept_percent
+            )
+            outcomes.append(ok)
+            graded.append(
+                {"id": inst.id, "sample": k, "gold": inst.gold, "extracted": extracted, "correct": ok}
+            )
+        correct[inst.id] = outcomes
+    summary = variant_scores(
+        correct, instance_order=[i.id for i in instances], bootstrap_rounds=bootstrap_rounds, seed=seed
+    )
+    summary["n_predictions"] = len(graded)
+    summary["n_missing"] = sum(1 for i in instances if not predictions.get(i.id))
+    return summary, graded
+
+
+# ---------------------------------------------------------------------------------------------------- eval
+def generate_all(
+    backend: Backend,
+    store: RunStore,
+    instances: Sequence[VariantInstance],
+    *,
+    samples: int = 1,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_new_tokens: int = 2048,
+    seed: int = 0,
+    chat: bool = False,
+    batch_size: int = 8,
+    prompt_template: str = MATH_PROMPT,
+) -> list[dict[str, Any]]:
+    """One stored generation per (instance, sample): a killed run resumes where it stopped."""
+    units = [(inst, k) for inst in instances for k in range(samples)]
+
+    def request(inst: VariantInstance, k: int) -> GenerationRequest:
+        return GenerationRequest(
+            prompt_template.format(question=inst.question),
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed + k,  # distinct, reproducible samples
+            chat=chat,
+        )
+
+    def key_of(unit: tuple[VariantInstance, int]) -> str:
+        inst, k = unit
+        return unit_key(STAGE, backend.name, inst.id, k, request(inst, k).key())
+
+    def compute(batch: list[tuple[VariantInstance, int]]) -> list[dict[str, Any]]:
+        outputs = backend.generate([request(inst, k) for inst, k in batch])
+        return [
+            {
+                "id": inst.id,
+                "sample": k,
+                "question": inst.question,
+                "gold": inst.gold,
+                "completion": out.text,
+                "finish_reason": out.finish_reason,
+                "n_tokens": out.n_tokens,
+            }
+            for (inst, k), out in zip(batch, outputs, strict=True)
+        ]
+
+    return run_units(
+        store,
+        STAGE,
+        units,
+        key_of,
+        compute,
+        id_of=lambda unit: unit[0].id,
+        batch_size=batch_size,
+        description="variants eval",
+    )
+
+
+def predictions_from_records(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for record in sorted(records, key=lambda r: (r["id"], r["sample"])):
+        out.setdefault(record["id"], []).append(record["completion"])
+    return out
+
+
+def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write atomically (temp file + rename) so a kill never leaves half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,130 @@
+"""Strict/loose scores against hand-computed values; grouping; seeded bootstrap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from variants_testlib import run_cli
+
+from robusteval.metrics.variants import problem_id, variant_scores
+from robusteval.variants.evaluate import grade
+
+INSTANCES = [
+    {"id": "p1_0", "question": "q", "answer": 18.0},
+    {"id": "p1_1", "question": "q", "answer": 27.0},
+    {"id": "p1_2", "question": "q", "answer": 21.0},
+    {"id": "p2_0", "question": "q", "answer": 3.0},
+    {"id": "p2_1", "question": "q", "answer": 5.0},
+    {"id": "2024-I-8_0", "question": "q", "answer": 5167.0},
+    {"id": "2024-I-8_1", "question": "q", "answer": 1531.0},
+    {"id": "41", "question": "q", "answer": 3.0},  # an untemplated problem keeps its bare id
+]
+PREDICTIONS = [
+    {"id": "p1_0", "prediction": "Together they close 30 mph, so \\boxed{18}."},  # right
+    {"id": "p1_1", "prediction": "So the answer is 27."},  # right ("the answer is")
+    {"id": "p1_2", "prediction": "I think it is 20"},  # wrong (last number)
+    {"id": "p2_0", "prediction": "\\boxed{3}"},  # right
+    {"id": "p2_1", "prediction": "\\boxed{\\frac{10}{2}}"},  # right (equal value)
+    {"id": "2024-I-8_0", "prediction": "m+n = \\boxed{5167}"},  # right; 2024-I-8_1 has no prediction: wrong
+    {"id": "41", "prediction": "\\boxed{3.0}"},  # right
+    {"id": "zzz_0", "prediction": "\\boxed{1}"},  # not an instance: ignored
+]
+# Per problem (strict, loose): p1 (0, 2/3), p2 (1, 1), 2024-I-8 (0, 1/2), 41 (1, 1).
+STRICT = (0 + 1 + 0 + 1) / 4
+LOOSE = (2 / 3 + 1 + 1 / 2 + 1) / 4
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_problem_ids() -> None:
+    assert problem_id("12_3") == "12"
+    assert problem_id("2024-II-4_0") == "2024-II-4"
+    assert problem_id("41") == "41"
+    assert problem_id("2024-I-11") == "2024-I-11"
+    assert problem_id("fraction-sum_12") == "fraction-sum"
+    assert problem_id("a_b_7") == "a_b"
+
+
+def test_score_hand_made_predictions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inst = _jsonl(tmp_path / "inst.jsonl", INSTANCES)
+    preds = _jsonl(tmp_path / "preds.jsonl", PREDICTIONS)
+    out = tmp_path / "scores.json"
+    code = run_cli(
+        ["variants", "score", "--instances", str(inst), "--predictions", str(preds), "--out", str(out)],
+        monkeypatch,
+    )
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "zzz_0" in captured.err and "1 instance(s) have no prediction" in captured.err
+    assert "0.500" in captured.out and "0.792" in captured.out
+    summary = json.loads(out.read_text())
+    assert summary["strict"] == pytest.approx(STRICT)
+    assert summary["loose"] == pytest.approx(LOOSE)
+    assert summary["n_problems"] == 4 and summary["n_instances"] == 8 and summary["n_samples"] == 1
+    assert summary["n_missing"] == 1
+    per_problem = {p["problem"]: (p["strict"], p["loose"]) for p in summary["problems"]}
+    assert per_problem == {
+        "p1": (0.0, pytest.approx(2 / 3)),
+        "p2": (1.0, 1.0),
+        "2024-I-8": (0.0, 0.5),
+        "41": (1.0, 1.0),
+    }
+    graded = {g["id"]: g["correct"] for g in summary["graded"]}
+    assert graded == {
+        "p1_0": True,
+        "p1_1": True,
+        "p1_2": False,
+        "p2_0": True,
+        "p2_1": True,
+        "2024-I-8_0": True,
+        "41": True,
+    }
+
+
+def test_several_samples_and_seeded_bootstrap() -> None:
+    correct = {"a_0": [True, False], "a_1": [True, True], "b_0": [False, False], "c_0": [True, True]}
+    s = variant_scores(correct, bootstrap_rounds=500, seed=7)
+    # a: accuracies 0.5 and 1 -> strict 0.5 (chance both right), loose 0.75; b: 0, 0; c: 1, 1.
+    assert s["strict"] == pytest.approx((0.5 + 0 + 1) / 3)
+    assert s["loose"] == pytest.approx((0.75 + 0 + 1) / 3)
+    assert s["n_samples"] == 2 and s["n_problems"] == 3 and s["n_instances"] == 4
+    again = variant_scores(correct, bootstrap_rounds=500, seed=7)
+    assert s["strict_ci95"] == again["strict_ci95"] and s["loose_ci95"] == again["loose_ci95"]
+    for name in ("strict", "loose"):
+        lo, hi = s[f"{name}_ci95"]
+        assert 0.0 <= lo <= s[name] <= hi <= 1.0
+        assert hi > lo
+
+
+def test_bootstrap_interval_on_a_larger_benchmark() -> None:
+    rng = np.random.default_rng(0)
+    skill = rng.random(40)  # per-problem chance of a right answer
+    correct = {f"p{p}_{i}": list(rng.random(4) < skill[p]) for p in range(40) for i in range(3)}
+    s = variant_scores(correct, bootstrap_rounds=1000, seed=1)
+    assert s["n_problems"] == 40 and s["n_instances"] == 120 and s["n_samples"] == 4
+    for name in ("strict", "loose"):
+        lo, hi = s[f"{name}_ci95"]
+        assert lo < s[name] < hi and 0.05 < hi - lo < 0.5
+    assert s["strict"] < s["loose"]
+    other = variant_scores(correct, bootstrap_rounds=1000, seed=2)  # another seed: about the same interval
+    assert all(abs(a - b) < 0.05 for a, b in zip(other["loose_ci95"], s["loose_ci95"], strict=True))
+    assert variant_scores(correct, bootstrap_rounds=1000, seed=1)["strict_ci95"] == s["strict_ci95"]
+
+
+def test_grading_rules() -> None:
+    assert grade("\\boxed{18}", "18") == ("18", True)
+    assert grade("the answer is 0.50", "0.5")[1]
+    assert grade("\\boxed{18.00005}", "18")[1]  # within rel_tol 1e-4
+    assert not grade("\\boxed{18.01}", "18")[1]
+    assert grade("\\boxed{\\dfrac{1}{2}}", "0.5")[1]
+    assert not grade("no number here", "3")[1]
+    assert not grade("\\boxed{50}", "0.5")[1]
+    assert grade("\\boxed{50}", "0.5", accept_percent=True)[1]
