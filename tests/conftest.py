@@ -11,12 +11,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
 from helpers.servers import build_tiny_served_model, serve_transformers  # noqa: E402
+
+# Tiny models are dominated by per-op overhead: one thread is faster and avoids oversubscribing 2 cores.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +52,14 @@ def tiny_backend(tiny_llama_dir: Path):  # type: ignore[no-untyped-def]
     from robusteval.models import load_backend
 
     return load_backend(f"hf:{tiny_llama_dir}")
+
+
+@pytest.fixture(scope="session")
+def tiny_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Llama briefly trained on the answer-first math exemplars: it writes "The answer is N. …".
+
+    Outputs are nonsense but in the format, so MATCHA has answers and chains of thought to attack.
+    """
+    from robusteval.models.tiny import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny_trained") / "model", seed=0, train_steps=200)

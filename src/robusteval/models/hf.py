@@ -422,6 +422,19 @@ class HFBackend:
             rows.append(DecodedRow(generated[row], text, finish[row] or "length"))
         return rows
 
+    def cut_at_stop(self, row: DecodedRow, stops: Sequence[str]) -> DecodedRow:
+        """``row`` as if decoding had stopped at the first stop string (same text and finish reason)."""
+        cut = _first_stop(row.text, stops)
+        if cut is None:
+            return row
+        ids = list(row.token_ids)
+        # Keep the shortest token prefix whose text reaches the stop string, as early stopping would.
+        for k in range(1, len(ids) + 1):
+            if _first_stop(self.decode(ids[:k]), stops) is not None:
+                ids = ids[:k]
+                break
+        return DecodedRow(ids, row.text[:cut], "stop")
+
     def _choose(
         self,
         logits: torch.Tensor,

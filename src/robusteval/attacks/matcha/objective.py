@@ -69,10 +69,12 @@ class MatchaObjective:
         reference: Reference,
         *,
         lam: float | None = None,
+        candidate_chunk: int | None = None,
     ):
         if not reference.continuation_ids:
             raise ValueError("the clean continuation is empty")
         self.backend = backend
+        self.candidate_chunk = candidate_chunk  # None: as many as the logit memory budget allows
         self.prefix_ids = list(prefix_ids)
         self.reference = reference
         self.m = len(reference.continuation_ids)
@@ -120,7 +122,7 @@ class MatchaObjective:
     def losses(self, batch_ids: Sequence[Sequence[int]]) -> torch.Tensor:
         """L_opt of many equal-length candidate questions, in chunks that bound logit memory."""
         vocab = self.reference_logits.shape[-1]
-        chunk = max(1, _LOGIT_BUDGET // max(1, self.m * vocab))
+        chunk = self.candidate_chunk or max(1, _LOGIT_BUDGET // max(1, self.m * vocab))
         out = []
         for start in range(0, len(batch_ids), chunk):
             out.append(self.loss(self.embed_question(batch_ids[start : start + chunk])).total)

@@ -104,7 +104,11 @@ class MatchaRunner:
         reasoning_judge: ReasoningJudgeFn,
         semantic_judge: SemanticJudgeFn,
         batch_size: int = 8,
+        naive: bool = False,
     ):
+        """``naive=True`` is the benchmark's baseline: no early stop (full ``max_new_tokens`` generations, cut
+        at the stop string afterwards so outcomes are identical), candidates scored one at a time, batch size 1.
+        The prefix KV cache is the backend's switch (``prefix_cache=False``)."""
         require(backend, WHITEBOX, "the MATCHA attack")
         config.validate()
         self.backend = backend
@@ -113,13 +117,28 @@ class MatchaRunner:
         self.config = config
         self.reasoning_judge = reasoning_judge
         self.semantic_judge = semantic_judge
-        self.batch_size = batch_size
+        self.batch_size = 1 if naive else batch_size
+        self.naive = naive
         prefix, head, _, tail = prompt.segments("")
         self.prefix_ids = backend.bos_ids + backend.encode(prefix)
         self.head_ids = backend.encode(head.rstrip())
         self.tail_ids = backend.encode(tail)
         self._allowed: torch.Tensor | None = None
         self.hyper = asdict(config)
+
+    def _decode(self, suffixes: Any) -> list[Any]:
+        """Greedy completions cut at the stop strings; token-id lists or one embeddings tensor."""
+        if self.naive:
+            rows = (self.backend.decode_batch(self.prefix_ids, suffixes, max_new_tokens=self.config.max_new_tokens)
+                    if isinstance(suffixes, torch.Tensor) else
+                    [self.backend.decode_batch(self.prefix_ids, [s], max_new_tokens=self.config.max_new_tokens)[0]
+                     for s in suffixes])
+            return [self.backend.cut_at_stop(row, STOP_STRINGS) for row in rows]
+        if isinstance(suffixes, torch.Tensor):
+            return self.backend.decode_batch(self.prefix_ids, suffixes, max_new_tokens=self.config.max_new_tokens,
+                                             stops=[STOP_STRINGS] * suffixes.shape[0])
+        return self.backend.decode_many(self.prefix_ids, suffixes, max_new_tokens=self.config.max_new_tokens,
+                                        stops=[STOP_STRINGS] * len(suffixes))
 
     # ------------------------------------------------------------------ clean pass
     def question_ids(self, question: str) -> list[int]:
@@ -133,10 +152,7 @@ class MatchaRunner:
 
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
             qids = [self.question_ids(ex.question) for ex in batch]
-            rows = self.backend.decode_many(
-                self.prefix_ids, [self.head_ids + q + self.tail_ids for q in qids],
-                max_new_tokens=self.config.max_new_tokens, stops=[STOP_STRINGS] * len(batch),
-            )
+            rows = self._decode([self.head_ids + q + self.tail_ids for q in qids])
             return [self._graded(ex, q, row) for ex, q, row in zip(batch, qids, rows, strict=True)]
 
         return run_units(self.store, "matcha_clean", examples, key_of, compute, id_of=lambda e: e.id,
@@ -202,7 +218,8 @@ class MatchaRunner:
         began = time.perf_counter()
         reference = Reference(clean["question_ids"], clean["continuation_ids"], clean["n_answer_tokens"])
         lam = 0.0 if cfg.variant == "cot-loss-only" else None
-        objective = MatchaObjective(self.backend, self.prefix_ids, self.head_ids, self.tail_ids, reference, lam=lam)
+        objective = MatchaObjective(self.backend, self.prefix_ids, self.head_ids, self.tail_ids, reference, lam=lam,
+                                    candidate_chunk=1 if self.naive else None)
         timings["reference"] = time.perf_counter() - began
         record: dict[str, Any] = {
             "id": example.id,
@@ -242,10 +259,7 @@ class MatchaRunner:
                 "steps": result.steps,
             })
             began = time.perf_counter()
-            row = self.backend.decode_many(
-                self.prefix_ids, [self.head_ids + result.question_ids + self.tail_ids],
-                max_new_tokens=cfg.max_new_tokens, stops=[STOP_STRINGS],
-            )[0]
+            row = self._decode([self.head_ids + result.question_ids + self.tail_ids])[0]
         else:
             result_e = embedding_attack(objective, EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps))
             timings["optimise"] = time.perf_counter() - began
@@ -260,8 +274,7 @@ class MatchaRunner:
             with torch.no_grad():
                 embeds = torch.cat([objective.head, result_e.question_embeds, self.backend.embed(
                     torch.tensor(self.tail_ids))]).unsqueeze(0)
-            row = self.backend.decode_batch(self.prefix_ids, embeds, max_new_tokens=cfg.max_new_tokens,
-                                            stops=[STOP_STRINGS])[0]
+            row = self._decode(embeds)[0]
         timings["generate"] = time.perf_counter() - began
         answer_sentence, cot = split_answer_and_cot(row.text)
         predicted = extract_answer_first(row.text, example.answer_type)
