@@ -30,9 +30,10 @@ def run_units(
     """Return one record per item, in item order, computing only the items whose key is not stored."""
     keys = [key_of(item) for item in items]
     stored = store.keys(stage)
-    todo = [i for i, key in enumerate(keys) if key not in stored]
-    done_before = len(items) - len(todo)
-    with progress_bar(len(items), description or stage, completed=done_before) as advance:
+    # Items sharing a key are computed once.
+    todo = list({key: i for i, key in reversed(list(enumerate(keys))) if key not in stored}.values())[::-1]
+    total = len(set(keys))
+    with progress_bar(total, description or stage, completed=total - len(todo)) as advance:
         for start in range(0, len(todo), max(1, batch_size)):
             batch_idx = todo[start : start + max(1, batch_size)]
             batch = [items[i] for i in batch_idx]

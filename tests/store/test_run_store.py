@@ -61,7 +61,7 @@ def test_put_same_key_replaces(tmp_path: Path) -> None:
         assert store.stages() == {"s": 1}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(
         st.text(max_size=8),

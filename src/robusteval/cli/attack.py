@@ -15,7 +15,7 @@ from robusteval.cli.common import (
     data_identity,
     load_examples,
 )
-from robusteval.cli.eval_cmd import DATASETS, exemplars_for
+from robusteval.cli.eval_cmd import DATASETS, exemplar_source, exemplars_for
 from robusteval.cli.main import add_command, required_option
 from robusteval.judges import REASONING, SEMANTIC, ReasoningItem, SemanticItem, build_judge, with_cache
 from robusteval.metrics.matcha import matcha_metrics
@@ -27,7 +27,10 @@ OUTCOME_STAGE = "matcha_outcome"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("attack", help="white-box and black-box attacks", description="Attacks.")
+    group = subparsers.add_parser(
+        "attack", help="white-box and black-box attacks", description="Attacks on a model.",
+        epilog="example:\n  robusteval attack matcha --help", formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = group.add_subparsers(dest="attack_command", metavar="ATTACK", required=True)
     parser = add_command(
         sub,
@@ -126,14 +129,16 @@ def run(args: argparse.Namespace) -> int:
         "command": "attack matcha",
         "model": args.model,
         **data_identity(args),
-        "exemplars": args.exemplars or prompt.exemplars.name,
+        "exemplars": exemplar_source(args, examples[0].answer_type),
+        "answer_type": examples[0].answer_type,
         "prefix_hash": unit_key(prompt.prefix),
         "judge": args.judge,
         "semantic_judge": args.semantic_judge,
         "config": vars(config),
     }
+    RunStore.check_resumable(args.out, identity)
+    backend = build_backend(args.model, args)  # before the store claims --out: a bad --model leaves no trace
     with RunStore.open(args.out, identity=identity, info={"limit": args.limit, "batch_size": args.batch_size}) as store:
-        backend = build_backend(args.model, args)
         load = memoised_loader(args, {args.model: backend})
         judge_reasoning, judge_semantic, judge_names = judge_functions(store, args.judge, args.semantic_judge, load)
         runner = MatchaRunner(backend, store, prompt, config, reasoning_judge=judge_reasoning,

@@ -44,9 +44,13 @@ def add_eval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (recorded; greedy decoding ignores it)")
 
 
+def exemplar_source(args: argparse.Namespace, answer_type: str) -> str:
+    """What ``load_exemplars`` takes: the --exemplars value, or the built-in set for the answer type."""
+    return args.exemplars or ("yesno" if answer_type == "yesno" else "math")
+
+
 def exemplars_for(args: argparse.Namespace, answer_type: str) -> AnswerFirstPrompt:
-    name = args.exemplars or ("yesno" if answer_type == "yesno" else "math")
-    return AnswerFirstPrompt(load_exemplars(name))
+    return AnswerFirstPrompt(load_exemplars(exemplar_source(args, answer_type)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens,
         "seed": args.seed,
     }
+    RunStore.check_resumable(args.out, identity)
+    backend = build_backend(args.model, args)  # before the store claims --out: a bad --model leaves no trace
     with RunStore.open(args.out, identity=identity, info={"limit": args.limit, "batch_size": args.batch_size}) as store:
-        backend = build_backend(args.model, args)
         records = answer_first_records(
             backend, store, examples, prompt, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size
         )

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "robusteval.cli.quickstart",
     "robusteval.cli.eval_cmd",
     "robusteval.cli.attack",
+    "robusteval.cli.transfer",
     "robusteval.cli.variants",
     "robusteval.cli.runs",
 )

@@ -1,37 +1,48 @@
-"""``robusteval quickstart``: the main job on the embedded default model and the bundled sample data."""
+"""``robusteval quickstart``: the main job on the embedded default model and the bundled sample data.
+
+The main job is MATCHA at the token level: answer-first accuracy on every sample question, then the attack
+on the first few attackable ones, judged by the deterministic arithmetic checker, reported as ACC/UR/SR/WR.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from importlib import resources
 
+from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
+from robusteval.cli.attack import judge_functions, memoised_loader, summarise
 from robusteval.cli.common import build_backend
 from robusteval.cli.main import add_command
 from robusteval.data.loaders import load_dataset
-from robusteval.evals.answer_first import accuracy_summary, answer_first_records
 from robusteval.models.embedded import embedded_model_spec
 from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
 from robusteval.report.tables import print_summary_table
 from robusteval.store import RunStore, unit_key
 
-SAMPLES = (("math", "math.jsonl", "number"), ("yesno", "yesno.jsonl", "yesno"))
+SAMPLES = (("math", "math.jsonl", "number", "gsm8k"), ("yesno", "yesno.jsonl", "yesno", "strategyqa"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers,
         "quickstart",
-        help="run the main job on the embedded default model and bundled samples",
-        description="Answer-first evaluation of the shipped Gemma 3 270M model on 30 math word problems and 20 "
-        "yes/no questions written by this project. The GGUF is converted once into ~/.cache/robusteval; later "
-        "runs reuse it, and re-running on the same --out resumes.",
-        example="robusteval quickstart",
+        help="run the main job (MATCHA token-level attack) on the embedded model and bundled samples",
+        description="Runs the token-level MATCHA attack with the shipped Gemma 3 270M model on 30 math word "
+        "problems and 20 yes/no questions written by this project: answer-first accuracy on all of them, then "
+        "the attack on the first --attack-limit attackable questions of each set, judged by the arithmetic "
+        "checker. The GGUF is converted once into ~/.cache/robusteval; re-running on the same --out resumes.",
+        example="robusteval quickstart\nrobusteval quickstart --attack-limit 10 --out my-quickstart",
     )
     parser.add_argument("--model", default=None, metavar="SPEC", help="another model instead of the embedded one")
     parser.add_argument("--out", default="robusteval-quickstart", metavar="DIR", help="run directory")
-    parser.add_argument("--limit", type=int, default=None, help="use the first N examples of each sample set")
-    parser.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per answer")
+    parser.add_argument("--attack-limit", type=int, default=4, help="questions attacked per sample set")
+    parser.add_argument("--min-correct", type=int, default=4,
+                        help="below this many correct clean answers, attack with --target-answer clean")
+    parser.add_argument("--max-new-tokens", type=int, default=80, help="generation budget per answer")
+    parser.add_argument("--n-candidates", type=int, default=4, help="replacement tokens re-scored per position")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--batch-size", type=int, default=8)
@@ -46,18 +57,41 @@ def run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     spec = args.model or embedded_model_spec()
     backend = build_backend(spec, args)
-    rows = []
-    for name, file_name, answer_type in SAMPLES:
-        examples = load_dataset("jsonl", sample_path(file_name), limit=args.limit, answer_type=answer_type)
+    rows, notes = [], []
+    for name, file_name, answer_type, dataset_defaults in SAMPLES:
+        examples = load_dataset("jsonl", sample_path(file_name), answer_type=answer_type)
         prompt = AnswerFirstPrompt(load_exemplars(name))
+        config = MatchaConfig.for_dataset(dataset_defaults, max_new_tokens=args.max_new_tokens,
+                                          n_candidates=args.n_candidates, seed=args.seed)
         identity = {"command": "quickstart", "model": spec, "sample": name, "prefix_hash": unit_key(prompt.prefix),
-                    "max_new_tokens": args.max_new_tokens}
-        with RunStore.open(f"{args.out}/{name}", identity=identity, info={"limit": args.limit}) as store:
-            records = answer_first_records(backend, store, examples, prompt, max_new_tokens=args.max_new_tokens,
-                                           batch_size=args.batch_size, description=f"answer-first {name}")
-            summary = {"model": backend.name, "dataset": f"sample:{name}", **accuracy_summary(records)}
-            store.write_summary(summary)
-        rows.append(summary)
-    print_summary_table("robusteval quickstart: answer-first accuracy", rows, ["model", "dataset", "n", "n_correct", "acc"])
+                    "config": {k: v for k, v in vars(config).items() if k != "target_answer"}}
+        with RunStore.open(f"{args.out}/{name}", identity=identity, info={"attack_limit": args.attack_limit}) as store:
+            load = memoised_loader(args, {spec: backend})
+            judge_reasoning, judge_semantic, judge_names = judge_functions(store, "arith", "none", load)
+
+            def runner_for(cfg: MatchaConfig, store: RunStore = store) -> MatchaRunner:
+                return MatchaRunner(backend, store, prompt, cfg, reasoning_judge=judge_reasoning,
+                                    semantic_judge=judge_semantic, batch_size=args.batch_size)
+
+            clean = runner_for(config).clean_records(examples)
+            n_correct = sum(1 for r in clean if r["correct"])
+            if n_correct < args.min_correct:
+                config = dataclasses.replace(config, target_answer="clean")
+                notes.append(f"{name}: the model answered {n_correct}/{len(clean)} correctly, fewer than "
+                             f"{args.min_correct}, so the attack keeps the model's own clean answer "
+                             "(--target-answer clean) instead of the gold one")
+            runner = runner_for(config)
+            chosen = [r for r in clean if runner.attackable(r)[0]][: args.attack_limit]
+            attacked = runner.judge(runner.attack_records(examples, chosen))
+            summary = summarise(store, backend.name, f"sample:{name}", config, judge_names, clean, attacked, runner)
+        rows.append({**summary, "target": config.target_answer})
+    print_summary_table(
+        "robusteval quickstart: MATCHA token-level attack (reasoning judge: arithmetic checker)",
+        rows, ["model", "dataset", "n", "n_correct", "acc", "target", "n_attacked", "ur", "sr", "wr"],
+    )
+    for note in notes:
+        print(f"note: {note}")
+    print("ACC over all questions; UR/SR/WR over the attacked ones (UR: answer kept, reasoning fine; "
+          "SR: answer kept, reasoning wrong; WR: answer changed).")
     print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
     return 0

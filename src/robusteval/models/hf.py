@@ -127,11 +127,17 @@ class HFBackend:
             eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         self.bos_ids = [tokenizer.bos_token_id] if getattr(tokenizer, "bos_token_id", None) is not None else []
-        # Sliding-window attention masks by index, so a padding hole would shift the window: such models
-        # batch only rows of equal length (results then match batch size 1 exactly).
-        self.exact_batching_only = bool(getattr(model.config, "sliding_window", None)) and any(
+        # Sliding-window layers mask by index, so a padding hole would shift their window. With sdpa/eager
+        # attention we hand the model per-layer-type masks computed from *positions* (exact); otherwise such
+        # models batch only rows of equal length. Either way results match batch size 1.
+        self.sliding_window = int(getattr(model.config, "sliding_window", None) or 0)
+        has_sliding = self.sliding_window > 0 and any(
             t == "sliding_attention" for t in (getattr(model.config, "layer_types", None) or [])
         )
+        attn = getattr(model.config, "_attn_implementation", None) or "sdpa"
+        self.explicit_masks = has_sliding and attn in ("sdpa", "eager")
+        self.additive_masks = attn == "eager"
+        self.exact_batching_only = has_sliding and not self.explicit_masks
 
     def __repr__(self) -> str:
         return f"HFBackend({self.name!r}, device={self.device}, dtype={self.dtype})"
@@ -244,7 +250,7 @@ class HFBackend:
             ids = torch.tensor([prompt_ids + cont], device=self.device)
             logits = self.forward(prefix_ids, self.embed(ids))
             # Logit at position t predicts token t+1; the first continuation token is predicted by the last
-            # prompt token (or by the prefix when the prompt is empty).
+            # prompt token, so the prompt must not be empty.
             start = len(prompt_ids) - 1
             if start < 0:
                 raise UserError("continuation_logprobs needs a non-empty prompt")
@@ -368,10 +374,12 @@ class HFBackend:
                 offset, offset + length
             )
         next_pos = torch.tensor([prefix_len + length for length in lengths], device=self.device)
+        key_positions = positions if past is None else torch.cat(
+            [torch.arange(past_len, device=self.device).expand(batch, -1), positions], dim=1)
         out = self.model(
             inputs_embeds=suffix_embeds,
             past_key_values=past if past is not None else None,
-            attention_mask=mask,
+            attention_mask=self._attention(mask, key_positions, suffix_embeds.shape[1]),
             position_ids=positions,
             use_cache=True,
         )
@@ -401,10 +409,11 @@ class HFBackend:
             if _step == max_new_tokens - 1:
                 break
             mask = torch.cat([mask, torch.ones(batch, 1, dtype=torch.long, device=self.device)], dim=1)
+            key_positions = torch.cat([key_positions, next_pos.view(batch, 1)], dim=1)
             out = self.model(
                 input_ids=chosen.view(batch, 1).to(self.device),
                 past_key_values=past,
-                attention_mask=mask,
+                attention_mask=self._attention(mask, key_positions, 1),
                 position_ids=next_pos.view(batch, 1),
                 use_cache=True,
             )
@@ -421,6 +430,29 @@ class HFBackend:
                 text = text if cut is None else text[:cut]
             rows.append(DecodedRow(generated[row], text, finish[row] or "length"))
         return rows
+
+    def _attention(self, mask: torch.Tensor, key_positions: torch.Tensor, query_len: int) -> Any:
+        """The 2-D padding mask, or for sliding-window models exact 4-D masks per layer type.
+
+        ``mask`` [B, K] marks real keys; ``key_positions`` [B, K] their positions; the queries are the last
+        ``query_len`` keys. Causality is by index, the window by position (holes don't shift it).
+        """
+        if not self.explicit_masks:
+            return mask
+        keys = mask.shape[1]
+        query_index = torch.arange(keys - query_len, keys, device=self.device)
+        causal = torch.arange(keys, device=self.device)[None, :] <= query_index[:, None]  # [Q, K]
+        valid = causal[None] & mask.bool()[:, None, :]
+        # A padding query sees at least itself, so no softmax row is empty.
+        valid[:, torch.arange(query_len), query_index] = True
+        distance = key_positions[:, -query_len:, None] - key_positions[:, None, :]
+        sliding = valid & (distance < self.sliding_window)
+        masks = {"full_attention": valid[:, None], "sliding_attention": sliding[:, None]}
+        if self.additive_masks:
+            low = torch.finfo(self.dtype).min
+            return {k: torch.zeros(m.shape, dtype=self.dtype, device=self.device).masked_fill(~m, low)
+                    for k, m in masks.items()}
+        return masks
 
     def cut_at_stop(self, row: DecodedRow, stops: Sequence[str]) -> DecodedRow:
         """``row`` as if decoding had stopped at the first stop string (same text and finish reason)."""

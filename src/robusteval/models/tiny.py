@@ -119,7 +119,7 @@ def _train(model, tokenizer, steps: int, seed: int, sets: tuple[str, ...]) -> No
     model.train()
     for _ in range(steps):
         picks = torch.randint(0, len(encoded_blocks), (8, 3), generator=generator).tolist()
-        batch = [[tokenizer.bos_token_id, *sum((encoded_blocks[i] for i in row), [])] for row in picks]
+        batch = [[tokenizer.bos_token_id, *(t for i in row for t in encoded_blocks[i])] for row in picks]
         width = max(len(b) for b in batch)
         ids = torch.tensor([b + [tokenizer.pad_token_id] * (width - len(b)) for b in batch])
         labels = ids.clone()

@@ -84,10 +84,25 @@ class RunStore:
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(_SCHEMA)
         store = cls(path, db)
-        if identity is not None:
-            store._check_identity(identity)
-        store.set_meta("info", {**(info or {}), "robusteval_version": __version__})
+        try:
+            if identity is not None:
+                store._check_identity(identity)
+            store.set_meta("info", {**(info or {}), "robusteval_version": __version__})
+        except BaseException:
+            db.close()
+            raise
         return store
+
+    @classmethod
+    def check_resumable(cls, run_dir: str | os.PathLike[str], identity: dict[str, Any]) -> None:
+        """Raise the identity error now, before an expensive model load, without creating anything."""
+        path = Path(run_dir)
+        if not (path / DB_NAME).is_file():
+            return
+        with cls.open_existing(path) as store:
+            stored = store.get_meta("identity")
+            if stored is not None:
+                store._check_identity(identity)
 
     @classmethod
     def open_existing(cls, run_dir: str | os.PathLike[str]) -> RunStore:
@@ -98,6 +113,7 @@ class RunStore:
         return cls(path, db)
 
     def _check_identity(self, identity: dict[str, Any]) -> None:
+        """Write ``identity`` on first use; afterwards refuse a different one, naming the fields."""
         stored = self.get_meta("identity")
         fresh = json.loads(canonical_json(identity))
         if stored is None:

@@ -31,13 +31,17 @@ def ordinary_token_ids(tokenizer) -> torch.Tensor:  # type: ignore[no-untyped-de
     """
     special = set(tokenizer.all_special_ids)
     vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    keep = []
+    words, spaced = [], []
     for token_id, piece in enumerate(vocab):
         if token_id in special or piece is None:
             continue
         text = piece.replace("\u2581", " ").replace("\u0120", " ")  # sentencepiece / byte-level space marks
         if _ORDINARY.fullmatch(text):
-            keep.append(token_id)
+            words.append(token_id)
+            if text.startswith(" "):
+                spaced.append(token_id)
+    # Whole words with their own leading space read as inserted words instead of gluing onto a neighbour.
+    keep = spaced if len(spaced) >= 20 else words
     if not keep:
         raise ValueError("the tokenizer has no plain-word tokens to insert")
     return torch.tensor(keep, dtype=torch.long)

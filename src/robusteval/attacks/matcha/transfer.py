@@ -1,0 +1,315 @@
+"""Black-box transfer of MATCHA perturbations (paper, "Transfer").
+
+The successful token-level perturbed questions of a white-box attack run are replayed on another model,
+typically one behind an API: the target model is asked the *original* and the *perturbed* question with the
+source run's answer-first prompt, both answers are graded against the gold answer, and the perturbed
+reasoning is judged against the original reasoning. Transfer rate = successes (answer still correct,
+reasoning judged wrong) among the questions the target model answers correctly on the original question
+(:func:`robusteval.metrics.matcha.transfer_metrics`).
+
+Stages in the new run store:
+
+* ``transfer_generation``: one unit per generation (original or perturbed question of one example), keyed by
+  the target model's name, the example, which question it is and the full request (prompt, exemplar prefix,
+  temperature, seed, budget); a killed run resumes and a finished one computes nothing new.
+* ``judge``: the reasoning judge's cached verdicts (:func:`robusteval.judges.with_cache`).
+* ``transfer_outcome``: one record per transferred example (cheap; rewritten on every invocation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robusteval.data.answers import answers_match, extract_answer_first, split_answer_and_cot
+from robusteval.errors import UserError
+from robusteval.metrics.matcha import transfer_metrics
+from robusteval.models import Backend, GenerationRequest
+from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, ExemplarSet, load_exemplars
+from robusteval.runner import run_units
+from robusteval.store import RunStore, unit_key
+
+SOURCE_COMMAND = "attack matcha"
+SOURCE_STAGE = "matcha_outcome"
+GENERATION_STAGE = "transfer_generation"
+OUTCOME_STAGE = "transfer_outcome"
+KINDS = ("original", "perturbed")
+BUILTIN_SETS = ("math", "yesno")
+
+#: (question, reference completion, candidate completion) -> {"reasoning_correct": bool|None, ...}
+ReasoningJudgeFn = Callable[[list[tuple[str, str, str]]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class TransferItem:
+    """One successful white-box perturbation to replay."""
+
+    id: str
+    clean_question: str
+    perturbed_question: str
+    gold: str
+    source: dict[str, Any]  # the source outcome record, as stored
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    """What a transfer needs from a finished (or partly finished) MATCHA attack run."""
+
+    run_dir: Path
+    identity: dict[str, Any]
+    exemplars: ExemplarSet
+    exemplars_ref: str  # name (math, yesno) or path that load_exemplars accepts
+    answer_type: str
+    items: list[TransferItem]  # the successes to replay (the first ``limit`` of them)
+    n_successes: int  # successes in the source run, before ``limit``
+    n_outcomes: int  # outcome records in the source run (attacked or not)
+
+    @property
+    def prompt(self) -> AnswerFirstPrompt:
+        return AnswerFirstPrompt(self.exemplars)
+
+    @property
+    def judge_spec(self) -> str:
+        return str(self.identity.get("judge") or "arith")
+
+    @property
+    def max_new_tokens(self) -> int:
+        return int((self.identity.get("config") or {}).get("max_new_tokens") or 256)
+
+
+def resolve_exemplars(identity: dict[str, Any], override: str | None = None) -> tuple[ExemplarSet, str]:
+    """The source run's exemplar set, checked against its stored prefix hash.
+
+    The identity stores what ``load_exemplars`` takes (a built-in name or a path); older runs stored a display
+    name, so the built-in sets are tried too, and the one whose prompt prefix hashes to the stored
+    ``prefix_hash`` wins (a file that changed since the attack is refused). ``override`` (``--exemplars``)
+    must match that hash as well.
+    """
+    stored_hash = identity.get("prefix_hash")
+    named = str(identity.get("exemplars") or "")
+    candidates = [override] if override else [c for c in (named, *BUILTIN_SETS) if c]
+    tried = []
+    for ref in dict.fromkeys(candidates):
+        try:
+            exemplars = load_exemplars(ref)
+        except UserError:
+            tried.append(ref)
+            continue
+        if stored_hash is None or unit_key(AnswerFirstPrompt(exemplars).prefix) == stored_hash:
+            return exemplars, ref
+        tried.append(ref)
+    if override:
+        raise UserError(
+            f"--exemplars {override}: not the exemplar set of the source run (its prompt prefix differs); "
+            f"the source run used '{named}'"
+        )
+    raise UserError(
+        f"cannot find the source run's exemplar set '{named}' (tried {', '.join(tried)}); pass the same "
+        "file with --exemplars PATH"
+    )
+
+
+def infer_answer_type(identity: dict[str, Any], exemplars: ExemplarSet, records: list[dict[str, Any]]) -> str:
+    """How answers of the source dataset are compared: as the attack run recorded it (its identity, or a
+    record's own ``answer_type``), else the exemplar set's type, which is how the attack chose its exemplars."""
+    if identity.get("answer_type"):
+        return str(identity["answer_type"])
+    for record in records:
+        if record.get("answer_type"):
+            return str(record["answer_type"])
+    return exemplars.answer_type or "number"
+
+
+def load_source(
+    run_dir: str | Path, *, exemplars: str | None = None, answer_type: str | None = None, limit: int | None = None
+) -> SourceRun:
+    """Read the successes of a MATCHA attack run (outcome ``success``, in stored order, first ``limit``)."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise UserError(f"--from {path}: no such directory")
+    with RunStore.open_existing(path) as store:
+        identity = store.identity
+        command = identity.get("command")
+        if command != SOURCE_COMMAND:
+            raise UserError(f"--from {path}: not a MATCHA attack run (its command is {command!r}, "
+                            f"expected '{SOURCE_COMMAND}')")
+        records = store.records(SOURCE_STAGE)
+    level = (identity.get("config") or {}).get("level")
+    if level != "token":
+        raise UserError(f"--from {path}: a {level}-level run; only token-level perturbations have a text "
+                        "question that another model can be asked")
+    exemplar_set, ref = resolve_exemplars(identity, exemplars)
+    items = []
+    for record in records:
+        if record.get("outcome") != "success" or not record.get("perturbed_question"):
+            continue
+        items.append(TransferItem(str(record["id"]), str(record["clean_question"]),
+                                  str(record["perturbed_question"]), str(record["gold"]), record))
+    n_successes = len(items)
+    if limit is not None:
+        items = items[:limit]
+    kind = answer_type or infer_answer_type(identity, exemplar_set, records)
+    return SourceRun(path, identity, exemplar_set, ref, kind, items, n_successes, len(records))
+
+
+class TransferRunner:
+    """Replay a source run's successes on ``backend`` and judge them; every generation is a stored unit."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        store: RunStore,
+        source: SourceRun,
+        *,
+        reasoning_judge: ReasoningJudgeFn,
+        temperature: float = 0.7,
+        seed: int = 0,
+        max_new_tokens: int | None = None,
+        batch_size: int = 8,
+    ):
+        self.backend = backend
+        self.store = store
+        self.source = source
+        self.prompt = source.prompt
+        self.reasoning_judge = reasoning_judge
+        self.temperature = temperature
+        self.seed = seed
+        self.max_new_tokens = max_new_tokens or source.max_new_tokens
+        self.batch_size = batch_size
+
+    def request(self, question: str) -> GenerationRequest:
+        # Same request for the original and the perturbed question (same seed too), so the only difference
+        # the target model sees is the perturbation.
+        return GenerationRequest(self.prompt.question_prompt(question), self.max_new_tokens,
+                                 temperature=self.temperature, seed=self.seed, stop=STOP_STRINGS,
+                                 prefix=self.prompt.prefix)
+
+    def generations(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Original and perturbed completions of every item, keyed by (example id, kind)."""
+        units = [(item, kind) for item in self.source.items for kind in KINDS]
+
+        def question(unit: tuple[TransferItem, str]) -> str:
+            item, kind = unit
+            return item.clean_question if kind == "original" else item.perturbed_question
+
+        def key_of(unit: tuple[TransferItem, str]) -> str:
+            item, kind = unit
+            return unit_key(GENERATION_STAGE, self.backend.name, item.id, kind, self.request(question(unit)).key())
+
+        def compute(batch: list[tuple[TransferItem, str]]) -> list[dict[str, Any]]:
+            outputs = self.backend.generate([self.request(question(u)) for u in batch])
+            return [self._generation_record(item, kind, question((item, kind)), out)
+                    for (item, kind), out in zip(batch, outputs, strict=True)]
+
+        records = run_units(self.store, GENERATION_STAGE, units, key_of, compute, id_of=lambda u: u[0].id,
+                            batch_size=self.batch_size, description=f"transfer to {self.backend.name}")
+        return {(item.id, kind): record for (item, kind), record in zip(units, records, strict=True)}
+
+    def _generation_record(self, item: TransferItem, kind: str, question: str, out: Any) -> dict[str, Any]:
+        # No grading against gold here: a generation unit holds only what the model said (and the answer read
+        # from it), so its key need not include the gold answer; answers are compared in :meth:`outcomes`.
+        answer_sentence, cot = split_answer_and_cot(out.text)
+        return {
+            "id": item.id,
+            "kind": kind,
+            "question": question,
+            "model": self.backend.name,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "completion": out.text,
+            "finish_reason": out.finish_reason,
+            "n_tokens": out.n_tokens,
+            "predicted": extract_answer_first(out.text, self.source.answer_type),
+            "answer_sentence": answer_sentence,
+            "cot": cot,
+        }
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        """One record per item: both answers graded, and the perturbed reasoning judged where it counts.
+
+        The judge is asked only where the target model answers the original question correctly and keeps
+        that (gold) answer on the perturbed question: everywhere else the transfer outcome is decided without
+        it (excluded, or answer flipped), and model judges cost money.
+        """
+        generated = self.generations()
+        kind = self.source.answer_type
+        rows = []
+        for item in self.source.items:
+            original, perturbed = generated[(item.id, "original")], generated[(item.id, "perturbed")]
+            rows.append({
+                "id": item.id,
+                "clean_question": item.clean_question,
+                "perturbed_question": item.perturbed_question,
+                "gold": item.gold,
+                "original_completion": original["completion"],
+                "original_answer": original["predicted"],
+                "original_correct": answers_match(original["predicted"], item.gold, kind),
+                "perturbed_completion": perturbed["completion"],
+                "perturbed_answer": perturbed["predicted"],
+                # Kept = still the gold answer (the transferred questions are those answered correctly).
+                "answer_kept": answers_match(perturbed["predicted"], item.gold, kind),
+                "source_clean_answer": item.source.get("clean_answer"),
+                "source_perturbed_answer": item.source.get("perturbed_answer"),
+            })
+        to_judge = [r for r in rows if r["original_correct"] and r["answer_kept"]]
+        verdicts = self.reasoning_judge(
+            [(r["clean_question"], r["original_completion"], r["perturbed_completion"]) for r in to_judge]
+        ) if to_judge else []
+        by_id = {r["id"]: v for r, v in zip(to_judge, verdicts, strict=True)}
+        out = []
+        for row in rows:
+            verdict = by_id.get(row["id"])
+            correct = None if verdict is None else verdict.get("reasoning_correct")
+            row = {**row, "reasoning": verdict, "reasoning_wrong": None if correct is None else not correct}
+            row["outcome"] = transfer_outcome(row)
+            self.store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, row["id"]), row, example_id=row["id"])
+            out.append(row)
+        return out
+
+    def summary(self, rows: list[dict[str, Any]], judge_names: dict[str, str]) -> dict[str, Any]:
+        return transfer_summary(self.source, rows, model=self.backend.name, temperature=self.temperature,
+                                seed=self.seed, max_new_tokens=self.max_new_tokens, judges=judge_names)
+
+
+def transfer_summary(
+    source: SourceRun,
+    rows: list[dict[str, Any]],
+    *,
+    model: str,
+    temperature: float,
+    seed: int,
+    max_new_tokens: int,
+    judges: dict[str, str],
+) -> dict[str, Any]:
+    """summary.json of a transfer run: where the questions came from, who answered, and the transfer rate."""
+    identity = source.identity
+    config = identity.get("config") or {}
+    return {
+        "source_run": str(source.run_dir.resolve()),
+        "source_model": identity.get("model"),
+        "source_dataset": identity.get("dataset"),
+        "source_level": config.get("level"),
+        "source_variant": config.get("variant"),
+        "source_target_answer": config.get("target_answer"),
+        "source_judge": identity.get("judge"),
+        "n_source_successes": source.n_successes,
+        "model": model,
+        "temperature": temperature,
+        "seed": seed,
+        "max_new_tokens": max_new_tokens,
+        "exemplars": source.exemplars.name,
+        "answer_type": source.answer_type,
+        "judges": judges,
+        **transfer_metrics(rows),
+    }
+
+
+def transfer_outcome(row: dict[str, Any]) -> str:
+    """``excluded`` (original answered wrongly), ``wrong`` (answer flipped), ``success`` or ``unsuccessful``."""
+    if not row["original_correct"]:
+        return "excluded"
+    if not row["answer_kept"]:
+        return "wrong"
+    return "success" if row.get("reasoning_wrong") is True else "unsuccessful"
