@@ -68,19 +68,16 @@ def run(args: argparse.Namespace) -> int:
         with RunStore.open(f"{args.out}/{name}", identity=identity, info={"attack_limit": args.attack_limit}) as store:
             load = memoised_loader(args, {spec: backend})
             judge_reasoning, judge_semantic, judge_names = judge_functions(store, "arith", "none", load)
-
-            def runner_for(cfg: MatchaConfig, store: RunStore = store) -> MatchaRunner:
-                return MatchaRunner(backend, store, prompt, cfg, reasoning_judge=judge_reasoning,
-                                    semantic_judge=judge_semantic, batch_size=args.batch_size)
-
-            clean = runner_for(config).clean_records(examples)
+            judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
+            clean = MatchaRunner(backend, store, prompt, config, batch_size=args.batch_size, **judges).clean_records(
+                examples)
             n_correct = sum(1 for r in clean if r["correct"])
             if n_correct < args.min_correct:
                 config = dataclasses.replace(config, target_answer="clean")
                 notes.append(f"{name}: the model answered {n_correct}/{len(clean)} correctly, fewer than "
                              f"{args.min_correct}, so the attack keeps the model's own clean answer "
                              "(--target-answer clean) instead of the gold one")
-            runner = runner_for(config)
+            runner = MatchaRunner(backend, store, prompt, config, batch_size=args.batch_size, **judges)
             chosen = [r for r in clean if runner.attackable(r)[0]][: args.attack_limit]
             attacked = runner.judge(runner.attack_records(examples, chosen))
             summary = summarise(store, backend.name, f"sample:{name}", config, judge_names, clean, attacked, runner)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import sys
@@ -57,8 +58,9 @@ def _flatten(record: dict[str, Any]) -> dict[str, Any]:
 def export_run(args: argparse.Namespace) -> int:
     with RunStore.open_existing(args.run_dir) as store:
         units = list(store.iter_units(args.stage))
-    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8", newline="")
-    try:
+    with contextlib.ExitStack() as stack:
+        out = sys.stdout if args.output == "-" else stack.enter_context(
+            open(args.output, "w", encoding="utf-8", newline=""))
         if args.format == "jsonl":
             for unit in units:
                 out.write(json.dumps(unit, ensure_ascii=False) + "\n")
@@ -70,9 +72,6 @@ def export_run(args: argparse.Namespace) -> int:
             writer = csv.DictWriter(out, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
-    finally:
-        if out is not sys.stdout:
-            out.close()
     if args.output != "-":
         print(f"wrote {len(units)} records to {args.output}", file=sys.stderr)
     return 0

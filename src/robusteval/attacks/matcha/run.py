@@ -276,7 +276,7 @@ class MatchaRunner:
                     torch.tensor(self.tail_ids))]).unsqueeze(0)
             row = self._decode(embeds)[0]
         timings["generate"] = time.perf_counter() - began
-        answer_sentence, cot = split_answer_and_cot(row.text)
+        _, cot = split_answer_and_cot(row.text)
         predicted = extract_answer_first(row.text, example.answer_type)
         record.update({
             "perturbed_completion": row.text,
