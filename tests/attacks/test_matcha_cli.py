@@ -279,6 +279,7 @@ def test_gsm8k_dataset(tiny_trained_dir: Path, tmp_path: Path, tokenizer) -> Non
     assert main(matcha_args(f"hf:{tiny_trained_dir}", out, limit=3, dataset=dataset, max_new_tokens=32)) == 0
     summary = check_summary(out, n=3, level="token", variant="full")
     assert summary["dataset"] == "gsm8k"
+    assert summary["n_attacked"] > 0
     # Paper defaults for GSM8K: k = 0.25, eps = 0.005.
     assert summary["hyperparameters"]["topk_ratio"] == 0.25
     assert summary["hyperparameters"]["eps_fraction"] == 0.005
@@ -295,9 +296,7 @@ def killed_run(tiny_trained_dir: Path, tmp_path: Path) -> Iterator[tuple[Path, l
     command = [sys.executable, "-m", "robusteval.cli.main", *matcha_args(f"hf:{tiny_trained_dir}", out, steps=None)]
     log = tmp_path / "killed.log"
     with log.open("wb") as stderr:
-        # Niced, so that on a busy machine this poller still gets the CPU in time to kill between units.
-        proc = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=stderr,
-                                preexec_fn=lambda: os.nice(10))
+        proc = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=stderr)
         try:
             deadline = time.monotonic() + 120
             while count_attacks(out) < 1:

@@ -81,8 +81,11 @@ def test_perturbation_stays_in_the_epsilon_ball(objective: MatchaObjective, eps_
     delta = (result.question_embeds - clean).abs()
     assert float(delta.max()) <= result.epsilon + 1e-6
     assert result.max_abs_delta == pytest.approx(float(delta.max()), abs=1e-7)
-    # 3 steps of eps/4 cannot leave the 3/4 eps ball either.
-    assert float(delta.max()) <= 0.75 * result.epsilon + 1e-6
+    # From the clean point (no random start), 3 steps of eps/4 cannot leave the 3/4 eps ball either.
+    zero_start = embedding_attack(
+        objective, EmbeddingAttackConfig(eps_fraction=eps_fraction, steps=3, random_start=False)
+    )
+    assert float((zero_start.question_embeds - clean).abs().max()) <= 0.75 * zero_start.epsilon + 1e-6
     assert result.question_embeds.shape == clean.shape
     assert not torch.equal(result.question_embeds, clean)
     assert result.max_abs_delta > 0
@@ -111,10 +114,21 @@ def test_epsilon_scale_is_the_largest_prompt_embedding_coordinate(
 
 def test_zero_steps_is_the_clean_input(objective: MatchaObjective) -> None:
     clean = _clean_embeds(objective)
-    result = embedding_attack(objective, EmbeddingAttackConfig(steps=0))
+    result = embedding_attack(objective, EmbeddingAttackConfig(steps=0, random_start=False))
     assert torch.equal(result.question_embeds, clean)
     assert result.max_abs_delta == 0.0
     assert len(result.steps) == 1
+
+
+def test_random_start_is_seeded_and_inside_the_ball(objective: MatchaObjective) -> None:
+    """PGD starts from a uniform point in the eps-ball (the gradient at the clean input is exactly zero)."""
+    clean = _clean_embeds(objective)
+    config = EmbeddingAttackConfig(eps_fraction=0.02, steps=0)
+    first, again, other = (embedding_attack(objective, config, seed=s) for s in (1, 1, 2))
+    assert torch.equal(first.question_embeds, again.question_embeds)
+    assert not torch.equal(first.question_embeds, other.question_embeds)
+    assert 0 < first.max_abs_delta <= first.epsilon + 1e-6
+    assert not torch.equal(first.question_embeds, clean)
 
 
 # --------------------------------------------------------------------------------------- only the question
@@ -150,7 +164,7 @@ def test_only_question_embeddings_change(runner: MatchaRunner, objective: Matcha
 def test_loss_recorded_per_step(objective: MatchaObjective) -> None:
     clean = _clean_embeds(objective)
     steps = 4
-    result = embedding_attack(objective, EmbeddingAttackConfig(eps_fraction=0.02, steps=steps))
+    result = embedding_attack(objective, EmbeddingAttackConfig(eps_fraction=0.02, steps=steps, random_start=False))
     assert [s["step"] for s in result.steps] == list(range(steps + 1))
     for step in result.steps:
         loss = step["loss"]
@@ -164,7 +178,7 @@ def test_loss_recorded_per_step(objective: MatchaObjective) -> None:
 
 def test_pgd_replay_ascends_l_opt(objective: MatchaObjective) -> None:
     """Replay E' <- clip(E' + alpha * eps * sign(grad L_opt), E - eps, E + eps) with a gradient taken here."""
-    config = EmbeddingAttackConfig(eps_fraction=0.02, step_fraction=0.25, steps=3)
+    config = EmbeddingAttackConfig(eps_fraction=0.02, step_fraction=0.25, steps=3, random_start=False)
     result = embedding_attack(objective, config)
     clean = _clean_embeds(objective)
     eps = config.eps_fraction * embedding_scale(objective)
@@ -197,7 +211,7 @@ def test_zero_step_generation_from_embeddings_reproduces_the_clean_completion(
     runner: MatchaRunner, examples: list[Any], clean: list[dict[str, Any]]
 ) -> None:
     """Generating from the (unperturbed) embeddings goes through the same prompt layout as the clean pass."""
-    zero = MatchaRunner(runner.backend, runner.store, runner.prompt, replace(runner.config, steps=0),
+    zero = MatchaRunner(runner.backend, runner.store, runner.prompt, replace(runner.config, steps=0, random_start=False),
                         reasoning_judge=runner.reasoning_judge, semantic_judge=runner.semantic_judge)
     for record in clean[:2]:
         example = next(e for e in examples if e.id == record["id"])

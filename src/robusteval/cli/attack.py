@@ -66,6 +66,8 @@ def add_matcha_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topk-ratio", type=float, default=None, help="k: share of inserted positions replaced per step")
     parser.add_argument("--epsilon", type=float, default=None, help="embedding level: eps as a fraction of the embedding scale")
     parser.add_argument("--step-fraction", type=float, default=None, help="embedding level: PGD step as a fraction of eps (0.25)")
+    parser.add_argument("--no-random-start", dest="random_start", action="store_false",
+                        help="embedding level: start PGD at the clean input (its gradient there is exactly zero)")
     parser.add_argument("--steps", type=int, default=None, help="j: optimisation steps (5)")
     parser.add_argument("--n-candidates", type=int, default=None, help="replacement tokens re-scored per position (8)")
     parser.add_argument("--max-new-tokens", type=int, default=256)
@@ -82,6 +84,7 @@ def config_from_args(args: argparse.Namespace) -> MatchaConfig:
         topk_ratio=args.topk_ratio,
         eps_fraction=args.epsilon,
         step_fraction=args.step_fraction,
+        random_start=args.random_start,
         steps=args.steps,
         n_candidates=args.n_candidates,
         max_new_tokens=args.max_new_tokens,

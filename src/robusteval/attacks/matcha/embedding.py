@@ -3,6 +3,10 @@
 ``E' <- clip_{[E - eps, E + eps]}(E' + step * eps * sign(d L_opt / d E'))`` for ``steps`` iterations, where
 eps = ``eps_fraction`` x the largest absolute embedding coordinate of the clean prompt (exemplars, head,
 question, tail), as the reference implementation scales it. Exemplar and scaffold embeddings are untouched.
+
+PGD starts from a seeded uniform random point in the eps-ball (as Madry et al.): at the clean input both
+cross-entropies sit at their minimum, so the gradient of L_opt is exactly zero there and a first step from
+the clean point would follow floating-point noise.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ class EmbeddingAttackConfig:
     eps_fraction: float = 0.005
     step_fraction: float = 0.25  # step = step_fraction * eps
     steps: int = 5
+    random_start: bool = True
 
 
 @dataclass
@@ -35,18 +40,25 @@ def embedding_scale(objective: MatchaObjective) -> float:
     with torch.no_grad():
         prefix = objective.backend.embed(torch.tensor(objective.prefix_ids)) if objective.prefix_ids else None
         question = objective.embed_question([objective.reference.question_ids])[0]
-        parts = [question.abs().max(), objective.head.abs().max()]
+        tail = objective.backend.embed(torch.tensor(objective.tail_ids))
+        parts = [question.abs().max(), objective.head.abs().max(), tail.abs().max()]
         if prefix is not None:
             parts.append(prefix.abs().max())
         return float(torch.stack(parts).max())
 
 
-def embedding_attack(objective: MatchaObjective, config: EmbeddingAttackConfig) -> EmbeddingAttackResult:
+def embedding_attack(
+    objective: MatchaObjective, config: EmbeddingAttackConfig, seed: int = 0
+) -> EmbeddingAttackResult:
     with torch.no_grad():
         clean = objective.embed_question([objective.reference.question_ids])[0].detach()
     epsilon = config.eps_fraction * embedding_scale(objective)
     step = config.step_fraction * epsilon
     perturbed = clean.clone()
+    if config.random_start:
+        generator = torch.Generator().manual_seed(seed)
+        noise = torch.rand(clean.shape, generator=generator, dtype=torch.float32) * 2 - 1
+        perturbed = clean + (noise * epsilon).to(clean.device, clean.dtype)
     history: list[dict[str, Any]] = []
     for index in range(config.steps):
         grad, terms = objective.embedding_gradient_of_embeds(perturbed)

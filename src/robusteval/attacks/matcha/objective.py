@@ -80,6 +80,7 @@ class MatchaObjective:
         self.backend = backend
         self.candidate_chunk = candidate_chunk  # None: as many as the logit memory budget allows
         self.prefix_ids = list(prefix_ids)
+        self.tail_ids = list(tail_ids)
         self.reference = reference
         self.m = len(reference.continuation_ids)
         n3, n4 = reference.positions(len(prefix_ids), len(head_ids), len(tail_ids))

@@ -46,6 +46,7 @@ class MatchaConfig:
     topk_ratio: float = 0.25
     eps_fraction: float = 0.005
     step_fraction: float = 0.25
+    random_start: bool = True  # embedding level: PGD from a random point in the eps-ball
     steps: int = 5
     n_candidates: int = 8
     max_new_tokens: int = 256
@@ -256,12 +257,19 @@ class MatchaRunner:
                 "perturbed_question_ids": result.question_ids,
                 "inserted_positions": result.inserted_positions,
                 "replaced_positions": result.replaced_positions,
+                "perturbed_question_span": [record["question_span"][0],
+                                            record["question_span"][0] + len(result.question_ids)],
                 "steps": result.steps,
             })
             began = time.perf_counter()
             row = self._decode([self.head_ids + result.question_ids + self.tail_ids])[0]
         else:
-            result_e = embedding_attack(objective, EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps))
+            seed = int(example_rng(cfg.seed, example.id).integers(0, 2**31))
+            result_e = embedding_attack(
+                objective,
+                EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, cfg.random_start),
+                seed=seed,
+            )
             timings["optimise"] = time.perf_counter() - began
             record.update({
                 "perturbed_question": None,  # an embedding perturbation has no text
