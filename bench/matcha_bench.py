@@ -49,6 +49,8 @@ class PathResult:
     clean_s: float = 0.0
     attack_s: float = 0.0  # attack_records + judge
     judge_s: float = 0.0
+    clean_cpu: float = 0.0  # process CPU seconds (all threads): steadier than wall time on a shared machine
+    attack_cpu: float = 0.0
     clean: list[dict[str, Any]] = field(default_factory=list)
     attacked: list[dict[str, Any]] = field(default_factory=list)
     load_before: float = 0.0
@@ -57,6 +59,10 @@ class PathResult:
     @property
     def total_s(self) -> float:
         return self.clean_s + self.attack_s
+
+    @property
+    def total_cpu(self) -> float:
+        return self.clean_cpu + self.attack_cpu
 
     @property
     def n_attacked(self) -> int:
@@ -178,15 +184,15 @@ def run_path(name: str, backend: Any, load_s: float, examples: list[Any], prompt
         judge_reasoning, judge_semantic, _ = judge_functions(store, "arith", "none", no_model_judges)
         runner = MatchaRunner(backend, store, prompt, config, reasoning_judge=judge_reasoning,
                               semantic_judge=judge_semantic, batch_size=args.batch_size, naive=naive)
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         result.clean = runner.clean_records(examples)
-        result.clean_s = time.perf_counter() - began
-        began = time.perf_counter()
+        result.clean_s, result.clean_cpu = time.perf_counter() - began, time.process_time() - cpu
+        began, cpu = time.perf_counter(), time.process_time()
         records = runner.attack_records(examples, result.clean)
         judged_at = time.perf_counter()
         result.attacked = runner.judge(records)
         result.judge_s = time.perf_counter() - judged_at
-        result.attack_s = time.perf_counter() - began
+        result.attack_s, result.attack_cpu = time.perf_counter() - began, time.process_time() - cpu
     result.load_after = os.getloadavg()[0]
     return result
 
@@ -241,10 +247,14 @@ def report(normal: PathResult, naive: PathResult) -> None:
         ("attack per attacked ex.", normal.per_attacked(normal.attack_s), naive.per_attacked(naive.attack_s)),
         ("total per attacked ex.", normal.per_attacked(normal.total_s), naive.per_attacked(naive.total_s)),
         ("model load (not counted)", normal.load_s, naive.load_s),
+        ("CPU s, clean pass", normal.clean_cpu, naive.clean_cpu),
+        ("CPU s, attack", normal.attack_cpu, naive.attack_cpu),
+        ("CPU s per attacked ex.", normal.per_attacked(normal.total_cpu), naive.per_attacked(naive.total_cpu)),
     ]
     for label, a, b in rows:
         ratio = b / a if a > 0 and a == a and b == b else float("nan")
         print(f"{label:<24} {fmt(a):>8} {fmt(b):>10} {fmt(ratio) + 'x':>14}")
+    print("(CPU s = process CPU time over all threads; with --threads 1 it is the least load-sensitive figure)")
     print(f"load average (1 min) before/after: normal {normal.load_before:.2f}/{normal.load_after:.2f}, "
           f"naive {naive.load_before:.2f}/{naive.load_after:.2f}")
 
@@ -295,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"load average {res.load_before:.2f} -> {res.load_after:.2f}", flush=True)
 
     normal, naive = results["normal"], results["naive"]
+    backend = backends["normal"][0]
+    prefix_len = len(backend.bos_ids + backend.encode(prompt.prefix))
+    conts = [len(r["continuation_ids"]) for r in normal.clean if r["id"] in {a["id"] for a in normal.attacked}]
+    print(f"\nworkload: exemplar prefix {prefix_len} tokens, vocabulary {len(backend.tokenizer)}, "
+          f"teacher-forced continuation (m) of the attacked examples: {conts} tokens")
     print()
     report(normal, naive)
     agree, compared, problems = compare(normal, naive)
