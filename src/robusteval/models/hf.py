@@ -114,7 +114,9 @@ class HFBackend:
     capabilities = frozenset({GENERATE, LOGPROBS, WHITEBOX})
 
     def __init__(self, model: Any, tokenizer: Any, name: str, *, batch_size: int = 8, use_prefix_cache: bool = True):
-        self.model = model.eval()
+        # Attacks need gradients w.r.t. inputs only; frozen weights keep backward passes from ever building
+        # (or accumulating) weight gradients, e.g. a dense [vocab, hidden] embedding gradient.
+        self.model = model.eval().requires_grad_(False)
         self.tokenizer = tokenizer
         self.name = name
         self.batch_size = max(1, int(batch_size))
