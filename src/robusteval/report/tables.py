@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 stdout = Console()
+if not stdout.is_terminal:
+    stdout.width = 160  # piped or logged output: don't fold the table into 80 columns
 
 
 def format_value(value: Any) -> str:
