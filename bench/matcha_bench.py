@@ -135,34 +135,6 @@ def load(spec: str, args: argparse.Namespace, *, naive: bool) -> tuple[Backend, 
     return backend, time.perf_counter() - began
 
 
-def plain_cache_without_prefix(backend: Any) -> None:
-    """Bench-local workaround for a bug in ``HFBackend.decode_batch`` with ``prefix_cache=False``.
-
-    Without a prefix cache the model is called with ``past_key_values=None`` and builds its own cache; for
-    sliding-window models (Gemma 3) that cache keeps only the last ``sliding_window`` (512) positions, which
-    then mismatches the full-length attention mask once prompt + generation pass 512 tokens (RuntimeError in
-    sdpa). The prefix-cache path already uses a plain ``DynamicCache`` (every position kept); hand the
-    uncached path an empty one too. Same arithmetic, the prefix is still re-encoded on every call.
-    Applied only to models with sliding-window layers; remove once src/robusteval/models/hf.py does this.
-    """
-    config = backend.model.config
-    sliding = bool(getattr(config, "sliding_window", None)) and "sliding_attention" in (
-        getattr(config, "layer_types", None) or []
-    )
-    if not sliding or backend.use_prefix_cache:
-        return
-    from transformers import DynamicCache
-
-    original = backend._start
-
-    def start(prefix_ids: list[int], batch_size: int) -> tuple[Any, int, list[int]]:
-        past, past_len, rest = original(prefix_ids, batch_size)
-        return (DynamicCache() if past is None else past), past_len, rest
-
-    backend._start = start
-    print("note: naive backend uses a plain DynamicCache (bench workaround, see plain_cache_without_prefix)")
-
-
 def warm_up(backend: Any) -> None:
     """One tiny generation and one backward pass, on a prefix the benchmark never uses (so no cache hit)."""
     prefix = backend.bos_ids + backend.encode("Warm up.")
@@ -290,7 +262,6 @@ def main(argv: list[str] | None = None) -> int:
 
         backends = {name: load(spec, args, naive=name == "naive") for name in ("normal", "naive")}
         for backend, _ in backends.values():
-            plain_cache_without_prefix(backend)
             warm_up(backend)
         order = ["normal", "naive"] if args.order == "normal-first" else ["naive", "normal"]
         results: dict[str, PathResult] = {}

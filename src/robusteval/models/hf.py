@@ -378,9 +378,15 @@ class HFBackend:
         next_pos = torch.tensor([prefix_len + length for length in lengths], device=self.device)
         key_positions = positions if past is None else torch.cat(
             [torch.arange(past_len, device=self.device).expand(batch, -1), positions], dim=1)
+        if past is None:
+            # Never let the model build its own cache: a sliding-window cache keeps only the last window of
+            # positions and no longer matches our full-length masks.
+            from transformers import DynamicCache
+
+            past = DynamicCache()
         out = self.model(
             inputs_embeds=suffix_embeds,
-            past_key_values=past if past is not None else None,
+            past_key_values=past,
             attention_mask=self._attention(mask, key_positions, suffix_embeds.shape[1]),
             position_ids=positions,
             use_cache=True,

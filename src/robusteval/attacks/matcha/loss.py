@@ -24,7 +24,9 @@ import torch
 
 
 def soft_cross_entropy(logits: torch.Tensor, reference_logits: torch.Tensor) -> torch.Tensor:
-    """Mean over positions of CE(softmax(reference) -> softmax(logits)); shapes [..., P, V] -> [...]."""
+    """Mean over positions of CE(softmax(reference) -> softmax(logits)); shapes [..., P, V] -> [...].
+
+    ``reference_logits`` may have fewer leading dimensions than ``logits`` (it broadcasts)."""
     if logits.shape[-2] == 0:
         return logits.new_zeros(logits.shape[:-2])
     target = torch.softmax(reference_logits.float(), dim=-1)
@@ -58,7 +60,7 @@ def matcha_loss(
     predict the continuation tokens; the first ``n_answer`` of them predict the answer sentence, the rest
     the CoT.
     """
-    reference = reference_logits.unsqueeze(0).expand_as(continuation_logits)
-    answer = soft_cross_entropy(continuation_logits[:, :n_answer], reference[:, :n_answer])
-    cot = soft_cross_entropy(continuation_logits[:, n_answer:], reference[:, n_answer:])
+    # The reference [m, V] broadcasts over the batch: its softmax is computed once, not once per candidate.
+    answer = soft_cross_entropy(continuation_logits[:, :n_answer], reference_logits[:n_answer])
+    cot = soft_cross_entropy(continuation_logits[:, n_answer:], reference_logits[n_answer:])
     return LossTerms(total=cot - lam * answer, cot=cot, answer=answer)
