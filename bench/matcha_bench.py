@@ -9,7 +9,7 @@ Both paths run the clean pass, the attack and the deterministic arithmetic reaso
 fresh run store, on their own copy of the model (loading is timed apart and not counted). The outcomes
 must be identical; the figure of merit is seconds per attacked example and the ratio naive / normal.
 
-    python bench/matcha_bench.py --tiny --examples 3 --max-new-tokens 64      # smoke, seconds
+    python bench/matcha_bench.py --tiny --examples 3 --max-new-tokens 64      # smoke, ~1 min
     python bench/matcha_bench.py --examples 2 --max-new-tokens 128            # embedded Gemma 3 270M
     python bench/matcha_bench.py --model hf:./my-model --level embedding
 
