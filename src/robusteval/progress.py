@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -37,7 +36,7 @@ class _Rate(TextColumn):
 
 
 @contextmanager
-def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[callable]:  # type: ignore[valid-type]
+def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[Callable[[int], None]]:
     """Yield ``advance(n=1)``; shows done/total, rate and ETA. ``completed`` counts units already stored."""
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -50,7 +49,7 @@ def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[c
         TimeRemainingColumn(),
         console=console,
         transient=False,
-        disable=not sys.stderr.isatty() and total == 0,
+        disable=total == 0,  # nothing to do: no empty bar
     )
     with progress:
         task = progress.add_task(description, total=total, completed=completed)

@@ -16,16 +16,20 @@ from robusteval.store import RunStore, unit_key
 STAGE = "answer_first"
 
 
-def grade_completion(example: Example, completion: str) -> dict[str, Any]:
-    """Read the answer and the chain of thought out of an answer-first completion and grade the answer."""
-    predicted = extract_answer_first(completion, example.answer_type)
+def read_completion(completion: str, answer_type: str) -> dict[str, Any]:
+    """The answer, the answer sentence and the chain of thought of an answer-first completion."""
     answer_sentence, cot = split_answer_and_cot(completion)
     return {
-        "predicted": predicted,
-        "correct": answers_match(predicted, example.answer, example.answer_type),
+        "predicted": extract_answer_first(completion, answer_type),
         "answer_sentence": answer_sentence,
         "cot": cot,
     }
+
+
+def grade_completion(example: Example, completion: str) -> dict[str, Any]:
+    """:func:`read_completion` plus ``correct`` against the gold answer."""
+    read = read_completion(completion, example.answer_type)
+    return {**read, "correct": answers_match(read["predicted"], example.answer, example.answer_type)}
 
 
 def answer_first_records(

@@ -20,8 +20,10 @@ import torch
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids
 from robusteval.attacks.matcha.token import VARIANTS, TokenAttackConfig, token_attack
-from robusteval.data.answers import answers_match, extract_answer_first, split_answer_and_cot
+from robusteval.data.answers import answers_match
 from robusteval.data.example import Example
+from robusteval.errors import UserError
+from robusteval.evals.answer_first import grade_completion, read_completion
 from robusteval.metrics.matcha import outcome
 from robusteval.models import WHITEBOX, require
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
@@ -61,8 +63,6 @@ class MatchaConfig:
         return cls(**values)
 
     def validate(self) -> None:
-        from robusteval.errors import UserError
-
         if self.level not in ("token", "embedding"):
             raise UserError(f"--level {self.level}: use token or embedding")
         if self.variant not in VARIANTS:
@@ -164,8 +164,7 @@ class MatchaRunner:
         continuation = list(row.token_ids)
         while continuation and not row.text.startswith(self.backend.decode(continuation)):
             continuation.pop()  # drop the tokens that spelled the stop string
-        answer_sentence, cot = split_answer_and_cot(row.text)
-        predicted = extract_answer_first(row.text, ex.answer_type)
+        graded = grade_completion(ex, row.text)  # always against gold
         return {
             "id": ex.id,
             "question": ex.question,
@@ -173,11 +172,8 @@ class MatchaRunner:
             "gold": ex.answer,
             "completion": row.text,
             "continuation_ids": continuation,
-            "n_answer_tokens": answer_token_count(self.backend, continuation, answer_sentence),
-            "answer_sentence": answer_sentence,
-            "cot": cot,
-            "predicted": predicted,
-            "correct": answers_match(predicted, ex.answer, ex.answer_type),  # always against gold
+            "n_answer_tokens": answer_token_count(self.backend, continuation, graded["answer_sentence"]),
+            **graded,
         }
 
     # ------------------------------------------------------------------ attack
@@ -284,13 +280,12 @@ class MatchaRunner:
                     torch.tensor(self.tail_ids))]).unsqueeze(0)
             row = self._decode(embeds)[0]
         timings["generate"] = time.perf_counter() - began
-        _, cot = split_answer_and_cot(row.text)
-        predicted = extract_answer_first(row.text, example.answer_type)
+        read = read_completion(row.text, example.answer_type)
         record.update({
             "perturbed_completion": row.text,
-            "perturbed_answer": predicted,
-            "perturbed_cot": cot,
-            "answer_kept": answers_match(predicted, record["target"], example.answer_type),
+            "perturbed_answer": read["predicted"],
+            "perturbed_cot": read["cot"],
+            "answer_kept": answers_match(read["predicted"], record["target"], example.answer_type),
             "semantic_verdicts": len(semantic_log),
             "seconds": timings,
         })

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.data.answers import answers_match, extract_answer_first, split_answer_and_cot
+from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
+from robusteval.evals.answer_first import read_completion
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, ExemplarSet, load_exemplars
@@ -210,7 +211,6 @@ class TransferRunner:
     def _generation_record(self, item: TransferItem, kind: str, question: str, out: Any) -> dict[str, Any]:
         # No grading against gold here: a generation unit holds only what the model said (and the answer read
         # from it), so its key need not include the gold answer; answers are compared in :meth:`outcomes`.
-        answer_sentence, cot = split_answer_and_cot(out.text)
         return {
             "id": item.id,
             "kind": kind,
@@ -221,9 +221,7 @@ class TransferRunner:
             "completion": out.text,
             "finish_reason": out.finish_reason,
             "n_tokens": out.n_tokens,
-            "predicted": extract_answer_first(out.text, self.source.answer_type),
-            "answer_sentence": answer_sentence,
-            "cot": cot,
+            **read_completion(out.text, self.source.answer_type),
         }
 
     def outcomes(self) -> list[dict[str, Any]]:
