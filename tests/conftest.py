@@ -63,3 +63,16 @@ def tiny_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from robusteval.models.tiny import build_tiny_llama
 
     return build_tiny_llama(tmp_path_factory.mktemp("tiny_trained") / "model", seed=0, train_steps=200)
+
+
+@pytest.fixture(scope="session")
+def tiny_nli_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Llama trained to answer a Chinese NLI prompt with a label word (built once, ~10-15 s).
+
+    Rule: 不/没 in the hypothesis -> contradiction, 可能/也许 -> neutral, else entailment; any Chinese text
+    still gets a label. Load with ``load_backend(f"hf:{tiny_nli_dir}")`` and
+    ``ClassificationTemplate.load(str(tiny_nli_dir / "template.json"))``.
+    """
+    from robusteval.models.tiny import build_tiny_nli_classifier
+
+    return build_tiny_nli_classifier(tmp_path_factory.mktemp("tiny_nli") / "model", seed=0)

@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_matcha_options(parser)
     required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
     parser.set_defaults(func=run)
+    from robusteval.cli.wordimportance import register_wordimportance
+
+    register_wordimportance(sub)
 
 
 def add_matcha_options(parser: argparse.ArgumentParser) -> None:

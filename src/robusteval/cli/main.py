@@ -24,6 +24,9 @@ COMMAND_MODULES = (
     "robusteval.cli.eval_cmd",
     "robusteval.cli.attack",
     "robusteval.cli.transfer",
+    "robusteval.cli.perturb",
+    "robusteval.cli.robustness",
+    "robusteval.cli.ors",
     "robusteval.cli.variants",
     "robusteval.cli.runs",
 )

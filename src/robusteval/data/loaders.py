@@ -758,3 +758,35 @@ def _load_hf(
     if not out:
         raise UserError(f"hf dataset {spec!r} split {split!r} has no rows")
     return out
+
+
+@register_dataset("examples", "number")
+def _load_examples(path: str | Path, *, limit: int | None = None) -> list[Example]:
+    """robusteval's own example format (one ``Example.to_dict()`` per line), as ``robusteval perturb`` writes.
+
+    Each line carries its answer type, so perturbed copies of any dataset read back as they were.
+    """
+    path = Path(path)
+    _check_file(path)
+    out: list[Example] = []
+    if limit == 0:
+        return out
+    ids = _Ids()
+    for lineno, record in _iter_jsonl(path):
+        loc = _Loc(path, lineno)
+        ident = _ident(_require(record, "id", loc), "id", loc)
+        ids.add(ident, loc, "id")
+        answer_type = _text(_require(record, "answer_type", loc), "answer_type", loc)
+        if answer_type not in _ANSWER_TYPES:
+            raise loc.error(f"expected one of {', '.join(sorted(_ANSWER_TYPES))}, got {answer_type!r}", "answer_type")
+        meta = record.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise loc.error(f"expected an object, got {_type_name(meta)}", "meta")
+        if "perturbation" in record:
+            meta = {**meta, "perturbation": record["perturbation"]}
+        question = _text(_require(record, "question", loc), "question", loc)
+        answer = _text(_require(record, "answer", loc), "answer", loc)
+        out.append(Example(ident, question, answer, answer_type, meta))  # type: ignore[arg-type]
+        if _done(out, limit):
+            break
+    return _nonempty(out, path)

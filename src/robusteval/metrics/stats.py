@@ -46,5 +46,9 @@ def bootstrap_ci(
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, data.shape[0], size=(n_resamples, data.shape[0]))
     stats = np.array([statistic(data[row]) for row in idx])
+    # A statistic can be undefined on a resample (a ratio over a zero accuracy): those resamples are dropped.
+    stats = stats[np.isfinite(stats)]
+    if stats.size == 0:
+        return None
     lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)

@@ -80,8 +80,8 @@ class Backend(Protocol):
 class LogprobBackend(Backend, Protocol):
     """A backend that can score given continuations (``LOGPROBS`` capability)."""
 
-    def continuation_logprobs(self, prompt: str, continuations: Sequence[str]) -> list[float]:
-        """Sum of log-probabilities of each continuation's tokens, teacher-forced after ``prompt``."""
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "") -> list[float]:
+        """Sum of log-probabilities of each continuation's tokens, teacher-forced after ``prefix + prompt``."""
         ...
 
 

@@ -24,7 +24,7 @@ def format_value(value: Any) -> str:
 def print_summary_table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
     table = Table(title=title)
     for column in columns:
-        table.add_column(column, justify="right" if column not in ("model", "dataset", "set") else "left")
+        table.add_column(column, justify="right" if column not in ("model", "dataset", "set", "method") else "left")
     for row in rows:
         table.add_row(*(format_value(row.get(c)) for c in columns))
     stdout.print(table)

@@ -1,0 +1,275 @@
+"""LLMs as text classifiers: a project-written prompt template, a hard label read from the generation and,
+when the backend can score continuations, a soft label from the label log-probabilities.
+
+Every query goes through the run store keyed by (model, prompt, mode), so identical texts across perturbed
+sets or attack steps are asked once, and a killed run resumes with its answers intact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from robusteval.data.example import Example
+from robusteval.errors import DataError, UserError
+from robusteval.models import Backend, GenerationRequest
+from robusteval.models.base import LOGPROBS
+from robusteval.store import RunStore, canonical_json, unit_key
+
+STAGE = "classify"
+BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json"}
+# What the generation is cut at: a label is one short line.
+_STOP = ("\n",)
+_MAX_NEW_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class ClassificationTemplate:
+    """How to ask a model for a label.
+
+    ``labels`` maps each gold label to the words accepted in a generation (the label itself first);
+    ``verbalizers`` is the word scored for soft labels; ``prompt`` and ``prefix`` are ``string.Template``
+    texts over the example's text fields (``$text``/``$premise`` = the question, ``$hypothesis``, any meta key)
+    and ``$label_list``. ``text_fields`` are the fields perturbations and attacks may change.
+    """
+
+    name: str
+    labels: Mapping[str, tuple[str, ...]]
+    verbalizers: Mapping[str, str]
+    prefix: str
+    prompt: str
+    text_fields: tuple[str, ...]
+    source_sha: str = ""
+    description: str = ""
+
+    @classmethod
+    def load(cls, source: str, labels: Sequence[str] | None = None) -> ClassificationTemplate:
+        """A built-in template name (``nli-zh``, ``text``) or a JSON file; ``labels`` fills an empty label map."""
+        if source in BUILTIN_TEMPLATES:
+            text = resources.files("robusteval.prompts.classification").joinpath(BUILTIN_TEMPLATES[source]).read_text(
+                "utf-8"
+            )
+            path = f"<built-in {source}>"
+        else:
+            file = Path(source)
+            if not file.is_file():
+                known = ", ".join(BUILTIN_TEMPLATES)
+                raise UserError(f"--template {source}: no such file and not a built-in template ({known})")
+            text = file.read_text("utf-8")
+            path = str(file)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+        return cls.from_dict(data, path, labels)
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], path: str, labels: Sequence[str] | None = None
+    ) -> ClassificationTemplate:
+        for key in ("prompt", "text_fields"):
+            if key not in data:
+                raise DataError(path, "missing field", field=key)
+        label_words = {str(k): tuple(str(w) for w in v) for k, v in dict(data.get("labels") or {}).items()}
+        if not label_words:
+            if not labels:
+                raise DataError(path, "the template names no labels and the dataset gave none", field="labels")
+            label_words = {label: (label,) for label in labels}
+        for label, words in label_words.items():
+            if not words:
+                raise DataError(path, f"label '{label}' has no accepted words", field="labels")
+        verbalizers = {label: str(dict(data.get("verbalizers") or {}).get(label, words[0]))
+                       for label, words in label_words.items()}
+        for key in ("prefix", "prompt"):
+            _check_template(str(data.get(key, "")), path, key)
+        return cls(
+            name=str(data.get("name", Path(path).stem)),
+            labels=label_words,
+            verbalizers=verbalizers,
+            prefix=str(data.get("prefix", "")),
+            prompt=str(data["prompt"]),
+            text_fields=tuple(str(f) for f in data["text_fields"]),
+            source_sha=unit_key(canonical_json(dict(data)), sorted(label_words)),
+            description=str(data.get("description", "")),
+        )
+
+    # ------------------------------------------------------------------ prompts
+    @property
+    def label_list(self) -> str:
+        return ", ".join(self.verbalizers.values())
+
+    def filled_prefix(self) -> str:
+        return string.Template(self.prefix).safe_substitute(label_list=self.label_list)
+
+    def filled_prompt(self, fields: Mapping[str, str]) -> str:
+        try:
+            return string.Template(self.prompt).substitute({**fields, "label_list": self.label_list})
+        except KeyError as exc:
+            raise UserError(f"template '{self.name}' needs the field ${exc.args[0]}, which the example lacks") from exc
+
+    def parse(self, generation: str) -> str | None:
+        """The label whose accepted word appears first in the generation (case-insensitive), else None."""
+        lowered = generation.lower()
+        best: tuple[int, int, str] | None = None
+        for label, words in self.labels.items():
+            for word in words:
+                at = lowered.find(word.lower())
+                # Earliest match wins; at the same offset the longer word (e.g. "neutral" vs "neu").
+                if at != -1 and (best is None or (at, -len(word)) < best[:2]):
+                    best = (at, -len(word), label)
+        return best[2] if best else None
+
+    def identity(self) -> dict[str, Any]:
+        return {"template": self.name, "template_sha": self.source_sha}
+
+
+def _check_template(text: str, path: str, key: str) -> None:
+    try:
+        string.Template(text).get_identifiers()
+    except ValueError as exc:
+        raise DataError(path, f"invalid $placeholder: {exc}", field=key) from exc
+    if not string.Template(text).is_valid():
+        raise DataError(path, "invalid $placeholder (use $name or ${name}; $$ for a dollar sign)", field=key)
+
+
+def example_fields(example: Example) -> dict[str, str]:
+    """The text fields a template may use: ``text``/``premise`` = the question, plus string meta values."""
+    fields = {key: value for key, value in example.meta.items() if isinstance(value, str)}
+    fields["text"] = example.question
+    fields["premise"] = example.question
+    return fields
+
+
+def with_fields(example: Example, changed: Mapping[str, str]) -> Example:
+    """A copy of ``example`` with text fields replaced (``text``/``premise`` map to the question)."""
+    question = example.question
+    meta = dict(example.meta)
+    for key, value in changed.items():
+        if key in ("text", "premise", "question"):
+            question = value
+        else:
+            meta[key] = value
+    return Example(example.id, question, example.answer, example.answer_type, meta)
+
+
+@dataclass
+class LabelClassifier:
+    """A backend asked for labels through a template, with every answer cached in ``store``.
+
+    ``soft``: also score each label's verbalizer (needs the LOGPROBS capability); None = when available.
+    ``queries`` counts the model calls actually made (cache hits are free), for query budgets.
+    """
+
+    backend: Backend
+    template: ClassificationTemplate
+    store: RunStore | None = None
+    soft: bool | None = None
+    queries: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        can_score = LOGPROBS in self.backend.capabilities
+        if self.soft and not can_score:
+            raise UserError(
+                f"soft labels need a backend that scores continuations; {self.backend.name} returns text only "
+                "(use hard labels)"
+            )
+        self.soft = can_score if self.soft is None else self.soft
+        self._prefix = self.template.filled_prefix()
+
+    def identity(self) -> dict[str, Any]:
+        return {"model": self.backend.name, **self.template.identity(), "soft": self.soft}
+
+    def key(self, fields: Mapping[str, str]) -> str:
+        return unit_key(STAGE, self.backend.name, self.template.source_sha, bool(self.soft),
+                        self.template.filled_prompt(fields))
+
+    def cached(self, fields: Mapping[str, str]) -> dict[str, Any] | None:
+        return self.store.get(STAGE, self.key(fields)) if self.store is not None else None
+
+    def classify(self, items: Sequence[Mapping[str, str]], *, example_ids: Sequence[str] | None = None
+                 ) -> list[dict[str, Any]]:
+        """One record per item: ``label`` (hard, or None when unreadable), ``generation``, ``probs`` (soft)."""
+        keys = [self.key(fields) for fields in items]
+        out: list[dict[str, Any] | None] = [self.store.get(STAGE, key) if self.store else None for key in keys]
+        todo: dict[str, int] = {}
+        for i, (key, record) in enumerate(zip(keys, out, strict=True)):
+            if record is None and key not in todo:
+                todo[key] = i
+        if todo:
+            indices = list(todo.values())
+            computed = self.query([items[i] for i in indices])
+            for i, record in zip(indices, computed, strict=True):
+                if self.store is not None:
+                    self.store.put(STAGE, keys[i], record, example_id=example_ids[i] if example_ids else None)
+                out[i] = record
+            for i, key in enumerate(keys):
+                if out[i] is None:
+                    out[i] = out[todo[key]]
+        return [record for record in out if record is not None]
+
+    def sample_labels(
+        self, items: Sequence[Mapping[str, str]], *, n: int, temperature: float, seed: int = 0
+    ) -> list[list[str | None]]:
+        """``n`` sampled labels per item, cached like everything else (stage ``classify_sample``).
+
+        The i-th sample of every item uses the same seed (common random numbers), so comparing two texts'
+        label frequencies is not blurred by independent sampling noise.
+        """
+        seeds = [seed * 1_000_003 + i for i in range(n)]
+        out: list[list[str | None]] = []
+        for fields in items:
+            prompt = self.template.filled_prompt(fields)
+            key = unit_key("classify_sample", self.backend.name, self.template.source_sha, prompt, temperature, seeds)
+            record = self.store.get("classify_sample", key) if self.store is not None else None
+            if record is None:
+                requests = [
+                    GenerationRequest(prompt, _MAX_NEW_TOKENS, temperature=temperature, stop=_STOP, seed=s,
+                                      prefix=self._prefix)
+                    for s in seeds
+                ]
+                texts = [g.text for g in self.backend.generate(requests)]
+                self.queries += n
+                record = {"labels": [self.template.parse(t) for t in texts], "generations": texts}
+                if self.store is not None:
+                    self.store.put("classify_sample", key, record)
+            out.append(list(record["labels"]))
+        return out
+
+    def query(self, items: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+        """Ask the model about every item (no cache lookup); each item counts as one query."""
+        prompts = [self.template.filled_prompt(fields) for fields in items]
+        requests = [GenerationRequest(p, _MAX_NEW_TOKENS, stop=_STOP, prefix=self._prefix) for p in prompts]
+        generations = self.backend.generate(requests)
+        self.queries += len(items)
+        records = []
+        for prompt, generation in zip(prompts, generations, strict=True):
+            record: dict[str, Any] = {"label": self.template.parse(generation.text), "generation": generation.text}
+            if self.soft:
+                record.update(self._soft(prompt))
+            records.append(record)
+        return records
+
+    def _soft(self, prompt: str) -> dict[str, Any]:
+        labels = list(self.template.verbalizers)
+        words = [" " + self.template.verbalizers[label] for label in labels]
+        logprobs = self.backend.continuation_logprobs(prompt, words, prefix=self._prefix)  # type: ignore[attr-defined]
+        top = max(logprobs)
+        weights = [math.exp(lp - top) for lp in logprobs]
+        total = sum(weights)
+        probs = {label: w / total for label, w in zip(labels, weights, strict=True)}
+        return {
+            "label_logprobs": dict(zip(labels, logprobs, strict=True)),
+            "probs": probs,
+            "soft_label": max(probs, key=lambda label: probs[label]),
+        }
+
+
+def predicted_label(record: Mapping[str, Any], mode: str) -> str | None:
+    """The hard label (read from the generation) or the soft one (argmax of label log-probs)."""
+    return record.get("soft_label") if mode == "soft" else record.get("label")

@@ -1,0 +1,102 @@
+"""Perturbed copies of whole datasets: same ids and labels, changed text fields, a record of every edit.
+
+Randomness is seeded per (seed, method, example id, field), so a copy does not depend on order, limit or
+batching, and the same command always writes the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robusteval.data.example import Example
+from robusteval.evals.classification import example_fields, with_fields
+from robusteval.perturbations.base import (
+    DEFAULT_PROTECTION,
+    ChangeBudget,
+    Perturbation,
+    Perturbed,
+    Protection,
+)
+
+
+@dataclass(frozen=True)
+class PerturbedExample:
+    example: Example  # the perturbed example (original id, label and meta)
+    original: Example
+    results: dict[str, Perturbed]  # field -> what changed
+
+    @property
+    def changed(self) -> bool:
+        return any(result.changed for result in self.results.values())
+
+    def to_record(self, *, seed: int, budget: ChangeBudget | None) -> dict[str, Any]:
+        record = self.example.to_dict()
+        record["perturbation"] = {
+            "method": next(iter(self.results.values())).method if self.results else None,
+            "seed": seed,
+            "rate": budget.rate if budget else None,
+            "changed": self.changed,
+            "fields": {
+                name: {"original": result.original, "edits": [edit.to_dict() for edit in result.edits]}
+                for name, result in self.results.items()
+            },
+        }
+        return record
+
+
+def field_rng(seed: int, method: str, example_id: str, field: str) -> random.Random:
+    """The random stream of one field of one example (str seeds hash with SHA-512: stable across runs)."""
+    return random.Random(f"{seed}\x1f{method}\x1f{example_id}\x1f{field}")
+
+
+def perturb_examples(
+    examples: Sequence[Example],
+    perturbation: Perturbation,
+    *,
+    fields: Sequence[str],
+    seed: int = 0,
+    budget: ChangeBudget | None = None,
+    protect: Protection = DEFAULT_PROTECTION,
+) -> list[PerturbedExample]:
+    """Perturb ``fields`` (``text``/``premise`` = the question, other names = meta keys) of every example."""
+    plan: list[tuple[int, str, str]] = []  # (example index, field, text)
+    for i, example in enumerate(examples):
+        available = example_fields(example)
+        for name in fields:
+            if available.get(name):
+                plan.append((i, name, available[name]))
+    texts = [text for _, _, text in plan]
+    rngs = [field_rng(seed, perturbation.name, examples[i].id, name) for i, name, _ in plan]
+    batch = getattr(perturbation, "perturb_batch", None)
+    if batch is not None:  # sentence-level methods send the whole dataset to their model at once
+        results: list[Perturbed] = batch(texts, budget=budget, rngs=rngs, protect=protect)
+    else:
+        kwargs: dict[str, Any] = {"protect": protect}
+        if budget is not None:
+            kwargs["budget"] = budget
+        results = [perturbation.perturb(text, rng=rng, **kwargs) for text, rng in zip(texts, rngs, strict=True)]
+    by_example: dict[int, dict[str, Perturbed]] = {}
+    for (i, name, _), result in zip(plan, results, strict=True):
+        by_example.setdefault(i, {})[name] = result
+    out = []
+    for i, example in enumerate(examples):
+        changed = by_example.get(i, {})
+        out.append(PerturbedExample(with_fields(example, {k: v.text for k, v in changed.items()}), example, changed))
+    return out
+
+
+def write_jsonl_atomic(path: str | os.PathLike[str], records: Sequence[dict[str, Any]]) -> None:
+    """Write JSON Lines through a temporary file and a rename, so a killed run never leaves half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(tmp, target)

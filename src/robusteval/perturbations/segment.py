@@ -1,0 +1,34 @@
+"""Word segmentation with character offsets: jieba for Chinese, a regex word tokenizer for English."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from robusteval.perturbations.base import Language, Span
+from robusteval.perturbations.resources import require_module
+
+_EN_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*|\d+(?:[.,]\d+)*|[^\sA-Za-z\d]")
+
+
+@lru_cache(maxsize=1)
+def _jieba() -> Any:
+    jieba = require_module("jieba", "zh", purpose="Chinese word segmentation")
+    import logging
+
+    jieba.setLogLevel(logging.WARNING)  # its dictionary-loading banner is not our output
+    jieba.initialize()
+    return jieba
+
+
+def segment_words(text: str, language: Language) -> list[Span]:
+    """Every word of ``text`` with offsets; whitespace is dropped, punctuation marks are their own words."""
+    if language == "zh":
+        return [Span(start, end, word) for word, start, end in _jieba().tokenize(text) if word.strip()]
+    return [Span(m.start(), m.end(), m.group()) for m in _EN_WORD.finditer(text)]
+
+
+def is_word(span: Span) -> bool:
+    """True for spans worth perturbing: at least one letter or ideograph (not punctuation or a number)."""
+    return any(char.isalpha() for char in span.text)

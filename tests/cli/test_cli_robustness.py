@@ -1,0 +1,170 @@
+"""``perturb``, ``robustness``, ``attack wordimportance`` and ``ors`` end to end on OCNLI with real tiny models:
+files, summaries consistent with the stored answers, resume after SIGKILL, the Adv set, a served endpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.runs import cli, records, run_and_kill, summary, units
+from helpers.servers import serve_transformers
+from robusteval.cli.main import main
+from robusteval.data.loaders import load_dataset
+from robusteval.metrics.robustness import rb_index
+from robusteval.perturbations import apply_edits
+from robusteval.perturbations.base import Edit
+
+OCNLI = Path("/work/shared/data/ocnli/dev.json")
+pytestmark = pytest.mark.skipif(not OCNLI.is_file(), reason=f"{OCNLI} not available")
+pytest.importorskip("pypinyin")
+
+
+def test_perturb_writes_a_faithful_copy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "homophone.jsonl"
+    args = ["perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "40", "--method", "C-homophone",
+            "--seed", "1", "--out", str(out)]
+    assert main(args) == 0
+    assert "/40 examples changed" in capsys.readouterr().out
+    original = load_dataset("ocnli", OCNLI, limit=40)
+    copy = load_dataset("examples", out)
+    assert [e.id for e in copy] == [e.id for e in original]
+    assert [e.answer for e in copy] == [e.answer for e in original]
+    lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    n_changed = 0
+    for line, orig in zip(lines, original, strict=True):
+        fields = line["perturbation"]["fields"]
+        assert set(fields) == {"text", "hypothesis"}
+        assert fields["text"]["original"] == orig.question
+        assert apply_edits(orig.question, [Edit.from_dict(e) for e in fields["text"]["edits"]]) == line["question"]
+        hypothesis = orig.meta["hypothesis"]
+        assert apply_edits(hypothesis, [Edit.from_dict(e) for e in fields["hypothesis"]["edits"]]) == \
+            line["meta"]["hypothesis"]
+        assert [c for c in line["question"] if c.isdigit()] == [c for c in orig.question if c.isdigit()]
+        n_changed += line["perturbation"]["changed"]
+    assert n_changed >= 35
+    first = out.read_bytes()
+    assert main(args) == 0
+    assert out.read_bytes() == first  # seeded: the same command writes the same file
+    other = list(args)
+    other[other.index("--seed") + 1] = "2"
+    other[-1] = str(tmp_path / "seed2.jsonl")
+    assert main(other) == 0
+    assert (tmp_path / "seed2.jsonl").read_bytes() != first
+
+
+def test_perturb_bad_method_and_missing_translator(tmp_path: Path) -> None:
+    result = cli("perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "2", "--method", "C-nope",
+                 "--out", str(tmp_path / "x.jsonl"))
+    assert result.returncode == 2 and "unknown perturbation method 'C-nope'" in result.stderr
+    result = cli("perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "2", "--method",
+                 "S-backtranslation", "--out", str(tmp_path / "x.jsonl"))
+    assert result.returncode == 2 and "--translator" in result.stderr
+
+
+def robustness_args(model_dir: Path, out: Path, sets: str, *extra: str, limit: int = 24) -> list[str]:
+    return ["robustness", "--model", f"hf:{model_dir}", "--template", str(model_dir / "template.json"),
+            "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", str(limit), "--sets", sets,
+            "--bootstrap", "200", "--batch-size", "4", "--out", str(out), *extra]
+
+
+def test_robustness_summary_matches_stored_answers(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rb"
+    assert main(robustness_args(tiny_nli_dir, out, "C-homophone,C-traditional,W-synonym")) == 0
+    result = summary(out)
+    assert set(result["acc"]) == {"C-homophone", "C-traditional", "W-synonym"}
+    assert result["n"] == 24
+    assert result["n_unparsed"]["original"] <= 2
+    expected = [result["acc"][name] for name in ("C-homophone", "C-traditional", "W-synonym")]
+    assert result["rb_index"] == pytest.approx(rb_index(result["acc_original"], expected))
+    lo, hi = result["rb_index_ci95"]
+    assert lo <= result["rb_index"] <= hi
+    assert all(result["sets"][name]["n_changed"] >= 20 for name in result["acc"])
+    before = units(out)
+    assert main(robustness_args(tiny_nli_dir, out, "C-homophone,C-traditional,W-synonym")) == 0
+    assert units(out) == before  # a finished run computes nothing new
+
+
+def test_robustness_resumes_after_sigkill(tiny_nli_dir: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "killed"
+    args = robustness_args(tiny_nli_dir, out, "C-homophone,C-pinyin", "--batch-size", "1", limit=30)
+    stored = run_and_kill(args, out, stage="classify", at_least=5, logs=tmp_path)
+    created = {key: at for _, key, at in stored}
+    assert main(args) == 0, capsys.readouterr().err
+    final = units(out)
+    assert {key: at for _, key, at in final if key in created} == created  # kept, not recomputed
+    clean = tmp_path / "clean"
+    assert main(robustness_args(tiny_nli_dir, clean, "C-homophone,C-pinyin", "--batch-size", "1", limit=30)) == 0
+    resumed, fresh = summary(out), summary(clean)
+    for key in ("acc_original", "acc", "rb_index", "rb_index_ci95"):
+        assert resumed[key] == fresh[key]
+
+
+def attack_args(model: str, template: Path, out: Path, method: str, *extra: str, limit: int = 12) -> list[str]:
+    return ["attack", "wordimportance", "--model", model, "--template", str(template), "--dataset", "ocnli",
+            "--data-file", str(OCNLI), "--limit", str(limit), "--method", method, "--rates", "0.1,0.2,0.3",
+            "--budget", "60", "--out", str(out), *extra]
+
+
+def test_attack_cli_adv_set_resume_and_ors(tiny_nli_dir: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    template = tiny_nli_dir / "template.json"
+    model = f"hf:{tiny_nli_dir}"
+    # Resume after SIGKILL: units stored before the kill are kept, and the result equals a clean run.
+    killed = tmp_path / "killed"
+    args = attack_args(model, template, killed, "C-homophone")
+    stored = run_and_kill(args, killed, stage="wordimportance", at_least=2, logs=tmp_path)
+    created = {key: at for stage, key, at in stored if stage == "wordimportance"}
+    assert main(args) == 0, capsys.readouterr().err
+    assert {k: at for s, k, at in units(killed) if k in created} == created
+    clean = tmp_path / "homophone"
+    adv = tmp_path / "adv.jsonl"
+    assert main(attack_args(model, template, clean, "C-homophone", "--write-adv", str(adv))) == 0
+    assert records(killed, "wordimportance") == records(clean, "wordimportance")
+    result = summary(clean)
+    assert result["attack"] == "wordimportance" and set(result["asr_by_rate"]) == {"0.1", "0.2", "0.3"}
+    # The Adv set holds exactly the successes at the largest rate and feeds `robustness`.
+    wins = [r for r in records(clean, "wordimportance") if r["status"] == "success"]
+    assert len(load_dataset("examples", adv)) == len(wins) if wins else adv.read_text() == ""
+    if wins:
+        rb = tmp_path / "rb-adv"
+        assert main(robustness_args(tiny_nli_dir, rb, f"Adv={adv}", limit=12)) == 0
+        assert summary(rb)["sets"]["Adv"]["n_changed"] == len(wins)
+
+
+def test_attack_served_hard_label_and_ors(tiny_nli_dir: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Two models (the hf model with log-probs; the same weights behind `transformers serve`, labels only)
+    x two methods, then `ors` matches the formula computed here by hand."""
+    template = tiny_nli_dir / "template.json"
+    runs = []
+    with serve_transformers(tiny_nli_dir, log_path=tmp_path / "serve.log") as base_url:
+        served = f"openai:{tiny_nli_dir}@{base_url}"
+        for model, tag in ((f"hf:{tiny_nli_dir}", "hf"), (served, "served")):
+            for method in ("C-homophone", "C-traditional"):
+                out = tmp_path / f"{tag}-{method}"
+                extra = ("--confidence", "sample", "--n-samples", "2") if tag == "served" else ()
+                assert main(attack_args(model, template, out, method, *extra, limit=6)) == 0, capsys.readouterr().err
+                runs.append(out)
+    served_summary = summary(tmp_path / "served-C-homophone")
+    assert served_summary["confidence"] == "sample"
+    assert all(r["queries"] <= 60 for r in records(tmp_path / "served-C-homophone", "wordimportance"))
+    assert main(["ors", *map(str, runs), "--out", str(tmp_path / "ors")]) == 0
+    report = json.loads((tmp_path / "ors" / "ors.json").read_text("utf-8"))
+    table = {}
+    for out in runs:
+        s = summary(out)
+        table.setdefault(s["model"], {})[s["method"]] = [100 * s["asr_by_rate"][k] for k in ("0.1", "0.2", "0.3")]
+    means = [sum(u) / 3 for attacks in table.values() for u in attacks.values()]
+    beta = 100
+    for z in range(1, 101):
+        if min(100 - z * m for m in means) <= 0:
+            beta = z - 1
+            break
+    assert report["beta"] == beta
+    for model, attacks in table.items():
+        scores = [10 * (100 - beta * sum(u) / 3) / 100 for u in attacks.values()]
+        assert report["ors"][model] == pytest.approx(sum(scores) / len(scores))
+    assert "reconstruction" in capsys.readouterr().out

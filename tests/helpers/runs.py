@@ -1,0 +1,83 @@
+"""Running the real CLI in a subprocess, killing it mid-run, and reading a run directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from robusteval.store import DB_NAME, SUMMARY_NAME
+
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "PYTHONUNBUFFERED": "1",
+    "OMP_NUM_THREADS": "1",
+}
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "robusteval.cli.main", *args], capture_output=True, text=True,
+                          env=ENV, timeout=timeout)
+
+
+def units(out: Path, stage: str | None = None) -> list[tuple[str, str, float]]:
+    """(stage, key, created) of every stored unit, read with a plain read-only SQLite connection."""
+    db = sqlite3.connect(f"file:{out / DB_NAME}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT stage, key, created FROM units ORDER BY rowid").fetchall()
+    finally:
+        db.close()
+    return [row for row in rows if stage is None or row[0] == stage]
+
+
+def records(out: Path, stage: str) -> list[dict]:
+    db = sqlite3.connect(f"file:{out / DB_NAME}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT record FROM units WHERE stage = ? ORDER BY rowid", (stage,)).fetchall()
+    finally:
+        db.close()
+    return [json.loads(r) for (r,) in rows]
+
+
+def summary(out: Path) -> dict:
+    return json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+
+
+def run_and_kill(args: list[str], out: Path, *, stage: str, at_least: int, logs: Path, deadline_s: float = 120
+                 ) -> list[tuple[str, str, float]]:
+    """Start the CLI, SIGKILL it once ``stage`` has ``at_least`` stored units; returns the units stored then.
+
+    Fails when the run finished before it could be killed (the test would then prove nothing).
+    """
+    with (logs / "stdout").open("w") as so, (logs / "stderr").open("w") as se:
+        proc = subprocess.Popen([sys.executable, "-m", "robusteval.cli.main", *args], stdout=so, stderr=se, env=ENV)
+    try:
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (out / DB_NAME).is_file():
+                try:
+                    if len(units(out, stage)) >= at_least:
+                        break
+                except sqlite3.DatabaseError:  # file or schema not created yet
+                    pass
+            time.sleep(0.005)
+        still_running = proc.poll() is None
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if not still_running:
+        raise AssertionError("the run ended before it could be killed: " + (logs / "stderr").read_text()[-2000:])
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / SUMMARY_NAME).exists()
+    return units(out)

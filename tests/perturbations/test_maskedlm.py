@@ -1,0 +1,247 @@
+"""W-maskedlm on a tiny BERT built here: a WordPiece tokenizer trained on a small Chinese + English corpus,
+a 2-layer BertForMaskedLM (hidden 32), saved to disk and loaded back through the real path.
+
+The untrained model proposes gibberish, so those tests check properties that hold for any weights (whole
+words, never the original, one mask per token, determinism, batching = one at a time). A copy trained for a
+few dozen steps on a repetitive corpus checks that the obvious fill comes first.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from robusteval.errors import UserError
+from robusteval.perturbations import (
+    ChangeBudget,
+    MethodOptions,
+    Protection,
+    Span,
+    SpanPerturbation,
+    build_perturbation,
+)
+from robusteval.perturbations.maskedlm import EnMaskedLM, MaskedLMPerturbation, ZhMaskedLM
+
+CORPUS = [
+    "the cat sat on the mat",
+    "a small cat plays with a ball",
+    "the children are playing in the garden",
+    "she reads a book every night",
+    "a dog runs in the park",
+    "我喜欢吃苹果",
+    "香蕉是黄色的",
+    "今天天气很好",
+    "他在公园里散步",
+    "小猫在睡觉",
+]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# A hand-made WordPiece vocabulary (trained ones differ from run to run on ties): whole words, a few split
+# ones (gar ##den, child ##ren), every letter and ##letter so any word tokenises, and the corpus's ideographs.
+WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "small", "plays", "with", "ball", "child", "##ren", "are",
+         "playing", "in", "gar", "##den", "she", "book", "every", "night", "runs", "park"]
+LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+CJK = re.compile(r"[\u4e00-\u9fff]+")
+IDEOGRAPHS = sorted({char for line in CORPUS for char in line if CJK.fullmatch(char)})
+VOCAB = list(dict.fromkeys([*SPECIALS, *WORDS, *LETTERS, *(f"##{c}" for c in LETTERS), *IDEOGRAPHS, ".", ",", "?",
+                            "。", "，", "？"]))
+
+
+def _tokenizer():  # type: ignore[no-untyped-def]
+    """A lowercasing WordPiece tokenizer, character-level for Chinese like bert-base-chinese."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import BertTokenizerFast
+
+    tok = Tokenizer(models.WordPiece({token: i for i, token in enumerate(VOCAB)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, handle_chinese_chars=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return BertTokenizerFast(tokenizer_object=tok)
+
+
+def _build(out: Path, train_steps: int) -> Path:
+    from transformers import BertConfig, BertForMaskedLM
+
+    tokenizer = _tokenizer()
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    model = BertForMaskedLM(config)
+    if train_steps:
+        _train(model, tokenizer, train_steps)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def _train(model, tokenizer, steps: int) -> None:  # type: ignore[no-untyped-def]
+    """Plain MLM on the corpus (a random 35% of the tokens masked each step): ~1.5 s on one CPU thread."""
+    encoded = [tokenizer(line)["input_ids"] for line in CORPUS]
+    generator = torch.Generator().manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    model.train()
+    width = max(len(ids) for ids in encoded)
+    ids = torch.tensor([row + [tokenizer.pad_token_id] * (width - len(row)) for row in encoded])
+    real = ids != tokenizer.pad_token_id
+    inner = real & (ids != tokenizer.cls_token_id) & (ids != tokenizer.sep_token_id)
+    for _ in range(steps):
+        chosen = inner & (torch.rand(ids.shape, generator=generator) < 0.35)
+        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+        inputs = ids.masked_fill(chosen, tokenizer.mask_token_id)
+        loss = model(input_ids=inputs, attention_mask=real.long(), labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(tmp_path_factory.mktemp("tiny_bert") / "model", train_steps=0)
+
+
+@pytest.fixture(scope="module")
+def trained_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(tmp_path_factory.mktemp("tiny_bert_trained") / "model", train_steps=200)
+
+
+def _span(text: str, word: str) -> Span:
+    start = text.index(word)
+    return Span(start, start + len(word), word)
+
+
+def _method(language: str, model: Path, **extra: object) -> MaskedLMPerturbation:
+    method = build_perturbation("W-maskedlm", language, MethodOptions(mlm_model=str(model), **extra))  # type: ignore[arg-type]
+    assert isinstance(method, MaskedLMPerturbation)
+    return method
+
+
+# ------------------------------------------------------------------------------------------- masking
+@pytest.mark.parametrize(
+    ("language", "text", "word"),
+    [("en", "the children are playing in the garden", "garden"), ("en", "The cat sat on the mat", "cat"),
+     ("zh", "我喜欢吃苹果", "苹果"), ("zh", "今天天气很好", "天气")],
+)
+def test_one_mask_per_token_of_the_word(bert_dir: Path, language: str, text: str, word: str) -> None:
+    method = _method(language, bert_dir)
+    tokenizer = method.load().tokenizer
+    masked = method.masked_input(text, _span(text, word))
+    assert masked is not None
+    ids, positions, _kinds = masked
+    assert len(positions) == len(tokenizer.tokenize(word)) == (len(word) if language == "zh" else len(positions))
+    assert [ids[p] for p in positions] == [tokenizer.mask_token_id] * len(positions)
+    # Everything else is the text's own tokenisation.
+    original = tokenizer(text)["input_ids"]
+    assert len(ids) == len(original)
+    assert [t for i, t in enumerate(ids) if i not in positions] == [t for i, t in enumerate(original) if i not in positions]
+    if word == "garden":
+        assert len(positions) == 2  # WordPiece splits it: gar ##den
+
+
+def test_a_span_that_cuts_a_token_has_no_candidates(bert_dir: Path) -> None:
+    method = _method("en", bert_dir)
+    assert method.load().tokenizer.tokenize("the cat sat") == ["the", "cat", "sat"]
+    part = Span(4, 6, "ca")  # two thirds of the token "cat"
+    assert method.masked_input("the cat sat", part) is None
+    assert method.candidates("the cat sat", part, random.Random(0)) == []
+
+
+# ------------------------------------------------------------------------------------------- candidates
+@pytest.mark.parametrize(
+    ("language", "text", "word"),
+    [("en", "the children are playing in the garden", "children"), ("en", "the cat sat on the mat", "cat"),
+     ("en", "She reads a book every night", "She"), ("zh", "我喜欢吃苹果", "苹果"), ("zh", "今天天气很好", "天气")],
+)
+def test_candidates_are_whole_words_never_the_original(bert_dir: Path, language: str, text: str, word: str) -> None:
+    method = _method(language, bert_dir)
+    got = method.candidates(text, _span(text, word), random.Random(0))
+    assert got, "the untrained model still proposes something"
+    assert len(got) <= method.max_candidates and len(set(got)) == len(got)
+    assert word not in got and word.lower() not in [c.lower() for c in got]
+    for candidate in got:
+        if language == "zh":
+            assert CJK.fullmatch(candidate) and len(candidate) == len(word)  # one character per mask
+        else:
+            assert re.fullmatch(r"[A-Za-z]+", candidate) and "#" not in candidate
+            assert len(candidate) >= min(3, len(word))
+    if word == "She":  # the original's casing carries over to the (lowercase) predictions
+        assert all(c[0].isupper() and c[1:].islower() for c in got)
+
+
+def test_deterministic_and_batching_matches_one_at_a_time(bert_dir: Path) -> None:
+    text = "the children are playing in the garden with a small cat"
+    spans = [_span(text, w) for w in ("children", "playing", "garden", "cat")]
+    batched = _method("en", bert_dir).candidates_many(text, spans)
+    one = _method("en", bert_dir)
+    single = [one.candidates_many(text, [span])[0] for span in spans]
+    assert batched == single
+    assert _method("en", bert_dir).candidates_many(text, spans) == batched
+
+
+def test_perturb_consumes_rng_like_the_base(bert_dir: Path) -> None:
+    text = "我喜欢吃苹果，今天天气很好，他在公园里散步。"
+    budget = ChangeBudget(rate=0.5)
+    ours = _method("zh", bert_dir).perturb(text, budget=budget, rng=random.Random(3), protect=Protection())
+    base = SpanPerturbation.perturb(_method("zh", bert_dir), text, budget=budget, rng=random.Random(3),
+                                    protect=Protection())
+    assert ours == base and ours.changed
+    for edit in ours.edits:
+        assert CJK.fullmatch(edit.replacement) and edit.replacement != edit.original
+
+
+def test_long_text_keeps_a_window_around_the_word(bert_dir: Path) -> None:
+    method = _method("en", bert_dir)
+    text = " ".join(["the cat sat on the mat"] * 30) + " and the dog ran"
+    masked = method.masked_input(text, _span(text, "dog"))
+    assert masked is not None
+    ids, positions, _ = masked
+    assert len(ids) <= method.load().max_length
+    assert ids[0] == method.load().tokenizer.cls_token_id and ids[-1] == method.load().tokenizer.sep_token_id
+    assert ids[positions[0]] == method.load().tokenizer.mask_token_id
+    assert method.candidates(text, _span(text, "dog"), random.Random(0))
+
+
+def test_trained_model_proposes_the_obvious_fill_first(trained_bert_dir: Path) -> None:
+    en = _method("en", trained_bert_dir)
+    assert en.candidates("the dog sat on the mat", _span("the dog sat on the mat", "dog"), random.Random(0))[0] == "cat"
+    zh = _method("zh", trained_bert_dir)
+    assert zh.candidates("我喜欢吃香蕉", _span("我喜欢吃香蕉", "香蕉"), random.Random(0))[0] == "苹果"
+
+
+def test_rerank_orders_by_sentence_likelihood(bert_dir: Path, tiny_llama_dir: Path) -> None:
+    text = "the children are playing in the garden"
+    span = _span(text, "garden")
+    options = {"max_candidates": 4, "extra": {"beam_width": 48}}
+    plain = _method("en", bert_dir, **options).candidates_many(text, [span])[0]
+    method = _method("en", bert_dir, rerank_model=f"hf:{tiny_llama_dir}", **options)
+    reranked = method.candidates_many(text, [span])[0]
+    # The fill-mask model's best 2 x max_candidates words, re-ordered by the causal LM.
+    assert len(plain) > 2 * method.max_candidates
+    assert sorted(reranked) == sorted(plain[: 2 * method.max_candidates])
+    assert reranked != plain[: len(reranked)]
+    scores = method.reranker().continuation_logprobs("the children are playing in the",
+                                                     [" " + word for word in reranked])
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_option_errors(tmp_path: Path, tiny_llama_dir: Path) -> None:
+    with pytest.raises(UserError, match="set the mlm_model option"):
+        build_perturbation("W-maskedlm", "en", MethodOptions())
+    missing = _method("en", tmp_path / "nope")
+    with pytest.raises(UserError, match=r"mlm_model option names .*nope"):
+        missing.candidates("a cat", Span(2, 5, "cat"), random.Random(0))
+    causal = _method("en", tiny_llama_dir)
+    with pytest.raises(UserError, match="fill-mask model"):
+        causal.candidates("a cat", Span(2, 5, "cat"), random.Random(0))
+
+
+def test_registry_classes() -> None:
+    assert EnMaskedLM.language == "en" and ZhMaskedLM.language == "zh" and EnMaskedLM.level == "word"
