@@ -161,6 +161,12 @@ class ChangeBudget:
         return min(wanted, eligible)
 
 
+#: The benchmark convention for character-level methods: 3-15 changed characters per text.
+CHAR_BUDGET = ChangeBudget(rate=0.1, minimum=3, maximum=15)
+#: Word-level methods: about one word in seven, at least one.
+WORD_BUDGET = ChangeBudget(rate=0.15, minimum=1)
+
+
 @runtime_checkable
 class Perturbation(Protocol):
     """Anything that proposes replacements for a span and perturbs whole texts."""

@@ -33,6 +33,7 @@ import numpy as np
 
 from robusteval.errors import DataError, UserError
 from robusteval.perturbations.base import (
+    WORD_BUDGET,
     ChangeBudget,
     Language,
     Level,
@@ -49,7 +50,6 @@ log = logging.getLogger(__name__)
 
 METHOD = "W-wordembedding"
 #: About one word in seven, at least one per text (as the other word-level methods).
-WORD_BUDGET = ChangeBudget(rate=0.15, minimum=1)
 #: Default-GloVe candidate pool: the most frequent rows (the long tail is misspellings and rare names).
 GLOVE_POOL = 100_000
 _EN_WORD = re.compile(r"[A-Za-z]{2,}")

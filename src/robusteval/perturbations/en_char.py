@@ -23,12 +23,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from robusteval.perturbations.base import ChangeBudget, Language, Level, Perturbation, Span, SpanPerturbation
+from robusteval.perturbations.base import (
+    CHAR_BUDGET,
+    ChangeBudget,
+    Language,
+    Level,
+    Perturbation,
+    Span,
+    SpanPerturbation,
+)
 from robusteval.perturbations.en_resources import OCR_CONFUSIONS, OCR_MULTI, QWERTY_NEIGHBOURS
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 
 #: 3–15 changed characters per text, one changed character per word.
-CHAR_BUDGET = ChangeBudget(rate=0.1, minimum=3, maximum=15)
 #: A swap changes two characters: 2–7 words keeps a text within 4–14 changed characters.
 SWAP_BUDGET = ChangeBudget(rate=0.05, minimum=2, maximum=7)
 #: A shuffle changes two or more characters (``len - 2`` at most): 2–3 words.

@@ -33,7 +33,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from robusteval.perturbations.base import ChangeBudget, Language, Level, Perturbation, Span, SpanPerturbation
+from robusteval.perturbations.base import (
+    WORD_BUDGET,
+    ChangeBudget,
+    Language,
+    Level,
+    Perturbation,
+    Span,
+    SpanPerturbation,
+)
 from robusteval.perturbations.en_char import letter_words
 from robusteval.perturbations.en_resources import (
     QUANTITY_WORDS,
@@ -45,7 +53,6 @@ from robusteval.perturbations.en_resources import (
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 
-WORD_BUDGET = ChangeBudget(rate=0.15, minimum=1)
 #: A sense is kept when tagged at least this share as often as the word's commonest sense.
 SENSE_SHARE = 0.25
 #: An inflected form that is also a lemma ("days", "found") is read as that lemma only when tagged at least

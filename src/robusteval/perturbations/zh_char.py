@@ -26,12 +26,19 @@ from typing import ClassVar
 
 from robusteval.errors import UserError
 from robusteval.perturbations import zh_resources as res
-from robusteval.perturbations.base import ChangeBudget, Language, Level, Span, SpanPerturbation, is_cjk
+from robusteval.perturbations.base import (
+    CHAR_BUDGET,
+    ChangeBudget,
+    Language,
+    Level,
+    Span,
+    SpanPerturbation,
+    is_cjk,
+)
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 from robusteval.perturbations.resources import require_module
 
 #: Perturbed-benchmark convention: about 10% of the characters, at least 3 and at most 15 per text.
-CHAR_BUDGET = ChangeBudget(rate=0.1, minimum=3, maximum=15)
 #: C-shuffle changes whole words (2+ characters each): 2–7 words keep it near 3–15 changed characters.
 SHUFFLE_BUDGET = ChangeBudget(rate=0.3, minimum=2, maximum=7)
 

@@ -18,13 +18,20 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from robusteval.perturbations import zh_resources as res
-from robusteval.perturbations.base import ChangeBudget, Language, Level, Span, SpanPerturbation, is_cjk
+from robusteval.perturbations.base import (
+    WORD_BUDGET,
+    ChangeBudget,
+    Language,
+    Level,
+    Span,
+    SpanPerturbation,
+    is_cjk,
+)
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 from robusteval.perturbations.resources import data_file, require_module
 from robusteval.perturbations.segment import is_word, segment_words
 
 #: About one word in seven, at least one per text.
-WORD_BUDGET = ChangeBudget(rate=0.15, minimum=1)
 
 
 @dataclass
