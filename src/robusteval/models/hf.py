@@ -242,22 +242,31 @@ class HFBackend:
     # ------------------------------------------------------------------ scoring
     @torch.no_grad()
     def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "") -> list[float]:
+        """Summed log-probs of each continuation after ``prefix + prompt``, all scored in one forward.
+
+        Rows are right-padded: under causal attention a pad only follows the tokens that are scored, so it
+        cannot change their logits.
+        """
         prefix_ids, prompt_ids = self.prompt_ids(prefix, prompt)
-        scores = []
-        for continuation in continuations:
-            cont = self.encode(continuation)
-            if not cont:
-                scores.append(0.0)
-                continue
-            ids = torch.tensor([prompt_ids + cont], device=self.device)
-            logits = self.forward(prefix_ids, self.embed(ids))
-            # Logit at position t predicts token t+1; the first continuation token is predicted by the last
-            # prompt token, so the prompt must not be empty.
-            start = len(prompt_ids) - 1
-            if start < 0:
-                raise UserError("continuation_logprobs needs a non-empty prompt")
-            logp = torch.log_softmax(logits[0, start : start + len(cont)].float(), dim=-1)
-            scores.append(float(logp.gather(1, torch.tensor(cont, device=self.device)[:, None]).sum()))
+        # Logit at position t predicts token t+1; the first continuation token is predicted by the last prompt
+        # token, so the prompt must not be empty.
+        start = len(prompt_ids) - 1
+        if start < 0:
+            raise UserError("continuation_logprobs needs a non-empty prompt")
+        encoded = [self.encode(continuation) for continuation in continuations]
+        scored = [i for i, cont in enumerate(encoded) if cont]
+        scores = [0.0] * len(continuations)
+        if not scored:
+            return scores
+        width = max(len(encoded[i]) for i in scored)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.tensor([prompt_ids + encoded[i] + [pad] * (width - len(encoded[i])) for i in scored],
+                           device=self.device)
+        logits = self.forward(prefix_ids, self.embed(ids))
+        logp = torch.log_softmax(logits[:, start : start + width].float(), dim=-1)
+        for row, i in enumerate(scored):
+            cont = torch.tensor(encoded[i], device=self.device)
+            scores[i] = float(logp[row, : len(encoded[i])].gather(1, cont[:, None]).sum())
         return scores
 
     # ------------------------------------------------------------------ generation
