@@ -168,3 +168,39 @@ def test_attack_served_hard_label_and_ors(tiny_nli_dir: Path, tmp_path: Path,
         scores = [10 * (100 - beta * sum(u) / 3) / 100 for u in attacks.values()]
         assert report["ors"][model] == pytest.approx(sum(scores) / len(scores))
     assert "reconstruction" in capsys.readouterr().out
+
+
+def test_combined_attack_uses_every_available_method(tiny_nli_dir: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "combined"
+    assert main(attack_args(f"hf:{tiny_nli_dir}", tiny_nli_dir / "template.json", out, "combined", limit=4)) == 0
+    printed = capsys.readouterr().out
+    assert "leaving out W-maskedlm" in printed  # no --mlm-model given
+    result = summary(out)
+    # W-wordembedding falls back to the target's own embedding matrix.
+    assert result["methods"] == ["C-traditional", "C-pinyin", "C-radical", "C-morphonym", "C-shuffle",
+                                 "W-homophone", "W-synonym", "W-wordembedding"]
+    for record in records(out, "wordimportance"):
+        for edits in record.get("edits", {}).values():
+            assert {e["method"] for e in edits} <= set(result["methods"])
+
+
+def test_robustness_on_generic_labelled_jsonl(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    """A user's own labelled JSONL with a field mapping and the built-in generic template."""
+    data = tmp_path / "reviews.jsonl"
+    rows = [("这家饭店的菜很好吃，服务也很热情", "positive"), ("房间很脏，空调也坏了", "negative"),
+            ("快递三天就到了，包装完好", "positive"), ("质量太差，用了一天就坏了", "negative")]
+    data.write_text("".join(json.dumps({"uid": f"r{i}", "review": t, "sentiment": s}, ensure_ascii=False) + "\n"
+                            for i, (t, s) in enumerate(rows)), "utf-8")
+    out = tmp_path / "rb-jsonl"
+    args = ["robustness", "--model", f"hf:{tiny_nli_dir}", "--dataset", "jsonl", "--data-file", str(data),
+            "--fields", "id=uid,question=review,answer=sentiment", "--answer-type", "label",
+            "--sets", "C-homophone,C-traditional", "--label-mode", "soft", "--bootstrap", "100", "--out", str(out)]
+    assert main(args) == 0
+    result = summary(out)
+    assert result["template"] == "text-classification" and result["n"] == 4
+    assert set(result["acc"]) == {"C-homophone", "C-traditional"}
+    prompts = records(out, "perturbed_example")
+    assert all(r["answer"] in {"positive", "negative"} for r in prompts)
+    # The label words are protected and appear nowhere changed.
+    assert all("positive" not in r["question"] for r in prompts)
