@@ -19,7 +19,9 @@ Confidence estimators (``ConfidenceMode``), for backends with and without scores
   and the samples are skipped once the greedy label has flipped.
 * ``greedy``: 1 if the greedy label is the true label else 0: a pure flip/no-flip signal, 1 query per text.
 
-Success is always judged on the greedy (temperature 0) label: what the model actually answers.
+Success is always judged on the greedy (temperature 0) label: what the model actually answers. An answer
+that names no label counts as a flip (the model no longer gives the right answer, as in accuracy under
+attack); the record's ``final_label`` is then None, so such successes can be told apart.
 Queries are counted per distinct text asked within one example (a repeated text is free), independently
 of the run store's cache, so the numbers are the same on a first run and on a resumed one.
 

@@ -124,6 +124,7 @@ def method_options(args: argparse.Namespace) -> MethodOptions:
         rerank_model=args.rerank_model,
         translator=translator,
         pivot_language=args.pivot_language,
+        device=getattr(args, "device", "auto"),
     )
 
 

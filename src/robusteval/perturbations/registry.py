@@ -43,7 +43,7 @@ class MethodOptions:
     rerank_model: str | None = None
     translator: Any = None
     pivot_language: str = "English"
-    device: str = "cpu"
+    device: str = "auto"  # for models the method loads itself (masked LM, re-ranker, translator spec)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
