@@ -204,3 +204,21 @@ def test_robustness_on_generic_labelled_jsonl(tiny_nli_dir: Path, tmp_path: Path
     assert all(r["answer"] in {"positive", "negative"} for r in prompts)
     # The label words are protected and appear nowhere changed.
     assert all("positive" not in r["question"] for r in prompts)
+
+
+def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    template = tiny_nli_dir / "template.json"
+    model = f"hf:{tiny_nli_dir}"
+    result = cli(*attack_args(model, template, tmp_path / "a", "C-homophone")[:-2], "--rates", "0,2",
+                 "--out", str(tmp_path / "a"))
+    assert result.returncode == 2 and "--rates" in result.stderr and "Traceback" not in result.stderr
+    result = cli(*robustness_args(tiny_nli_dir, tmp_path / "b", "Adv=/no/such.jsonl"))
+    assert result.returncode == 2 and "/no/such.jsonl" in result.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "question": "q", "answer": "neutral", "answer_type": "label"}\n{"id": \n', "utf-8")
+    result = cli(*robustness_args(tiny_nli_dir, tmp_path / "c", f"Adv={bad}"))
+    assert result.returncode == 2 and f"{bad}:2" in result.stderr
+    assert not (tmp_path / "c").exists()  # checked before the model loads and the run directory is claimed
+    (tmp_path / "not-a-run").mkdir()
+    result = cli("ors", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "ors"))
+    assert result.returncode == 2 and "summary.json" in result.stderr

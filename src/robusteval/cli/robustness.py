@@ -113,12 +113,18 @@ def template_for(args: argparse.Namespace, examples: Sequence[Example]) -> Class
     return template
 
 
+def load_file_sets(specs: Sequence[SetSpec]) -> dict[str, list[Example]]:
+    """The perturbed sets given as files, read (and checked) before any model loads."""
+    from robusteval.data.loaders import load_dataset
+
+    return {spec.name: load_dataset("examples", spec.path) for spec in specs if spec.path is not None}
+
+
 def perturbed_sets(
     args: argparse.Namespace, store: RunStore, examples: Sequence[Example], specs: Sequence[SetSpec],
-    template: ClassificationTemplate,
+    template: ClassificationTemplate, file_sets: dict[str, list[Example]],
 ) -> dict[str, list[Example]]:
     """Each set's version of every example, in the original order; generated sets are stored as units."""
-    from robusteval.data.loaders import load_dataset
     from robusteval.perturbations import build_perturbation
     from robusteval.perturbations.dataset import perturb_examples
 
@@ -129,8 +135,8 @@ def perturbed_sets(
     out: dict[str, list[Example]] = {}
     options = None
     for spec in specs:
-        if spec.path is not None:
-            by_id = {ex.id: ex for ex in load_dataset("examples", spec.path)}
+        if spec.name in file_sets:
+            by_id = {ex.id: ex for ex in file_sets[spec.name]}
             out[spec.name] = [by_id.get(ex.id, ex) for ex in examples]
             continue
         options = options or method_options(args)
@@ -159,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     examples = load_examples(args)
     specs = parse_sets(args.sets)
     template = template_for(args, examples)
+    file_sets = load_file_sets(specs)
     identity = {
         "command": "robustness",
         "model": args.model,
@@ -173,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             "set_files": {s.name: {"path": s.path, "sha256": file_sha256(s.path)} for s in specs if s.path}}
     with RunStore.open(args.out, identity=identity, info=info) as store:
         classifier = LabelClassifier(backend, template, store, soft=True if args.label_mode == "soft" else None)
-        sets = perturbed_sets(args, store, examples, specs, template)
+        sets = perturbed_sets(args, store, examples, specs, template, file_sets)
         # Classify every distinct text once: unchanged examples in a set reuse the original's answer.
         versions = [("original", ex) for ex in examples] + [(name, ex) for name, exs in sets.items() for ex in exs]
         records = run_units(
