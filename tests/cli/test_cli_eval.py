@@ -9,41 +9,19 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helpers.runs import cli, run_and_kill, summary, units
 from helpers.servers import fake_openai_server, serve_transformers
 from robusteval.cli.main import build_parser, main
-from robusteval.store import DB_NAME, SUMMARY_NAME
+from robusteval.store import DB_NAME
 
 GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
 pytestmark = pytest.mark.skipif(not GSM8K.is_file(), reason=f"{GSM8K} not available")
-
-ENV = {
-    **os.environ,
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "PYTHONUNBUFFERED": "1",
-}
-
-
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "robusteval.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=timeout,
-    )
 
 
 def eval_args(
@@ -53,19 +31,6 @@ def eval_args(
         "eval", "--model", f"hf:{model_dir}", "--dataset", "gsm8k", "--data-file", str(GSM8K),
         "--limit", str(limit), "--max-new-tokens", str(max_new_tokens), "--out", str(out), *extra,
     ]  # fmt: skip
-
-
-def units(out: Path) -> list[tuple[str, str, float]]:
-    """(stage, key, created) of every stored unit, read with a plain read-only SQLite connection."""
-    db = sqlite3.connect(f"file:{out / DB_NAME}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT stage, key, created FROM units ORDER BY rowid").fetchall()
-    finally:
-        db.close()
-
-
-def summary(out: Path) -> dict:
-    return json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -150,35 +115,7 @@ def test_eval_resumes_after_sigkill(
 ) -> None:
     out = tmp_path / "killed"
     args = eval_args(tiny_llama_dir, out, "--batch-size", "1", max_new_tokens=48)
-    with (tmp_path / "stdout").open("w") as so, (tmp_path / "stderr").open("w") as se:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "robusteval.cli.main", *args], stdout=so, stderr=se, env=ENV
-        )
-    try:
-        deadline = time.monotonic() + 90
-        seen: list[tuple[str, str, float]] = []
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / DB_NAME).is_file():
-                try:
-                    seen = units(out)
-                except sqlite3.DatabaseError:  # file or schema not created yet
-                    seen = []
-                if len(seen) >= 3:
-                    break
-            time.sleep(0.005)
-        still_running = proc.poll() is None
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert still_running, (
-        "the run finished before it could be killed: " + (tmp_path / "stderr").read_text()[-2000:]
-    )
-    assert proc.returncode == -signal.SIGKILL
-    assert not (out / SUMMARY_NAME).exists()
-    stored = units(out)
+    stored = run_and_kill(args, out, stage="answer_first", at_least=3, logs=tmp_path, deadline_s=90)
     assert 3 <= len(stored) < 20, len(stored)
     created = {key: at for _, key, at in stored}
 
