@@ -126,6 +126,8 @@ def test_prompts_reach_the_model_one_call_per_direction(translator: Any) -> None
     assert results[0].edits[0].replacement == "Tom has 3 apples." and len(results[0].edits) == 1
     assert results[1].edits == () and not results[1].changed
     assert method.rejections == {"protected": 1}
+    assert results[1].note == "back-translation rejected: protected" and results[0].note is None
+    assert results[1].to_dict()["note"] == results[1].note  # written into perturbed datasets
 
 
 def test_chinese_round_trip_pivots_through_english(translator: Any) -> None:

@@ -10,8 +10,8 @@ The back-translation is rejected, and the text returned unchanged with no edits,
 empty or runs into the token limit (truncated or rambling), when the result is identical, or when
 protected text did not survive: every number (compared after
 NFKC, without thousands separators or trailing punctuation), placeholder and protected word of the original
-must be in the result, and the result may not bring numbers of its own. The reasons are counted in
-:attr:`BackTranslation.rejections` (``Perturbed`` has no field for them). A change is one edit over the whole
+must be in the result, and the result may not bring numbers of its own. The reason is the
+``Perturbed.note`` of that text and is also counted in :attr:`BackTranslation.rejections`. A change is one edit over the whole
 text.
 
 Pivot: ``pivot_language`` (a name such as "German", or a code such as "de"); when it names the text's own
@@ -266,7 +266,7 @@ class BackTranslation:
                 log.debug("%s rejected %r -> %r: %s", METHOD, text, result, lost)
         if reason is not None:
             self.rejections[reason] += 1
-            return Perturbed(text, text, (), METHOD)
+            return Perturbed(text, text, (), METHOD, note=f"back-translation rejected: {reason}")
         return Perturbed(text, result, (Edit(0, len(text), text, result),), METHOD)
 
 

@@ -63,13 +63,18 @@ class Perturbed:
     text: str
     edits: tuple[Edit, ...]
     method: str
+    #: Why a method left the text unchanged when it could not help it (e.g. a rejected back-translation).
+    note: str | None = None
 
     @property
     def changed(self) -> bool:
         return self.text != self.original
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "edits": [edit.to_dict() for edit in self.edits]}
+        out: dict[str, Any] = {"method": self.method, "edits": [edit.to_dict() for edit in self.edits]}
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 def apply_edits(text: str, edits: Iterable[Edit]) -> str:

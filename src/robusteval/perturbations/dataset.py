@@ -43,8 +43,7 @@ class PerturbedExample:
             "rate": budget.rate if budget else None,
             "changed": self.changed,
             "fields": {
-                name: {"original": result.original, "edits": [edit.to_dict() for edit in result.edits]}
-                for name, result in self.results.items()
+                name: {"original": result.original, **result.to_dict()} for name, result in self.results.items()
             },
         }
         return record
