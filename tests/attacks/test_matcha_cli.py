@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
+from helpers.shared import SHARED_DATA
 from robusteval.cli.main import main
 from robusteval.store import DB_NAME, SUMMARY_NAME, RunStore
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
-GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
+GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
 PLAIN_WORD = re.compile(r" ?[A-Za-z]{2,14}")
 ENV = {
     **os.environ,

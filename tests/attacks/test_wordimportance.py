@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.shared import SHARED_DATA
 from robusteval.attacks.wordimportance import WordImportanceConfig, attack_example, attack_summary
 from robusteval.data.example import Example
 from robusteval.data.loaders import load_dataset
@@ -23,7 +24,7 @@ from robusteval.perturbations import Protection, apply_edits, build_perturbation
 from robusteval.perturbations.base import Edit
 from robusteval.store import RunStore
 
-OCNLI = Path("/work/shared/data/ocnli/dev.json")
+OCNLI = SHARED_DATA / "ocnli" / "dev.json"
 pytest.importorskip("pypinyin")
 
 

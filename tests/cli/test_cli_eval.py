@@ -17,10 +17,11 @@ import pytest
 
 from helpers.runs import cli, run_and_kill, summary, units
 from helpers.servers import fake_openai_server, serve_transformers
+from helpers.shared import SHARED_DATA
 from robusteval.cli.main import build_parser, main
 from robusteval.store import DB_NAME
 
-GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
+GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
 pytestmark = pytest.mark.skipif(not GSM8K.is_file(), reason=f"{GSM8K} not available")
 
 

@@ -10,13 +10,14 @@ import pytest
 
 from helpers.runs import cli, records, run_and_kill, summary, units
 from helpers.servers import serve_transformers
+from helpers.shared import SHARED_DATA
 from robusteval.cli.main import main
 from robusteval.data.loaders import load_dataset
 from robusteval.metrics.robustness import rb_index
 from robusteval.perturbations import apply_edits
 from robusteval.perturbations.base import Edit
 
-OCNLI = Path("/work/shared/data/ocnli/dev.json")
+OCNLI = SHARED_DATA / "ocnli" / "dev.json"
 pytestmark = pytest.mark.skipif(not OCNLI.is_file(), reason=f"{OCNLI} not available")
 pytest.importorskip("pypinyin")
 

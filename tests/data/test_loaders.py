@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import tempfile
 import types
@@ -17,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.shared import SHARED_DATA
 from robusteval.data import loaders
 from robusteval.data.example import Example
 from robusteval.data.loaders import (
@@ -28,7 +28,7 @@ from robusteval.data.loaders import (
 )
 from robusteval.errors import DataError, UserError
 
-SHARED = Path(os.environ.get(DATA_DIR_ENV) or "/work/shared/data")
+SHARED = SHARED_DATA
 GSM8K = SHARED / "gsm8k" / "test.jsonl"
 SINGLEEQ = SHARED / "singleeq" / "questions.json"
 STRATEGYQA = SHARED / "strategyqa" / "task.json"

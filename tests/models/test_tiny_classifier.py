@@ -15,13 +15,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers.shared import SHARED_DATA
 from robusteval.evals.classification import ClassificationTemplate, LabelClassifier
 from robusteval.models import load_backend
 from robusteval.models.tiny import NLI_LABELS, build_nli_tokenizer, build_tiny_nli_classifier, tiny_nli_pairs
 
-OCNLI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ocnli" / "dev.json"
-if not OCNLI.is_file():  # the repository may be checked out elsewhere; /work/shared is the canonical copy
-    OCNLI = Path("/work/shared/data/ocnli/dev.json")
+OCNLI = SHARED_DATA / "ocnli" / "dev.json"
 HELD_OUT_SEED = 4242  # training uses seed 0; these pairs are new draws
 
 

@@ -9,10 +9,10 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from helpers.shared import SHARED_DATA
 from robusteval.perturbations import (
     ChangeBudget,
     Edit,
@@ -24,7 +24,7 @@ from robusteval.perturbations import (
     build_perturbation,
 )
 
-GSM8K = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "gsm8k" / "test.jsonl"
+GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog while the farmer watches from his porch.",

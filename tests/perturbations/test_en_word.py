@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from helpers.shared import SHARED_DATA
 from robusteval.errors import UserError
 from robusteval.perturbations import (
     ChangeBudget,
@@ -26,7 +27,7 @@ from robusteval.perturbations import (
 )
 from robusteval.perturbations.en_resources import QUANTITY_WORDS, STOP_WORDS
 
-GSM8K = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "gsm8k" / "test.jsonl"
+GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
 
 SENTENCES = [
     "She bought fresh apples at the market and quickly drove her car home before the storm started.",

