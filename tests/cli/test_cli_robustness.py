@@ -223,3 +223,16 @@ def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, tmp_path: Path) -> Non
     (tmp_path / "not-a-run").mkdir()
     result = cli("ors", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "ors"))
     assert result.returncode == 2 and "summary.json" in result.stderr
+
+
+def test_perturb_backtranslation_through_the_cli(tiny_llama_dir: Path, tmp_path: Path) -> None:
+    """Regression: `perturb` had no backend options, so --translator crashed building the backend.
+    The untrained tiny model never ends its line, so every back-translation is rejected, with the reason."""
+    out = tmp_path / "bt.jsonl"
+    assert main(["perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "2", "--method",
+                 "S-backtranslation", "--translator", f"hf:{tiny_llama_dir}", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert len(lines) == 2
+    for line in lines:
+        assert line["perturbation"]["fields"]["text"]["note"] == "back-translation rejected: truncated"
+        assert line["question"] == line["perturbation"]["fields"]["text"]["original"]

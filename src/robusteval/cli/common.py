@@ -18,6 +18,11 @@ def add_model_options(parser: argparse.ArgumentParser, *, required: bool = True)
         required_option(parser, "--model", metavar="SPEC", help=help_text)
     else:
         parser.add_argument("--model", metavar="SPEC", help=help_text)
+    add_backend_options(parser)
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """How models are run (dtype, device, batching, API settings), for every model a command loads."""
     group = parser.add_argument_group("model backend")
     group.add_argument("--dtype", default="auto", help="hf: auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16")
     group.add_argument("--device", default="auto", help="hf: auto, cpu, cuda, cuda:1, …")

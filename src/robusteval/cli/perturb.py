@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from robusteval.cli.common import add_dataset_options, build_backend, load_examples
+from robusteval.cli.common import add_backend_options, add_dataset_options, build_backend, load_examples
 from robusteval.cli.main import add_command, required_option
 from robusteval.data.example import Example
 from robusteval.errors import UserError
@@ -42,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_dataset_options(parser, PERTURB_DATASETS)
     required_option(parser, "--method", metavar="METHOD", help=METHOD_HELP)
     add_perturbation_options(parser)
+    add_backend_options(parser)  # for the models a method loads (translator, re-ranker)
     required_option(parser, "--out", metavar="FILE.jsonl", help="where to write the perturbed copy")
     parser.set_defaults(func=run)
 
