@@ -196,6 +196,18 @@ def test_identical_round_trip_is_unchanged(translator: Any) -> None:
     assert not result.changed and result.edits == () and method.rejections == {"identical": 1}
 
 
+def test_answer_in_the_pivot_language_is_rejected(translator: Any) -> None:
+    """Regression: Gemma 270M answered the back step in English, and Chinese texts came back in English."""
+
+    def stays_in_pivot(call: int, request: GenerationRequest, generation: Generation) -> Generation:
+        return generation if call == 1 else Generation(" Tom has 3 pears and a cat.", "stop")
+
+    method = _method("zh", Recording(translator, rewrite=stays_in_pivot))
+    result = method.perturb("汤姆有3个梨。", rng=random.Random(0), protect=Protection())
+    assert not result.changed and method.rejections == {"wrong-language": 1}
+    assert result.note == "back-translation rejected: wrong-language"
+
+
 def test_truncated_answers_are_rejected(tiny_backend: Any) -> None:
     # The untrained tiny Llama never ends a line: every answer runs into the token limit.
     recorder = Recording(tiny_backend)

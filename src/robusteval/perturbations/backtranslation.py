@@ -7,7 +7,7 @@ stay as they were. :meth:`BackTranslation.perturb_batch` sends every line of eve
 call per direction.
 
 The back-translation is rejected, and the text returned unchanged with no edits, when a line comes back
-empty or runs into the token limit (truncated or rambling), when the result is identical, or when
+empty or runs into the token limit (truncated or rambling), when the result is identical or not in the text's language, or when
 protected text did not survive: every number (compared after
 NFKC, without thousands separators or trailing punctuation), placeholder and protected word of the original
 must be in the result, and the result may not bring numbers of its own. The reason is the
@@ -42,6 +42,7 @@ from robusteval.perturbations.base import (
     Perturbed,
     Protection,
     Span,
+    detect_language,
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 
@@ -259,6 +260,8 @@ class BackTranslation:
         result, reason = self._cache[text]
         if reason is None and result == text:
             reason = "identical"
+        if reason is None and detect_language(result) != detect_language(text):
+            reason = "wrong-language"  # the translator answered in the pivot (or another) language
         if reason is None:
             lost = lost_protection(text, result, protect)
             if lost:
