@@ -4,6 +4,7 @@ files, summaries consistent with the stored answers, resume after SIGKILL, the A
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,27 @@ def test_perturb_backtranslation_through_the_cli(tiny_llama_dir: Path, tmp_path:
     for line in lines:
         assert line["perturbation"]["fields"]["text"]["note"] == "back-translation rejected: truncated"
         assert line["question"] == line["perturbation"]["fields"]["text"]["original"]
+
+
+def test_perturb_resumes_after_sigkill(tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow method (back-translation through a model) commits each batch; a killed run keeps them."""
+    out = tmp_path / "bt.jsonl"
+    args = ["perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "96", "--method",
+            "S-backtranslation", "--translator", f"hf:{tiny_llama_dir}", "--out", str(out)]
+    work = Path(f"{out}.parts")
+    stored = run_and_kill(args, work, stage="perturbed_example", at_least=32, logs=tmp_path, deadline_s=150)
+    assert not out.exists()  # nothing half-written
+    created = {key: at for _, key, at in stored}
+    assert 32 <= len(created) < 96
+    # Resume in-process and look at the work directory just before it is removed: nothing stored was redone.
+    seen: dict[str, float] = {}
+    real_rmtree = shutil.rmtree
+
+    def capture_then_remove(path: Path) -> None:
+        seen.update({key: at for _, key, at in units(Path(path))})
+        real_rmtree(path)
+
+    monkeypatch.setattr(shutil, "rmtree", capture_then_remove)
+    assert main(args) == 0
+    assert len(seen) == 96 and {k: at for k, at in seen.items() if k in created} == created
+    assert not work.exists() and len(out.read_text("utf-8").splitlines()) == 96

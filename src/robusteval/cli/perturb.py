@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from robusteval.cli.common import add_backend_options, add_dataset_options, build_backend, load_examples
@@ -150,24 +151,32 @@ def perturbation_identity(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from robusteval.perturbations.dataset import perturb_examples, write_jsonl_atomic
+    """Perturb into a work directory beside --out (one unit per example, so a killed run resumes), then write
+    --out atomically and remove the work directory."""
+    import shutil
+
+    from robusteval.cli.common import data_identity
+    from robusteval.perturbations.dataset import perturb_examples_stored, write_jsonl_atomic
+    from robusteval.store import RunStore
 
     examples = load_examples(args)
     language = resolve_language(args, examples)
     if args.translator is None and args.method.startswith("S-"):
         raise UserError(f"{args.method} needs --translator SPEC (the model that translates)")
+    work_dir = Path(f"{args.out}.parts")
+    identity = {"command": "perturb", **data_identity(args), "method": args.method, "language": language,
+                **perturbation_identity(args)}
+    RunStore.check_resumable(work_dir, identity)
     perturbation = build_perturbation(args.method, language, method_options(args))
     budget = budget_from(args, perturbation)
-    results = perturb_examples(
-        examples,
-        perturbation,
-        fields=perturbation_fields(args, examples),
-        seed=args.seed,
-        budget=budget,
-        protect=protection_from(args, examples),
-    )
-    write_jsonl_atomic(args.out, [r.to_record(seed=args.seed, budget=budget) for r in results])
-    n_changed = sum(r.changed for r in results)
-    n_edits = sum(len(p.edits) for r in results for p in r.results.values())
-    print(f"{args.method} ({language}): {n_changed}/{len(results)} examples changed, {n_edits} edits -> {args.out}")
+    with RunStore.open(work_dir, identity=identity, info={"limit": args.limit}) as store:
+        records = perturb_examples_stored(
+            store, examples, perturbation, fields=perturbation_fields(args, examples), seed=args.seed,
+            budget=budget, protect=protection_from(args, examples),
+        )
+    write_jsonl_atomic(args.out, records)
+    shutil.rmtree(work_dir)
+    n_changed = sum(1 for r in records if r["perturbation"]["changed"])
+    n_edits = sum(len(f["edits"]) for r in records for f in r["perturbation"]["fields"].values())
+    print(f"{args.method} ({language}): {n_changed}/{len(records)} examples changed, {n_edits} edits -> {args.out}")
     return 0

@@ -37,10 +37,9 @@ from robusteval.evals.classification import (
 from robusteval.metrics.robustness import robustness_summary
 from robusteval.report.tables import print_summary_table
 from robusteval.runner import run_units
-from robusteval.store import RunStore, file_sha256, unit_key
+from robusteval.store import RunStore, file_sha256
 
 DATASETS = ["ocnli", "jsonl", "csv", "examples", "hf"]
-PERTURB_STAGE = "perturbed_example"
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ def perturbed_sets(
 ) -> dict[str, list[Example]]:
     """Each set's version of every example, in the original order; generated sets are stored as units."""
     from robusteval.perturbations import build_perturbation
-    from robusteval.perturbations.dataset import perturb_examples
+    from robusteval.perturbations.dataset import example_from_record, perturb_examples_stored
 
     language = resolve_language(args, examples)
     fields = perturbation_fields(args, examples)
@@ -140,24 +139,10 @@ def perturbed_sets(
             out[spec.name] = [by_id.get(ex.id, ex) for ex in examples]
             continue
         options = options or method_options(args)
-        method = spec.method or spec.name
-        perturbation = build_perturbation(method, language, options)
-        budget = budget_from(args, perturbation)
-
-        def compute(batch: list[Example], perturbation: Any = perturbation, budget: Any = budget) -> list[dict[str, Any]]:
-            results = perturb_examples(batch, perturbation, fields=fields, seed=args.seed, budget=budget,
-                                       protect=protect)
-            return [r.to_record(seed=args.seed, budget=budget) for r in results]
-
-        records = run_units(
-            store, PERTURB_STAGE, examples,
-            key_of=lambda ex, method=method: unit_key(method, language, ex.to_dict()),
-            compute=compute, id_of=lambda ex: ex.id, batch_size=256, description=f"perturb {method}",
-        )
-        out[spec.name] = [
-            Example(r["id"], r["question"], r["answer"], r["answer_type"], {**r["meta"], "perturbation": r["perturbation"]})
-            for r in records
-        ]
+        perturbation = build_perturbation(spec.method or spec.name, language, options)
+        records = perturb_examples_stored(store, examples, perturbation, fields=fields, seed=args.seed,
+                                          budget=budget_from(args, perturbation), protect=protect)
+        out[spec.name] = [example_from_record(r) for r in records]
     return out
 
 

@@ -23,6 +23,7 @@ from robusteval.perturbations.base import (
     Perturbed,
     Protection,
 )
+from robusteval.store import RunStore
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,42 @@ def write_jsonl_atomic(path: str | os.PathLike[str], records: Sequence[dict[str,
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     os.replace(tmp, target)
+
+
+PERTURB_STAGE = "perturbed_example"
+
+
+def perturb_examples_stored(
+    store: RunStore,
+    examples: Sequence[Example],
+    perturbation: Perturbation,
+    *,
+    fields: Sequence[str],
+    seed: int = 0,
+    budget: ChangeBudget | None = None,
+    protect: Protection = DEFAULT_PROTECTION,
+) -> list[dict[str, Any]]:
+    """:func:`perturb_examples` with every perturbed example committed as a unit of ``store`` (resumable).
+
+    The store's identity must fix the settings (seed, budget, fields, protection); the key is the method, the
+    language and the example. Sentence-level methods commit in smaller batches: each batch is a model call.
+    """
+    from robusteval.runner import run_units
+    from robusteval.store import unit_key
+
+    def compute(batch: list[Example]) -> list[dict[str, Any]]:
+        results = perturb_examples(batch, perturbation, fields=fields, seed=seed, budget=budget, protect=protect)
+        return [r.to_record(seed=seed, budget=budget) for r in results]
+
+    return run_units(
+        store, PERTURB_STAGE, examples,
+        key_of=lambda ex: unit_key(perturbation.name, perturbation.language, ex.to_dict()),
+        compute=compute, id_of=lambda ex: ex.id, batch_size=32 if perturbation.level == "sentence" else 256,
+        description=f"perturb {perturbation.name}",
+    )
+
+
+def example_from_record(record: dict[str, Any]) -> Example:
+    """A perturbed example back from its stored record (the perturbation record goes into ``meta``)."""
+    meta = {**record["meta"], "perturbation": record["perturbation"]}
+    return Example(record["id"], record["question"], record["answer"], record["answer_type"], meta)
