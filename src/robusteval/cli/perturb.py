@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write a perturbed copy of a dataset (char/word/sentence-level noise)",
         description="Perturb the text fields of every example with one method and write robusteval's example "
         "format (JSON Lines: original ids and labels, the new text, and every edit with offsets). Read it back "
-        "with --dataset examples, or give it to `robusteval robustness --sets NAME=FILE`. Digits, placeholders "
+        "with --dataset examples, or give it to `robusteval robustness --sets NAME=FILE`. Resumable: progress is kept in FILE.jsonl.parts/ until the file is written. Digits, placeholders "
         "and label words are never changed. Methods: " + METHOD_HELP + ".",
         example="robusteval perturb --dataset ocnli --data-file ../shared/data/ocnli/dev.json \\\n"
         "    --method C-homophone --seed 1 --out ocnli-homophone.jsonl",
