@@ -262,8 +262,10 @@ class HFBackend:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids = torch.tensor([prompt_ids + encoded[i] + [pad] * (width - len(encoded[i])) for i in scored],
                            device=self.device)
-        logits = self.forward(prefix_ids, self.embed(ids))
-        logp = torch.log_softmax(logits[:, start : start + width].float(), dim=-1)
+        # Only the positions that predict continuation tokens go through the LM head (the last width + 1
+        # positions; the final one predicts past the end): with a large vocabulary the head dominates the cost.
+        logits = self.forward(prefix_ids, self.embed(ids), logits_to_keep=width + 1)
+        logp = torch.log_softmax(logits[:, :width].float(), dim=-1)
         for row, i in enumerate(scored):
             cont = torch.tensor(encoded[i], device=self.device)
             scores[i] = float(logp[row, : len(encoded[i])].gather(1, cont[:, None]).sum())
