@@ -137,7 +137,7 @@ class _Oracle:
         self.true_label = true_label
         self.base = dict(base)  # the example's other fields (hypothesis, …)
         self.queries = 0
-        self._memo: dict[str, Judgement] = {}
+        self._memo: dict[tuple[tuple[str, str], ...], Judgement] = {}
 
     def cost(self) -> int:
         return 1 + (self.config.n_samples if self.config.confidence == "sample" else 0)
@@ -147,26 +147,18 @@ class _Oracle:
 
     def judge(self, texts: Sequence[Mapping[str, str]]) -> list[Judgement | None]:
         """Judgements in order; None for texts the budget no longer covers (the rest are cut off)."""
-        out: list[Judgement | None] = []
-        fresh: list[tuple[int, dict[str, str], str]] = []
-        for i, changed in enumerate(texts):
-            fields = {**self.base, **changed}
-            key = "\x1e".join(f"{k}\x1f{v}" for k, v in sorted(fields.items()))
-            out.append(self._memo.get(key))
-            if out[-1] is None and all(key != k for _, _, k in fresh):
-                fresh.append((i, fields, key))
-        # Reserve each text's full cost (greedy + samples) up front, so a batch can never overdraw the budget.
-        affordable = []
-        reserved = self.queries
-        for item in fresh:
-            if reserved + self.cost() > self.config.budget:
-                break
-            reserved += self.cost()
-            affordable.append(item)
+        asked = [{**self.base, **changed} for changed in texts]
+        keys = [tuple(sorted(fields.items())) for fields in asked]
+        fresh: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}  # first-seen order; repeats are free
+        for key, fields in zip(keys, asked, strict=True):
+            if key not in self._memo:
+                fresh.setdefault(key, fields)
+        # Each text's full cost (greedy + samples) is reserved up front, so a batch never overdraws the budget.
+        affordable = list(fresh.items())[: max(0, self.remaining()) // self.cost()]
         self.queries += len(affordable)
-        records = self.classifier.classify([fields for _, fields, _ in affordable])
+        records = self.classifier.classify([fields for _, fields in affordable])
         need_samples = []
-        for (_, fields, key), record in zip(affordable, records, strict=True):
+        for (key, fields), record in zip(affordable, records, strict=True):
             label = record.get("label")
             if self.config.confidence == "logprob":
                 confidence = float((record.get("probs") or {}).get(self.true_label, 0.0))
@@ -174,23 +166,19 @@ class _Oracle:
                 # A flipped greedy label ends the attack; sampling it would only spend queries.
                 confidence = 1.0 if label == self.true_label else 0.0
             else:
-                need_samples.append((fields, key))
+                need_samples.append((key, fields))
                 confidence = math.nan
             self._memo[key] = Judgement(label, confidence)
         if need_samples:
             self.queries += self.config.n_samples * len(need_samples)
             sampled = self.classifier.sample_labels(
-                [f for f, _ in need_samples], n=self.config.n_samples, temperature=self.config.temperature,
-                seed=self.config.seed,
+                [fields for _, fields in need_samples], n=self.config.n_samples,
+                temperature=self.config.temperature, seed=self.config.seed,
             )
-            for (_, key), labels in zip(need_samples, sampled, strict=True):
+            for (key, _), labels in zip(need_samples, sampled, strict=True):
                 share = sum(1 for label in labels if label == self.true_label) / len(labels)
                 self._memo[key] = Judgement(self._memo[key].label, share)
-        for i, changed in enumerate(texts):
-            if out[i] is None:
-                key = "\x1e".join(f"{k}\x1f{v}" for k, v in sorted({**self.base, **changed}.items()))
-                out[i] = self._memo.get(key)
-        return out
+        return [self._memo.get(key) for key in keys]
 
 
 def attack_example(
