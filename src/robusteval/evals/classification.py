@@ -130,10 +130,6 @@ class ClassificationTemplate:
 
 
 def _check_template(text: str, path: str, key: str) -> None:
-    try:
-        string.Template(text).get_identifiers()
-    except ValueError as exc:
-        raise DataError(path, f"invalid $placeholder: {exc}", field=key) from exc
     if not string.Template(text).is_valid():
         raise DataError(path, "invalid $placeholder (use $name or ${name}; $$ for a dollar sign)", field=key)
 
@@ -222,24 +218,27 @@ class LabelClassifier:
         label frequencies is not blurred by independent sampling noise.
         """
         seeds = [seed * 1_000_003 + i for i in range(n)]
-        out: list[list[str | None]] = []
-        for fields in items:
-            prompt = self.template.filled_prompt(fields)
-            key = unit_key("classify_sample", self.backend.name, self.template.source_sha, prompt, temperature, seeds)
-            record = self.store.get("classify_sample", key) if self.store is not None else None
-            if record is None:
-                requests = [
-                    GenerationRequest(prompt, _MAX_NEW_TOKENS, temperature=temperature, stop=_STOP, seed=s,
-                                      prefix=self._prefix)
-                    for s in seeds
-                ]
-                texts = [g.text for g in self.backend.generate(requests)]
-                self.queries += n
-                record = {"labels": [self.template.parse(t) for t in texts], "generations": texts}
+        prompts = [self.template.filled_prompt(fields) for fields in items]
+        keys = [unit_key("classify_sample", self.backend.name, self.template.source_sha, p, temperature, seeds)
+                for p in prompts]
+        stored = {key: self.store.get("classify_sample", key) for key in keys} if self.store is not None else {}
+        missing = list(dict.fromkeys(k for k in keys if stored.get(k) is None))
+        if missing:  # every sample of every missing item in one generate call
+            prompt_of = dict(zip(keys, prompts, strict=True))
+            requests = [
+                GenerationRequest(prompt_of[key], _MAX_NEW_TOKENS, temperature=temperature, stop=_STOP, seed=s,
+                                  prefix=self._prefix)
+                for key in missing
+                for s in seeds
+            ]
+            texts = [g.text for g in self.backend.generate(requests)]
+            self.queries += len(requests)
+            for j, key in enumerate(missing):
+                chunk = texts[j * n : (j + 1) * n]
+                stored[key] = {"labels": [self.template.parse(t) for t in chunk], "generations": chunk}
                 if self.store is not None:
-                    self.store.put("classify_sample", key, record)
-            out.append(list(record["labels"]))
-        return out
+                    self.store.put("classify_sample", key, stored[key])
+        return [list(stored[key]["labels"]) for key in keys]
 
     def query(self, items: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
         """Ask the model about every item (no cache lookup); each item counts as one query."""
