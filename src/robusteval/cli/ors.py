@@ -11,7 +11,7 @@ from robusteval.cli.main import add_command, required_option
 from robusteval.errors import DataError, UserError
 from robusteval.metrics.ors import BETA_CAP, ETA_DEFAULT, Q_DEFAULT, RECONSTRUCTION_NOTE, ors_scores
 from robusteval.report.tables import print_summary_table
-from robusteval.store import SUMMARY_NAME
+from robusteval.store import SUMMARY_NAME, write_text_atomic
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,9 +75,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     payload = {"rates": rate_keys, "success_percent": table, "q": args.q, "eta": args.eta, "beta_cap": args.beta_cap,
                "runs": sources, **result.to_dict()}
-    tmp = out / ".ors.json.tmp"
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    tmp.replace(out / "ors.json")
+    write_text_atomic(out / "ors.json", json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     methods = sorted({m for attacks in table.values() for m in attacks})
     rows = [{"model": model, **{m: result.scores[model].get(m) for m in methods}, "ORS": result.ors[model]}
             for model in table]

@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
     import shutil
 
     from robusteval.cli.common import data_identity
-    from robusteval.perturbations.dataset import perturb_examples_stored, write_jsonl_atomic
-    from robusteval.store import RunStore
+    from robusteval.perturbations.dataset import perturb_examples_stored
+    from robusteval.store import RunStore, write_jsonl_atomic
 
     examples = load_examples(args)
     language = resolve_language(args, examples)

@@ -15,6 +15,7 @@ from typing import Any
 from robusteval.cli.main import add_command, required_option
 from robusteval.errors import UserError
 from robusteval.report.tables import print_summary_table
+from robusteval.store import write_jsonl_atomic
 
 _SCORE_COLUMNS = ["strict", "loose", "instance_accuracy", "n_problems", "n_instances", "n_samples"]
 
@@ -252,11 +253,7 @@ def run_instantiate(args: argparse.Namespace) -> int:
 
 def _write_instances(path: Path, rows: list[dict[str, Any]], *, ascii_only: bool) -> None:
     # Compat output uses json.dumps defaults, like the original generator, so files match byte for byte.
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=ascii_only) + "\n")
-    tmp.replace(path)
+    write_jsonl_atomic(path, rows, ensure_ascii=ascii_only)
 
 
 def run_validate(args: argparse.Namespace) -> int:

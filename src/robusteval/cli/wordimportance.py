@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
 def write_adversarial_set(path: str, examples: list[Any], records: list[dict[str, Any]], method: str) -> None:
     """Successful adversarial examples in robusteval's example format (the "Adv" set for `robustness`)."""
     from robusteval.evals.classification import with_fields
-    from robusteval.perturbations.dataset import write_jsonl_atomic
+    from robusteval.store import write_jsonl_atomic
 
     out = []
     for example, record in zip(examples, records, strict=True):

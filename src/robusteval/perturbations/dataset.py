@@ -6,12 +6,9 @@ batching, and the same command always writes the same file.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from robusteval.data.example import Example
@@ -91,15 +88,6 @@ def perturb_examples(
     return out
 
 
-def write_jsonl_atomic(path: str | os.PathLike[str], records: Sequence[dict[str, Any]]) -> None:
-    """Write JSON Lines through a temporary file and a rename, so a killed run never leaves half a file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, target)
 
 
 PERTURB_STAGE = "perturbed_example"

@@ -19,6 +19,7 @@ from typing import Any
 
 from robusteval import __version__
 from robusteval.errors import UserError
+from robusteval.store.files import write_text_atomic
 
 DB_NAME = "results.sqlite"
 SUMMARY_NAME = "summary.json"
@@ -205,8 +206,6 @@ class RunStore:
     def write_summary(self, summary: dict[str, Any]) -> Path:
         """Write summary.json atomically (temp file + rename) and keep a copy in the database."""
         self.set_meta("summary", summary)
-        target = self.run_dir / SUMMARY_NAME
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
-        return target
+        return write_text_atomic(
+            self.run_dir / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n"
+        )

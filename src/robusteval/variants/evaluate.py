@@ -14,7 +14,7 @@ from robusteval.errors import DataError, UserError
 from robusteval.metrics.variants import variant_scores
 from robusteval.models import Backend, GenerationRequest
 from robusteval.runner import run_units
-from robusteval.store import RunStore, unit_key
+from robusteval.store import RunStore, unit_key, write_jsonl_atomic
 
 STAGE = "variants_generation"
 # The usual math-eval instruction (Qwen2.5-Math, VAR-MATH): reason, then box the final answer.
@@ -235,9 +235,5 @@ def predictions_from_records(records: Sequence[dict[str, Any]]) -> dict[str, lis
 
 
 def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Write atomically (temp file + rename) so a kill never leaves half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    """Write atomically so a kill never leaves half a file."""
+    write_jsonl_atomic(path, rows)
