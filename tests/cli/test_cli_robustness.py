@@ -14,9 +14,13 @@ from helpers.servers import serve_transformers
 from helpers.shared import SHARED_DATA
 from robusteval.cli.main import main
 from robusteval.data.loaders import load_dataset
+from robusteval.evals.classification import ClassificationTemplate, LabelClassifier, example_fields
 from robusteval.metrics.robustness import rb_index
+from robusteval.models import load_backend
 from robusteval.perturbations import apply_edits
 from robusteval.perturbations.base import Edit
+from robusteval.perturbations.dataset import example_from_record
+from robusteval.store import RunStore
 
 OCNLI = SHARED_DATA / "ocnli" / "dev.json"
 pytestmark = pytest.mark.skipif(not OCNLI.is_file(), reason=f"{OCNLI} not available")
@@ -78,8 +82,28 @@ def test_robustness_summary_matches_stored_answers(tiny_nli_dir: Path, tmp_path:
     assert set(result["acc"]) == {"C-homophone", "C-traditional", "W-synonym"}
     assert result["n"] == 24
     assert result["n_unparsed"]["original"] <= 2
-    expected = [result["acc"][name] for name in ("C-homophone", "C-traditional", "W-synonym")]
-    assert result["rb_index"] == pytest.approx(rb_index(result["acc_original"], expected))
+    # Recompute every accuracy from the stored perturbed texts and the stored answers: asking the classifier
+    # again over the same store must cost no query, and the accuracies must equal the summary's.
+    originals = load_dataset("ocnli", OCNLI, limit=24)
+    by_method: dict[str, dict[str, dict]] = {}
+    for record in records(out, "perturbed_example"):
+        by_method.setdefault(record["perturbation"]["method"], {})[record["id"]] = record
+    classifier = LabelClassifier(load_backend(f"hf:{tiny_nli_dir}"),
+                                 ClassificationTemplate.load(str(tiny_nli_dir / "template.json")),
+                                 RunStore.open_existing(out))
+
+    def accuracy(examples: list) -> float:
+        answers = classifier.classify([example_fields(ex) for ex in examples])
+        return sum(a["label"] == ex.answer for a, ex in zip(answers, examples, strict=True)) / len(examples)
+
+    assert accuracy(originals) == pytest.approx(result["acc_original"])
+    expected = []
+    for name in ("C-homophone", "C-traditional", "W-synonym"):
+        perturbed = [example_from_record(by_method[name][ex.id]) for ex in originals]
+        expected.append(accuracy(perturbed))
+        assert expected[-1] == pytest.approx(result["acc"][name])
+    assert classifier.queries == 0
+    assert result["rb_index"] == pytest.approx(rb_index(accuracy(originals), expected))
     lo, hi = result["rb_index_ci95"]
     assert lo <= result["rb_index"] <= hi
     assert all(result["sets"][name]["n_changed"] >= 20 for name in result["acc"])
