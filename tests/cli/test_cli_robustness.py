@@ -245,6 +245,11 @@ def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, tmp_path: Path) -> Non
     result = cli(*robustness_args(tiny_nli_dir, tmp_path / "c", f"Adv={bad}"))
     assert result.returncode == 2 and f"{bad}:2" in result.stderr
     assert not (tmp_path / "c").exists()  # checked before the model loads and the run directory is claimed
+    for args in (robustness_args(tiny_nli_dir, tmp_path / "d", "C-nope"),
+                 attack_args(model, template, tmp_path / "d", "W-nope")):
+        result = cli(*args)
+        assert result.returncode == 2 and "unknown perturbation method" in result.stderr
+        assert not (tmp_path / "d").exists()  # refused before the model loads and --out is claimed
     (tmp_path / "not-a-run").mkdir()
     result = cli("ors", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "ors"))
     assert result.returncode == 2 and "summary.json" in result.stderr

@@ -35,6 +35,7 @@ from robusteval.evals.classification import (
     predicted_label,
 )
 from robusteval.metrics.robustness import robustness_summary
+from robusteval.perturbations.registry import method_info
 from robusteval.report.tables import print_summary_table
 from robusteval.runner import run_units
 from robusteval.store import RunStore, file_sha256
@@ -151,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
     specs = parse_sets(args.sets)
     template = template_for(args, examples)
     file_sets = load_file_sets(specs)
+    language = resolve_language(args, examples)
+    for spec in specs:  # unknown method names fail here, before a model loads or --out is claimed
+        if spec.method is not None:
+            method_info(spec.method, language)
     identity = {
         "command": "robustness",
         "model": args.model,

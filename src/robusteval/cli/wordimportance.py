@@ -25,6 +25,7 @@ from robusteval.cli.robustness import template_for
 from robusteval.errors import UserError
 from robusteval.models.registry import parse_spec
 from robusteval.perturbations import MethodOptions, Perturbation, build_perturbation
+from robusteval.perturbations.registry import method_info
 from robusteval.report.tables import print_summary_table
 from robusteval.runner import run_units
 from robusteval.store import RunStore, unit_key
@@ -126,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
     rates = parse_rates(args.rates)
     template = template_for(args, examples)
     language = resolve_language(args, examples)
+    combined = NINE_METHODS if language == "zh" else ENGLISH_METHODS
+    for name in combined if args.method == "combined" else [args.method]:
+        method_info(name, language)  # an unknown --method fails before a model loads or --out is claimed
     identity = {
         "command": "attack wordimportance",
         "model": args.model,

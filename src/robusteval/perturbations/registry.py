@@ -88,11 +88,19 @@ def available_methods(language: Language | None = None) -> list[MethodInfo]:
     )
 
 
-def build_perturbation(name: str, language: Language, options: MethodOptions | None = None) -> Perturbation:
-    """The method ``name`` for ``language``; an unknown name lists the methods that exist."""
+def method_info(name: str, language: Language) -> MethodInfo:
+    """The registration of ``name`` for ``language``; an unknown name lists the methods that exist.
+
+    Cheap (no resource is loaded), so commands check their methods before loading a model.
+    """
     _load_all()
     info = _METHODS.get((name, language))
     if info is None:
         known = ", ".join(m.name for m in available_methods(language))
         raise UserError(f"unknown perturbation method '{name}' for language '{language}'; available: {known}")
-    return info.factory(options or MethodOptions())
+    return info
+
+
+def build_perturbation(name: str, language: Language, options: MethodOptions | None = None) -> Perturbation:
+    """The method ``name`` for ``language``; an unknown name lists the methods that exist."""
+    return method_info(name, language).factory(options or MethodOptions())
