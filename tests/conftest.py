@@ -17,6 +17,7 @@ _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
+from helpers.mounts import namespace  # noqa: E402, F401  (a fixture for every test module)
 from helpers.servers import build_tiny_served_model, serve_transformers  # noqa: E402
 
 # Tiny models are dominated by per-op overhead: one thread is faster and avoids oversubscribing 2 cores.

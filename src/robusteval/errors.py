@@ -1,6 +1,14 @@
-"""Errors a user can act on. The CLI prints them as one line and exits with code 2."""
+"""Errors a user can act on. The CLI prints them as one line and exits with code 2.
+
+Library code raises :class:`UserError` (or a subclass) wherever it knows what went wrong. Failures of the
+environment that can surface anywhere (out of memory, a full disk, a read-only directory, a missing optional
+package) are translated once, at the CLI boundary, by :func:`environment_error`.
+"""
 
 from __future__ import annotations
+
+import errno
+import sqlite3
 
 
 class UserError(Exception):
@@ -26,3 +34,55 @@ class DataError(UserError):
 
 class BackendError(UserError):
     """A model backend failed in a way retries cannot fix (server down after retries, bad spec)."""
+
+
+_OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "defaultcpuallocator")
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_NO_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    # torch.OutOfMemoryError (CUDA, MPS) subclasses RuntimeError; CPU allocation failures are plain
+    # RuntimeErrors from the allocator. Matching by name keeps torch out of this module's imports.
+    if any(cls.__name__ == "OutOfMemoryError" for cls in type(exc).__mro__):
+        return True
+    return isinstance(exc, RuntimeError) and any(m in str(exc).lower() for m in _OOM_MARKERS)
+
+
+def _device_of_oom(exc: BaseException) -> str:
+    text = str(exc)
+    if "CUDA" in text or "cuda" in text:
+        return "GPU memory"
+    if "MPS" in text:
+        return "MPS device memory"
+    return "main (CPU) memory"
+
+
+def environment_error(exc: BaseException) -> UserError | None:
+    """The one-line error for a failure of the machine a user can fix; None when ``exc`` is a bug."""
+    if isinstance(exc, UserError):
+        return exc
+    if _is_out_of_memory(exc):
+        return UserError(
+            f"out of {_device_of_oom(exc)}; use a smaller --batch-size (or --max-new-tokens), a smaller "
+            "--dtype such as bfloat16 on a GPU, or a machine with more memory. Stored results are kept: re-run "
+            "the same command to resume"
+        )
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        from robusteval.extras import missing_module_error
+
+        return missing_module_error(exc.name)
+    if isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc):
+        return UserError("no space left on the device holding the run directory; free space and re-run the "
+                         "same command to resume (stored results are kept)")
+    if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return UserError(f"no space left on the device{where}; free space and re-run the same command to resume "
+                         "(stored results are kept)")
+    if isinstance(exc, OSError) and exc.errno in _NO_WRITE:
+        where = f" {exc.filename}" if exc.filename else ""
+        reason = "the file system is read-only" if exc.errno == errno.EROFS else "permission denied"
+        return UserError(f"cannot write{where}: {reason}; choose another --out directory or fix its permissions")
+    return None

@@ -1,9 +1,22 @@
-"""Rich progress bars with rate and ETA, used by every loop over examples."""
+"""Progress of every loop over units: a live bar in a terminal, plain lines elsewhere, and the run's log.
+
+In a terminal, rich draws a bar with done/total, rate and ETA. When stderr is not a terminal (CI, ``2> log``,
+``nohup``) a bar would print nothing for minutes, so each phase writes plain lines instead: when it starts,
+whenever a unit finishes and ``interval`` seconds have passed, at least every ``interval`` seconds while a slow
+unit runs (a heartbeat), and when it ends. The same lines go to the ``robusteval`` logger, which a run
+directory's ``run.log`` handler (see :func:`log_to_file`) records.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import (
@@ -18,6 +31,10 @@ from rich.progress import (
 
 # Progress goes to stderr so stdout stays clean for tables and machine-readable output.
 console = Console(stderr=True)
+logger = logging.getLogger("robusteval")
+
+#: Seconds between plain progress lines (at most this long without one while a phase runs).
+PLAIN_INTERVAL = float(os.environ.get("ROBUSTEVAL_PROGRESS_INTERVAL", "30"))
 
 
 class _Rate(TextColumn):
@@ -35,9 +52,95 @@ class _Rate(TextColumn):
         return Text(f"{1 / speed:5.1f} s/it", style="progress.data.speed")
 
 
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+class _PlainProgress:
+    """Counts units done in this process and reports them as plain lines."""
+
+    def __init__(self, total: int, description: str, completed: int, interval: float, echo: bool):
+        self.total, self.description, self.resumed = total, description, completed
+        self.done = completed
+        self.interval = interval
+        self.echo = echo
+        self.began = time.monotonic()
+        self.last = self.began
+        self._lock = threading.Lock()
+
+    def line(self, final: bool = False) -> str:
+        elapsed = time.monotonic() - self.began
+        fresh = self.done - self.resumed
+        share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        text = f"{self.description}: {self.done}/{self.total}{share}, {_duration(elapsed)} elapsed"
+        if final:
+            return text + (f", {self.resumed} were already stored" if self.resumed else "") + ", done"
+        if fresh > 0:
+            per_unit = elapsed / fresh
+            text += f", eta {_duration(per_unit * (self.total - self.done))} ({per_unit:.1f} s/unit)"
+        else:
+            text += ", eta unknown"
+        return text + (f"; {self.resumed} already stored" if self.resumed else "")
+
+    def emit(self, text: str) -> None:
+        with self._lock:
+            self.last = time.monotonic()
+            logger.info(text)
+            if self.echo:
+                print(text, file=sys.stderr, flush=True)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if time.monotonic() - self.last >= self.interval:
+            self.emit(self.line())
+
+
 @contextmanager
 def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[Callable[[int], None]]:
     """Yield ``advance(n=1)``; shows done/total, rate and ETA. ``completed`` counts units already stored."""
+    terminal = console.is_terminal
+    plain = _PlainProgress(total, description, completed, PLAIN_INTERVAL, echo=not terminal and total > 0)
+    if total > 0:
+        plain.emit(f"{description}: {total - completed} of {total} to compute"
+                   + (f" ({completed} already stored)" if completed else ""))
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.wait(min(5.0, plain.interval)):
+            if time.monotonic() - plain.last >= plain.interval:
+                plain.emit(plain.line())
+
+    beat = threading.Thread(target=heartbeat, name="robusteval-progress", daemon=True)
+    if total > completed and plain.interval > 0:  # interval 0: a line per unit, no heartbeat needed
+        beat.start()
+    try:
+        if terminal and total > 0:
+            with _rich_bar(total, description, completed) as bar_advance:
+
+                def advance(n: int = 1) -> None:
+                    bar_advance(n)
+                    plain.advance(n)
+
+                yield advance
+        else:
+            yield plain.advance
+        if total > 0:
+            plain.emit(plain.line(final=True))
+    finally:
+        stop.set()
+        if beat.is_alive():
+            beat.join(timeout=1)
+
+
+@contextmanager
+def _rich_bar(total: int, description: str, completed: int) -> Iterator[Callable[[int], None]]:
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -49,7 +152,6 @@ def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[C
         TimeRemainingColumn(),
         console=console,
         transient=False,
-        disable=total == 0,  # nothing to do: no empty bar
     )
     with progress:
         task = progress.add_task(description, total=total, completed=completed)
@@ -60,3 +162,35 @@ def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[C
             progress.advance(task, n)
 
         yield advance
+
+
+def status(text: str) -> None:
+    """A one-off phase message (model loading, conversion): printed to stderr and logged."""
+    logger.info(text)
+    print(text, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def log_to_file(path: str | os.PathLike[str]) -> Iterator[Path | None]:
+    """Append the ``robusteval`` logger's lines (progress, phases) to ``path`` while the block runs.
+
+    A directory that cannot be written (a finished run on read-only media) simply gets no log.
+    """
+    target = Path(path)
+    try:
+        handler: logging.Handler | None = logging.FileHandler(target, encoding="utf-8", delay=False)
+    except OSError:
+        handler = None
+    if handler is None:
+        yield None
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+    logger.addHandler(handler)
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield target
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+        handler.close()

@@ -76,7 +76,16 @@ def test_register_passes_only_the_keywords_a_loader_accepts(
 
     assert "toy" in dataset_names()
     assert load_dataset("toy", tmp_path / "x", limit=3)[0].id == "toy-0"
-    assert calls == [(tmp_path / "x", {"limit": 3})]
+    # File loaders always read the whole file (limit applied after): a bad line anywhere is reported.
+    assert calls == [(tmp_path / "x", {"limit": None})]
+
+    @register_dataset("toy-stream", "text", streams=True)
+    def toy_stream(path: str | Path, *, limit: int | None = None) -> list[Example]:
+        calls.append((path, {"limit": limit}))
+        return [Example("toy-0", "q", "a", "text")]
+
+    load_dataset("toy-stream", "hub/x", limit=3)
+    assert calls[-1] == ("hub/x", {"limit": 3})
     with pytest.raises(ValueError, match="already registered"):
         register_dataset("toy", "text")(toy)
     with pytest.raises(ValueError, match="unknown answer type"):
@@ -191,7 +200,9 @@ def test_missing_and_empty_files(name: str, tmp_path: Path) -> None:
 
 
 def test_directory_is_not_a_file(tmp_path: Path) -> None:
-    assert "not a regular file" in data_error(lambda: load_dataset("jsonl", tmp_path))
+    (tmp_path / "test.jsonl").write_text("{}\n")
+    message = data_error(lambda: load_dataset("jsonl", tmp_path))
+    assert "is a directory, not a data file" in message and str(tmp_path / "test.jsonl") in message
 
 
 def test_jsonl_not_utf8_names_the_line(tmp_path: Path) -> None:
@@ -220,7 +231,7 @@ def test_malformed_json_line(tmp_path: Path) -> None:
 
 def test_jsonl_line_must_be_an_object(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "arr.jsonl", [gsm_record(), [1, 2]])
-    message = data_error(lambda: load_dataset("jsonl", path))
+    message = data_error(lambda: load_dataset("jsonl", path, answer_type="text"))
     assert "arr.jsonl:2:" in message and "expected a JSON object, got array" in message
 
 
@@ -253,13 +264,16 @@ def test_gsm8k_field_errors(tmp_path: Path, record: dict[str, Any], field: str, 
     assert "gsm.jsonl:2:" in message and f"field '{field}'" in message and fragment in message
 
 
-def test_limit_stops_before_later_bad_lines(tmp_path: Path) -> None:
+def test_limit_still_reports_later_bad_lines(tmp_path: Path) -> None:
+    # The whole file is checked whatever the limit: --limit 3 and --limit 30 accept the same files.
     path = tmp_path / "big.jsonl"
     good = "".join(json.dumps(gsm_record(final=str(i))) + "\n" for i in range(20)).encode()
     path.write_bytes(good + b'{not json\n{"question": 1}\n\xff\xfe\n')
-    assert [e.answer for e in load_dataset("gsm8k", path, limit=20)] == [str(i) for i in range(20)]
+    for limit in (3, 20, 21, None):
+        assert "big.jsonl:21:" in data_error(lambda limit=limit: load_dataset("gsm8k", path, limit=limit))
+    path.write_bytes(good)
+    assert [e.answer for e in load_dataset("gsm8k", path, limit=3)] == ["0", "1", "2"]
     assert load_dataset("gsm8k", path, limit=0) == []
-    assert "big.jsonl:21:" in data_error(lambda: load_dataset("gsm8k", path, limit=21))
 
 
 def test_duplicate_ids_name_both_lines(tmp_path: Path) -> None:
@@ -335,8 +349,8 @@ def test_singleeq_syntax_and_shape_errors(tmp_path: Path) -> None:
     path.write_text('[\n{"sQuestion": "q", "lSolutions": [1], "iIndex": 0}\n{"sQuestion": "r"}\n]')
     message = data_error(lambda: load_dataset("singleeq", path))
     assert "syntax.json:3:" in message and "invalid JSON" in message and "delimiter" in message
-    # With a limit the broken tail is never parsed.
-    assert [e.id for e in load_dataset("singleeq", path, limit=1)] == ["singleeq-0"]
+    # A limit does not hide the broken tail.
+    assert "syntax.json:3:" in data_error(lambda: load_dataset("singleeq", path, limit=1))
     trailing = tmp_path / "trailing.json"
     trailing.write_text('[{"sQuestion": "q", "lSolutions": [1], "iIndex": 0}]\n]')
     assert "trailing.json:2:" in data_error(lambda: load_dataset("singleeq", trailing))
@@ -385,7 +399,7 @@ def test_strategyqa_field_errors(tmp_path: Path, bad: dict[str, Any], field: str
     message = data_error(lambda: load_dataset("strategyqa", path))
     assert f"task.json:{starts[1]}:" in message and f"field '{field}'" in message and fragment in message
     assert "(record 1)" in message
-    assert len(load_dataset("strategyqa", path, limit=1)) == 1
+    assert data_error(lambda: load_dataset("strategyqa", path, limit=1)) == message  # a limit hides nothing
 
 
 def test_strategyqa_needs_examples(tmp_path: Path) -> None:
@@ -489,7 +503,7 @@ def test_csv_errors_report_the_physical_line(tmp_path: Path) -> None:
     path.write_text('id,question,answer\n1,"two\nlines",5\n\n2,,6\n', encoding="utf-8")
     message = data_error(lambda: load_dataset("csv", path))
     assert "rows.csv:5:" in message and "field 'question'" in message and "is empty" in message
-    assert len(load_dataset("csv", path, limit=1)) == 1
+    assert data_error(lambda: load_dataset("csv", path, limit=1)) == message  # a limit hides nothing
     spanning = tmp_path / "span.csv"
     spanning.write_text('question,answer\nq,1\n\n"three\nline\nquestion",\n', encoding="utf-8")
     message = data_error(lambda: load_dataset("csv", spanning))
@@ -576,3 +590,28 @@ def test_hf_uses_config_split_and_fields(monkeypatch: pytest.MonkeyPatch) -> Non
         DataError, match=r"org/math \[test\]: field 'problem': required field is missing \(row 2\)"
     ):
         load_dataset("hf", "org/math", fields=fields)
+
+
+# ------------------------------------------------------------------------------------ numeric gold answers
+
+
+@pytest.mark.parametrize("loader", ["jsonl", "csv"])
+def test_number_answers_must_be_numbers(tmp_path: Path, loader: str) -> None:
+    if loader == "jsonl":
+        path = write_jsonl(tmp_path / "q.jsonl", [{"question": "q1", "answer": "1,200"},
+                                                 {"question": "q2", "answer": "no hashes here"}])
+    else:
+        path = tmp_path / "q.csv"
+        path.write_text('question,answer\nq1,"$3.50"\nq2,no hashes here\n', encoding="utf-8")
+    message = data_error(lambda: load_dataset(loader, path, answer_type="number"))
+    where = "q.jsonl:2:" if loader == "jsonl" else "q.csv:3:"  # the CSV header is line 1
+    assert where in message and "field 'answer'" in message
+    assert "expected a number, got 'no hashes here'" in message
+    # The same answers are fine as text.
+    assert [e.answer for e in load_dataset(loader, path, answer_type="text")][1] == "no hashes here"
+
+
+def test_gsm8k_final_answer_must_be_a_number(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "g.jsonl", [gsm_record(), {"question": "q", "answer": "so\n#### lots"}])
+    message = data_error(lambda: load_dataset("gsm8k", path, limit=1))
+    assert "g.jsonl:2:" in message and "field 'answer'" in message and "'lots'" in message

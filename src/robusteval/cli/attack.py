@@ -18,6 +18,7 @@ from robusteval.cli.common import (
 from robusteval.cli.eval_cmd import DATASETS, exemplar_source, exemplars_for
 from robusteval.cli.main import add_command, required_option
 from robusteval.judges import REASONING, SEMANTIC, ReasoningItem, SemanticItem, build_judge, with_cache
+from robusteval.lifecycle import open_run
 from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import Backend
 from robusteval.report.tables import print_summary_table
@@ -142,9 +143,8 @@ def run(args: argparse.Namespace) -> int:
         "semantic_judge": args.semantic_judge,
         "config": vars(config),
     }
-    RunStore.check_resumable(args.out, identity)
-    backend = build_backend(args.model, args)  # before the store claims --out: a bad --model leaves no trace
-    with RunStore.open(args.out, identity=identity, info={"limit": args.limit, "batch_size": args.batch_size}) as store:
+    info = {"limit": args.limit, "batch_size": args.batch_size}
+    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
         load = memoised_loader(args, {args.model: backend})
         judge_reasoning, judge_semantic, judge_names = judge_functions(store, args.judge, args.semantic_judge, load)
         runner = MatchaRunner(backend, store, prompt, config, reasoning_judge=judge_reasoning,

@@ -13,9 +13,10 @@ from robusteval.cli.common import (
 )
 from robusteval.cli.main import add_command, required_option
 from robusteval.evals.answer_first import accuracy_summary, answer_first_records
+from robusteval.lifecycle import open_run
 from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
 from robusteval.report.tables import print_summary_table
-from robusteval.store import RunStore, unit_key
+from robusteval.store import unit_key
 
 DATASETS = ["gsm8k", "singleeq", "strategyqa", "jsonl", "csv", "hf"]
 
@@ -65,9 +66,8 @@ def run(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens,
         "seed": args.seed,
     }
-    RunStore.check_resumable(args.out, identity)
-    backend = build_backend(args.model, args)  # before the store claims --out: a bad --model leaves no trace
-    with RunStore.open(args.out, identity=identity, info={"limit": args.limit, "batch_size": args.batch_size}) as store:
+    info = {"limit": args.limit, "batch_size": args.batch_size}
+    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
         records = answer_first_records(
             backend, store, examples, prompt, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size
         )

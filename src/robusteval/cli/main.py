@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval import __version__
-from robusteval.errors import UserError
+from robusteval.errors import UserError, environment_error
 
 # Order = order in `robusteval --help`.
 COMMAND_MODULES = (
@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "robusteval.cli.ors",
     "robusteval.cli.variants",
     "robusteval.cli.runs",
+    "robusteval.cli.doctor",
 )
 
 _REQUIRED = "_required_flags"
@@ -69,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="run `robusteval COMMAND --help` for each command's options and an example",
     )
     parser.add_argument("--version", action="version", version=f"robusteval {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="print full tracebacks (also accepted after the command, or ROBUSTEVAL_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
@@ -119,16 +122,63 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def write_crash_log(exc: BaseException, argv: Sequence[str]) -> Path | None:
+    """Save the traceback of an unexpected error where the user can find it; None if nothing is writable."""
+    import datetime
+    import os
+    import platform
+    import tempfile
+    import traceback
+
+    from robusteval.paths import cache_root
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    text = (f"robusteval {__version__}, Python {platform.python_version()}, {platform.platform()}\n"
+            f"command: robusteval {' '.join(argv)}\n\n"
+            + "".join(traceback.format_exception(exc)))
+    for directory in (cache_root() / "crash", Path(tempfile.gettempdir())):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"robusteval-crash-{stamp}-{os.getpid()}.log"
+            path.write_text(text, encoding="utf-8")
+            return path
+        except OSError:
+            continue
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import os
+    import traceback
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug anywhere on the line (argparse would only take it before the command).
+    debug = "--debug" in argv or os.environ.get("ROBUSTEVAL_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
     try:
         args = parse_args(argv)
         return int(args.func(args) or 0)
-    except UserError as exc:
-        print(f"robusteval: error: {exc}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("robusteval: interrupted; stored results are kept, re-run the same command to resume", file=sys.stderr)
         return 130
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        if debug:
+            traceback.print_exc()
+        known = environment_error(exc)
+        if known is not None:
+            print(f"robusteval: error: {_one_line(str(known))}", file=sys.stderr)
+            return known.exit_code
+        log = write_crash_log(exc, argv)
+        where = f"the full traceback is in {log}" if log else "no crash log could be written"
+        print(f"robusteval: internal error (a bug in robusteval, please report it): {type(exc).__name__}: "
+              f"{_one_line(str(exc))[:300]}; {where}; re-run with --debug to print it", file=sys.stderr)
+        return 1
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

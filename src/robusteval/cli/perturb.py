@@ -150,14 +150,32 @@ def perturbation_identity(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def finished_output(path: Path, settings: str, examples: Sequence[Example]) -> list[dict[str, Any]] | None:
+    """The records of ``path`` when it is a complete copy written with the same settings, else None."""
+    import json
+
+    if not path.is_file() or Path(f"{path}.parts").exists():
+        return None
+    try:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    same = len(records) == len(examples) and all(
+        isinstance(r, dict) and r.get("id") == ex.id and (r.get("perturbation") or {}).get("settings") == settings
+        for r, ex in zip(records, examples, strict=False)
+    )
+    return records if same else None
+
+
 def run(args: argparse.Namespace) -> int:
     """Perturb into a work directory beside --out (one unit per example, so a killed run resumes), then write
-    --out atomically and remove the work directory."""
+    --out atomically and remove the work directory. A complete --out with the same settings is kept as is."""
     import shutil
 
     from robusteval.cli.common import data_identity
+    from robusteval.lifecycle import open_run
     from robusteval.perturbations.dataset import perturb_examples_stored
-    from robusteval.store import RunStore, write_jsonl_atomic
+    from robusteval.store import unit_key, write_jsonl_atomic
 
     examples = load_examples(args)
     language = resolve_language(args, examples)
@@ -166,16 +184,24 @@ def run(args: argparse.Namespace) -> int:
     work_dir = Path(f"{args.out}.parts")
     identity = {"command": "perturb", **data_identity(args), "method": args.method, "language": language,
                 **perturbation_identity(args)}
-    RunStore.check_resumable(work_dir, identity)
-    perturbation = build_perturbation(args.method, language, method_options(args))
-    budget = budget_from(args, perturbation)
-    with RunStore.open(work_dir, identity=identity, info={"limit": args.limit}) as store:
-        records = perturb_examples_stored(
-            store, examples, perturbation, fields=perturbation_fields(args, examples), seed=args.seed,
-            budget=budget, protect=protection_from(args, examples),
-        )
-    write_jsonl_atomic(args.out, records)
-    shutil.rmtree(work_dir)
+    settings = unit_key(identity, [ex.id for ex in examples])
+    records = finished_output(Path(args.out), settings, examples)
+    if records is not None:
+        print(f"{args.out} is already complete for these settings; nothing to do")
+    else:
+        with open_run(work_dir, identity, info={"limit": args.limit},
+                      load=lambda: build_perturbation(args.method, language, method_options(args))
+                      ) as (store, perturbation):
+            assert perturbation is not None  # narrowing for type checkers: load() was given
+            budget = budget_from(args, perturbation)
+            records = perturb_examples_stored(
+                store, examples, perturbation, fields=perturbation_fields(args, examples), seed=args.seed,
+                budget=budget, protect=protection_from(args, examples),
+            )
+        # The settings' fingerprint in every line lets a re-run see that the file is complete.
+        records = [{**r, "perturbation": {**r["perturbation"], "settings": settings}} for r in records]
+        write_jsonl_atomic(args.out, records)
+        shutil.rmtree(work_dir)
     n_changed = sum(1 for r in records if r["perturbation"]["changed"])
     n_edits = sum(len(f["edits"]) for r in records for f in r["perturbation"]["fields"].values())
     print(f"{args.method} ({language}): {n_changed}/{len(records)} examples changed, {n_edits} edits -> {args.out}")

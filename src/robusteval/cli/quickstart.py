@@ -12,14 +12,17 @@ import time
 from importlib import resources
 
 from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
+from robusteval.attacks.matcha.token import edit_spans
 from robusteval.cli.attack import judge_functions, memoised_loader, summarise
 from robusteval.cli.common import build_backend
 from robusteval.cli.main import add_command
 from robusteval.data.loaders import load_dataset
+from robusteval.lifecycle import open_run
 from robusteval.models.embedded import embedded_model_spec
 from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
+from robusteval.report.examples import format_matcha_example, pick_example
 from robusteval.report.tables import print_summary_table
-from robusteval.store import RunStore, unit_key
+from robusteval.store import unit_key
 
 SAMPLES = (("math", "math.jsonl", "number", "gsm8k"), ("yesno", "yesno.jsonl", "yesno", "strategyqa"))
 
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     spec = args.model or embedded_model_spec()
     backend = build_backend(spec, args)
-    rows, notes = [], []
+    rows, notes, shown = [], [], []
     for name, file_name, answer_type, dataset_defaults in SAMPLES:
         examples = load_dataset("jsonl", sample_path(file_name), answer_type=answer_type)
         prompt = AnswerFirstPrompt(load_exemplars(name))
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
                                           n_candidates=args.n_candidates, seed=args.seed)
         identity = {"command": "quickstart", "model": spec, "sample": name, "prefix_hash": unit_key(prompt.prefix),
                     "config": {k: v for k, v in vars(config).items() if k != "target_answer"}}
-        with RunStore.open(f"{args.out}/{name}", identity=identity, info={"attack_limit": args.attack_limit}) as store:
+        with open_run(f"{args.out}/{name}", identity, info={"attack_limit": args.attack_limit}) as (store, _):
             load = memoised_loader(args, {spec: backend})
             judge_reasoning, judge_semantic, judge_names = judge_functions(store, "arith", "none", load)
             judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             attacked = runner.judge(runner.attack_records(examples, chosen))
             summary = summarise(store, backend.name, f"sample:{name}", config, judge_names, clean, attacked, runner)
         rows.append({**summary, "target": config.target_answer})
+        shown += [{**record, "sample": name} for record in attacked]
     print_summary_table(
         "robusteval quickstart: MATCHA token-level attack (reasoning judge: arithmetic checker)",
         rows, ["model", "dataset", "n", "n_correct", "acc", "target", "n_attacked", "ur", "sr", "wr"],
@@ -92,5 +96,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print("ACC over all questions; UR/SR/WR over the attacked ones (UR: answer kept, reasoning fine; "
           "SR: answer kept, reasoning wrong; WR: answer changed).")
+    record, success = pick_example(shown)
+    if record is not None:
+        if "edits" not in record and record.get("perturbed_question_ids"):  # stored by an older version
+            record["edits"] = edit_spans(backend.decode, record["perturbed_question_ids"],  # type: ignore[attr-defined]
+                                         record["inserted_positions"], record["replaced_positions"])
+        print()
+        print(format_matcha_example(record, success=success, where=f" ({record['sample']} question {record['id']})"))
+        print()
     print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
     return 0

@@ -34,6 +34,7 @@ from robusteval.evals.classification import (
     example_fields,
     predicted_label,
 )
+from robusteval.lifecycle import open_run
 from robusteval.metrics.robustness import robustness_summary
 from robusteval.perturbations.registry import method_info
 from robusteval.report.tables import print_summary_table
@@ -164,11 +165,9 @@ def run(args: argparse.Namespace) -> int:
         **perturbation_identity(args),
         "language": args.language,
     }
-    RunStore.check_resumable(args.out, identity)
-    backend = build_backend(args.model, args)
     info = {"limit": args.limit, "sets": args.sets, "label_mode": args.label_mode,
             "set_files": {s.name: {"path": s.path, "sha256": file_sha256(s.path)} for s in specs if s.path}}
-    with RunStore.open(args.out, identity=identity, info=info) as store:
+    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
         classifier = LabelClassifier(backend, template, store, soft=True if args.label_mode == "soft" else None)
         sets = perturbed_sets(args, store, examples, specs, template, file_sets)
         # Classify every distinct text once: unchanged examples in a set reuse the original's answer.

@@ -10,8 +10,9 @@ from robusteval.cli.attack import judge_functions, memoised_loader
 from robusteval.cli.common import add_model_options, build_backend
 from robusteval.cli.main import add_command, required_option
 from robusteval.errors import UserError
+from robusteval.lifecycle import open_run
 from robusteval.report.tables import print_summary_table
-from robusteval.store import RunStore, unit_key
+from robusteval.store import unit_key
 
 COLUMNS = ["model", "n_transferred", "n_original_correct", "n_success", "transfer_rate"]
 
@@ -75,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         "answer_type": source.answer_type,
     }
     info = {"source_run": str(Path(args.source).resolve()), "limit": args.limit, "batch_size": args.batch_size}
-    with RunStore.open(args.out, identity=identity, info=info) as store:
+    load = None if not source.items else (lambda: build_backend(args.model, args))
+    with open_run(args.out, identity, info=info, load=load) as (store, backend):
         if not source.items:
             summary = transfer_summary(source, [], model=args.model, temperature=args.temperature, seed=args.seed,
                                        max_new_tokens=max_new_tokens, judges={"reasoning": judge_spec})
@@ -84,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
                   "none with outcome 'success'); wrote an empty summary")
             print(f"run directory: {args.out}")
             return 0
-        backend = build_backend(args.model, args)
-        load = memoised_loader(args, {args.model: backend})
-        judge_reasoning, _, names = judge_functions(store, judge_spec, "none", load)
+        assert backend is not None  # loaded by open_run when there are items
+        load_judge = memoised_loader(args, {args.model: backend})
+        judge_reasoning, _, names = judge_functions(store, judge_spec, "none", load_judge)
         runner = TransferRunner(backend, store, source, reasoning_judge=judge_reasoning,
                                 temperature=args.temperature, seed=args.seed, max_new_tokens=max_new_tokens,
                                 batch_size=args.batch_size)

@@ -330,7 +330,8 @@ def run_score(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from robusteval.cli.common import build_backend
-    from robusteval.store import RunStore, file_sha256, unit_key
+    from robusteval.lifecycle import open_run
+    from robusteval.store import file_sha256, unit_key
     from robusteval.variants.evaluate import (
         MATH_PROMPT,
         generate_all,
@@ -365,8 +366,7 @@ def run_eval(args: argparse.Namespace) -> int:
         "prompt_hash": unit_key(MATH_PROMPT),
     }
     info = {"limit": args.limit, "batch_size": args.batch_size}
-    with RunStore.open(args.out, identity=identity, info=info) as store:
-        backend = build_backend(args.model, args)
+    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
         records = generate_all(
             backend,
             store,

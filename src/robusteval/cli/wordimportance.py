@@ -23,12 +23,13 @@ from robusteval.cli.perturb import (
 )
 from robusteval.cli.robustness import template_for
 from robusteval.errors import UserError
+from robusteval.lifecycle import open_run
 from robusteval.models.registry import parse_spec
 from robusteval.perturbations import MethodOptions, Perturbation, build_perturbation
 from robusteval.perturbations.registry import method_info
 from robusteval.report.tables import print_summary_table
 from robusteval.runner import run_units
-from robusteval.store import RunStore, unit_key
+from robusteval.store import unit_key
 
 STAGE = "wordimportance"
 DATASETS = ["ocnli", "jsonl", "csv", "examples", "hf"]
@@ -145,9 +146,8 @@ def run(args: argparse.Namespace) -> int:
         "temperature": args.temperature,
         "rank": not args.no_rank,
     }
-    RunStore.check_resumable(args.out, identity)
-    backend = build_backend(args.model, args)
-    with RunStore.open(args.out, identity=identity, info={"limit": args.limit}) as store:
+    with open_run(args.out, identity, info={"limit": args.limit},
+                  load=lambda: build_backend(args.model, args)) as (store, backend):
         classifier = LabelClassifier(backend, template, store, soft=True if args.confidence == "logprob" else None)
         confidence = default_confidence(classifier) if args.confidence == "auto" else args.confidence
         if confidence == "logprob" and not classifier.soft:

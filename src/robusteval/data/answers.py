@@ -376,6 +376,13 @@ def _parse_number_strict(text: str) -> _Num | None:
     return num
 
 
+def parse_number(text: str) -> float | None:
+    """``text`` read as exactly one number (optionally with unit words), else None: "12 apples" -> 12.0,
+    "no hashes here" -> None."""
+    num = _parse_number_strict(text)
+    return None if num is None else num.approx
+
+
 def _numbers_equal(a: _Num, b: _Num, rel_tol: float) -> bool:
     for ea, fa in a.candidates():
         for eb, fb in b.candidates():

@@ -5,8 +5,8 @@ Loaders register by decorator (``@register_dataset(name, answer_type)``) and are
 :func:`load_dataset`; nothing is looked up with ``eval``.
 
 Bad input never surfaces as a traceback: every problem becomes a one-line :class:`DataError` naming the file,
-the 1-based line and the field. ``limit`` reads only as far as it needs, so a broken record after the first
-``limit`` examples is never seen.
+the 1-based line and the field. A file is always read and checked whole, also with ``limit`` (its content hash
+covers the whole file anyway): a run that reads 3 examples and one that reads 10 accept the same files.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from robusteval.data.answers import parse_number
 from robusteval.data.example import AnswerType, Example
 from robusteval.errors import DataError, UserError
 from robusteval.store.sqlite import file_sha256
@@ -55,13 +56,14 @@ class _Entry:
     answer_type: str
     params: frozenset[str]  # keyword parameters the loader accepts: decides what load_dataset may pass
     default_file: str | None  # relative to $ROBUSTEVAL_DATA_DIR
+    streams: bool  # reads only ``limit`` records (hub datasets); file loaders always check the whole file
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
 def register_dataset(
-    name: str, answer_type: str, *, default_file: str | None = None
+    name: str, answer_type: str, *, default_file: str | None = None, streams: bool = False
 ) -> Callable[[DatasetLoader], DatasetLoader]:
     """Register a loader under ``name``.
 
@@ -76,7 +78,7 @@ def register_dataset(
         if name in _REGISTRY:
             raise ValueError(f"dataset {name!r} is already registered")
         params = frozenset(inspect.signature(loader).parameters)
-        _REGISTRY[name] = _Entry(loader, answer_type, params, default_file)
+        _REGISTRY[name] = _Entry(loader, answer_type, params, default_file, streams)
         return loader
 
     return decorator
@@ -109,7 +111,7 @@ def load_dataset(
     if path is None:
         path = _default_path(name, entry)
 
-    kwargs: dict[str, Any] = {"limit": limit}
+    kwargs: dict[str, Any] = {"limit": limit if entry.streams else None}
     if "fields" in entry.params:
         kwargs["fields"] = _resolve_fields(fields)
     elif fields:
@@ -125,7 +127,10 @@ def load_dataset(
         raise UserError(f"dataset {name!r} has answer type {entry.answer_type!r}, not {answer_type!r}")
     if "split" in entry.params:
         kwargs["split"] = split
-    return entry.loader(path, **kwargs)
+    if limit == 0:
+        return []
+    examples = entry.loader(path, **kwargs)
+    return examples if limit is None else examples[:limit]
 
 
 def dataset_content_hash(path: str | Path) -> str:
@@ -167,6 +172,10 @@ def _check_file(path: Path) -> None:
     try:
         if not path.exists():
             raise DataError(path, "file not found")
+        if path.is_dir():
+            inside = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
+            hint = f" such as {', '.join(str(path / n) for n in inside)}" if inside else ""
+            raise DataError(path, f"is a directory, not a data file; pass the file itself{hint}")
         if not path.is_file():
             raise DataError(path, "not a regular file")
         if path.stat().st_size == 0:
@@ -416,6 +425,10 @@ def _answer(value: object, key: str, answer_type: str, loc: _Loc) -> str:
     if isinstance(value, int | float):
         return _number(value, key, loc)
     text = _text(value, key, loc).strip()
+    if answer_type == "number" and parse_number(text) is None:
+        # A gold answer that is not a number can never be matched by a numeric grader.
+        raise loc.error(f"expected a number, got {text[:60]!r} (use --answer-type text or math for other "
+                        "answers)", key)
     if answer_type == "yesno":
         lowered = text.lower()
         if lowered in _YES:
@@ -488,6 +501,8 @@ def _load_gsm8k(path: str | Path, *, limit: int | None = None) -> list[Example]:
         gold = final.strip().replace(",", "")  # "1,000" -> "1000"
         if not gold:
             raise loc.error("nothing after '#### '", "answer")
+        if parse_number(gold) is None:
+            raise loc.error(f"expected a number after '#### ', got {gold[:60]!r}", "answer")
         ident = f"gsm8k-{lineno - 1}"  # 0-based line index: stable however many lines a run reads
         ids.add(ident, loc, None)
         out.append(Example(ident, question, gold, "number", {"solution": solution}))
@@ -710,7 +725,7 @@ def _load_csv(
     return _nonempty(out, path, "data rows")
 
 
-@register_dataset("hf", "number")
+@register_dataset("hf", "number", streams=True)
 def _load_hf(
     path: str | Path,
     *,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,19 +28,26 @@ import torch
 from robusteval.errors import BackendError, UserError
 from robusteval.models.base import GENERATE, LOGPROBS, WHITEBOX, Generation, GenerationRequest
 from robusteval.models.registry import ModelSpec, register_backend
+from robusteval.paths import cache_root
+from robusteval.progress import status
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("ROBUSTEVAL_CACHE", Path.home() / ".cache" / "robusteval"))
-
-
 def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    try:
+        resolved = torch.device(device)
+    except RuntimeError:
+        raise UserError(f"--device {device}: not a device; use auto, cpu, cuda, cuda:1, mps, ...") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"--device {device}: no CUDA device is available to this torch build "
+                        f"({torch.__version__}); use --device cpu or auto")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise UserError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+    return resolved
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
@@ -51,35 +59,62 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return _DTYPES[dtype]
 
 
+def _unloadable(what: str, exc: Exception, advice: str) -> Exception:
+    """A failure inside transformers while reading user-supplied files, as one sentence; environment failures
+    (memory, disk, a missing package) pass through to the CLI's own handling."""
+    from robusteval.errors import environment_error
+
+    if environment_error(exc) is not None:
+        return exc
+    lines = str(exc).strip().splitlines()
+    detail = f"{type(exc).__name__}: {lines[0][:240]}" if lines else type(exc).__name__
+    return BackendError(f"{what} ({detail}); {advice}")
+
+
 def convert_gguf(gguf_path: Path) -> Path:
     """Dequantise a GGUF checkpoint once into a transformers folder under the cache; return that folder."""
+    import tempfile
+
+    from robusteval.extras import require_module
+
     stat = gguf_path.stat()
     tag = hashlib.sha256(f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
     target = cache_root() / "gguf" / f"{gguf_path.stem}-{tag}"
     if (target / "config.json").is_file() and (target / ".complete").is_file():
         return target
-    try:
-        import gguf  # noqa: F401  (transformers needs it to read GGUF)
-    except ImportError:
-        raise UserError("reading GGUF files needs the 'gguf' package: pip install gguf") from None
+    # transformers reads GGUF through these two; without them it raises deep inside from_pretrained.
+    require_module("gguf", purpose=f"Reading the GGUF file {gguf_path}")
+    require_module("accelerate", purpose=f"Reading the GGUF file {gguf_path}")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32)
+    status(f"converting {gguf_path.name} once into {target.parent} (later runs reuse it)")
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,
+                                                     dtype=torch.float32)
+    except Exception as exc:
+        raise _unloadable(f"hf:{gguf_path}: cannot read this GGUF file", exc,
+                          "the file may be truncated or corrupt (download it again), or its architecture or "
+                          "quantisation is not supported by transformers' GGUF reader") from exc
     # The weights are already dequantised to fp32; the GGUF "quantizer" left on the model only blocks saving.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    tmp = target.with_name(target.name + ".partial")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / ".complete").write_text(str(gguf_path.resolve()) + "\n", encoding="utf-8")
-    if target.exists():  # a concurrent conversion finished first; keep it
-        import shutil
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A private temporary folder per process: concurrent conversions never write into each other's files.
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / ".complete").write_text(str(gguf_path.resolve()) + "\n", encoding="utf-8")
+        if not target.exists():  # else a concurrent conversion finished first; keep it
+            os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            import shutil
 
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        os.replace(tmp, target)
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
@@ -514,7 +549,10 @@ def _first_stop(text: str, stops: Sequence[str]) -> int | None:
 def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto", trust_remote_code: bool = False) -> tuple[Any, Any]:
     """Load (model, tokenizer) from a local folder, a GGUF file (converted once) or a hub id."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    if not sys.stderr.isatty():  # tqdm bars in a log file are hundreds of carriage returns, not progress
+        hf_logging.disable_progress_bar()
     path = Path(target).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
@@ -525,11 +563,15 @@ def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto", tru
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
     source = str(path) if path.exists() else target  # otherwise a hub id: the real download path for users
+    status(f"loading hf:{target} on {torch_device} ({str(torch_dtype).removeprefix('torch.')})")
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, trust_remote_code=trust_remote_code)
-    except OSError as exc:
-        raise BackendError(f"hf:{target}: cannot load model ({str(exc).splitlines()[0]})") from None
+    except Exception as exc:
+        raise _unloadable(f"hf:{target}: cannot load the model", exc,
+                          "check that the folder holds a complete transformers checkpoint (config.json, weights, "
+                          "tokenizer files) whose architecture this transformers version supports, or download "
+                          "it again") from exc
     return model.to(torch_device), tokenizer
 
 

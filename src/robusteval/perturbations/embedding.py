@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from robusteval.errors import DataError, UserError
+from robusteval.extras import require_module
 from robusteval.perturbations.base import (
     WORD_BUDGET,
     ChangeBudget,
@@ -43,7 +44,6 @@ from robusteval.perturbations.base import (
     is_cjk,
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
-from robusteval.perturbations.resources import require_module
 from robusteval.perturbations.segment import is_word
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
-from robusteval.perturbations.resources import package_data_dir, require_module
+from robusteval.extras import package_data_dir, require_module
+from robusteval.paths import cache_root
 
 #: Where the LF copy of WordNet lives inside the cache root.
 WORDNET_DIRNAME = "wordnet-3.0"
@@ -42,11 +43,6 @@ WORDNET_FILES = (
     "LICENSE",
 )
 _PURPOSE = "The English synonym dictionary (WordNet)"
-
-
-def cache_root() -> Path:
-    """``$ROBUSTEVAL_CACHE`` or ``~/.cache/robusteval`` (same rule as the GGUF cache)."""
-    return Path(os.environ.get("ROBUSTEVAL_CACHE", Path.home() / ".cache" / "robusteval"))
 
 
 def wordnet_source_dir() -> Path:

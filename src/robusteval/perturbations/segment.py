@@ -6,8 +6,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from robusteval.extras import require_module
 from robusteval.perturbations.base import Language, Span
-from robusteval.perturbations.resources import require_module
 
 _EN_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*|\d+(?:[.,]\d+)*|[^\sA-Za-z\d]")
 

@@ -25,6 +25,7 @@ from functools import cache, lru_cache
 from typing import ClassVar
 
 from robusteval.errors import UserError
+from robusteval.extras import require_module
 from robusteval.perturbations import zh_resources as res
 from robusteval.perturbations.base import (
     CHAR_BUDGET,
@@ -36,7 +37,6 @@ from robusteval.perturbations.base import (
     is_cjk,
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
-from robusteval.perturbations.resources import require_module
 
 #: Perturbed-benchmark convention: about 10% of the characters, at least 3 and at most 15 per text.
 #: C-shuffle changes whole words (2+ characters each): 2–7 words keep it near 3–15 changed characters.

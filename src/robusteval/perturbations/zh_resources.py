@@ -2,7 +2,7 @@
 
 Every index is built on first use and cached (``functools.lru_cache``): perturbing a dataset must not
 re-read a file or re-create a converter per text. Optional packages are imported here, lazily, through
-:func:`~robusteval.perturbations.resources.require_module` / ``data_file`` so that a missing one is a single
+:func:`~robusteval.extras.require_module` / ``data_file`` so that a missing one is a single
 sentence naming the pip command.
 
 Sources (all read in place, nothing is copied into this repository):
@@ -28,7 +28,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from robusteval.perturbations.resources import data_file, require_module
+from robusteval.extras import data_file, require_module
 
 _EXTRA = "zh"
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from robusteval.extras import data_file, require_module
 from robusteval.perturbations import zh_resources as res
 from robusteval.perturbations.base import (
     WORD_BUDGET,
@@ -28,7 +29,6 @@ from robusteval.perturbations.base import (
     is_cjk,
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
-from robusteval.perturbations.resources import data_file, require_module
 from robusteval.perturbations.segment import is_word, segment_words
 
 #: About one word in seven, at least one per text.

@@ -4,6 +4,12 @@ Every expensive step (a generation, a judge verdict, an attacked example) is a *
 key; it is committed as soon as it finishes. Re-running the same command skips stored keys, so a killed run
 loses at most the unit in flight, and the same keys make caches of judge and API calls free.
 Records are JSON (never pickle): a run directory is safe to share and to read with any SQLite client.
+
+A hostile disk is expected: a new store is built in a temporary file and renamed into place (a disk that fills
+meanwhile leaves nothing behind), an existing one is checked (``PRAGMA quick_check``) before it is read, one
+writer at a time holds the directory's :class:`~robusteval.store.lock.RunLock`, a finished run is opened
+without writing anything (so it reads fine from a read-only medium), and every SQLite or OS error a user can
+act on becomes one line (:mod:`robusteval.store.faults`).
 """
 
 from __future__ import annotations
@@ -16,13 +22,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from robusteval import __version__
 from robusteval.errors import UserError
+from robusteval.store.faults import SQLITE_CANTOPEN, damaged_error, read_only_error, translated
 from robusteval.store.files import write_text_atomic
+from robusteval.store.lock import RunLock
 
 DB_NAME = "results.sqlite"
 SUMMARY_NAME = "summary.json"
+_TABLES = {"run", "units"}
+_TIMEOUT_S = 30.0  # wait this long for another program's SQLite lock before saying so
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,11 +67,19 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 class RunStore:
-    """The results of one run. Open with :meth:`open`; identity fields guard against mixing runs."""
+    """The results of one run. Open with :meth:`open` (to write) or :meth:`open_existing` (to read).
 
-    def __init__(self, run_dir: Path, connection: sqlite3.Connection):
+    Identity fields guard against mixing runs. ``read_only`` is True when the directory or database cannot be
+    written (e.g. a finished run on a read-only medium): reading works, a write raises a one-line UserError.
+    """
+
+    def __init__(self, run_dir: Path, connection: sqlite3.Connection, *, read_only: bool = False,
+                 own_lock: RunLock | None = None):
         self.run_dir = run_dir
+        self.db_path = run_dir / DB_NAME
+        self.read_only = read_only
         self._db = connection
+        self._own_lock = own_lock  # acquired by open() itself, so released by close()
 
     # ----------------------------------------------------------------- opening
     @classmethod
@@ -69,49 +88,106 @@ class RunStore:
         run_dir: str | os.PathLike[str],
         identity: dict[str, Any] | None = None,
         info: dict[str, Any] | None = None,
+        lock: RunLock | None = None,
     ) -> RunStore:
-        """Open or create ``run_dir``.
+        """Open or create ``run_dir`` for writing.
 
         ``identity`` holds what makes results comparable (model, data hash, seed, hyper-parameters): reopening
         a directory with different identity stops with an error naming the fields, instead of silently mixing
-        two runs. ``info`` is stored too but may change between invocations (limit, batch size).
+        two runs. ``info`` is stored too but may change between invocations (limit, batch size); it is only
+        rewritten when it changed, so reopening a finished run with the same settings writes nothing.
+
+        ``lock``: a :class:`RunLock` on ``run_dir`` taken earlier (before an expensive model load); its owner
+        releases it, after closing the store. Without one, the store takes the lock itself (failing at once
+        when another process holds it) and :meth:`close` releases it.
         """
         path = Path(run_dir)
         if path.exists() and not path.is_dir():
             raise UserError(f"--out {path}: exists and is not a directory")
-        path.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(path / DB_NAME, timeout=30.0, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(_SCHEMA)
-        store = cls(path, db)
+        if lock is not None and lock.run_dir.resolve() != path.resolve():
+            raise ValueError(f"{lock!r} does not lock {path}")
+        own_lock: RunLock | None = None
+        if lock is None:
+            lock = own_lock = RunLock.acquire(path)  # creates the directory
+        db_path = path / DB_NAME
+        store: RunStore | None = None
         try:
+            with translated(path, db_path):
+                writable = _writable(path, db_path)
+                if writable:
+                    if lock.held:  # nobody else is creating a store here: leftovers are from killed runs
+                        _remove_leftovers(path)
+                    if not db_path.exists():
+                        _create(db_path)
+                elif not db_path.exists():
+                    raise read_only_error(path)
+                store = cls(path, _connect(db_path, writable=writable), read_only=not writable, own_lock=own_lock)
+            if not store._verify(complete=writable):
+                raise read_only_error(path)  # the tables of an interrupted creation are missing: needs a write
             if identity is not None:
                 store._check_identity(identity)
             store.set_meta("info", {**(info or {}), "robusteval_version": __version__})
         except BaseException:
-            db.close()
+            if store is not None:
+                store.close()
+            elif own_lock is not None:
+                own_lock.release()
             raise
         return store
 
     @classmethod
     def check_resumable(cls, run_dir: str | os.PathLike[str], identity: dict[str, Any]) -> None:
-        """Raise the identity error now, before an expensive model load, without creating anything."""
+        """Raise the identity (or damage) error now, before an expensive model load; writes nothing."""
         path = Path(run_dir)
         if not (path / DB_NAME).is_file():
             return
-        with cls.open_existing(path) as store:
+        with cls._open_reader(path) as store:
+            if not store._verify(complete=False):
+                return  # an interrupted creation stored nothing; open() completes it
             stored = store.get_meta("identity")
             if stored is not None:
                 store._check_identity(identity)
 
     @classmethod
     def open_existing(cls, run_dir: str | os.PathLike[str]) -> RunStore:
+        """Open a run directory to read it: no lock, no writes (it may be another process's running run)."""
         path = Path(run_dir)
         if not (path / DB_NAME).is_file():
             raise UserError(f"{path}: not a robusteval run directory (no {DB_NAME})")
-        db = sqlite3.connect(path / DB_NAME, timeout=30.0, isolation_level=None)
-        return cls(path, db)
+        store = cls._open_reader(path)
+        try:
+            if not store._verify(complete=False):
+                raise UserError(f"{path}: not a robusteval run directory ({DB_NAME} holds no run tables; its "
+                                "creation was interrupted: re-run the command that made it)")
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def _open_reader(cls, path: Path) -> RunStore:
+        db_path = path / DB_NAME
+        with translated(path, db_path):
+            return cls(path, _connect(db_path, writable=_writable(path, db_path), reader=True), read_only=True)
+
+    def _verify(self, *, complete: bool) -> bool:
+        """Refuse a damaged file; True when the tables exist (created here if ``complete``)."""
+        problems = self._sql("PRAGMA quick_check")
+        if problems != [("ok",)]:
+            lines = [ln for row in problems for ln in str(row[0]).splitlines() if not ln.startswith("***")]
+            raise damaged_error(self.db_path, lines[0] if lines else "quick_check failed")
+        tables = {row[0] for row in self._sql("SELECT name FROM sqlite_master WHERE type='table'")}
+        if _TABLES.issubset(tables):
+            if complete and self._sql("PRAGMA journal_mode")[0][0] != "wal":
+                self._sql("PRAGMA journal_mode=WAL")  # persistent: only ever written once
+            return True
+        if not complete:
+            return False
+        # A store from before atomic creation whose creation was cut short: finish it (one transaction).
+        with translated(self.run_dir, self.db_path):
+            self._db.executescript("BEGIN;" + _SCHEMA + "COMMIT;")
+        self._sql("PRAGMA journal_mode=WAL")
+        return True
 
     def _check_identity(self, identity: dict[str, Any]) -> None:
         """Write ``identity`` on first use; afterwards refuse a different one, naming the fields."""
@@ -130,7 +206,13 @@ class RunStore:
             )
 
     def close(self) -> None:
-        self._db.close()
+        """Close the database, then release the lock if :meth:`open` took it (idempotent)."""
+        try:
+            self._db.close()
+        finally:
+            lock, self._own_lock = self._own_lock, None
+            if lock is not None:
+                lock.release()
 
     def __enter__(self) -> RunStore:
         return self
@@ -138,16 +220,32 @@ class RunStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ----------------------------------------------------------------- SQL
+    def _sql(self, query: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """Every statement goes through here: rows fetched at once, errors translated to one line."""
+        with translated(self.run_dir, self.db_path):
+            return self._db.execute(query, args).fetchall()
+
+    def _load(self, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as exc:  # garbage in a record that passed quick_check
+            raise damaged_error(self.db_path, f"unreadable stored JSON: {exc}") from None
+
     # ----------------------------------------------------------------- metadata
     def set_meta(self, name: str, value: Any) -> None:
-        self._db.execute(
+        """Store ``value`` under ``name``; nothing is written when the same value is already stored."""
+        text = canonical_json(value)
+        if self._sql("SELECT 1 FROM run WHERE name=? AND value=?", (name, text)):
+            return
+        self._sql(
             "INSERT INTO run(name, value) VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET value=excluded.value",
-            (name, canonical_json(value)),
+            (name, text),
         )
 
     def get_meta(self, name: str) -> Any:
-        row = self._db.execute("SELECT value FROM run WHERE name=?", (name,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        rows = self._sql("SELECT value FROM run WHERE name=?", (name,))
+        return None if not rows else self._load(rows[0][0])
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -155,14 +253,11 @@ class RunStore:
 
     # ----------------------------------------------------------------- units
     def get(self, stage: str, key: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT record FROM units WHERE stage=? AND key=?", (stage, key)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def has(self, stage: str, key: str) -> bool:
-        return self._db.execute("SELECT 1 FROM units WHERE stage=? AND key=?", (stage, key)).fetchone() is not None
+        rows = self._sql("SELECT record FROM units WHERE stage=? AND key=?", (stage, key))
+        return None if not rows else self._load(rows[0][0])
 
     def keys(self, stage: str) -> set[str]:
-        return {row[0] for row in self._db.execute("SELECT key FROM units WHERE stage=?", (stage,))}
+        return {row[0] for row in self._sql("SELECT key FROM units WHERE stage=?", (stage,))}
 
     def put(
         self,
@@ -172,18 +267,19 @@ class RunStore:
         example_id: str | None = None,
         seconds: float | None = None,
     ) -> None:
-        """Store one finished unit and commit at once (autocommit): a kill after this loses nothing."""
-        self._db.execute(
+        """Store one finished unit and commit at once (autocommit): a kill after this loses nothing, and a
+        failure while writing it (a full disk) leaves every earlier unit intact."""
+        self._sql(
             "INSERT OR REPLACE INTO units(stage, key, example_id, record, seconds, created) VALUES(?,?,?,?,?,?)",
             (stage, key, example_id, canonical_json(record), seconds, time.time()),
         )
 
     def records(self, stage: str) -> list[dict[str, Any]]:
-        rows = self._db.execute("SELECT record FROM units WHERE stage=? ORDER BY rowid", (stage,))
-        return [json.loads(row[0]) for row in rows]
+        rows = self._sql("SELECT record FROM units WHERE stage=? ORDER BY rowid", (stage,))
+        return [self._load(row[0]) for row in rows]
 
     def stages(self) -> dict[str, int]:
-        rows = self._db.execute("SELECT stage, COUNT(*) FROM units GROUP BY stage ORDER BY stage")
+        rows = self._sql("SELECT stage, COUNT(*) FROM units GROUP BY stage ORDER BY stage")
         return {stage: count for stage, count in rows}
 
     def iter_units(self, stage: str | None = None) -> Iterator[dict[str, Any]]:
@@ -192,20 +288,95 @@ class RunStore:
         if stage is not None:
             query += " WHERE stage=?"
             args = (stage,)
-        for st, key, example_id, record, seconds, created in self._db.execute(query + " ORDER BY rowid", args):
+        for st, key, example_id, record, seconds, created in self._sql(query + " ORDER BY rowid", args):
             yield {
                 "stage": st,
                 "key": key,
                 "example_id": example_id,
                 "seconds": seconds,
                 "created": created,
-                "record": json.loads(record),
+                "record": self._load(record),
             }
 
     # ----------------------------------------------------------------- summary
     def write_summary(self, summary: dict[str, Any]) -> Path:
-        """Write summary.json atomically (temp file + rename) and keep a copy in the database."""
+        """Write summary.json atomically (temp file + rename) and keep a copy in the database.
+
+        Each is written only when it differs from what is there, so re-summarising a finished run on a
+        read-only medium works.
+        """
         self.set_meta("summary", summary)
-        return write_text_atomic(
-            self.run_dir / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n"
-        )
+        target = self.run_dir / SUMMARY_NAME
+        text = json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n"
+        try:
+            current: str | None = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if current != text:
+            with translated(self.run_dir, self.db_path):
+                write_text_atomic(target, text)
+        return target
+
+
+def _writable(run_dir: Path, db_path: Path) -> bool:
+    """Can we create files in ``run_dir`` (-wal, -shm, temp files) and write the database?"""
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        return False
+    return not db_path.exists() or os.access(db_path, os.R_OK | os.W_OK)
+
+
+def _temp_name(db_path: Path, pid: int | str) -> Path:
+    return db_path.with_name(f".{db_path.name}.tmp-{pid}")
+
+
+def _remove_leftovers(run_dir: Path) -> None:
+    """Temporary files of killed runs (a store being created, a summary being written, with their journals)."""
+    for pattern in (f".{DB_NAME}.tmp-*", f".{SUMMARY_NAME}.tmp-*"):
+        for leftover in run_dir.glob(pattern):
+            leftover.unlink(missing_ok=True)
+
+
+def _create(db_path: Path) -> None:
+    """Build an empty store beside ``db_path`` and rename it into place: the file appears complete or not at
+    all, so a disk that fills (or a kill) during creation cannot leave a store without tables."""
+    tmp = _temp_name(db_path, os.getpid())
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            # Rollback-journal mode while building: the commit lands in the file itself, not in a -wal that
+            # the rename would leave behind. WAL is then switched on (persistent in the header; should that
+            # fail silently, the first open switches it on).
+            db.executescript("BEGIN;" + _SCHEMA + "COMMIT;")
+            db.execute("PRAGMA journal_mode=WAL").fetchall()
+        finally:
+            db.close()
+        os.replace(tmp, db_path)
+    except BaseException:
+        for leftover in db_path.parent.glob(tmp.name + "*"):
+            leftover.unlink(missing_ok=True)
+        raise
+
+
+def _connect(db_path: Path, *, writable: bool, reader: bool = False) -> sqlite3.Connection:
+    """A connection that never creates the file.
+
+    ``reader`` on a writable directory: read-write at the file level but ``query_only``, so that closing it
+    removes the -wal/-shm files like any writer's close (a ``mode=ro`` connection would leave them behind).
+    Not writable: ``mode=ro``, falling back to ``immutable=1`` when not even the -wal/-shm files of a WAL
+    database can be created (a read-only medium).
+    """
+    uri = "file:" + quote(str(db_path.absolute()))
+    if writable:
+        db = sqlite3.connect(uri + "?mode=rw", uri=True, timeout=_TIMEOUT_S, isolation_level=None)
+        db.execute("PRAGMA query_only=1" if reader else "PRAGMA synchronous=NORMAL")  # per connection
+        return db
+    db = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=_TIMEOUT_S, isolation_level=None)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # opens the file now
+    except sqlite3.OperationalError as exc:
+        db.close()
+        if (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF != SQLITE_CANTOPEN:
+            raise
+        # Nothing can change the file while nobody can write here, which is what immutable promises.
+        db = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, timeout=_TIMEOUT_S, isolation_level=None)
+    return db

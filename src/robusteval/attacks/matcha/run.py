@@ -19,7 +19,7 @@ import torch
 
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids
-from robusteval.attacks.matcha.token import VARIANTS, TokenAttackConfig, token_attack
+from robusteval.attacks.matcha.token import VARIANTS, TokenAttackConfig, edit_spans, token_attack
 from robusteval.data.answers import answers_match
 from robusteval.data.example import Example
 from robusteval.errors import UserError
@@ -253,6 +253,8 @@ class MatchaRunner:
                 "perturbed_question_ids": result.question_ids,
                 "inserted_positions": result.inserted_positions,
                 "replaced_positions": result.replaced_positions,
+                "edits": edit_spans(self.backend.decode, result.question_ids, result.inserted_positions,
+                                    result.replaced_positions),
                 "perturbed_question_span": [record["question_span"][0],
                                             record["question_span"][0] + len(result.question_ids)],
                 "steps": result.steps,

@@ -151,6 +151,31 @@ def token_attack(
     return result
 
 
+def edit_spans(
+    decode: Callable[[list[int]], str], ids: list[int], inserted: list[int], replaced: list[int]
+) -> list[dict[str, Any]]:
+    """Character spans of the inserted tokens in ``decode(ids).strip()`` (the stored perturbed question).
+
+    ``kind`` is ``replaced`` for an inserted token that a gradient step later replaced, else ``inserted``.
+    Offsets come from decoding growing prefixes, which is exact for every tokenizer family (a token's text
+    depends on its neighbours in SentencePiece and byte-level BPE alike).
+    """
+    full = decode(ids)
+    lead = len(full) - len(full.lstrip())
+    ends = [len(decode(ids[: i + 1])) for i in range(len(ids))]
+    starts = [0, *ends[:-1]]
+    done = set(replaced)
+    spans = []
+    for position in inserted:
+        start, end = starts[position], max(starts[position], ends[position])
+        text = full[start:end]
+        # Keep the visible word only: the leading space a token carries is not part of the edit.
+        start += len(text) - len(text.lstrip())
+        spans.append({"start": max(0, start - lead), "end": max(0, end - lead),
+                      "kind": "replaced" if position in done else "inserted", "token_id": ids[position]})
+    return spans
+
+
 def _gcg_proposals(
     ids: list[int], positions: list[int], best_tokens: torch.Tensor, count: int, rng: np.random.Generator
 ) -> list[tuple[int, int]]:
