@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import settings
 
 _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
@@ -19,9 +20,29 @@ if _TESTS_DIR not in sys.path:
 
 from helpers.mounts import namespace  # noqa: E402, F401  (a fixture for every test module)
 from helpers.servers import build_tiny_served_model, serve_transformers  # noqa: E402
+from helpers.shared import require_modules  # noqa: E402
 
 # Tiny models are dominated by per-op overhead: one thread is faster and avoids oversubscribing 2 cores.
 torch.set_num_threads(1)
+
+# Hypothesis runs the same examples every time (seeded from each test's name), and no example database
+# carries failures from one run into the next. Loaded before test modules are imported, so their own
+# @settings(max_examples=...) inherit it.
+settings.register_profile("robusteval", derandomize=True, database=None, deadline=None)
+settings.load_profile("robusteval")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs_modules(*names): optional packages the test needs; it skips without them, or fails "
+        "under ROBUSTEVAL_REQUIRE_ALL=1 (helpers.shared.needs_modules)",
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("needs_modules"):
+        require_modules(*mark.args)
 
 
 @pytest.fixture(scope="session")

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from helpers.shared import SHARED_DATA
+from helpers.datafiles import write_jsonl
+from helpers.shared import shared_file
 from robusteval.cli.main import main
 from robusteval.store import DB_NAME, SUMMARY_NAME, RunStore
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
-GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
 PLAIN_WORD = re.compile(r" ?[A-Za-z]{2,14}")
 ENV = {
     **os.environ,
@@ -135,13 +135,12 @@ def check_summary(out: Path, *, n: int, level: str, variant: str, steps: int = 2
     assert hyper["insert_ratio"] == 0.2
     assert summary["acc"] == pytest.approx(summary["n_correct"] / n)
     attacked = summary["n_attacked"]
-    assert 0 <= attacked <= n
-    if attacked:
-        assert summary["ur"] + summary["sr"] + summary["wr"] == pytest.approx(1.0, abs=1e-12)
-        assert all(0.0 <= summary[k] <= 1.0 for k in ("ur", "sr", "wr"))
-        counts = summary["counts"]
-        assert counts["unsuccessful"] + counts["success"] + counts["wrong"] == attacked
-        assert summary["sr"] == pytest.approx(counts["success"] / attacked)
+    assert 0 < attacked <= n, "nothing attacked: the rate and record checks below would check nothing"
+    assert summary["ur"] + summary["sr"] + summary["wr"] == pytest.approx(1.0, abs=1e-12)
+    assert all(0.0 <= summary[k] <= 1.0 for k in ("ur", "sr", "wr"))
+    counts = summary["counts"]
+    assert counts["unsuccessful"] + counts["success"] + counts["wrong"] == attacked
+    assert summary["sr"] == pytest.approx(counts["success"] / attacked)
     outcomes = records(out, "matcha_outcome")
     assert len(outcomes) == n and len({r["id"] for r in outcomes}) == n
     assert sum(r["attacked"] for r in outcomes) == attacked
@@ -258,25 +257,40 @@ def test_embedding_level_refuses_token_baselines(tiny_trained_dir: Path, tmp_pat
     assert "token-level baseline" in capsys.readouterr().err
 
 
-def test_gold_target_attacks_only_correct_answers(tiny_trained_dir: Path, tmp_path: Path) -> None:
+def test_gold_target_attacks_only_correct_answers(token_run: Path, tiny_trained_dir: Path, tmp_path: Path) -> None:
+    """Golds chosen so the model is right on one question and wrong on the other: the first is attacked (against
+    its gold), the second skipped. The model's clean answers come from ``token_run`` (same prompt, same
+    max_new_tokens, greedy: the gold run's clean pass repeats them)."""
+    attacked_ids = {r["id"] for r in records(token_run, "matcha_attack")}
+    clean = {r["id"]: r for r in records(token_run, "matcha_clean")}
+    questions = [json.loads(line) for line in Path(SAMPLE).read_text(encoding="utf-8").splitlines()]
+    right = next(q for q in questions if q["id"] in attacked_ids)  # has an answer and a chain of thought
+    wrong = next(q for q in questions if q["id"] != right["id"] and clean[q["id"]]["predicted"] is not None)
+    right_gold = clean[right["id"]]["predicted"]
+    wrong_gold = str(int(float(clean[wrong["id"]]["predicted"])) + 1)  # anything but the model's answer
+    data = write_jsonl(tmp_path / "gold.jsonl", [{**right, "answer": right_gold}, {**wrong, "answer": wrong_gold}])
+    dataset = ("--dataset", "jsonl", "--data-file", str(data), "--answer-type", "number")
+
     out = tmp_path / "gold"
-    assert main(matcha_args(f"hf:{tiny_trained_dir}", out, limit=2, target="gold", max_new_tokens=24)) == 0
+    assert main(matcha_args(f"hf:{tiny_trained_dir}", out, limit=2, target="gold", dataset=dataset)) == 0
     summary = summary_of(out)
     assert summary["target_answer"] == "gold" and summary["n"] == 2
-    outcomes = records(out, "matcha_outcome")
-    assert all(r["clean_correct"] for r in outcomes if r["attacked"])
-    assert all(r["skip_reason"] == "clean answer wrong" for r in outcomes if not r["clean_correct"])
-    if summary["n_attacked"] == 0:
-        assert summary["ur"] is None and summary["sr"] is None and summary["wr"] is None
+    assert summary["n_correct"] == 1 and summary["n_attacked"] == 1
+    outcomes = {r["id"]: r for r in records(out, "matcha_outcome")}
+    assert outcomes[right["id"]]["clean_correct"] and outcomes[right["id"]]["attacked"]
+    assert not outcomes[wrong["id"]]["clean_correct"] and not outcomes[wrong["id"]]["attacked"]
+    assert outcomes[wrong["id"]]["skip_reason"] == "clean answer wrong"
+    (attack,) = records(out, "matcha_attack")
+    assert attack["id"] == right["id"] and attack["target"] == right_gold == attack["gold"]
+    assert summary["ur"] + summary["sr"] + summary["wr"] == pytest.approx(1.0)
 
 
 # --------------------------------------------------------------------------------------- gsm8k
 
 
-@pytest.mark.skipif(not GSM8K.is_file(), reason=f"{GSM8K} not available")
 def test_gsm8k_dataset(tiny_trained_dir: Path, tmp_path: Path, tokenizer) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "gsm8k"
-    dataset = ("--dataset", "gsm8k", "--data-file", str(GSM8K))
+    dataset = ("--dataset", "gsm8k", "--data-file", str(shared_file("gsm8k/test.jsonl")))
     assert main(matcha_args(f"hf:{tiny_trained_dir}", out, limit=3, dataset=dataset, max_new_tokens=32)) == 0
     summary = check_summary(out, n=3, level="token", variant="full")
     assert summary["dataset"] == "gsm8k"

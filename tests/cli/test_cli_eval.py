@@ -15,30 +15,35 @@ from pathlib import Path
 
 import pytest
 
-from helpers.runs import cli, run_and_kill, summary, units
+from helpers.datafiles import gsm8k_records, write_gsm8k
+from helpers.runs import cli, records, run_and_kill, summary, units
 from helpers.servers import fake_openai_server, serve_transformers
-from helpers.shared import SHARED_DATA
+from helpers.shared import shared_file
 from robusteval.cli.main import build_parser, main
 from robusteval.store import DB_NAME
 
-GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
-pytestmark = pytest.mark.skipif(not GSM8K.is_file(), reason=f"{GSM8K} not available")
+
+@pytest.fixture(scope="module")
+def gsm8k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A GSM8K-format file of 20 synthetic questions: these tests exercise the CLI, not the benchmark's text
+    (the real file is read by test_eval_on_the_real_gsm8k_file only)."""
+    return write_gsm8k(tmp_path_factory.mktemp("gsm8k") / "test.jsonl", 20)
 
 
 def eval_args(
-    model_dir: Path, out: Path, *extra: str, limit: int = 20, max_new_tokens: int = 16
+    model_dir: Path, data: Path, out: Path, *extra: str, limit: int = 20, max_new_tokens: int = 16
 ) -> list[str]:
     return [
-        "eval", "--model", f"hf:{model_dir}", "--dataset", "gsm8k", "--data-file", str(GSM8K),
+        "eval", "--model", f"hf:{model_dir}", "--dataset", "gsm8k", "--data-file", str(data),
         "--limit", str(limit), "--max-new-tokens", str(max_new_tokens), "--out", str(out), *extra,
     ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def gsm8k_run(tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def gsm8k_run(tiny_llama_dir: Path, gsm8k: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One finished `robusteval eval` run (20 gsm8k examples), made by the real command in a subprocess."""
     out = tmp_path_factory.mktemp("cli") / "gsm8k-run"
-    result = cli(*eval_args(tiny_llama_dir, out))
+    result = cli(*eval_args(tiny_llama_dir, gsm8k, out))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     assert "answer-first accuracy" in result.stdout
@@ -71,51 +76,51 @@ def test_eval_writes_summary_and_units(gsm8k_run: Path) -> None:
 
 
 def test_eval_second_run_computes_nothing(
-    gsm8k_run: Path, tiny_llama_dir: Path, capsys: pytest.CaptureFixture[str]
+    gsm8k_run: Path, tiny_llama_dir: Path, gsm8k: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = units(gsm8k_run)
     first_summary = summary(gsm8k_run)
-    assert main(eval_args(tiny_llama_dir, gsm8k_run)) == 0
+    assert main(eval_args(tiny_llama_dir, gsm8k, gsm8k_run)) == 0
     # Same rows, same order, same creation times: nothing was recomputed or rewritten.
     assert units(gsm8k_run) == before
     assert summary(gsm8k_run) == first_summary
     # A smaller --limit (info, not identity) reuses the stored units too.
-    assert main(eval_args(tiny_llama_dir, gsm8k_run, limit=5)) == 0
+    assert main(eval_args(tiny_llama_dir, gsm8k, gsm8k_run, limit=5)) == 0
     assert units(gsm8k_run) == before
     assert summary(gsm8k_run)["n"] == 5
-    assert main(eval_args(tiny_llama_dir, gsm8k_run)) == 0  # leave the run as it was for other tests
+    assert main(eval_args(tiny_llama_dir, gsm8k, gsm8k_run)) == 0  # leave the run as it was for other tests
     capsys.readouterr()
 
 
 def test_eval_with_other_settings_refuses_the_run_dir(
-    gsm8k_run: Path, tiny_llama_dir: Path, capsys: pytest.CaptureFixture[str]
+    gsm8k_run: Path, tiny_llama_dir: Path, gsm8k: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = units(gsm8k_run)
-    assert main(eval_args(tiny_llama_dir, gsm8k_run, max_new_tokens=17)) == 2
+    assert main(eval_args(tiny_llama_dir, gsm8k, gsm8k_run, max_new_tokens=17)) == 2
     err = capsys.readouterr().err
     assert "max_new_tokens: stored 16, now 17" in err and "--out" in err
     assert units(gsm8k_run) == before
 
 
 def test_failed_model_load_does_not_claim_the_run_dir(
-    tmp_path: Path, tiny_llama_dir: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tiny_llama_dir: Path, gsm8k: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A typo in --model must not bind --out to the typo: fixing the flag and re-running has to work."""
     out = tmp_path / "run"
     typo = tmp_path / "no-such-model"
-    args = eval_args(tiny_llama_dir, out, limit=2, max_new_tokens=4)
+    args = eval_args(tiny_llama_dir, gsm8k, out, limit=2, max_new_tokens=4)
     args[args.index("--model") + 1] = f"hf:{typo}"
     assert main(args) == 2
     assert "no such model directory" in capsys.readouterr().err
-    assert main(eval_args(tiny_llama_dir, out, limit=2, max_new_tokens=4)) == 0, capsys.readouterr().err
+    assert main(eval_args(tiny_llama_dir, gsm8k, out, limit=2, max_new_tokens=4)) == 0, capsys.readouterr().err
     assert summary(out)["n"] == 2
 
 
 def test_eval_resumes_after_sigkill(
-    tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_llama_dir: Path, gsm8k: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "killed"
-    args = eval_args(tiny_llama_dir, out, "--batch-size", "1", max_new_tokens=48)
+    args = eval_args(tiny_llama_dir, gsm8k, out, "--batch-size", "1", max_new_tokens=48)
     stored = run_and_kill(args, out, stage="answer_first", at_least=3, logs=tmp_path, deadline_s=90)
     assert 3 <= len(stored) < 20, len(stored)
     created = {key: at for _, key, at in stored}
@@ -127,6 +132,27 @@ def test_eval_resumes_after_sigkill(
     # Units stored before the kill were kept as they were, not computed again.
     assert {key: at for _, key, at in final if key in created} == created
     assert summary(out)["n"] == 20
+
+
+def test_eval_on_the_real_gsm8k_file(tiny_llama_dir: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The one test here that reads the shared GSM8K file: golds and ids come from its first lines."""
+    data = shared_file("gsm8k/test.jsonl")
+    raw = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()[:3]]
+    out = tmp_path / "real"
+    assert main(eval_args(tiny_llama_dir, data, out, limit=3, max_new_tokens=8)) == 0, capsys.readouterr().err
+    stored = records(out, "answer_first")
+    # The gold is what follows "#### " in the raw solution, thousands separators dropped.
+    assert [r["gold"] for r in stored] == [row["answer"].split("#### ")[-1].strip().replace(",", "") for row in raw]
+    assert [r["id"] for r in stored] == ["gsm8k-0", "gsm8k-1", "gsm8k-2"]
+    assert [r["question"] for r in stored] == [row["question"] for row in raw]
+    assert summary(out)["n"] == 3
+
+
+def test_synthetic_golds_are_stored(gsm8k_run: Path) -> None:
+    # The synthetic questions are additions a + b; their golds, stored in file order.
+    expected = [row["answer"].rsplit("#### ", 1)[1] for row in gsm8k_records(20)]
+    assert [r["gold"] for r in records(gsm8k_run, "answer_first")] == expected
 
 
 # ----------------------------------------------------------------------------------------- bad input
@@ -176,16 +202,16 @@ def stored_completions(out: Path) -> list[str]:
 
 
 def test_config_file_works_like_flags_and_flags_win(
-    tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_llama_dir: Path, gsm8k: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     by_flags = tmp_path / "by-flags"
-    assert main(eval_args(tiny_llama_dir, by_flags, limit=4, max_new_tokens=8)) == 0
+    assert main(eval_args(tiny_llama_dir, gsm8k, by_flags, limit=4, max_new_tokens=8)) == 0
     by_file = tmp_path / "by-file"
     config = write_toml(
         tmp_path / "run.toml",
         model=f"hf:{tiny_llama_dir}",
         dataset="gsm8k",
-        **{"data-file": str(GSM8K), "max_new_tokens": 8},  # both spellings of a flag name are accepted
+        **{"data-file": str(gsm8k), "max_new_tokens": 8},  # both spellings of a flag name are accepted
         limit=4,
         out=str(by_file),
     )
@@ -324,7 +350,7 @@ def test_runs_export_jsonl(gsm8k_run: Path, tmp_path: Path, capsys: pytest.Captu
 # ----------------------------------------------------------------------------------------- openai backend
 
 
-def test_eval_through_openai_backend_sends_the_exemplars(tmp_path: Path) -> None:
+def test_eval_through_openai_backend_sends_the_exemplars(gsm8k: Path, tmp_path: Path) -> None:
     """Each request to an OpenAI-compatible server carries the full prompt: exemplar prefix + question."""
     from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
 
@@ -332,7 +358,7 @@ def test_eval_through_openai_backend_sends_the_exemplars(tmp_path: Path) -> None
     out = tmp_path / "fake-run"
     with fake_openai_server(tmp_path) as server:
         result = cli("eval", "--model", f"openai:fake-model@{server.base_url}", "--dataset", "gsm8k",
-                     "--data-file", str(GSM8K), "--limit", "3", "--max-new-tokens", "8", "--out", str(out))  # fmt: skip
+                     "--data-file", str(gsm8k), "--limit", "3", "--max-new-tokens", "8", "--out", str(out))  # fmt: skip
         requests = server.requests()
     assert result.returncode == 0, result.stderr[-3000:]
     assert summary(out)["n"] == 3 and len(units(out)) == 3
@@ -357,12 +383,16 @@ def served_tiny_llama(tiny_llama_dir: Path) -> Iterator[str]:
 
 @pytest.mark.slow
 def test_eval_through_openai_backend_matches_hf(
-    served_tiny_llama: str, tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    served_tiny_llama: str,
+    tiny_llama_dir: Path,
+    gsm8k: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Greedy answers of the same model agree whether it runs in-process (hf:) or behind a server (openai:)."""
     out = tmp_path / "openai-run"
     args = ["eval", "--model", f"openai:{tiny_llama_dir}@{served_tiny_llama}", "--dataset", "gsm8k",
-            "--data-file", str(GSM8K), "--limit", "3", "--max-new-tokens", "8", "--out", str(out)]  # fmt: skip
+            "--data-file", str(gsm8k), "--limit", "3", "--max-new-tokens", "8", "--out", str(out)]  # fmt: skip
     result = cli(*args)
     assert result.returncode == 0, result.stderr[-3000:]
     assert summary(out)["n"] == 3
@@ -373,6 +403,6 @@ def test_eval_through_openai_backend_matches_hf(
     assert again.returncode == 0 and units(out) == before  # resumed: no request recomputed
 
     hf_out = tmp_path / "hf-run"
-    assert main(eval_args(tiny_llama_dir, hf_out, limit=3, max_new_tokens=8)) == 0
+    assert main(eval_args(tiny_llama_dir, gsm8k, hf_out, limit=3, max_new_tokens=8)) == 0
     capsys.readouterr()
     assert stored_completions(out) == stored_completions(hf_out)

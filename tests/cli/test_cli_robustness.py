@@ -9,31 +9,43 @@ from pathlib import Path
 
 import pytest
 
+from helpers.datafiles import write_ocnli
 from helpers.runs import cli, records, run_and_kill, summary, units
 from helpers.servers import serve_transformers
-from helpers.shared import SHARED_DATA
+from helpers.shared import needs_modules, shared_file
 from robusteval.cli.main import main
 from robusteval.data.loaders import load_dataset
 from robusteval.evals.classification import ClassificationTemplate, LabelClassifier, example_fields
 from robusteval.metrics.robustness import rb_index
 from robusteval.models import load_backend
+from robusteval.models.tiny import tiny_nli_pairs
 from robusteval.perturbations import apply_edits
 from robusteval.perturbations.base import Edit
 from robusteval.perturbations.dataset import example_from_record
 from robusteval.store import RunStore
 
-OCNLI = SHARED_DATA / "ocnli" / "dev.json"
-pytestmark = pytest.mark.skipif(not OCNLI.is_file(), reason=f"{OCNLI} not available")
-pytest.importorskip("pypinyin")
+pytestmark = needs_modules("pypinyin")  # C-homophone and C-pinyin
 
 
-def test_perturb_writes_a_faithful_copy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def ocnli() -> Path:
+    """The real OCNLI dev set, for the tests whose point is real text (skips or fails without it)."""
+    return shared_file("ocnli/dev.json")
+
+
+@pytest.fixture(scope="module")
+def synthetic_ocnli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """96 OCNLI-format pairs in the tiny classifier's world, for tests about the commands, not the data."""
+    return write_ocnli(tmp_path_factory.mktemp("ocnli") / "dev.json", tiny_nli_pairs(96, seed=11))
+
+
+def test_perturb_writes_a_faithful_copy(ocnli: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "homophone.jsonl"
-    args = ["perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "40", "--method", "C-homophone",
+    args = ["perturb", "--dataset", "ocnli", "--data-file", str(ocnli), "--limit", "40", "--method", "C-homophone",
             "--seed", "1", "--out", str(out)]
     assert main(args) == 0
     assert "/40 examples changed" in capsys.readouterr().out
-    original = load_dataset("ocnli", OCNLI, limit=40)
+    original = load_dataset("ocnli", ocnli, limit=40)
     copy = load_dataset("examples", out)
     assert [e.id for e in copy] == [e.id for e in original]
     assert [e.answer for e in copy] == [e.answer for e in original]
@@ -60,31 +72,32 @@ def test_perturb_writes_a_faithful_copy(tmp_path: Path, capsys: pytest.CaptureFi
     assert (tmp_path / "seed2.jsonl").read_bytes() != first
 
 
-def test_perturb_bad_method_and_missing_translator(tmp_path: Path) -> None:
-    result = cli("perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "2", "--method", "C-nope",
+def test_perturb_bad_method_and_missing_translator(synthetic_ocnli: Path, tmp_path: Path) -> None:
+    data = str(synthetic_ocnli)
+    result = cli("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method", "C-nope",
                  "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2 and "unknown perturbation method 'C-nope'" in result.stderr
-    result = cli("perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "2", "--method",
+    result = cli("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method",
                  "S-backtranslation", "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2 and "--translator" in result.stderr
 
 
-def robustness_args(model_dir: Path, out: Path, sets: str, *extra: str, limit: int = 24) -> list[str]:
+def robustness_args(model_dir: Path, data: Path, out: Path, sets: str, *extra: str, limit: int = 24) -> list[str]:
     return ["robustness", "--model", f"hf:{model_dir}", "--template", str(model_dir / "template.json"),
-            "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", str(limit), "--sets", sets,
+            "--dataset", "ocnli", "--data-file", str(data), "--limit", str(limit), "--sets", sets,
             "--bootstrap", "200", "--batch-size", "4", "--out", str(out), *extra]
 
 
-def test_robustness_summary_matches_stored_answers(tiny_nli_dir: Path, tmp_path: Path) -> None:
+def test_robustness_summary_matches_stored_answers(tiny_nli_dir: Path, ocnli: Path, tmp_path: Path) -> None:
     out = tmp_path / "rb"
-    assert main(robustness_args(tiny_nli_dir, out, "C-homophone,C-traditional,W-synonym")) == 0
+    assert main(robustness_args(tiny_nli_dir, ocnli, out, "C-homophone,C-traditional,W-synonym")) == 0
     result = summary(out)
     assert set(result["acc"]) == {"C-homophone", "C-traditional", "W-synonym"}
     assert result["n"] == 24
     assert result["n_unparsed"]["original"] <= 2
     # Recompute every accuracy from the stored perturbed texts and the stored answers: asking the classifier
     # again over the same store must cost no query, and the accuracies must equal the summary's.
-    originals = load_dataset("ocnli", OCNLI, limit=24)
+    originals = load_dataset("ocnli", ocnli, limit=24)
     by_method: dict[str, dict[str, dict]] = {}
     for record in records(out, "perturbed_example"):
         by_method.setdefault(record["perturbation"]["method"], {})[record["id"]] = record
@@ -108,59 +121,62 @@ def test_robustness_summary_matches_stored_answers(tiny_nli_dir: Path, tmp_path:
     assert lo <= result["rb_index"] <= hi
     assert all(result["sets"][name]["n_changed"] >= 20 for name in result["acc"])
     before = units(out)
-    assert main(robustness_args(tiny_nli_dir, out, "C-homophone,C-traditional,W-synonym")) == 0
+    assert main(robustness_args(tiny_nli_dir, ocnli, out, "C-homophone,C-traditional,W-synonym")) == 0
     assert units(out) == before  # a finished run computes nothing new
 
 
-def test_robustness_resumes_after_sigkill(tiny_nli_dir: Path, tmp_path: Path,
+def test_robustness_resumes_after_sigkill(tiny_nli_dir: Path, synthetic_ocnli: Path, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "killed"
-    args = robustness_args(tiny_nli_dir, out, "C-homophone,C-pinyin", "--batch-size", "1", limit=30)
+    args = robustness_args(tiny_nli_dir, synthetic_ocnli, out, "C-homophone,C-pinyin", "--batch-size", "1", limit=30)
     stored = run_and_kill(args, out, stage="classify", at_least=5, logs=tmp_path)
     created = {key: at for _, key, at in stored}
     assert main(args) == 0, capsys.readouterr().err
     final = units(out)
     assert {key: at for _, key, at in final if key in created} == created  # kept, not recomputed
     clean = tmp_path / "clean"
-    assert main(robustness_args(tiny_nli_dir, clean, "C-homophone,C-pinyin", "--batch-size", "1", limit=30)) == 0
+    assert main(robustness_args(tiny_nli_dir, synthetic_ocnli, clean, "C-homophone,C-pinyin", "--batch-size", "1",
+                                limit=30)) == 0
     resumed, fresh = summary(out), summary(clean)
     for key in ("acc_original", "acc", "rb_index", "rb_index_ci95"):
         assert resumed[key] == fresh[key]
 
 
-def attack_args(model: str, template: Path, out: Path, method: str, *extra: str, limit: int = 12) -> list[str]:
+def attack_args(model: str, template: Path, data: Path, out: Path, method: str, *extra: str,
+                limit: int = 12) -> list[str]:
     return ["attack", "wordimportance", "--model", model, "--template", str(template), "--dataset", "ocnli",
-            "--data-file", str(OCNLI), "--limit", str(limit), "--method", method, "--rates", "0.1,0.2,0.3",
+            "--data-file", str(data), "--limit", str(limit), "--method", method, "--rates", "0.1,0.2,0.3",
             "--budget", "60", "--out", str(out), *extra]
 
 
-def test_attack_cli_adv_set_resume_and_ors(tiny_nli_dir: Path, tmp_path: Path,
+def test_attack_cli_adv_set_resume_and_ors(tiny_nli_dir: Path, ocnli: Path, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     template = tiny_nli_dir / "template.json"
     model = f"hf:{tiny_nli_dir}"
     # Resume after SIGKILL: units stored before the kill are kept, and the result equals a clean run.
     killed = tmp_path / "killed"
-    args = attack_args(model, template, killed, "C-homophone")
+    args = attack_args(model, template, ocnli, killed, "C-homophone")
     stored = run_and_kill(args, killed, stage="wordimportance", at_least=2, logs=tmp_path)
     created = {key: at for stage, key, at in stored if stage == "wordimportance"}
     assert main(args) == 0, capsys.readouterr().err
     assert {k: at for s, k, at in units(killed) if k in created} == created
     clean = tmp_path / "homophone"
     adv = tmp_path / "adv.jsonl"
-    assert main(attack_args(model, template, clean, "C-homophone", "--write-adv", str(adv))) == 0
+    assert main(attack_args(model, template, ocnli, clean, "C-homophone", "--write-adv", str(adv))) == 0
     assert records(killed, "wordimportance") == records(clean, "wordimportance")
     result = summary(clean)
     assert result["attack"] == "wordimportance" and set(result["asr_by_rate"]) == {"0.1", "0.2", "0.3"}
     # The Adv set holds exactly the successes at the largest rate and feeds `robustness`.
     wins = [r for r in records(clean, "wordimportance") if r["status"] == "success"]
-    assert len(load_dataset("examples", adv)) == len(wins) if wins else adv.read_text() == ""
-    if wins:
-        rb = tmp_path / "rb-adv"
-        assert main(robustness_args(tiny_nli_dir, rb, f"Adv={adv}", limit=12)) == 0
-        assert summary(rb)["sets"]["Adv"]["n_changed"] == len(wins)
+    assert wins, "the attack should flip some of the 12 pairs, or the Adv-set checks below check nothing"
+    adv_set = load_dataset("examples", adv)
+    assert [e.id for e in adv_set] == [r["id"] for r in wins]
+    rb = tmp_path / "rb-adv"
+    assert main(robustness_args(tiny_nli_dir, ocnli, rb, f"Adv={adv}", limit=12)) == 0
+    assert summary(rb)["sets"]["Adv"]["n_changed"] == len(wins)
 
 
-def test_attack_served_hard_label_and_ors(tiny_nli_dir: Path, tmp_path: Path,
+def test_attack_served_hard_label_and_ors(tiny_nli_dir: Path, ocnli: Path, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     """Two models (the hf model with log-probs; the same weights behind `transformers serve`, labels only)
     x two methods, then `ors` matches the formula computed here by hand."""
@@ -172,7 +188,8 @@ def test_attack_served_hard_label_and_ors(tiny_nli_dir: Path, tmp_path: Path,
             for method in ("C-homophone", "C-traditional"):
                 out = tmp_path / f"{tag}-{method}"
                 extra = ("--confidence", "sample", "--n-samples", "2") if tag == "served" else ()
-                assert main(attack_args(model, template, out, method, *extra, limit=6)) == 0, capsys.readouterr().err
+                assert main(attack_args(model, template, ocnli, out, method, *extra, limit=6)) == 0, \
+                    capsys.readouterr().err
                 runs.append(out)
     served_summary = summary(tmp_path / "served-C-homophone")
     assert served_summary["confidence"] == "sample"
@@ -196,19 +213,22 @@ def test_attack_served_hard_label_and_ors(tiny_nli_dir: Path, tmp_path: Path,
     assert "reconstruction" in capsys.readouterr().out
 
 
-def test_combined_attack_uses_every_available_method(tiny_nli_dir: Path, tmp_path: Path,
+def test_combined_attack_uses_every_available_method(tiny_nli_dir: Path, synthetic_ocnli: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # Pairs in the tiny classifier's world: it answers them right, so they are attacked and edited (on 4 real
+    # OCNLI pairs it is right on one only, and that attack kept no edit: the method check had nothing to see).
     out = tmp_path / "combined"
-    assert main(attack_args(f"hf:{tiny_nli_dir}", tiny_nli_dir / "template.json", out, "combined", limit=4)) == 0
+    assert main(attack_args(f"hf:{tiny_nli_dir}", tiny_nli_dir / "template.json", synthetic_ocnli, out, "combined",
+                            limit=4)) == 0
     printed = capsys.readouterr().out
     assert "leaving out W-maskedlm" in printed  # no --mlm-model given
     result = summary(out)
     # W-wordembedding falls back to the target's own embedding matrix.
     assert result["methods"] == ["C-traditional", "C-pinyin", "C-radical", "C-morphonym", "C-shuffle",
                                  "W-homophone", "W-synonym", "W-wordembedding"]
-    for record in records(out, "wordimportance"):
-        for edits in record.get("edits", {}).values():
-            assert {e["method"] for e in edits} <= set(result["methods"])
+    used = [e["method"] for record in records(out, "wordimportance")
+            for edits in record.get("edits", {}).values() for e in edits]
+    assert used and set(used) <= set(result["methods"])
 
 
 def test_robustness_on_generic_labelled_jsonl(tiny_nli_dir: Path, tmp_path: Path) -> None:
@@ -232,21 +252,22 @@ def test_robustness_on_generic_labelled_jsonl(tiny_nli_dir: Path, tmp_path: Path
     assert all("positive" not in r["question"] for r in prompts)
 
 
-def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, synthetic_ocnli: Path, tmp_path: Path) -> None:
     template = tiny_nli_dir / "template.json"
     model = f"hf:{tiny_nli_dir}"
-    result = cli(*attack_args(model, template, tmp_path / "a", "C-homophone")[:-2], "--rates", "0,2",
+    data = synthetic_ocnli
+    result = cli(*attack_args(model, template, data, tmp_path / "a", "C-homophone")[:-2], "--rates", "0,2",
                  "--out", str(tmp_path / "a"))
     assert result.returncode == 2 and "--rates" in result.stderr and "Traceback" not in result.stderr
-    result = cli(*robustness_args(tiny_nli_dir, tmp_path / "b", "Adv=/no/such.jsonl"))
+    result = cli(*robustness_args(tiny_nli_dir, data, tmp_path / "b", "Adv=/no/such.jsonl"))
     assert result.returncode == 2 and "/no/such.jsonl" in result.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "question": "q", "answer": "neutral", "answer_type": "label"}\n{"id": \n', "utf-8")
-    result = cli(*robustness_args(tiny_nli_dir, tmp_path / "c", f"Adv={bad}"))
+    result = cli(*robustness_args(tiny_nli_dir, data, tmp_path / "c", f"Adv={bad}"))
     assert result.returncode == 2 and f"{bad}:2" in result.stderr
     assert not (tmp_path / "c").exists()  # checked before the model loads and the run directory is claimed
-    for args in (robustness_args(tiny_nli_dir, tmp_path / "d", "C-nope"),
-                 attack_args(model, template, tmp_path / "d", "W-nope")):
+    for args in (robustness_args(tiny_nli_dir, data, tmp_path / "d", "C-nope"),
+                 attack_args(model, template, data, tmp_path / "d", "W-nope")):
         result = cli(*args)
         assert result.returncode == 2 and "unknown perturbation method" in result.stderr
         assert not (tmp_path / "d").exists()  # refused before the model loads and --out is claimed
@@ -255,11 +276,11 @@ def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, tmp_path: Path) -> Non
     assert result.returncode == 2 and "summary.json" in result.stderr
 
 
-def test_perturb_backtranslation_through_the_cli(tiny_llama_dir: Path, tmp_path: Path) -> None:
+def test_perturb_backtranslation_through_the_cli(tiny_llama_dir: Path, synthetic_ocnli: Path, tmp_path: Path) -> None:
     """Regression: `perturb` had no backend options, so --translator crashed building the backend.
     The untrained tiny model never ends its line, so every back-translation is rejected, with the reason."""
     out = tmp_path / "bt.jsonl"
-    assert main(["perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "2", "--method",
+    assert main(["perturb", "--dataset", "ocnli", "--data-file", str(synthetic_ocnli), "--limit", "2", "--method",
                  "S-backtranslation", "--translator", f"hf:{tiny_llama_dir}", "--out", str(out)]) == 0
     lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
     assert len(lines) == 2
@@ -268,10 +289,11 @@ def test_perturb_backtranslation_through_the_cli(tiny_llama_dir: Path, tmp_path:
         assert line["question"] == line["perturbation"]["fields"]["text"]["original"]
 
 
-def test_perturb_resumes_after_sigkill(tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_perturb_resumes_after_sigkill(tiny_llama_dir: Path, synthetic_ocnli: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A slow method (back-translation through a model) commits each batch; a killed run keeps them."""
     out = tmp_path / "bt.jsonl"
-    args = ["perturb", "--dataset", "ocnli", "--data-file", str(OCNLI), "--limit", "96", "--method",
+    args = ["perturb", "--dataset", "ocnli", "--data-file", str(synthetic_ocnli), "--limit", "96", "--method",
             "S-backtranslation", "--translator", f"hf:{tiny_llama_dir}", "--out", str(out)]
     work = Path(f"{out}.parts")
     stored = run_and_kill(args, work, stage="perturbed_example", at_least=32, logs=tmp_path, deadline_s=150)

@@ -8,13 +8,14 @@ unless ``ROBUSTEVAL_REQUIRE_ALL=1`` (set by CI), which turns the skip into a fai
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
 
 import pytest
+
+from helpers.shared import REQUIRE_ALL, skip_or_fail
 
 
 @functools.cache
@@ -35,9 +36,7 @@ def namespace() -> None:
     """Skip (or fail under ROBUSTEVAL_REQUIRE_ALL=1) when private mounts are impossible here."""
     problem = namespace_problem()
     if problem is not None:
-        if os.environ.get("ROBUSTEVAL_REQUIRE_ALL") == "1":
-            pytest.fail(f"ROBUSTEVAL_REQUIRE_ALL=1 but {problem}")
-        pytest.skip(problem)
+        skip_or_fail(problem, REQUIRE_ALL)
 
 
 def run_in_namespace(script: str, args: Sequence[str] = (), *, env: dict[str, str] | None = None,

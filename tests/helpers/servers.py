@@ -10,11 +10,16 @@ Both run as subprocesses on 127.0.0.1, so tests exercise real sockets, timeouts 
   - ``fail-then-ok``: the first ``fail_count`` requests answer ``fail_status`` (with ``Retry-After`` when
     given), then ``ok``;
   - ``always-500``; ``slow`` (sleeps ``sleep`` seconds, then ``ok``); ``401`` (echoes the bearer token in
-    its error message, as real APIs echo partial keys, so tests can check scrubbing);
+    its error message, so tests can check scrubbing);
+  - ``ok-then-401``: the first ``ok_count`` requests ``ok``, then 401 with the key echoed partially, as the
+    OpenAI API does (``Incorrect API key provided: sk-PLANT*********3a9c``: first 8 and last 4 characters);
   - ``chat-only``: ``/v1/completions`` answers 404, chat works.
 
-  Every request is appended as one JSON line (n, path, authorization, body, inflight) to a log file that
-  :meth:`FakeServer.requests` reads back.
+  ``gate=N``: the first N requests are each held (up to 30 s) until N requests have arrived, so a client that
+  really sends N at once is seen with N in flight, however loaded the machine is.
+
+  Every request is appended as one JSON line (n, path, authorization, body, inflight, t) to a log file that
+  :meth:`FakeServer.requests` reads back; ``t`` is the server's ``time.monotonic()`` when the request arrived.
 * :func:`serve_transformers` starts ``transformers serve`` on a model directory and yields its base URL;
   :func:`build_tiny_served_model` writes a tiny random Llama that ``transformers serve`` can load offline.
 
@@ -44,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 LOOPBACK = "127.0.0.1"
-FAKE_MODES = ("ok", "fail-then-ok", "always-500", "slow", "401", "chat-only")
+FAKE_MODES = ("ok", "fail-then-ok", "always-500", "slow", "401", "ok-then-401", "chat-only")
 
 
 def free_port() -> int:
@@ -72,8 +77,14 @@ def fake_answer(prompt: str, max_tokens: int | None, stops: list[str]) -> tuple[
     return text, finish
 
 
+def partial_key_echo(token: str) -> str:
+    """How the OpenAI API quotes a wrong key: its first 8 and last 4 characters around stars."""
+    return f"{token[:8]}{'*' * max(4, len(token) - 12)}{token[-4:]}"
+
+
 def _make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
+    gate = threading.Condition(lock)
     state = {"n": 0, "inflight": 0}
     log_path = Path(args.log)
 
@@ -120,9 +131,13 @@ def _make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                     "authorization": auth,
                     "body": body,
                     "inflight": inflight,
+                    "t": time.monotonic(),
                 }
                 with log_path.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(record) + "\n")
+                if n <= args.gate:
+                    gate.notify_all()
+                    gate.wait_for(lambda: state["n"] >= args.gate, timeout=30)
             try:
                 self._respond(n, body, auth)
             finally:
@@ -136,6 +151,14 @@ def _make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                 self._send(
                     401, {"error": {"message": f"Incorrect API key provided: {token}.", "code": "bad_key"}}
                 )
+                return
+            if mode == "ok-then-401" and n > args.ok_count:
+                echo = partial_key_echo((auth or "").removeprefix("Bearer "))
+                message = (f"Incorrect API key provided: {echo}. You can find your API key at "
+                           "https://platform.openai.com/account/api-keys.")
+                error = {"message": message, "type": "invalid_request_error", "param": None,
+                         "code": "invalid_api_key"}
+                self._send(401, {"error": error})
                 return
             if mode == "always-500":
                 self._send(500, {"error": {"message": "internal failure (always-500)"}})
@@ -191,6 +214,8 @@ def _serve_fake(argv: list[str] | None = None) -> None:
     p.add_argument("--log", required=True, help="JSON-lines file receiving one record per request")
     p.add_argument("--port", type=int, default=0, help="0: pick a free port and print it")
     p.add_argument("--fail-count", type=int, default=1)
+    p.add_argument("--ok-count", type=int, default=0, help="ok-then-401: requests answered before the 401s")
+    p.add_argument("--gate", type=int, default=0, help="hold the first N requests until N have arrived")
     p.add_argument("--fail-status", type=int, default=500)
     p.add_argument("--retry-after", default="", help="Retry-After header value for injected failures")
     p.add_argument("--sleep", type=float, default=5.0, help="seconds the 'slow' mode waits")
@@ -244,6 +269,8 @@ def fake_openai_server(
     mode: str = "ok",
     *,
     fail_count: int = 1,
+    ok_count: int = 0,
+    gate: int = 0,
     fail_status: int = 500,
     retry_after: str = "",
     sleep: float = 5.0,
@@ -256,7 +283,8 @@ def fake_openai_server(
     log_path = Path(log_dir) / f"fake-{mode}-{time.monotonic_ns()}.jsonl"
     cmd = [
         sys.executable, str(Path(__file__).resolve()), "--mode", mode, "--log", str(log_path),
-        "--fail-count", str(fail_count), "--fail-status", str(fail_status), "--retry-after", retry_after,
+        "--fail-count", str(fail_count), "--ok-count", str(ok_count), "--gate", str(gate),
+        "--fail-status", str(fail_status), "--retry-after", retry_after,
         "--sleep", str(sleep), "--jitter", str(jitter),
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

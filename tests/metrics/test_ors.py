@@ -44,6 +44,16 @@ def test_beta_boundary_h_exactly_zero() -> None:
     assert choose_beta([[40.0, 60.0]]) == 1
 
 
+def test_beta_when_h_first_reaches_zero_at_the_cap() -> None:
+    # Mean success 1 %: h(z) = 100 - z > 0 up to z = 99, h(100) = 0 -> beta = 99, one below the cap of 100.
+    assert choose_beta([[0.0, 2.0]]) == 99
+    # Mean 20 %: h(4) = 20 > 0, h(5) = 0 with cap 5 -> beta = 4; cap 4 -> h stays positive up to the cap: 4.
+    assert choose_beta([[20.0]], cap=5) == 4
+    assert choose_beta([[20.0]], cap=4) == 4
+    # Mean 16 %: h(5) = 20 > 0 at the cap of 5 (first non-positive is h(7) = -12): the cap, 5.
+    assert choose_beta([[16.0]], cap=5) == 5
+
+
 def test_rates_must_align() -> None:
     with pytest.raises(ValueError, match="same perturbation rates"):
         ors_scores({"A": {"m": [1.0, 2.0]}, "B": {"m": [1.0]}})

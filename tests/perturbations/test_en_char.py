@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from helpers.shared import SHARED_DATA
+from helpers.shared import shared_file
 from robusteval.perturbations import (
     ChangeBudget,
     Edit,
@@ -23,8 +23,6 @@ from robusteval.perturbations import (
     available_methods,
     build_perturbation,
 )
-
-GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog while the farmer watches from his porch.",
@@ -49,9 +47,7 @@ def near_on_keyboard(a: str, b: str) -> bool:
 
 
 def gsm8k_questions(n: int) -> list[str]:
-    if not GSM8K.is_file():
-        pytest.skip(f"{GSM8K} is missing")
-    with GSM8K.open(encoding="utf-8") as handle:
+    with shared_file("gsm8k/test.jsonl").open(encoding="utf-8") as handle:
         return [json.loads(line)["question"] for _, line in zip(range(n), handle, strict=False)]
 
 
@@ -94,7 +90,9 @@ def test_keyboard_typos_are_qwerty_neighbours_in_the_same_case() -> None:
 
 
 def test_insert_adds_one_neighbouring_key_next_to_a_letter() -> None:
-    for edit in edits_of("C-insert", SENTENCES):
+    edits = list(edits_of("C-insert", SENTENCES))
+    assert len(edits) >= 2 * len(SENTENCES)  # the loop below checks something
+    for edit in edits:
         old, new = edit.original, edit.replacement
         assert len(new) == len(old) + 1
         i = next((k for k in range(len(old)) if old[k] != new[k]), len(old))
@@ -106,7 +104,9 @@ def test_insert_adds_one_neighbouring_key_next_to_a_letter() -> None:
 
 
 def test_swap_exchanges_two_adjacent_letters() -> None:
-    for edit in edits_of("C-swap", SENTENCES):
+    edits = list(edits_of("C-swap", SENTENCES))
+    assert len(edits) >= len(SENTENCES)
+    for edit in edits:
         old, new = edit.original, edit.replacement
         assert Counter(old) == Counter(new)
         diff = [k for k in range(len(old)) if old[k] != new[k]]
@@ -115,7 +115,9 @@ def test_swap_exchanges_two_adjacent_letters() -> None:
 
 
 def test_delete_drops_one_letter_from_words_of_three_or_more() -> None:
-    for edit in edits_of("C-delete", SENTENCES):
+    edits = list(edits_of("C-delete", SENTENCES))
+    assert len(edits) >= 2 * len(SENTENCES)
+    for edit in edits:
         old, new = edit.original, edit.replacement
         assert len(old) >= 3 and len(new) == len(old) - 1
         assert any(old[:k] + old[k + 1 :] == new for k in range(1, len(old))), edit

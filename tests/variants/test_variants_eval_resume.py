@@ -18,9 +18,6 @@ from variants_testlib import cli_command, run_cli
 from robusteval.variants.sampler import instantiate
 from robusteval.variants.template import load_template_file
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
 N_INSTANCES = 15
 SAMPLES = 2
 

@@ -10,7 +10,7 @@ import pytest
 from variants_testlib import run_cli
 
 from robusteval.metrics.variants import problem_id, variant_scores
-from robusteval.variants.evaluate import grade
+from robusteval.variants.grading import grade
 
 INSTANCES = [
     {"id": "p1_0", "question": "q", "answer": 18.0},
@@ -102,6 +102,38 @@ def test_several_samples_and_seeded_bootstrap() -> None:
         lo, hi = s[f"{name}_ci95"]
         assert 0.0 <= lo <= s[name] <= hi <= 1.0
         assert hi > lo
+
+
+def test_strict_multiplies_instance_accuracies() -> None:
+    # p: two instances each right in 1 of 2 samples -> accuracies 0.5, 0.5; strict = 0.5 * 0.5 = 0.25 (the chance
+    # that one answer per instance is all right), not min = 0.5; loose = 0.5.
+    # q: three instances right in 2/4, 3/4, 4/4 samples -> strict = 0.5 * 0.75 * 1 = 0.375; loose = 0.75.
+    correct = {
+        "p_0": [True, False], "p_1": [False, True],
+        "q_0": [True, True, False, False], "q_1": [True, False, True, True], "q_2": [True] * 4,
+    }  # fmt: skip
+    s = variant_scores(correct, ci=False)
+    per_problem = {p["problem"]: (p["strict"], p["loose"]) for p in s["problems"]}
+    assert per_problem == {"p": (pytest.approx(0.25), pytest.approx(0.5)), "q": (pytest.approx(0.375),
+                                                                                pytest.approx(0.75))}
+    assert s["strict"] == pytest.approx((0.25 + 0.375) / 2)
+    assert s["loose"] == pytest.approx((0.5 + 0.75) / 2)
+
+
+def test_bootstrap_masks_the_empty_instance_slots_of_smaller_problems() -> None:
+    # Problems of 3, 1 and 2 instances (one sample each) share padded arrays. Whatever is drawn:
+    # all right -> every resample has strict = loose = 1, so both intervals are exactly [1, 1];
+    # each problem has one wrong instance -> strict is 0 in every resample: [0, 0]. A missing slot that counted
+    # as wrong (or as right) would move these intervals.
+    all_right = {"a_0": [True], "a_1": [True], "a_2": [True], "b_0": [True], "c_0": [True], "c_1": [True]}
+    s = variant_scores(all_right, bootstrap_rounds=300, seed=0)
+    assert s["strict_ci95"] == [1.0, 1.0] and s["loose_ci95"] == [1.0, 1.0]
+    one_wrong = {"a_0": [True], "a_1": [False], "a_2": [True], "b_0": [False], "c_0": [True], "c_1": [False]}
+    s = variant_scores(one_wrong, bootstrap_rounds=300, seed=0)
+    assert s["strict"] == 0.0 and s["strict_ci95"] == [0.0, 0.0]
+    # Loose per problem: a 2/3, b 0, c 1/2 -> every resample's mean lies between 0 and 2/3.
+    lo, hi = s["loose_ci95"]
+    assert 0.0 <= lo < hi <= 2 / 3 + 1e-12
 
 
 def test_bootstrap_interval_on_a_larger_benchmark() -> None:

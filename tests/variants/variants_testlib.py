@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
-from helpers.shared import SHARED_DATA
-
-VAR_MATH = SHARED_DATA / "var-math"
-TEMPLATES = VAR_MATH / "templates"
-INSTANCES = VAR_MATH / "instances"
+from helpers.shared import shared_file
 
 # Runs the CLI with the variants command registered, whether or not cli/main.py lists it yet.
 CLI_BOOTSTRAP = (
@@ -34,6 +31,17 @@ def cli_command(*args: str) -> list[str]:
     return [sys.executable, "-c", CLI_BOOTSTRAP, *args]
 
 
-def need_var_math() -> None:
-    if not (TEMPLATES / "VAR-Math_amc23.csv").is_file():
-        pytest.skip("VAR-MATH data not available")
+def var_math(kind: str, name: str) -> Path:
+    """A published VAR-MATH file, ``kind`` "templates" or "instances"; skips (or fails under
+    ROBUSTEVAL_REQUIRE_DATA=1) when the shared data is absent."""
+    return shared_file(f"var-math/{kind}/{name}")
+
+
+def var_template(name: str) -> Path:
+    """``templates/VAR-Math_<name>.csv``."""
+    return var_math("templates", f"VAR-Math_{name}.csv")
+
+
+def var_published(name: str) -> Path:
+    """``instances/VAR_<name>_test.jsonl``."""
+    return var_math("instances", f"VAR_{name}_test.jsonl")

@@ -22,7 +22,8 @@ Design notes:
   name), chat needs a tokenizer with a chat template, it answers 422 to unknown request fields, keeps
   the stop string in the returned text, and treats ``seed`` as a global torch seed.
 * The API key is read from an environment variable (never passed as a value, so it never reaches a
-  config file or a stored record) and is scrubbed from every error message; ``repr`` and ``name`` omit it.
+  config file or a stored record) and is scrubbed, with any partial echo of it ("sk-ab****wxyz"), from every
+  error message (:func:`scrub_secret`); ``repr`` and ``name`` omit it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -112,6 +114,37 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if when is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# Characters servers use to mask the hidden part of an echoed key: "sk-ab******wxyz", "sk-a...wxyz", "••••wxyz".
+_MASK_CHARS = "*x•….·"
+# What ends a token: whitespace and the punctuation around values in messages and JSON bodies.
+_TOKEN = re.compile(r"""[^\s"'`<>()\[\]{},;:=\\]+""")
+
+
+def scrub_secret(text: str, secret: str | None) -> str:
+    """``text`` with every token that could give ``secret`` away replaced by ``***``.
+
+    Servers echo partial keys ("Incorrect API key provided: sk-ab******wxyz"), so a token is scrubbed when it
+    holds any 6-character piece of the secret, or a 4+ character prefix of it followed by a mask character, or
+    a mask character followed by a 4+ character suffix of it.
+    """
+    if not secret:
+        return text
+    piece = min(6, len(secret))
+    pieces = {secret[i : i + piece] for i in range(len(secret) - piece + 1)}
+    masks = "[" + re.escape(_MASK_CHARS) + "]"
+    heads = "|".join(re.escape(secret[:n]) for n in range(len(secret), 3, -1))
+    tails = "|".join(re.escape(secret[-n:]) for n in range(len(secret), 3, -1))
+    echoed = re.compile(f"(?:{heads}){masks}|{masks}(?:{tails})") if heads else None
+
+    def scrub(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if any(p in token for p in pieces) or (echoed is not None and echoed.search(token)):
+            return "***"
+        return token
+
+    return _TOKEN.sub(scrub, text)
 
 
 def _one_line(text: str, limit: int = _MESSAGE_LIMIT) -> str:
@@ -207,8 +240,8 @@ class OpenAIBackend:
     # ----- internals -----
 
     def _scrub(self, text: str) -> str:
-        """Remove the API key from any text that may leave this object (errors, logs)."""
-        return text.replace(self.__api_key, "***") if self.__api_key else text
+        """Remove the API key, and any partial echo of it, from text that may leave this object (errors, logs)."""
+        return scrub_secret(text, self.__api_key)
 
     def _payload(self, request: GenerationRequest, chat: bool) -> dict[str, Any]:
         payload: dict[str, Any] = {
