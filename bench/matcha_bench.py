@@ -32,11 +32,11 @@ from typing import Any
 
 import torch
 
+from robusteval.attacks.matcha.pipeline import matcha_judges
 from robusteval.attacks.matcha.run import DATASET_DEFAULTS, MatchaConfig, MatchaRunner
-from robusteval.cli.attack import judge_functions
 from robusteval.data.loaders import load_dataset
 from robusteval.models import Backend, load_backend
-from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
+from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, load_exemplars
 from robusteval.store import RunStore
 
 COMPARED = ("perturbed_question_ids", "perturbed_completion", "answer_kept", "outcome")
@@ -144,6 +144,21 @@ def warm_up(backend: Any) -> None:
     backend.forward(prefix, embeds, logits_to_keep=2).float().sum().backward()
 
 
+class NaiveMatchaRunner(MatchaRunner):
+    """The baseline: batch size 1, no early stop (full ``max_new_tokens`` generations, cut at the stop string
+    afterwards so outcomes are identical), candidate losses one forward each. The prefix KV cache is the
+    backend's switch (``prefix_cache=False``)."""
+
+    candidate_chunk = 1
+
+    def _decode(self, suffixes: Any) -> list[Any]:
+        limit = self.config.max_new_tokens
+        rows = (self.backend.decode_batch(self.prefix_ids, suffixes, max_new_tokens=limit)
+                if isinstance(suffixes, torch.Tensor) else
+                [self.backend.decode_batch(self.prefix_ids, [s], max_new_tokens=limit)[0] for s in suffixes])
+        return [self.backend.cut_at_stop(row, STOP_STRINGS) for row in rows]
+
+
 def no_model_judges(spec: str) -> Backend:
     raise RuntimeError(f"the benchmark's judges are arith/none; nothing should load {spec}")
 
@@ -153,9 +168,10 @@ def run_path(name: str, backend: Any, load_s: float, examples: list[Any], prompt
     naive = name == "naive"
     result = PathResult(name, load_s, load_before=os.getloadavg()[0])
     with RunStore.open(root / name, identity={"bench": name, "config": vars(config)}) as store:
-        judge_reasoning, judge_semantic, _ = judge_functions(store, "arith", "none", no_model_judges)
-        runner = MatchaRunner(backend, store, prompt, config, reasoning_judge=judge_reasoning,
-                              semantic_judge=judge_semantic, batch_size=args.batch_size, naive=naive)
+        judge_reasoning, judge_semantic, _ = matcha_judges(store, "arith", "none", no_model_judges)
+        runner_type = NaiveMatchaRunner if naive else MatchaRunner
+        runner = runner_type(backend, store, prompt, config, reasoning_judge=judge_reasoning,
+                             semantic_judge=judge_semantic, batch_size=1 if naive else args.batch_size)
         began, cpu = time.perf_counter(), time.process_time()
         result.clean = runner.clean_records(examples)
         result.clean_s, result.clean_cpu = time.perf_counter() - began, time.process_time() - cpu

@@ -34,9 +34,10 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(2)
-    from robusteval.attacks.wordimportance import WordImportanceConfig, attack_example, attack_summary
+    from robusteval.attacks.wordimportance import WordImportanceConfig, attack_example
     from robusteval.data.loaders import load_dataset
     from robusteval.evals.classification import ClassificationTemplate, LabelClassifier
+    from robusteval.metrics.wordimportance import attack_summary
     from robusteval.models import load_backend
     from robusteval.perturbations import Protection, build_perturbation
     from robusteval.store import RunStore

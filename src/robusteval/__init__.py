@@ -1,3 +1,72 @@
-"""robusteval: measure how robust large language models really are."""
+"""robusteval: measure how robust large language models really are.
 
-__version__ = "0.1.0"
+The Python API is the product; the ``robusteval`` command is a thin shell over it::
+
+    import robusteval as rv
+
+    model = rv.load_model("hf:./my-model", dtype="bfloat16")
+    data = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit=100)
+    summary = rv.attack_matcha(rv.MatchaRunConfig(data=data, level="token"), model, "runs/matcha")
+    run = rv.load_run("runs/matcha")          # identity, info, summary, records(stage)
+
+Every pipeline takes a typed config, a backend and a run store (or a run directory, opened, locked and
+checked for you) and returns its summary, which is also written to ``summary.json``. Names are imported
+lazily, so ``import robusteval`` does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.2.0"
+
+#: public name -> (module, attribute); resolved on first use.
+_EXPORTS: dict[str, tuple[str, str]] = {
+    # models and data
+    "load_model": ("robusteval.models.registry", "load_backend"),
+    "describe_model": ("robusteval.models.identity", "describe_model"),
+    "DataSpec": ("robusteval.data.spec", "DataSpec"),
+    "load_dataset": ("robusteval.data.loaders", "load_dataset"),
+    # runs
+    "load_run": ("robusteval.runs", "load_run"),
+    "Run": ("robusteval.runs", "Run"),
+    "open_run": ("robusteval.lifecycle", "open_run"),
+    "RunStore": ("robusteval.store", "RunStore"),
+    # pipelines
+    "EvalConfig": ("robusteval.evals.answer_first", "EvalConfig"),
+    "evaluate": ("robusteval.evals.answer_first", "evaluate"),
+    "MatchaRunConfig": ("robusteval.attacks.matcha.pipeline", "MatchaRunConfig"),
+    "attack_matcha": ("robusteval.attacks.matcha.pipeline", "attack_matcha"),
+    "TransferConfig": ("robusteval.attacks.matcha.transfer", "TransferConfig"),
+    "transfer": ("robusteval.attacks.matcha.transfer", "transfer"),
+    "RobustnessConfig": ("robusteval.evals.robustness", "RobustnessConfig"),
+    "robustness": ("robusteval.evals.robustness", "robustness"),
+    "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.pipeline", "WordImportanceRunConfig"),
+    "attack_wordimportance": ("robusteval.attacks.wordimportance.pipeline", "attack_wordimportance"),
+    "OrsConfig": ("robusteval.evals.ors", "OrsConfig"),
+    "ors": ("robusteval.evals.ors", "ors"),
+    "PerturbationSpec": ("robusteval.perturbations.spec", "PerturbationSpec"),
+    # registries (what exists, with summaries)
+    "ATTACKS": ("robusteval.attacks.base", "ATTACKS"),
+    "register_attack": ("robusteval.attacks.base", "register_attack"),
+}
+_SUBMODULES = ("variants",)
+
+__all__ = ["__version__", *_EXPORTS, *_SUBMODULES]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"robusteval.{name}")
+    raise AttributeError(f"module 'robusteval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+

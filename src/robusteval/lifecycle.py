@@ -1,14 +1,17 @@
-"""The one run lifecycle every command and pipeline uses: check -> lock -> load -> open -> log.
+"""The one run lifecycle every command and pipeline uses: check -> lock -> load -> open -> log -> summary.
 
 1. **Check** the directory's stored identity against this run's, before anything expensive: a directory that
-   holds a different run is refused with the fields that differ.
+   holds a different run is refused with the fields that differ (an older robusteval's run, with a sentence).
 2. **Lock** the directory (one writer per run; a second process stops at once, naming the first).
 3. **Load** the model. A model that cannot load leaves no trace: a directory created in step 2 is removed.
-4. **Open** the store (created atomically) and append progress to ``run.log`` in the directory.
+4. **Open** the store (created atomically), record the environment in ``info`` and append progress to
+   ``run.log`` in the directory.
+5. **Finish**: the summary gets the model identity, seeds and environment, and is written atomically.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -16,13 +19,36 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from robusteval.config import identity_fields
+from robusteval.environment import run_environment
+from robusteval.errors import UserError
 from robusteval.progress import log_to_file
-from robusteval.store import RunLock, RunStore
+from robusteval.store import DB_NAME, RunLock, RunStore
 from robusteval.store.lock import LOCK_NAME
 
 B = TypeVar("B")
 
 LOG_NAME = "run.log"
+#: Bumped when the identity's shape changes; runs made before it cannot be resumed by this version.
+IDENTITY_VERSION = 2
+
+
+def run_identity(command: str, config: Any, model: dict[str, Any] | None, /, **extra: Any) -> dict[str, Any]:
+    """What makes a run's results comparable: the command, the normalised model identity (weights, dtype,
+    device...) and every config field that changes results."""
+    return {"identity_version": IDENTITY_VERSION, "command": command, "model": model, **identity_fields(config),
+            **extra}
+
+
+def _refuse_older_runs(path: Path) -> None:
+    if not (path / DB_NAME).is_file():
+        return
+    with RunStore.open_existing(path) as store:
+        stored = store.identity
+    if stored and "identity_version" not in stored:
+        raise UserError(f"{path} holds a run made by robusteval 0.1 (its identity has no model dtype, device or "
+                        "weights fingerprint, so this version cannot resume it safely); use a new --out "
+                        "directory, or finish that run with robusteval 0.1")
 
 
 @contextmanager
@@ -35,6 +61,7 @@ def open_run(
 ) -> Iterator[tuple[RunStore, B | None]]:
     """Yield ``(store, loaded)`` where ``loaded`` is ``load()`` (typically the model backend), or None."""
     path = Path(out)
+    _refuse_older_runs(path)
     RunStore.check_resumable(path, identity)
     created = not path.exists()
     lock = RunLock.acquire(path)
@@ -46,11 +73,35 @@ def open_run(
                 lock.release()
                 _remove_if_only_lock(path)
             raise
+        info = {**(info or {}), "environment": run_environment()}
         # A directory that cannot be written (a finished run on read-only media) simply gets no log.
         with RunStore.open(path, identity=identity, info=info, lock=lock) as store, log_to_file(path / LOG_NAME):
             yield store, loaded
     finally:
         lock.release()
+
+
+@contextmanager
+def store_for(target: RunStore | str | os.PathLike[str], identity: dict[str, Any],
+              info: dict[str, Any] | None = None) -> Iterator[RunStore]:
+    """A pipeline's store: the one given, or the run directory ``target`` opened through :func:`open_run`."""
+    if isinstance(target, RunStore):
+        yield target
+        return
+    with open_run(target, identity, info=info) as (store, _):
+        yield store
+
+
+def finish(store: RunStore, summary: dict[str, Any], *, seeds: dict[str, int] | None = None) -> dict[str, Any]:
+    """Complete ``summary`` with what identifies the run, write summary.json, and return it."""
+    identity = store.identity
+    info = store.get_meta("info") or {}
+    summary = {**summary, "model_identity": identity.get("model"), "seeds": seeds or {},
+               "environment": info.get("environment")}
+    # Returned as summary.json holds it (tuples become lists), so the caller sees what a reader will see.
+    summary = json.loads(json.dumps(summary, ensure_ascii=False, default=str))
+    store.write_summary(summary)
+    return summary
 
 
 def _remove_if_only_lock(path: Path) -> None:

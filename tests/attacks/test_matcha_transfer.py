@@ -53,7 +53,7 @@ def copy_run(src: Path, dst: Path) -> Path:
 
 def rewrite_outcomes(run_dir: Path, change: Any) -> list[dict[str, Any]]:
     """Apply ``change(record) -> record`` to every source outcome record, keeping their stored order."""
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.open(run_dir) as store:  # a writer: readers (open_existing) never write
         units = list(store.iter_units(SOURCE_STAGE))
         for unit in units:
             store.put(SOURCE_STAGE, unit["key"], change(dict(unit["record"])), example_id=unit["example_id"])
@@ -125,6 +125,7 @@ def test_transfer_replays_each_success_twice_and_summarises(
     source_run: Path, target_spec: str, transfer_run: Path
 ) -> None:
     wanted = successes(source_run)
+    assert wanted  # the source_run fixture guarantees successes to replay
     summary = read_summary(transfer_run)
     assert summary["source_run"] == str(source_run.resolve())
     assert summary["model"] == target_spec

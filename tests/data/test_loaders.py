@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import tempfile
@@ -16,25 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.shared import SHARED_DATA
-from robusteval.data import loaders
+from helpers.shared import shared_file
 from robusteval.data.example import Example
 from robusteval.data.loaders import (
     DATA_DIR_ENV,
-    dataset_content_hash,
+    DATASETS,
     dataset_names,
     load_dataset,
     register_dataset,
 )
 from robusteval.errors import DataError, UserError
-
-SHARED = SHARED_DATA
-GSM8K = SHARED / "gsm8k" / "test.jsonl"
-SINGLEEQ = SHARED / "singleeq" / "questions.json"
-STRATEGYQA = SHARED / "strategyqa" / "task.json"
-OCNLI = SHARED / "ocnli" / "dev.json"
-
-needs_data = pytest.mark.skipif(not SHARED.is_dir(), reason=f"benchmark data not at {SHARED}")
 
 
 def data_error(call: Callable[[], object]) -> str:
@@ -66,7 +56,8 @@ def test_builtin_names_are_registered() -> None:
 def test_register_passes_only_the_keywords_a_loader_accepts(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(loaders, "_REGISTRY", dict(loaders._REGISTRY))  # keep the global registry clean
+    DATASETS.entries()  # the built-ins are registered before the snapshot
+    monkeypatch.setattr(DATASETS, "_entries", dict(DATASETS._entries))  # keep the global registry clean
     calls: list[tuple[object, dict[str, Any]]] = []
 
     @register_dataset("toy", "text")
@@ -121,19 +112,13 @@ def test_default_path_comes_from_the_data_dir_env(monkeypatch: pytest.MonkeyPatc
     assert [e.answer for e in load_dataset("gsm8k")] == ["7"]
 
 
-def test_content_hash_is_sha256_of_the_bytes(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "h.jsonl", [gsm_record()])
-    assert dataset_content_hash(path) == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert "missing.jsonl" in data_error(lambda: dataset_content_hash(tmp_path / "missing.jsonl"))
-
-
 # ---------------------------------------------------------------------------------------------- real data
 
 
-@needs_data
 def test_gsm8k_first_20_match_the_file() -> None:
-    examples = load_dataset("gsm8k", GSM8K, limit=20)
-    raw = [json.loads(line) for line in GSM8K.read_text(encoding="utf-8").splitlines()[:20]]
+    gsm8k = shared_file("gsm8k/test.jsonl")
+    examples = load_dataset("gsm8k", gsm8k, limit=20)
+    raw = [json.loads(line) for line in gsm8k.read_text(encoding="utf-8").splitlines()[:20]]
     assert [e.id for e in examples] == [f"gsm8k-{i}" for i in range(20)]
     assert [e.question for e in examples] == [r["question"] for r in raw]
     assert [e.meta["solution"] for e in examples] == [r["answer"] for r in raw]
@@ -141,9 +126,8 @@ def test_gsm8k_first_20_match_the_file() -> None:
     assert all(e.answer_type == "number" for e in examples)
 
 
-@needs_data
 def test_gsm8k_full_split() -> None:
-    examples = load_dataset("gsm8k", GSM8K)
+    examples = load_dataset("gsm8k", shared_file("gsm8k/test.jsonl"))
     assert len(examples) == 1319
     assert len({e.id for e in examples}) == 1319
     # Some golds are written with thousands separators; none survive.
@@ -152,9 +136,8 @@ def test_gsm8k_full_split() -> None:
     assert all(e.answer.lstrip("-").replace(".", "", 1).isdigit() for e in examples)
 
 
-@needs_data
 def test_singleeq() -> None:
-    examples = load_dataset("singleeq", SINGLEEQ)
+    examples = load_dataset("singleeq", shared_file("singleeq/questions.json"))
     assert len(examples) == 508
     assert (examples[0].id, examples[0].answer) == ("singleeq-0", "43")
     by_solution = {e.meta["lSolutions"][0]: e.answer for e in examples}
@@ -162,9 +145,8 @@ def test_singleeq() -> None:
     assert all(not e.answer.endswith(".0") for e in examples)
 
 
-@needs_data
 def test_strategyqa() -> None:
-    examples = load_dataset("strategyqa", STRATEGYQA)
+    examples = load_dataset("strategyqa", shared_file("strategyqa/task.json"))
     assert len(examples) == 2290
     assert Counter(e.answer for e in examples) == {"yes": 1071, "no": 1219}
     assert examples[0].id == "strategyqa-0" and examples[-1].id == "strategyqa-2289"
@@ -172,9 +154,8 @@ def test_strategyqa() -> None:
     assert all(e.meta["target"].lower().startswith(e.answer) for e in examples)
 
 
-@needs_data
 def test_ocnli_drops_no_majority_rows() -> None:
-    examples = load_dataset("ocnli", OCNLI)
+    examples = load_dataset("ocnli", shared_file("ocnli/dev.json"))
     assert len(examples) == 2950
     assert Counter(e.answer for e in examples) == {"neutral": 1103, "entailment": 947, "contradiction": 900}
     first = examples[0]

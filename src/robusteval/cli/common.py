@@ -1,23 +1,63 @@
-"""Options and helpers shared by several commands (model, dataset, output)."""
+"""What every command shares: subcommand construction, model/backend options, data options, seeds.
+
+This and ``configflags`` are the only modules other ``cli/`` modules import; each command module parses flags
+into a config and calls one pipeline of the library.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from robusteval.cli.main import required_option
-from robusteval.data.example import Example
-from robusteval.errors import UserError
-from robusteval.models import Backend, load_backend
+from robusteval.cli.configflags import add_config_arguments, config_from_args
+from robusteval.data.spec import DataSpec
+from robusteval.seeding import DEFAULT_SEED
+
+_REQUIRED = "_required_flags"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keep the example block's layout and show defaults."""
+
+
+def add_command(subparsers: Any, name: str, *, help: str, description: str, example: str) -> argparse.ArgumentParser:
+    """Add a subcommand whose ``--help`` ends with a runnable example; gives it ``--config``."""
+    parser = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog="example:\n  " + example.strip().replace("\n", "\n  "),
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--config", metavar="TOML", help="read flags from a TOML file (command-line flags win)")
+    parser.set_defaults(**{_REQUIRED: [], "_parser": parser})
+    return parser
+
+
+def required_option(parser: argparse.ArgumentParser | Any, *names: str, **kwargs: Any) -> None:
+    """An option that must be set on the command line *or* in the config file (``parser`` may be an argument
+    group of a command's parser).
+
+    argparse's own ``required=True`` would reject a value that comes from the config file.
+    """
+    action = parser.add_argument(*names, default=None, **kwargs)
+    action.help = (action.help or "") + " (required)"
+    owner = parser if hasattr(parser, "get_default") else parser._argument_group_container  # a group's parser
+    while not hasattr(owner, "get_default"):
+        owner = owner._argument_group_container
+    owner.get_default(_REQUIRED).append((action.dest, action.option_strings[0]))
+
+
+
+# ----------------------------------------------------------------------------------------------- models
+MODEL_HELP = "model spec: hf:/path/or/hub-id, hf:/path/model.gguf or openai:MODEL@http://host:port/v1"
 
 
 def add_model_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    help_text = "model spec: hf:/path/or/hub-id, hf:/path/model.gguf or openai:MODEL@http://host:port/v1"
     if required:
-        required_option(parser, "--model", metavar="SPEC", help=help_text)
+        required_option(parser, "--model", metavar="SPEC", help=MODEL_HELP)
     else:
-        parser.add_argument("--model", metavar="SPEC", help=help_text)
+        parser.add_argument("--model", metavar="SPEC", help=MODEL_HELP)
     add_backend_options(parser)
 
 
@@ -26,6 +66,9 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model backend")
     group.add_argument("--dtype", default="auto", help="hf: auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16")
     group.add_argument("--device", default="auto", help="hf: auto, cpu, cuda, cuda:1, …")
+    group.add_argument("--model-args", default=None, metavar="KEY=VALUE,…",
+                       help="hf: from_pretrained options: revision, trust_remote_code, attn_implementation, "
+                       "device_map, low_cpu_mem_usage (recorded in the run identity)")
     group.add_argument("--batch-size", type=int, default=8, help="examples per batch (hf) ")
     group.add_argument("--max-concurrency", type=int, default=8, help="openai: parallel requests")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
@@ -33,9 +76,12 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    from robusteval.models.identity import parse_model_args
+
     return {
         "dtype": args.dtype,
         "device": args.device,
+        "model_args": parse_model_args(getattr(args, "model_args", None)),
         "batch_size": args.batch_size,
         "max_concurrency": args.max_concurrency,
         "api_key_env": args.api_key_env,
@@ -43,54 +89,47 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def build_backend(spec: str, args: argparse.Namespace, **overrides: Any) -> Backend:
+def build_backend(spec: str, args: argparse.Namespace, **overrides: Any) -> Any:
+    from robusteval.models import load_backend
+
     return load_backend(spec, **{**backend_options(args), **overrides})
 
 
+def model_identity(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The normalised identity of ``spec`` under this command's options, before the model loads."""
+    from robusteval.models.identity import describe_model
+
+    return describe_model(spec, **backend_options(args))
+
+
+def judge_loader(args: argparse.Namespace, shared: dict[str, Any]) -> Any:
+    """Build judge backends with the run's options; a judge naming an already loaded model reuses it."""
+
+    def load(spec: str) -> Any:
+        if spec not in shared:
+            shared[spec] = build_backend(spec, args)
+        return shared[spec]
+
+    return load
+
+
+# ----------------------------------------------------------------------------------------------- data
 def add_dataset_options(parser: argparse.ArgumentParser, datasets: list[str]) -> None:
-    required_option(parser, "--dataset", choices=datasets, help="dataset format")
-    parser.add_argument("--data-file", metavar="PATH", help="the dataset file (for hf: hub_id[:config])")
-    parser.add_argument("--limit", type=int, default=None, help="use the first N examples")
-    parser.add_argument(
-        "--fields",
-        default=None,
-        metavar="OURS=THEIRS,…",
-        help="jsonl/csv/hf field mapping, e.g. question=problem,answer=solution,id=uid",
-    )
-    parser.add_argument("--answer-type", default=None, choices=["number", "yesno", "math", "text", "label"],
-                        help="jsonl/csv/hf: how answers are compared")
+    add_config_arguments(parser, DataSpec, choices={"dataset": datasets})
 
 
-def parse_fields(text: str | None) -> dict[str, str] | None:
-    if not text:
-        return None
-    mapping = {}
-    for part in text.split(","):
-        ours, eq, theirs = part.partition("=")
-        if not eq or not ours.strip() or not theirs.strip():
-            raise UserError(f"--fields: '{part}' is not OURS=THEIRS")
-        mapping[ours.strip()] = theirs.strip()
-    return mapping
+def data_spec(args: argparse.Namespace) -> DataSpec:
+    return config_from_args(DataSpec, args)
 
 
-def load_examples(args: argparse.Namespace) -> list[Example]:
-    from robusteval.data.loaders import load_dataset
-
-    if args.limit is not None and args.limit <= 0:
-        raise UserError("--limit must be a positive number")
-    return load_dataset(
-        args.dataset,
-        args.data_file,
-        limit=args.limit,
-        fields=parse_fields(args.fields),
-        answer_type=args.answer_type,
-    )
+# ----------------------------------------------------------------------------------------------- seeds
+def add_seed_option(parser: argparse.ArgumentParser | Any, help: str = "random seed") -> None:
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=help)
 
 
-def data_identity(args: argparse.Namespace) -> dict[str, Any]:
-    """Dataset name, path and content hash: what makes two runs' inputs the same."""
-    from robusteval.store import file_sha256
+def add_bootstrap_options(parser: argparse.ArgumentParser | Any, *, rounds_flag: str = "--bootstrap",
+                          rounds: int = 2000) -> None:
+    parser.add_argument(rounds_flag, type=int, default=rounds, help="bootstrap resamples of the 95%% CIs")
+    parser.add_argument("--bootstrap-seed", type=int, default=DEFAULT_SEED,
+                        help="seed of the bootstrap (independent of --seed)")
 
-    path = args.data_file
-    digest = file_sha256(path) if path and os.path.isfile(path) else None
-    return {"dataset": args.dataset, "data_file": path, "data_sha256": digest, "fields": args.fields}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from robusteval.cli.main import add_command
+from robusteval.cli.common import add_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,27 +1,23 @@
-"""``robusteval eval``: answer-first accuracy of one model on one dataset."""
+"""``robusteval eval``: answer-first accuracy of one model on one dataset (``robusteval.evaluate``)."""
 
 from __future__ import annotations
 
 import argparse
 
 from robusteval.cli.common import (
-    add_dataset_options,
+    add_command,
     add_model_options,
     build_backend,
-    data_identity,
-    load_examples,
+    model_identity,
+    required_option,
 )
-from robusteval.cli.main import add_command, required_option
-from robusteval.evals.answer_first import accuracy_summary, answer_first_records
-from robusteval.lifecycle import open_run
-from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
-from robusteval.report.tables import print_summary_table
-from robusteval.store import unit_key
-
-DATASETS = ["gsm8k", "singleeq", "strategyqa", "jsonl", "csv", "hf"]
+from robusteval.cli.configflags import add_config_arguments, config_from_args
+from robusteval.data.spec import answer_first_datasets
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from robusteval.evals.answer_first import EvalConfig
+
     parser = add_command(
         subparsers,
         "eval",
@@ -32,53 +28,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "    --data-file ../shared/data/gsm8k/test.jsonl --limit 20 --out runs/gsm8k-tiny",
     )
     add_model_options(parser)
-    add_dataset_options(parser, DATASETS)
-    add_eval_options(parser)
+    add_config_arguments(parser, EvalConfig, choices={"dataset": answer_first_datasets()})
     required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
     parser.set_defaults(func=run)
 
 
-def add_eval_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--exemplars", default=None, metavar="math|yesno|PATH",
-                        help="in-context exemplars (default: built-in set matching the answer type)")
-    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per answer")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (recorded; greedy decoding ignores it)")
-
-
-def exemplar_source(args: argparse.Namespace, answer_type: str) -> str:
-    """What ``load_exemplars`` takes: the --exemplars value, or the built-in set for the answer type."""
-    return args.exemplars or ("yesno" if answer_type == "yesno" else "math")
-
-
-def exemplars_for(args: argparse.Namespace, answer_type: str) -> AnswerFirstPrompt:
-    return AnswerFirstPrompt(load_exemplars(exemplar_source(args, answer_type)))
-
-
 def run(args: argparse.Namespace) -> int:
-    examples = load_examples(args)
-    prompt = exemplars_for(args, examples[0].answer_type)
-    identity = {
-        "command": "eval",
-        "model": args.model,
-        **data_identity(args),
-        "exemplars": prompt.exemplars.name,
-        "prefix_hash": unit_key(prompt.prefix),
-        "max_new_tokens": args.max_new_tokens,
-        "seed": args.seed,
-    }
+    from robusteval.evals.answer_first import EvalConfig, eval_identity, evaluate
+    from robusteval.lifecycle import open_run
+    from robusteval.report.tables import print_summary_table
+
+    config = config_from_args(EvalConfig, args)
+    examples = config.data.load()  # bad data fails here, before the model loads
+    identity = eval_identity(config, model_identity(args.model, args), examples)
     info = {"limit": args.limit, "batch_size": args.batch_size}
     with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
-        records = answer_first_records(
-            backend, store, examples, prompt, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size
-        )
-        summary = {
-            "model": backend.name,
-            "dataset": args.dataset,
-            "data_file": args.data_file,
-            "exemplars": prompt.exemplars.name,
-            **accuracy_summary(records),
-        }
-        path = store.write_summary(summary)
+        summary = evaluate(config, backend, store, batch_size=args.batch_size)
     print_summary_table("answer-first accuracy", [summary], ["model", "dataset", "n", "n_correct", "acc"])
-    print(f"run directory: {args.out}  (summary: {path})")
+    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
     return 0

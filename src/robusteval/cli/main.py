@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval import __version__
+from robusteval.cli.common import _REQUIRED
 from robusteval.errors import UserError, environment_error
 
 # Order = order in `robusteval --help`.
@@ -31,37 +32,6 @@ COMMAND_MODULES = (
     "robusteval.cli.runs",
     "robusteval.cli.doctor",
 )
-
-_REQUIRED = "_required_flags"
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the example block's layout and show defaults."""
-
-
-def add_command(subparsers: Any, name: str, *, help: str, description: str, example: str) -> argparse.ArgumentParser:
-    """Add a subcommand whose ``--help`` ends with a runnable example; gives it ``--config``."""
-    parser = subparsers.add_parser(
-        name,
-        help=help,
-        description=description,
-        epilog="example:\n  " + example.strip().replace("\n", "\n  "),
-        formatter_class=HelpFormatter,
-    )
-    parser.add_argument("--config", metavar="TOML", help="read flags from a TOML file (command-line flags win)")
-    parser.set_defaults(**{_REQUIRED: [], "_parser": parser})
-    return parser
-
-
-def required_option(parser: argparse.ArgumentParser, *names: str, **kwargs: Any) -> None:
-    """An option that must be set on the command line *or* in the config file.
-
-    argparse's own ``required=True`` would reject a value that comes from the config file.
-    """
-    action = parser.add_argument(*names, default=None, **kwargs)
-    action.help = (action.help or "") + " (required)"
-    parser.get_default(_REQUIRED).append((action.dest, action.option_strings[0]))
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(

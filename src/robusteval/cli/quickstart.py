@@ -7,24 +7,16 @@ on the first few attackable ones, judged by the deterministic arithmetic checker
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from importlib import resources
 
-from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
-from robusteval.attacks.matcha.token import edit_spans
-from robusteval.cli.attack import judge_functions, memoised_loader, summarise
-from robusteval.cli.common import build_backend
-from robusteval.cli.main import add_command
-from robusteval.data.loaders import load_dataset
-from robusteval.lifecycle import open_run
+from robusteval.cli.common import add_command, add_seed_option, build_backend, model_identity
 from robusteval.models.embedded import embedded_model_spec
-from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
 from robusteval.report.examples import format_matcha_example, pick_example
 from robusteval.report.tables import print_summary_table
-from robusteval.store import unit_key
 
-SAMPLES = (("math", "math.jsonl", "number", "gsm8k"), ("yesno", "yesno.jsonl", "yesno", "strategyqa"))
+#: (name, file, answer type, (k, eps) as the paper's defaults for GSM8K and StrategyQA).
+SAMPLES = (("math", "math.jsonl", "number", (0.25, 0.005)), ("yesno", "yesno.jsonl", "yesno", (0.5, 0.03)))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # 1 = the paper's pure gradient pick: no extra candidate forwards, which keeps the first run under
     # 10 minutes on 2 CPU cores (Gemma's 262k-token vocabulary makes every scored position costly).
     parser.add_argument("--n-candidates", type=int, default=1, help="replacement tokens re-scored per position")
-    parser.add_argument("--seed", type=int, default=0)
+    add_seed_option(parser, "random seed (insertions, derived per example)")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--batch-size", type=int, default=8)
@@ -59,38 +51,38 @@ def sample_path(file_name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from robusteval.attacks.matcha.pipeline import (
+        OUTCOME_STAGE,
+        MatchaRunConfig,
+        attack_matcha,
+        matcha_identity,
+    )
+    from robusteval.data.spec import DataSpec
+    from robusteval.lifecycle import open_run
+    from robusteval.runs import load_run
+
     began = time.perf_counter()
     spec = args.model or embedded_model_spec()
-    backend = build_backend(spec, args)
+    backend = None
     rows, notes, shown = [], [], []
-    for name, file_name, answer_type, dataset_defaults in SAMPLES:
-        examples = load_dataset("jsonl", sample_path(file_name), answer_type=answer_type)
-        prompt = AnswerFirstPrompt(load_exemplars(name))
-        config = MatchaConfig.for_dataset(dataset_defaults, max_new_tokens=args.max_new_tokens,
-                                          n_candidates=args.n_candidates, seed=args.seed)
-        identity = {"command": "quickstart", "model": spec, "sample": name, "prefix_hash": unit_key(prompt.prefix),
-                    "config": {k: v for k, v in vars(config).items() if k != "target_answer"}}
-        with open_run(f"{args.out}/{name}", identity, info={"attack_limit": args.attack_limit}) as (store, _):
-            load = memoised_loader(args, {spec: backend})
-            judge_reasoning, judge_semantic, judge_names = judge_functions(store, "arith", "none", load)
-            judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
-            clean = MatchaRunner(backend, store, prompt, config, batch_size=args.batch_size, **judges).clean_records(
-                examples)
-            n_correct = sum(1 for r in clean if r["correct"])
-            if n_correct < args.min_correct:
-                config = dataclasses.replace(config, target_answer="clean")
-                notes.append(f"{name}: the model answered {n_correct}/{len(clean)} correctly, fewer than "
-                             f"{args.min_correct}, so the attack keeps the model's own clean answer "
-                             "(--target-answer clean) instead of the gold one")
-            runner = MatchaRunner(backend, store, prompt, config, batch_size=args.batch_size, **judges)
-            chosen = [r for r in clean if runner.attackable(r)[0]][: args.attack_limit]
-            attacked = runner.judge(runner.attack_records(examples, chosen))
-            summary = summarise(store, backend.name, f"sample:{name}", config, judge_names, clean, attacked, runner)
-        rows.append({**summary, "target": config.target_answer})
-        shown += [{**record, "sample": name} for record in attacked]
+    for name, file_name, answer_type, (topk, eps) in SAMPLES:
+        config = MatchaRunConfig(
+            data=DataSpec("jsonl", sample_path(file_name), answer_type=answer_type), exemplars=name,
+            target_answer="auto", min_correct=args.min_correct, attack_limit=args.attack_limit,
+            topk_ratio=topk, epsilon=eps, max_new_tokens=args.max_new_tokens, n_candidates=args.n_candidates,
+            seed=args.seed, judge="arith", semantic_judge="none",
+        )
+        out = f"{args.out}/{name}"
+        identity = matcha_identity(config, model_identity(spec, args), config.data.load())
+        with open_run(out, identity, load=None if backend else lambda: build_backend(spec, args)) as (store, loaded):
+            backend = backend or loaded
+            summary = attack_matcha(config, backend, store, batch_size=args.batch_size)
+        rows.append({**summary, "dataset": f"sample:{name}"})
+        notes += [f"{name}: {note}" for note in summary.get("notes", [])]
+        shown += [{**record, "sample": name} for record in load_run(out).records(OUTCOME_STAGE)]
     print_summary_table(
         "robusteval quickstart: MATCHA token-level attack (reasoning judge: arithmetic checker)",
-        rows, ["model", "dataset", "n", "n_correct", "acc", "target", "n_attacked", "ur", "sr", "wr"],
+        rows, ["model", "dataset", "n", "n_correct", "acc", "target_answer", "n_attacked", "ur", "sr", "wr"],
     )
     for note in notes:
         print(f"note: {note}")
@@ -98,9 +90,6 @@ def run(args: argparse.Namespace) -> int:
           "SR: answer kept, reasoning wrong; WR: answer changed).")
     record, success = pick_example(shown)
     if record is not None:
-        if "edits" not in record and record.get("perturbed_question_ids"):  # stored by an older version
-            record["edits"] = edit_spans(backend.decode, record["perturbed_question_ids"],  # type: ignore[attr-defined]
-                                         record["inserted_positions"], record["replaced_positions"])
         print()
         print(format_matcha_example(record, success=success, where=f" ({record['sample']} question {record['id']})"))
         print()

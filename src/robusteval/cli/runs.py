@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from robusteval.cli.main import add_command
+from robusteval.cli.common import add_command
 from robusteval.store import RunStore
 
 
@@ -36,16 +36,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def show_run(args: argparse.Namespace) -> int:
-    with RunStore.open_existing(args.run_dir) as store:
-        report = {
-            "run_dir": str(store.run_dir),
-            "identity": store.identity,
-            "info": store.get_meta("info"),
-            "units": store.stages(),
-            "summary": store.get_meta("summary"),
-        }
+    from robusteval.runs import load_run
+
+    run = load_run(args.run_dir)
+    report = {
+        "run_dir": str(run.path),
+        "overview": overview(run.identity, run.info, run.summary),
+        "identity": run.identity,
+        "info": run.info,
+        "units": run.stages,
+        "summary": run.summary,
+    }
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
+
+
+def overview(identity: dict[str, Any], info: dict[str, Any], summary: dict[str, Any] | None) -> dict[str, Any]:
+    """What a reader wants first: which model in which numeric setting, made with what, and the seeds."""
+    model = identity.get("model")
+    environment = info.get("environment") or {}
+    return {
+        "command": identity.get("command"),
+        "model": model.get("source") or model.get("model") if isinstance(model, dict) else model,
+        "dtype": model.get("dtype") if isinstance(model, dict) else None,
+        "device": model.get("device") if isinstance(model, dict) else None,
+        "weights_sha256": model.get("weights_sha256") if isinstance(model, dict) else None,
+        "versions": {k: environment.get(k) for k in ("robusteval", "python", "torch", "transformers")
+                     if environment.get(k)},
+        "gpu": environment.get("gpu"),
+        "git_revision": environment.get("git_revision"),
+        "seeds": (summary or {}).get("seeds") or {k: identity[k] for k in ("seed",) if k in identity},
+    }
 
 
 def _flatten(record: dict[str, Any]) -> dict[str, Any]:

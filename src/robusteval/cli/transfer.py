@@ -5,19 +5,23 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robusteval.attacks.matcha.transfer import TransferRunner, load_source, transfer_summary
-from robusteval.cli.attack import judge_functions, memoised_loader
-from robusteval.cli.common import add_model_options, build_backend
-from robusteval.cli.main import add_command, required_option
+from robusteval.cli.common import (
+    add_command,
+    add_model_options,
+    build_backend,
+    judge_loader,
+    model_identity,
+    required_option,
+)
+from robusteval.cli.configflags import add_config_arguments, config_from_args
 from robusteval.errors import UserError
-from robusteval.lifecycle import open_run
-from robusteval.report.tables import print_summary_table
-from robusteval.store import unit_key
 
 COLUMNS = ["model", "n_transferred", "n_original_correct", "n_success", "transfer_rate"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from robusteval.attacks.matcha.transfer import TransferConfig
+
     parser = add_command(
         subparsers,
         "transfer",
@@ -30,74 +34,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         example="robusteval transfer --from runs/matcha-token \\\n"
         "    --model openai:gpt-4o-mini@https://api.openai.com/v1 --temperature 0.7 --out runs/transfer-4o-mini",
     )
-    required_option(parser, "--from", dest="source", metavar="DIR",
-                    help="run directory of a token-level 'attack matcha' run (config key: source)")
+    add_config_arguments(parser, TransferConfig)
     add_model_options(parser)
-    parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (paper: 0.7)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed sent with every request")
-    parser.add_argument("--judge", default=None, metavar="SPEC|arith",
-                        help="reasoning judge; unset: the source run's judge. arith, a model spec, A+B, vote:A,B,C")
-    parser.add_argument("--limit", type=int, default=None, help="transfer the first N successes")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="generation budget; unset: the source run's")
-    parser.add_argument("--exemplars", default=None, metavar="math|yesno|PATH",
-                        help="the source run's exemplar set, where it cannot be found by itself (must be the same)")
-    parser.add_argument("--answer-type", default=None, choices=["number", "yesno", "math", "text", "label"],
-                        help="how answers are compared; unset: inferred from the source run")
     required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
     parser.set_defaults(func=run)
 
 
-def validate(args: argparse.Namespace) -> None:
-    if args.limit is not None and args.limit <= 0:
-        raise UserError("--limit must be a positive number")
-    if args.max_new_tokens is not None and args.max_new_tokens < 1:
-        raise UserError("--max-new-tokens must be >= 1")
-    if not args.temperature >= 0:
-        raise UserError("--temperature must be >= 0")
-    if Path(args.out).resolve() == Path(args.source).resolve():
-        raise UserError("--out must be a new directory, not the --from run")
-
-
 def run(args: argparse.Namespace) -> int:
-    validate(args)
-    source = load_source(args.source, exemplars=args.exemplars, answer_type=args.answer_type, limit=args.limit)
-    judge_spec = args.judge or source.judge_spec
-    max_new_tokens = args.max_new_tokens or source.max_new_tokens
-    identity = {
-        "command": "transfer",
-        # The source run's own identity, not its path: the directory may be moved between invocations.
-        "source_identity": unit_key(source.identity),
-        "model": args.model,
-        "temperature": args.temperature,
-        "seed": args.seed,
-        "max_new_tokens": max_new_tokens,
-        "judge": judge_spec,
-        "prefix_hash": unit_key(source.prompt.prefix),
-        "answer_type": source.answer_type,
-    }
-    info = {"source_run": str(Path(args.source).resolve()), "limit": args.limit, "batch_size": args.batch_size}
-    load = None if not source.items else (lambda: build_backend(args.model, args))
+    from robusteval.attacks.matcha.transfer import TransferConfig, model_label, transfer, transfer_identity
+    from robusteval.lifecycle import open_run
+    from robusteval.report.tables import print_summary_table
+
+    config = config_from_args(TransferConfig, args)
+    if Path(args.out).resolve() == Path(config.source).resolve():
+        raise UserError("--out must be a new directory, not the --from run")
+    source = config.load_source()  # a bad source run fails here, before the model loads
+    identity = transfer_identity(config, model_identity(args.model, args), source)
+    info = {"source_run": str(Path(config.source).resolve()), "limit": config.limit, "batch_size": args.batch_size}
+    load = (lambda: build_backend(args.model, args)) if source.items else None
     with open_run(args.out, identity, info=info, load=load) as (store, backend):
-        if not source.items:
-            summary = transfer_summary(source, [], model=args.model, temperature=args.temperature, seed=args.seed,
-                                       max_new_tokens=max_new_tokens, judges={"reasoning": judge_spec})
-            store.write_summary(summary)
-            print(f"{args.source}: no successful perturbations to transfer ({source.n_outcomes} outcome records, "
-                  "none with outcome 'success'); wrote an empty summary")
-            print(f"run directory: {args.out}")
-            return 0
-        assert backend is not None  # loaded by open_run when there are items
-        load_judge = memoised_loader(args, {args.model: backend})
-        judge_reasoning, _, names = judge_functions(store, judge_spec, "none", load_judge)
-        runner = TransferRunner(backend, store, source, reasoning_judge=judge_reasoning,
-                                temperature=args.temperature, seed=args.seed, max_new_tokens=max_new_tokens,
-                                batch_size=args.batch_size)
-        rows = runner.outcomes()
-        summary = runner.summary(rows, {"reasoning": names["reasoning"]})
-        store.write_summary(summary)
-    print_summary_table(f"MATCHA transfer from {source.identity.get('model')} (T={args.temperature})",
-                        [summary], COLUMNS)
-    print(f"judge: reasoning={names['reasoning']}; transfer rate = successes / questions the model answers "
-          "correctly on the original question")
+        shared = {args.model: backend} if backend is not None else {}
+        summary = transfer(config, backend, store, load_judge=judge_loader(args, shared), batch_size=args.batch_size)
+    if not source.items:
+        print(f"{config.source}: no successful perturbations to transfer ({source.n_outcomes} outcome records, "
+              "none with outcome 'success'); wrote an empty summary")
+        print(f"run directory: {args.out}")
+        return 0
+    print_summary_table(f"MATCHA transfer from {model_label(source.identity.get('model'))} "
+                        f"(T={config.temperature})", [summary], COLUMNS)
+    print(f"judge: reasoning={summary['judges']['reasoning']}; transfer rate = successes / questions the model "
+          "answers correctly on the original question")
     print(f"run directory: {args.out}")
     return 0

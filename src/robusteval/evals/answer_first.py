@@ -1,16 +1,23 @@
-"""Answer-first accuracy: the clean pass that every MATCHA attack starts from, and ``robusteval eval``."""
+"""Answer-first accuracy: the clean pass that every MATCHA attack starts from, and the ``evaluate`` pipeline
+behind ``robusteval eval``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
+from robusteval.config import nested, option
 from robusteval.data.answers import answers_match, extract_answer_first, split_answer_and_cot
 from robusteval.data.example import Example
+from robusteval.data.spec import DataSpec
 from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
-from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
+from robusteval.models.identity import backend_identity, backend_key
+from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, exemplars_for
 from robusteval.runner import run_units
+from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
 
 STAGE = "answer_first"
@@ -46,7 +53,7 @@ def answer_first_records(
     prefix = prompt.prefix
 
     def key_of(example: Example) -> str:
-        return unit_key(STAGE, backend.name, example.id, example.question, prefix, max_new_tokens)
+        return unit_key(STAGE, backend_key(backend), example.id, example.question, prefix, max_new_tokens)
 
     def compute(batch: list[Example]) -> list[dict[str, Any]]:
         requests = [
@@ -77,3 +84,58 @@ def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     n_correct = sum(1 for r in records if r["correct"])
     acc = proportion(n_correct, len(records))
     return {"n": len(records), "n_correct": n_correct, "acc": acc["value"], "acc_ci95": acc["ci95"]}
+
+
+# ------------------------------------------------------------------------------------------------ pipeline
+@dataclass(frozen=True)
+class EvalConfig:
+    """``robusteval eval``: answer-first accuracy of one model on one dataset."""
+
+    data: DataSpec = nested()
+    exemplars: str | None = option(None, metavar="math|yesno|PATH",
+                                   help="in-context exemplars (default: built-in set matching the answer type)")
+    max_new_tokens: int = option(256, help="generation budget per answer")
+    seed: int = option(DEFAULT_SEED, help="random seed (recorded; greedy decoding ignores it)")
+
+
+class EvalSummary(TypedDict):
+    model: str
+    dataset: str
+    data_file: str | None
+    exemplars: str
+    n: int
+    n_correct: int
+    acc: float | None
+    acc_ci95: list[float] | None
+
+
+def eval_identity(config: EvalConfig, model: dict[str, Any] | None, examples: Sequence[Example]) -> dict[str, Any]:
+    from robusteval.lifecycle import run_identity
+
+    prompt = exemplars_for(config.exemplars, examples[0].answer_type)
+    return run_identity("eval", config, model, exemplars=prompt.exemplars.name,
+                        prefix_hash=unit_key(prompt.prefix))
+
+
+def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
+             batch_size: int = 8) -> EvalSummary:
+    """Answer-first accuracy of ``backend`` on ``config.data``; every answer is a stored, resumable unit.
+
+    ``store`` is an open :class:`RunStore` or a run directory (opened, locked and checked here).
+    """
+    from robusteval.lifecycle import finish, store_for
+
+    examples = config.data.load()
+    prompt = exemplars_for(config.exemplars, examples[0].answer_type)
+    identity = eval_identity(config, backend_identity(backend), examples)
+    with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
+        records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
+                                       batch_size=batch_size)
+        summary = {
+            "model": backend.name,
+            "dataset": config.data.dataset,
+            "data_file": config.data.data_file,
+            "exemplars": prompt.exemplars.name,
+            **accuracy_summary(records),
+        }
+        return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]

@@ -20,6 +20,8 @@ from robusteval.data.example import Example
 from robusteval.errors import DataError, UserError
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.base import LOGPROBS
+from robusteval.models.identity import backend_key
+from robusteval.seeding import derive_seed
 from robusteval.store import RunStore, canonical_json, unit_key
 
 STAGE = "classify"
@@ -101,6 +103,11 @@ class ClassificationTemplate:
 
     # ------------------------------------------------------------------ prompts
     @property
+    def label_words(self) -> list[str]:
+        """Every word accepted for some label (what perturbations must not change in the text)."""
+        return [word for words in self.labels.values() for word in words]
+
+    @property
     def label_list(self) -> str:
         return ", ".join(self.verbalizers.values())
 
@@ -127,6 +134,17 @@ class ClassificationTemplate:
 
     def identity(self) -> dict[str, Any]:
         return {"template": self.name, "template_sha": self.source_sha}
+
+
+def template_for(source: str | None, dataset: str, examples: Sequence[Example]) -> ClassificationTemplate:
+    """The template ``source`` (default: ``nli-zh`` for OCNLI, else ``text``), checked to name every label of
+    ``examples``."""
+    labels = sorted({ex.answer for ex in examples})
+    template = ClassificationTemplate.load(source or ("nli-zh" if dataset == "ocnli" else "text"), labels)
+    unknown = sorted(set(labels) - set(template.labels))
+    if unknown:
+        raise UserError(f"template '{template.name}' has no label for dataset labels: {', '.join(unknown)}")
+    return template
 
 
 def _check_template(text: str, path: str, key: str) -> None:
@@ -177,12 +195,13 @@ class LabelClassifier:
             )
         self.soft = can_score if self.soft is None else self.soft
         self._prefix = self.template.filled_prefix()
+        self._model_key = backend_key(self.backend)  # changes with the weights, dtype, device...
 
     def identity(self) -> dict[str, Any]:
         return {"model": self.backend.name, **self.template.identity(), "soft": self.soft}
 
     def key(self, fields: Mapping[str, str]) -> str:
-        return unit_key(STAGE, self.backend.name, self.template.source_sha, bool(self.soft),
+        return unit_key(STAGE, self._model_key, self.template.source_sha, bool(self.soft),
                         self.template.filled_prompt(fields))
 
     def cached(self, fields: Mapping[str, str]) -> dict[str, Any] | None:
@@ -217,9 +236,9 @@ class LabelClassifier:
         The i-th sample of every item uses the same seed (common random numbers), so comparing two texts'
         label frequencies is not blurred by independent sampling noise.
         """
-        seeds = [seed * 1_000_003 + i for i in range(n)]
+        seeds = [derive_seed(seed, "classify-sample", i) for i in range(n)]
         prompts = [self.template.filled_prompt(fields) for fields in items]
-        keys = [unit_key("classify_sample", self.backend.name, self.template.source_sha, p, temperature, seeds)
+        keys = [unit_key("classify_sample", self._model_key, self.template.source_sha, p, temperature, seeds)
                 for p in prompts]
         stored = {key: self.store.get("classify_sample", key) for key in keys} if self.store is not None else {}
         missing = list(dict.fromkeys(k for k in keys if stored.get(k) is None))

@@ -31,7 +31,6 @@ Judges never import a concrete backend: :func:`build_judge` receives a ``backend
 
 from __future__ import annotations
 
-import importlib
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from robusteval.errors import UserError
 from robusteval.models.base import Backend
+from robusteval.registry import Registry
 from robusteval.store.sqlite import RunStore, unit_key
 
 REASONING = "reasoning"
@@ -289,29 +289,23 @@ def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge
 JudgeFactory = Callable[[str, str, BackendLoader], Judge]
 """``factory(task, atom, backend_loader) -> Judge``."""
 
-_FACTORIES: dict[str, JudgeFactory] = {}
 MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
 _BUILTIN_MODULES = ("robusteval.judges.arithmetic", "robusteval.judges.reasoning", "robusteval.judges.semantic")
+JUDGES: Registry[JudgeFactory] = Registry("judge", modules=_BUILTIN_MODULES)
 
 
-def register_judge(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
+def register_judge(name: str, *, summary: str = "") -> Callable[[JudgeFactory], JudgeFactory]:
     """Decorator: ``@register_judge("arith")`` makes the atom ``arith`` build with the decorated factory.
 
     The name :data:`MODEL` registers the factory for model-spec atoms (anything of the form ``kind:...``).
     """
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name == "vote":
         raise ValueError(f"judge name {name!r}: use lower-case letters, digits, '-' or '_' (not 'vote')")
-
-    def wrap(factory: JudgeFactory) -> JudgeFactory:
-        _FACTORIES[name] = factory
-        return factory
-
-    return wrap
+    return JUDGES.register(name, summary=summary, replace=True)
 
 
-def _load_builtins() -> None:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+def _factories() -> dict[str, JudgeFactory]:
+    return {entry.name: entry.value for entry in JUDGES.entries()}
 
 
 _MODEL_PREFIX = r"[a-z][a-z0-9_-]*:"
@@ -319,7 +313,7 @@ _MODEL_PREFIX = r"[a-z][a-z0-9_-]*:"
 
 def _split(text: str, sep: str) -> list[str]:
     """Split at ``sep`` only where an atom (a registered keyword or a ``kind:`` prefix) follows."""
-    keywords = "|".join(re.escape(k) for k in sorted(_FACTORIES, key=len, reverse=True) if k != MODEL)
+    keywords = "|".join(re.escape(k) for k in sorted(_factories(), key=len, reverse=True) if k != MODEL)
     atom_start = rf"(?:{_MODEL_PREFIX}" + (rf"|(?:{keywords})(?=$|[+,])" if keywords else "") + ")"
     return re.split(rf"{re.escape(sep)}(?={atom_start})", text)
 
@@ -332,7 +326,6 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
     """
     if task not in TASKS:
         raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
-    _load_builtins()
     spec = spec.strip()
     if not spec:
         raise UserError("empty judge spec; use arith, none, a model spec, a+b or vote:a,b,c")
@@ -361,10 +354,11 @@ def _build_atom(atom: str, task: str, load: BackendLoader, spec: str) -> Judge:
         raise UserError(f"judge spec '{spec}': empty judge name")
     if atom.startswith("vote:"):
         raise UserError(f"judge spec '{spec}': a vote cannot be nested inside another vote")
-    factory = _FACTORIES.get(atom)
+    factories = _factories()
+    factory = factories.get(atom)
     if factory is None and re.match(_MODEL_PREFIX, atom):
-        factory = _FACTORIES.get(MODEL)
+        factory = factories.get(MODEL)
     if factory is None:
-        names = ", ".join(sorted(k for k in _FACTORIES if k != MODEL))
+        names = ", ".join(sorted(k for k in factories if k != MODEL))
         raise UserError(f"judge spec '{spec}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, openai:MODEL@URL)")
     return factory(task, atom, load)

@@ -20,7 +20,7 @@ class ReasoningJudge(BinaryLLMJudge):
     prompt_name = "reasoning"
 
 
-@register_judge(MODEL)
+@register_judge(MODEL, summary="a model spec (hf:PATH, openai:MODEL@URL): an LLM judge with a project-written prompt")
 def _model_judge(task: str, spec: str, load: BackendLoader) -> Judge:
     # One factory for both roles: the role decides the prompt, the spec decides the model.
     from robusteval.judges.semantic import SemanticJudge

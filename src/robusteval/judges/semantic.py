@@ -36,7 +36,7 @@ class AlwaysSameMeaning:
         return [Verdict(True, self.name, "", {"method": "none"}) for _ in items]
 
 
-@register_judge("none")
+@register_judge("none", summary="semantic judge that accepts every perturbation (no gating)")
 def _none_judge(task: str, spec: str, load: BackendLoader) -> Judge:
     if task != SEMANTIC:
         raise UserError("judge 'none' is only a semantic judge (--semantic-judge none); give a reasoning judge")

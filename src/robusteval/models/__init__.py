@@ -8,11 +8,13 @@ from robusteval.models.base import (
     Generation,
     GenerationRequest,
     LogprobBackend,
+    WhiteBoxBackend,
     require,
 )
-from robusteval.models.registry import ModelSpec, load_backend, parse_spec, register_backend
+from robusteval.models.registry import BACKENDS, ModelSpec, load_backend, parse_spec, register_backend
 
 __all__ = [
+    "BACKENDS",
     "GENERATE",
     "LOGPROBS",
     "WHITEBOX",
@@ -21,6 +23,7 @@ __all__ = [
     "GenerationRequest",
     "LogprobBackend",
     "ModelSpec",
+    "WhiteBoxBackend",
     "load_backend",
     "parse_spec",
     "register_backend",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from robusteval.errors import UserError
 
@@ -85,11 +85,67 @@ class LogprobBackend(Backend, Protocol):
         ...
 
 
-def require(backend: Backend, capability: str, purpose: str) -> None:
-    """Fail with a clear sentence when ``backend`` lacks ``capability``."""
+@runtime_checkable
+class WhiteBoxBackend(LogprobBackend, Protocol):
+    """Exactly what the white-box attacks (MATCHA token and embedding level) use: a tokenizer, the input
+    embeddings, forward passes from embeddings with gradients, and batched greedy decoding after a cached
+    prefix. A new backend (a quantised runtime, another framework) implements these to be attackable."""
+
+    tokenizer: Any
+    bos_ids: list[int]
+    device: Any  # torch.device of the input embeddings
+
+    @property
+    def embedding_matrix(self) -> Any:
+        """The input-embedding weight [vocab, hidden] (a torch.Tensor)."""
+        ...
+
+    @property
+    def embed_scale(self) -> float:
+        """Factor the model applies to looked-up embeddings (Gemma: sqrt(hidden)); 1.0 for most models."""
+        ...
+
+    def embed(self, ids: Any) -> Any:
+        """Input embeddings of token ids [B, L] -> [B, L, H], on the model's device."""
+        ...
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def forward(self, prefix_ids: Sequence[int], suffix_embeds: Any, logits_to_keep: int = 0) -> Any:
+        """Logits of the suffix positions after the (cached) prefix; gradients flow to ``suffix_embeds``."""
+        ...
+
+    def decode_batch(self, prefix_ids: list[int], suffixes: Any, *, max_new_tokens: int,
+                     stops: Sequence[Sequence[str]] | None = None, **sampling: Any) -> list[Any]:
+        """Greedy (or sampled) continuations of token-id lists or one embeddings tensor after the prefix."""
+        ...
+
+    def decode_many(self, prefix_ids: list[int], suffixes: Sequence[Sequence[int]], *, max_new_tokens: int,
+                    stops: Sequence[Sequence[str]] | None = None, **sampling: Any) -> list[Any]:
+        """:meth:`decode_batch` over any number of rows, batched by the backend."""
+        ...
+
+    def cut_at_stop(self, row: Any, stops: Sequence[str]) -> Any:
+        """A decoded row as if decoding had stopped at the first stop string."""
+        ...
+
+
+@overload
+def require(backend: Backend, capability: Literal["whitebox"], purpose: str) -> WhiteBoxBackend: ...
+@overload
+def require(backend: Backend, capability: Literal["logprobs"], purpose: str) -> LogprobBackend: ...
+@overload
+def require(backend: Backend, capability: str, purpose: str) -> Backend: ...
+def require(backend: Backend, capability: str, purpose: str) -> Backend:
+    """``backend``, narrowed to the protocol of ``capability``; a clear sentence when it lacks it."""
     if capability not in backend.capabilities:
         have = ", ".join(sorted(backend.capabilities))
         raise UserError(
             f"{purpose} needs a model backend with the '{capability}' capability; "
             f"{backend.name} offers only: {have}. Use an 'hf:' model for white-box work."
         )
+    return backend

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -156,7 +157,7 @@ class HFBackend:
         self.name = name
         self.batch_size = max(1, int(batch_size))
         self.use_prefix_cache = use_prefix_cache
-        self.device = next(model.parameters()).device
+        self.device = model.get_input_embeddings().weight.device  # where inputs go (also under a device_map)
         self._prefixes: dict[tuple[int, ...], PrefixCache] = {}
         self._token_cache: dict[str, list[int]] = {}
         eos = model.generation_config.eos_token_id if model.generation_config is not None else None
@@ -398,7 +399,8 @@ class HFBackend:
             gen = None
             if temperature > 0:
                 gen = torch.Generator(device="cpu")
-                gen.manual_seed(0 if seed is None else int(seed))
+                # No seed means "not reproducible", never a silent seed 0 shared by every unseeded request.
+                gen.manual_seed(int(seed) if seed is not None else secrets.randbits(63))
             generators.append(gen)
 
         past, past_len, rest = self._start(prefix_ids, batch)
@@ -546,8 +548,22 @@ def _first_stop(text: str, stops: Sequence[str]) -> int | None:
     return min(hits) if hits else None
 
 
-def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto", trust_remote_code: bool = False) -> tuple[Any, Any]:
-    """Load (model, tokenizer) from a local folder, a GGUF file (converted once) or a hub id."""
+#: ``--model-args`` keys passed to ``from_pretrained`` (the tokenizer gets the first two).
+MODEL_ARGS = ("revision", "trust_remote_code", "attn_implementation", "device_map", "low_cpu_mem_usage")
+
+
+def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto",
+                  model_args: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """Load (model, tokenizer) from a local folder, a GGUF file (converted once) or a hub id.
+
+    ``model_args`` go to ``from_pretrained``: revision, trust_remote_code, attn_implementation, device_map
+    (the model is then placed by accelerate, not moved to ``device``), low_cpu_mem_usage.
+    """
+    model_args = dict(model_args or {})
+    unknown = sorted(set(model_args) - set(MODEL_ARGS))
+    if unknown:
+        raise UserError(f"--model-args: unknown key(s) {', '.join(unknown)}; hf accepts {', '.join(MODEL_ARGS)}")
+    tokenizer_args = {k: model_args[k] for k in ("revision", "trust_remote_code") if k in model_args}
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -565,14 +581,14 @@ def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto", tru
     source = str(path) if path.exists() else target  # otherwise a hub id: the real download path for users
     status(f"loading hf:{target} on {torch_device} ({str(torch_dtype).removeprefix('torch.')})")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(source, **tokenizer_args)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **model_args)
     except Exception as exc:
         raise _unloadable(f"hf:{target}: cannot load the model", exc,
                           "check that the folder holds a complete transformers checkpoint (config.json, weights, "
                           "tokenizer files) whose architecture this transformers version supports, or download "
                           "it again") from exc
-    return model.to(torch_device), tokenizer
+    return (model if "device_map" in model_args else model.to(torch_device)), tokenizer
 
 
 @register_backend("hf")
@@ -583,9 +599,9 @@ def build_hf_backend(
     device: str = "auto",
     batch_size: int = 8,
     prefix_cache: bool = True,
-    trust_remote_code: bool = False,
+    model_args: dict[str, Any] | None = None,
     **_ignored: Any,
 ) -> HFBackend:
-    model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
+    model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, model_args=model_args)
     torch.set_grad_enabled(True)
     return HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache)

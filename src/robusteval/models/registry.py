@@ -1,4 +1,8 @@
-"""Model spec strings (``hf:/path``, ``openai:MODEL@URL``) and the backend registry."""
+"""Model spec strings (``hf:/path``, ``openai:MODEL@URL``) and the backend registry.
+
+Backends register with ``@register_backend("kind")``; the modules of the built-in kinds are imported only
+when a spec of that kind is loaded, so parsing a spec never imports torch.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,19 @@ from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.models.base import Backend
+from robusteval.registry import Registry
 
 BackendFactory = Callable[..., Backend]
-_BACKENDS: dict[str, BackendFactory] = {}
-# Modules that register a backend on import; imported lazily so `import robusteval` stays light.
-_BACKEND_MODULES = {"hf": "robusteval.models.hf", "openai": "robusteval.models.openai_api"}
+BACKENDS: Registry[BackendFactory] = Registry(
+    "model backend", lazy={"hf": "robusteval.models.hf", "openai": "robusteval.models.openai_api"}
+)
+
+SPEC_FORMS = "hf:/path/or/hub-id, hf:/path/model.gguf or openai:MODEL@http://host:port/v1"
 
 
-def register_backend(kind: str) -> Callable[[BackendFactory], BackendFactory]:
+def register_backend(kind: str, *, summary: str = "") -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: ``@register_backend("hf")`` makes ``hf:...`` specs build with the decorated factory."""
-
-    def wrap(factory: BackendFactory) -> BackendFactory:
-        _BACKENDS[kind] = factory
-        return factory
-
-    return wrap
+    return BACKENDS.register(kind, summary=summary)
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,8 @@ class ModelSpec:
 def parse_spec(spec: str) -> ModelSpec:
     """Parse a model spec string; the error names the accepted forms."""
     kind, sep, rest = spec.partition(":")
-    if not sep or not rest or kind not in _BACKEND_MODULES:
-        raise UserError(
-            f"model spec '{spec}' not understood; use hf:/path/or/hub-id, hf:/path/model.gguf "
-            "or openai:MODEL@http://host:port/v1"
-        )
+    if not sep or not rest or kind not in BACKENDS.names():
+        raise UserError(f"model spec '{spec}' not understood; use {SPEC_FORMS}")
     if kind == "openai":
         model, at, url = rest.rpartition("@")
         if not at or not model or not url.startswith(("http://", "https://")):
@@ -53,10 +52,14 @@ def parse_spec(spec: str) -> ModelSpec:
 
 
 def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
-    """Build a backend from a spec string; ``options`` are backend-specific (dtype, device, api_key_env…)."""
-    import importlib
+    """Build a backend from a spec; ``options`` are backend-specific (dtype, device, model_args, api_key_env...).
+
+    The backend carries its normalised identity as ``backend.identity`` (see :mod:`robusteval.models.identity`).
+    """
+    from robusteval.models.identity import describe_model
 
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
-    if parsed.kind not in _BACKENDS:
-        importlib.import_module(_BACKEND_MODULES[parsed.kind])
-    return _BACKENDS[parsed.kind](parsed, **options)
+    backend = BACKENDS.get(parsed.kind).value(parsed, **options)
+    if not getattr(backend, "identity", None):
+        backend.identity = describe_model(parsed, **options)  # type: ignore[attr-defined]
+    return backend

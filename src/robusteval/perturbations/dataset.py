@@ -20,6 +20,7 @@ from robusteval.perturbations.base import (
     Perturbed,
     Protection,
 )
+from robusteval.seeding import derive_random
 from robusteval.store import RunStore
 
 
@@ -48,8 +49,8 @@ class PerturbedExample:
 
 
 def field_rng(seed: int, method: str, example_id: str, field: str) -> random.Random:
-    """The random stream of one field of one example (str seeds hash with SHA-512: stable across runs)."""
-    return random.Random(f"{seed}\x1f{method}\x1f{example_id}\x1f{field}")
+    """The random stream of one field of one example."""
+    return derive_random(seed, "perturb", method, example_id, field)
 
 
 def perturb_examples(

@@ -32,7 +32,8 @@ from robusteval.perturbations.base import (
     Span,
     SpanPerturbation,
 )
-from robusteval.perturbations.en_resources import OCR_CONFUSIONS, OCR_MULTI, QWERTY_NEIGHBOURS
+from robusteval.perturbations.en_resources import OCR_CONFUSIONS, OCR_MULTI
+from robusteval.perturbations.keyboard import QWERTY_NEIGHBOURS_BY_POSITION
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 
 #: 3–15 changed characters per text, one changed character per word.
@@ -64,10 +65,12 @@ def _case_table(lower: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]
     return table
 
 
-#: Letter -> the keys around it, in both cases.
-_KEYBOARD = _case_table({c: tuple(near) for c, near in QWERTY_NEIGHBOURS.items()})
+#: Letter -> the keys around it, in both cases (neighbours in key-position order: the rng draws depend on it).
+_KEYBOARD = _case_table({c: tuple(near) for c, near in QWERTY_NEIGHBOURS_BY_POSITION.items()})
 #: Letter -> itself with a neighbouring key pressed just after or just before it.
-_INSERT = _case_table({c: tuple(x for n in near for x in (c + n, n + c)) for c, near in QWERTY_NEIGHBOURS.items()})
+_INSERT = _case_table(
+    {c: tuple(x for n in near for x in (c + n, n + c)) for c, near in QWERTY_NEIGHBOURS_BY_POSITION.items()}
+)
 
 
 def _interleave(word: str, edits: list[tuple[int, int, Sequence[str]]], rng: random.Random, limit: int) -> list[str]:

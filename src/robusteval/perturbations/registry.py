@@ -6,13 +6,13 @@ level. The same name may exist for both languages (``W-synonym`` is Cilin for Ch
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.perturbations.base import Language, Level, Perturbation
+from robusteval.registry import Entry, Registry
 
 # Every module that registers methods. Each imports its optional packages lazily, so listing is cheap.
 _METHOD_MODULES = (
@@ -60,30 +60,26 @@ class MethodInfo:
     factory: Factory
 
 
-_METHODS: dict[tuple[str, Language], MethodInfo] = {}
+#: One entry per (method name, language): ``W-synonym`` is Cilin for Chinese and WordNet for English.
+PERTURBATIONS: Registry[Factory] = Registry("perturbation method", modules=_METHOD_MODULES)
 
 
 def register_perturbation(
     name: str, *, language: Language, level: Level, summary: str, extra: str
 ) -> Callable[[Factory], Factory]:
     """Decorator for a factory ``(MethodOptions) -> Perturbation`` registered as ``name`` for ``language``."""
-
-    def wrap(factory: Factory) -> Factory:
-        _METHODS[(name, language)] = MethodInfo(name, language, level, summary, extra, factory)
-        return factory
-
-    return wrap
+    return PERTURBATIONS.register(name, summary=summary, extra=extra, key=(name, language), language=language,
+                                  level=level)
 
 
-def _load_all() -> None:
-    for module in _METHOD_MODULES:
-        importlib.import_module(module)
+def _info(entry: Entry[Factory]) -> MethodInfo:
+    return MethodInfo(entry.name, entry.meta["language"], entry.meta["level"], entry.summary, entry.extra or "",
+                      entry.value)
 
 
 def available_methods(language: Language | None = None) -> list[MethodInfo]:
-    _load_all()
     return sorted(
-        (info for info in _METHODS.values() if language is None or info.language == language),
+        (_info(e) for e in PERTURBATIONS.entries() if language is None or e.meta["language"] == language),
         key=lambda info: (info.language, info.name),
     )
 
@@ -93,8 +89,8 @@ def method_info(name: str, language: Language) -> MethodInfo:
 
     Cheap (no resource is loaded), so commands check their methods before loading a model.
     """
-    _load_all()
-    info = _METHODS.get((name, language))
+    entry = PERTURBATIONS.find((name, language))
+    info = _info(entry) if entry is not None else None
     if info is None:
         known = ", ".join(m.name for m in available_methods(language))
         raise UserError(f"unknown perturbation method '{name}' for language '{language}'; available: {known}")

@@ -36,6 +36,7 @@ from robusteval.perturbations.base import (
     SpanPerturbation,
     is_cjk,
 )
+from robusteval.perturbations.keyboard import QWERTY_NEIGHBOURS  # the typos are tried in its order
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 
 #: Perturbed-benchmark convention: about 10% of the characters, at least 3 and at most 15 per text.
@@ -255,16 +256,6 @@ def _shufflable(word: str) -> bool:
 
 
 # -- C-keyboard ---------------------------------------------------------------------------------------
-
-#: Keys that touch each key on a QWERTY keyboard (same row and the rows above and below).
-QWERTY_NEIGHBOURS: dict[str, str] = {
-    "q": "wa", "w": "qeas", "e": "wrsd", "r": "etdf", "t": "ryfg", "y": "tugh", "u": "yihj",
-    "i": "uojk", "o": "ipkl", "p": "ol",
-    "a": "qwsz", "s": "adwezx", "d": "sferxc", "f": "dgrtcv", "g": "fhtyvb", "h": "gjyubn",
-    "j": "hkuinm", "k": "jliom", "l": "kop",
-    "z": "asx", "x": "zcsd", "c": "xvdf", "v": "cbfg", "b": "vngh", "n": "bmhj", "m": "njk",
-}  # fmt: skip
-
 
 @cache
 def typo_syllables(syllable: str) -> tuple[str, ...]:

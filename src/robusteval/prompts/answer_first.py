@@ -87,6 +87,15 @@ def load_exemplars(name_or_path: str) -> ExemplarSet:
     return parse_exemplars(data, str(path))
 
 
+def exemplar_source(exemplars: str | None, answer_type: str) -> str:
+    """What :func:`load_exemplars` takes: the given name or path, else the built-in set for the answer type."""
+    return exemplars or BUILTIN_EXEMPLARS.get(answer_type, "math")
+
+
+def exemplars_for(exemplars: str | None, answer_type: str) -> AnswerFirstPrompt:
+    return AnswerFirstPrompt(load_exemplars(exemplar_source(exemplars, answer_type)))
+
+
 def default_exemplars(answer_type: str) -> ExemplarSet:
     return load_exemplars(BUILTIN_EXEMPLARS.get(answer_type, "math"))
 

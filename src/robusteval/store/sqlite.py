@@ -66,6 +66,16 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def _differences(stored: Any, fresh: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """(dotted field, stored, now) for every differing leaf: ``model.dtype`` rather than the whole model."""
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out = []
+        for key in sorted(set(stored) | set(fresh)):
+            out += _differences(stored.get(key), fresh.get(key), f"{prefix}{key}.")
+        return out
+    return [] if stored == fresh else [(prefix.rstrip("."), stored, fresh)]
+
+
 class RunStore:
     """The results of one run. Open with :meth:`open` (to write) or :meth:`open_existing` (to read).
 
@@ -197,9 +207,9 @@ class RunStore:
             self.set_meta("identity", fresh)
             self.set_meta("created", time.time())
             return
-        changed = sorted(k for k in set(stored) | set(fresh) if stored.get(k) != fresh.get(k))
+        changed = _differences(stored, fresh)
         if changed:
-            detail = "; ".join(f"{k}: stored {stored.get(k)!r}, now {fresh.get(k)!r}" for k in changed[:4])
+            detail = "; ".join(f"{k}: stored {old!r}, now {new!r}" for k, old, new in changed[:4])
             raise UserError(
                 f"{self.run_dir} holds a different run ({detail}). Use another --out directory to start a "
                 "new run, or repeat the original settings to resume it."

@@ -1,32 +1,83 @@
 """Symbolic variant benchmarks (VAR-MATH): templates, a safe expression language, sampling, grading.
 
-Modules: ``expr`` (the restricted expression language), ``template`` (native format and checks),
-``varmath_csv`` (VAR-MATH CSV importer), ``sampler`` (native and ``--compat var-math`` instances),
-``validate`` (originals reproduce original answers), ``evaluate`` (grading, model runs). Scores are in
-:mod:`robusteval.metrics.variants`; the command line in :mod:`robusteval.cli.variants`.
+The pipelines, each from a typed config (``robusteval variants …`` is a thin shell over them)::
+
+    import robusteval.variants as rv
+
+    made = rv.instantiate(rv.InstantiateConfig("templates.yaml", n=5, out="instances.jsonl"))
+    report = rv.validate(rv.ValidateConfig("templates.yaml"))
+    summary = rv.evaluate(rv.VariantsEvalConfig("instances.jsonl"), backend, "runs/var")
+    scores, graded = rv.score("instances.jsonl", "predictions.jsonl")
+
+Modules: ``configs`` and ``pipeline`` (the above), ``expr`` (the restricted expression language), ``template``
+(native format and checks), ``varmath_csv`` (VAR-MATH CSV importer), ``sampler`` (native and
+``--compat var-math`` instances), ``checks`` (originals reproduce original answers), ``grading`` (instances
+and predictions files, grading). Scores are in :mod:`robusteval.metrics.variants`.
+
+Names are imported on first use, so the command line reads the configs without loading the sampler or grader;
+nothing here imports torch.
 """
 
-from robusteval.variants.expr import ExprError, evaluate, parse_expr
-from robusteval.variants.sampler import CompatGenerator, Instance, instantiate, sample_native
-from robusteval.variants.template import (
-    Template,
-    TemplateError,
-    load_template_file,
-    load_templates,
-    parse_template,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CompatGenerator",
-    "ExprError",
-    "Instance",
-    "Template",
-    "TemplateError",
-    "evaluate",
-    "instantiate",
-    "load_template_file",
-    "load_templates",
-    "parse_expr",
-    "parse_template",
-    "sample_native",
-]
+import importlib
+from typing import Any
+
+#: public name -> (module, attribute); resolved on first use.
+_EXPORTS: dict[str, tuple[str, str]] = {
+    # configs
+    "GradingConfig": ("configs", "GradingConfig"),
+    "ImportConfig": ("configs", "ImportConfig"),
+    "InstantiateConfig": ("configs", "InstantiateConfig"),
+    "ScoreConfig": ("configs", "ScoreConfig"),
+    "ValidateConfig": ("configs", "ValidateConfig"),
+    "VariantsEvalConfig": ("configs", "VariantsEvalConfig"),
+    # pipelines and what they return
+    "instantiate": ("pipeline", "instantiate"),
+    "InstantiateResult": ("pipeline", "InstantiateResult"),
+    "validate": ("pipeline", "validate"),
+    "ValidationReport": ("pipeline", "ValidationReport"),
+    "evaluate": ("pipeline", "evaluate"),
+    "variants_eval_identity": ("pipeline", "variants_eval_identity"),
+    "VariantsEvalSummary": ("pipeline", "VariantsEvalSummary"),
+    "score": ("pipeline", "score"),
+    "score_files": ("pipeline", "score_files"),
+    "ScoreReport": ("pipeline", "ScoreReport"),
+    "VariantScores": ("pipeline", "VariantScores"),
+    "import_templates": ("pipeline", "import_templates"),
+    "ImportReport": ("pipeline", "ImportReport"),
+    "MATH_PROMPT": ("pipeline", "MATH_PROMPT"),
+    # building blocks
+    "VariantInstance": ("grading", "VariantInstance"),
+    "grade": ("grading", "grade"),
+    "load_instances": ("grading", "load_instances"),
+    "load_predictions": ("grading", "load_predictions"),
+    "Check": ("checks", "Check"),
+    "CompatGenerator": ("sampler", "CompatGenerator"),
+    "Instance": ("sampler", "Instance"),
+    "sample_native": ("sampler", "sample_native"),
+    "instantiate_templates": ("sampler", "instantiate"),  # templates -> instances, no files
+    "ExprError": ("expr", "ExprError"),
+    "parse_expr": ("expr", "parse_expr"),
+    "evaluate_expr": ("expr", "evaluate"),
+    "Template": ("template", "Template"),
+    "TemplateError": ("template", "TemplateError"),
+    "load_template_file": ("template", "load_template_file"),
+    "load_templates": ("template", "load_templates"),
+    "parse_template": ("template", "parse_template"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -15,7 +15,6 @@ answers stored as ``float(np.round(answer, answer_round))``.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from robusteval.seeding import derive_random
 from robusteval.variants.expr import Expr, ExprError, constant_value
 from robusteval.variants.template import PLACEHOLDER_RE, Template, TemplateError, Variable
 
@@ -302,7 +302,7 @@ def sample_native(template: Template, n: int, seed: int, *, exclude_original: bo
         question = render_question(template, _shown(template, values))
         return SampleResult([Instance(template.id, question, answer, template.id, {})])
 
-    rng = random.Random(f"robusteval-variants:{seed}:{template.id}")  # str seeds hash with SHA-512: stable
+    rng = derive_random(seed, "variants", template.id)
     sizes = [len(items) for _, items in axes]
     total = math.prod(sizes)
     enumerate_all = total <= ENUMERATE_LIMIT

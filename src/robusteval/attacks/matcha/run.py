@@ -8,79 +8,32 @@ order, batch size or resumption.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-import numpy as np
 import torch
 
+from robusteval.attacks.matcha.config import MatchaConfig
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids
-from robusteval.attacks.matcha.token import VARIANTS, TokenAttackConfig, edit_spans, token_attack
+from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack
 from robusteval.data.answers import answers_match
 from robusteval.data.example import Example
-from robusteval.errors import UserError
 from robusteval.evals.answer_first import grade_completion, read_completion
 from robusteval.metrics.matcha import outcome
-from robusteval.models import WHITEBOX, require
+from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
+from robusteval.models.identity import backend_key
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
 from robusteval.runner import run_units
+from robusteval.seeding import derive_rng, derive_seed
 from robusteval.store import RunStore, unit_key
-
-#: Paper defaults per dataset: (top-k ratio, epsilon fraction).
-DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
-FALLBACK_DEFAULTS = (0.25, 0.005)
 
 #: (question, reference completion, perturbed completion) -> {"reasoning_correct": bool|None, ...}
 ReasoningJudgeFn = Callable[[list[tuple[str, str, str]]], list[dict[str, Any]]]
 #: (original question, perturbed question) -> {"same_meaning": bool, ...}
 SemanticJudgeFn = Callable[[str, str], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class MatchaConfig:
-    level: str = "token"  # token | embedding
-    variant: str = "full"
-    insert_ratio: float = 0.2
-    topk_ratio: float = 0.25
-    eps_fraction: float = 0.005
-    step_fraction: float = 0.25
-    random_start: bool = True  # embedding level: PGD from a random point in the eps-ball
-    steps: int = 5
-    n_candidates: int = 8
-    max_new_tokens: int = 256
-    target_answer: str = "gold"  # gold | clean
-    seed: int = 0
-
-    @classmethod
-    def for_dataset(cls, dataset: str, **overrides: Any) -> MatchaConfig:
-        topk, eps = DATASET_DEFAULTS.get(dataset, FALLBACK_DEFAULTS)
-        values = {"topk_ratio": topk, "eps_fraction": eps}
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
-
-    def validate(self) -> None:
-        if self.level not in ("token", "embedding"):
-            raise UserError(f"--level {self.level}: use token or embedding")
-        if self.variant not in VARIANTS:
-            raise UserError(f"--variant {self.variant}: use one of {', '.join(VARIANTS)}")
-        if self.level == "embedding" and self.variant not in ("full", "cot-loss-only"):
-            raise UserError(f"--variant {self.variant} is a token-level baseline; embedding level takes full or cot-loss-only")
-        if self.target_answer not in ("gold", "clean"):
-            raise UserError(f"--target-answer {self.target_answer}: use gold or clean")
-        for name in ("insert_ratio", "topk_ratio", "eps_fraction", "step_fraction"):
-            if not getattr(self, name) > 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive")
-        if self.steps < 0 or self.n_candidates < 1 or self.max_new_tokens < 1:
-            raise UserError("--steps must be >= 0, --n-candidates and --max-new-tokens >= 1")
-
-
-def example_rng(seed: int, example_id: str) -> np.random.Generator:
-    digest = hashlib.sha256(f"{seed}:{example_id}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
 def answer_token_count(backend, continuation_ids: Sequence[int], answer_sentence: str) -> int:  # type: ignore[no-untyped-def]
@@ -95,9 +48,12 @@ def answer_token_count(backend, continuation_ids: Sequence[int], answer_sentence
 
 
 class MatchaRunner:
+    #: Candidate losses per forward (None: all at once); the benchmark's naive baseline sets 1.
+    candidate_chunk: int | None = None
+
     def __init__(
         self,
-        backend,  # type: ignore[no-untyped-def]  # white-box backend (hf)
+        backend: Backend,
         store: RunStore,
         prompt: AnswerFirstPrompt,
         config: MatchaConfig,
@@ -105,21 +61,16 @@ class MatchaRunner:
         reasoning_judge: ReasoningJudgeFn,
         semantic_judge: SemanticJudgeFn,
         batch_size: int = 8,
-        naive: bool = False,
     ):
-        """``naive=True`` is the benchmark's baseline: no early stop (full ``max_new_tokens`` generations, cut
-        at the stop string afterwards so outcomes are identical), candidates scored one at a time, batch size 1.
-        The prefix KV cache is the backend's switch (``prefix_cache=False``)."""
-        require(backend, WHITEBOX, "the MATCHA attack")
+        self.backend: WhiteBoxBackend = require(backend, WHITEBOX, "the MATCHA attack")
         config.validate()
-        self.backend = backend
         self.store = store
         self.prompt = prompt
         self.config = config
         self.reasoning_judge = reasoning_judge
         self.semantic_judge = semantic_judge
-        self.batch_size = 1 if naive else batch_size
-        self.naive = naive
+        self.batch_size = batch_size
+        self.backend_key = backend_key(backend)
         prefix, head, _, tail = prompt.segments("")
         self.prefix_ids = backend.bos_ids + backend.encode(prefix)
         self.head_ids = backend.encode(head.rstrip())
@@ -129,12 +80,6 @@ class MatchaRunner:
 
     def _decode(self, suffixes: Any) -> list[Any]:
         """Greedy completions cut at the stop strings; token-id lists or one embeddings tensor."""
-        if self.naive:
-            rows = (self.backend.decode_batch(self.prefix_ids, suffixes, max_new_tokens=self.config.max_new_tokens)
-                    if isinstance(suffixes, torch.Tensor) else
-                    [self.backend.decode_batch(self.prefix_ids, [s], max_new_tokens=self.config.max_new_tokens)[0]
-                     for s in suffixes])
-            return [self.backend.cut_at_stop(row, STOP_STRINGS) for row in rows]
         if isinstance(suffixes, torch.Tensor):
             return self.backend.decode_batch(self.prefix_ids, suffixes, max_new_tokens=self.config.max_new_tokens,
                                              stops=[STOP_STRINGS] * suffixes.shape[0])
@@ -148,7 +93,7 @@ class MatchaRunner:
 
     def clean_records(self, examples: Sequence[Example]) -> list[dict[str, Any]]:
         def key_of(ex: Example) -> str:
-            return unit_key("matcha_clean", self.backend.name, ex.id, ex.question, self.prompt.prefix,
+            return unit_key("matcha_clean", self.backend_key, ex.id, ex.question, self.prompt.prefix,
                             self.config.max_new_tokens)
 
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
@@ -201,7 +146,7 @@ class MatchaRunner:
                 todo.append(record)
 
         def key_of(record: dict[str, Any]) -> str:
-            return unit_key("matcha_attack", self.backend.name, record["id"], record["completion"], self.hyper)
+            return unit_key("matcha_attack", self.backend_key, record["id"], record["completion"], self.hyper)
 
         def compute(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return [self.attack_one(by_id[record["id"]], record) for record in batch]
@@ -216,7 +161,7 @@ class MatchaRunner:
         reference = Reference(clean["question_ids"], clean["continuation_ids"], clean["n_answer_tokens"])
         lam = 0.0 if cfg.variant == "cot-loss-only" else None
         objective = MatchaObjective(self.backend, self.prefix_ids, self.head_ids, self.tail_ids, reference, lam=lam,
-                                    candidate_chunk=1 if self.naive else None)
+                                    candidate_chunk=self.candidate_chunk)
         timings["reference"] = time.perf_counter() - began
         record: dict[str, Any] = {
             "id": example.id,
@@ -244,7 +189,7 @@ class MatchaRunner:
             result = token_attack(
                 objective, list(clean["question_ids"]), self.allowed_tokens,
                 TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates),
-                example_rng(cfg.seed, example.id), gate,
+                derive_rng(cfg.seed, "matcha-token", example.id), gate,
             )
             timings["optimise"] = time.perf_counter() - began
             perturbed_text = self.backend.decode(result.question_ids).strip()
@@ -262,7 +207,7 @@ class MatchaRunner:
             began = time.perf_counter()
             row = self._decode([self.head_ids + result.question_ids + self.tail_ids])[0]
         else:
-            seed = int(example_rng(cfg.seed, example.id).integers(0, 2**31))
+            seed = derive_seed(cfg.seed, "matcha-embedding", example.id)
             result_e = embedding_attack(
                 objective,
                 EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, cfg.random_start),

@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from robusteval.attacks.matcha.config import VARIANTS
 from robusteval.attacks.matcha.objective import MatchaObjective
-
-VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix")
 
 #: Called with the perturbed question text; returns (accepted, verdict record).
 SemanticGate = Callable[[list[int]], tuple[bool, dict[str, Any]]]

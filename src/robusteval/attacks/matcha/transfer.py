@@ -18,18 +18,22 @@ Stages in the new run store:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robusteval.config import option
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
+from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, ExemplarSet, load_exemplars
 from robusteval.runner import run_units
+from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
 
 SOURCE_COMMAND = "attack matcha"
@@ -197,7 +201,8 @@ class TransferRunner:
 
         def key_of(unit: tuple[TransferItem, str]) -> str:
             item, kind = unit
-            return unit_key(GENERATION_STAGE, self.backend.name, item.id, kind, self.request(question(unit)).key())
+            return unit_key(GENERATION_STAGE, backend_key(self.backend), item.id, kind,
+                            self.request(question(unit)).key())
 
         def compute(batch: list[tuple[TransferItem, str]]) -> list[dict[str, Any]]:
             outputs = self.backend.generate([self.request(question(u)) for u in batch])
@@ -275,7 +280,7 @@ def transfer_summary(
     source: SourceRun,
     rows: list[dict[str, Any]],
     *,
-    model: str,
+    model: str | None,
     temperature: float,
     seed: int,
     max_new_tokens: int,
@@ -286,7 +291,7 @@ def transfer_summary(
     config = identity.get("config") or {}
     return {
         "source_run": str(source.run_dir.resolve()),
-        "source_model": identity.get("model"),
+        "source_model": model_label(identity.get("model")),
         "source_dataset": identity.get("dataset"),
         "source_level": config.get("level"),
         "source_variant": config.get("variant"),
@@ -304,6 +309,13 @@ def transfer_summary(
     }
 
 
+def model_label(model: Any) -> str | None:
+    """A display name for a stored model identity (a dict since robusteval 0.2, a spec string before)."""
+    if isinstance(model, dict):
+        return str(model.get("source") or model.get("model") or model.get("name"))
+    return None if model is None else str(model)
+
+
 def transfer_outcome(row: dict[str, Any]) -> str:
     """``excluded`` (original answered wrongly), ``wrong`` (answer flipped), ``success`` or ``unsuccessful``."""
     if not row["original_correct"]:
@@ -311,3 +323,80 @@ def transfer_outcome(row: dict[str, Any]) -> str:
     if not row["answer_kept"]:
         return "wrong"
     return "success" if row.get("reasoning_wrong") is True else "unsuccessful"
+
+
+# ------------------------------------------------------------------------------------------------ pipeline
+@dataclass(frozen=True)
+class TransferConfig:
+    """Replay a MATCHA run's successful perturbed questions on another model (``robusteval transfer``)."""
+
+    # The source is identified by its own stored identity (the directory may move), the limit may grow.
+    source: str = option(flag="--from", metavar="DIR", identity=False,
+                         help="run directory of a token-level 'attack matcha' run (config key: source)")
+    temperature: float = option(0.7, help="sampling temperature (paper: 0.7)")
+    seed: int = option(DEFAULT_SEED, help="sampling seed sent with every request")
+    judge: str | None = option(None, metavar="SPEC|arith",
+                               help="reasoning judge; unset: the source run's judge. arith, a model spec, A+B, "
+                               "vote:A,B,C")
+    limit: int | None = option(None, help="transfer the first N successes", identity=False)
+    max_new_tokens: int | None = option(None, help="generation budget; unset: the source run's")
+    exemplars: str | None = option(None, metavar="math|yesno|PATH", identity=False,
+                                   help="the source run's exemplar set, where it cannot be found by itself (must "
+                                   "be the same; its prompt prefix hash is in the identity)")
+    answer_type: str | None = option(None, choices=("number", "yesno", "math", "text", "label"),
+                                     help="how answers are compared; unset: inferred from the source run")
+
+    def validate(self) -> None:
+        if self.limit is not None and self.limit <= 0:
+            raise UserError("--limit must be a positive number")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise UserError("--max-new-tokens must be >= 1")
+        if not self.temperature >= 0:
+            raise UserError("--temperature must be >= 0")
+
+    def load_source(self) -> SourceRun:
+        self.validate()
+        return load_source(self.source, exemplars=self.exemplars, answer_type=self.answer_type, limit=self.limit)
+
+
+def transfer_identity(config: TransferConfig, model: dict[str, Any] | None, source: SourceRun) -> dict[str, Any]:
+    from robusteval.lifecycle import run_identity
+
+    return run_identity(
+        "transfer", config, model,
+        source_identity=unit_key(source.identity), judge=config.judge or source.judge_spec, max_new_tokens=config.max_new_tokens or source.max_new_tokens,
+        prefix_hash=unit_key(source.prompt.prefix), answer_type=source.answer_type,
+    )
+
+
+def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | str | os.PathLike[str], *,
+             load_judge: Callable[[str], Backend] | None = None, batch_size: int = 8) -> dict[str, Any]:
+    """Ask ``backend`` the original and the perturbed question of every success of ``config.source``, judge the
+    kept answers' reasoning, and return the summary with the transfer rate. ``backend`` may be None only when
+    the source run has no successes (an empty summary is written)."""
+    from robusteval.attacks.matcha.pipeline import matcha_judges
+    from robusteval.lifecycle import finish, store_for
+    from robusteval.models import load_backend
+
+    source = config.load_source()
+    judge_spec = config.judge or source.judge_spec
+    max_new_tokens = config.max_new_tokens or source.max_new_tokens
+    identity = transfer_identity(config, backend_identity(backend) if backend is not None else None, source)
+    info = {"source_run": str(Path(config.source).resolve()), "limit": config.limit, "batch_size": batch_size}
+    with store_for(store, identity, info) as run:
+        if not source.items or backend is None:
+            if source.items:
+                raise UserError("transfer: a model backend is needed: the source run has successes to replay")
+            summary = transfer_summary(source, [], model=None, temperature=config.temperature, seed=config.seed,
+                                       max_new_tokens=max_new_tokens, judges={"reasoning": judge_spec})
+            return finish(run, summary, seeds={"seed": config.seed})
+
+        def load(spec: str) -> Backend:
+            return backend if spec == backend.name else (load_judge or load_backend)(spec)
+
+        judge_reasoning, _, names = matcha_judges(run, judge_spec, "none", load)
+        runner = TransferRunner(backend, run, source, reasoning_judge=judge_reasoning,
+                                temperature=config.temperature, seed=config.seed, max_new_tokens=max_new_tokens,
+                                batch_size=batch_size)
+        summary = runner.summary(runner.outcomes(), {"reasoning": names["reasoning"]})
+        return finish(run, summary, seeds={"seed": config.seed})

@@ -1,4 +1,4 @@
-"""``variants validate``: does each template, at its original values, give back the original answer?"""
+"""Behind ``variants validate``: does each template, at its original values, give back the original answer?"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Grading and model evaluation on variant instances (``variants score`` and ``variants eval``)."""
+"""Variant instances and predictions read from files, and their grading.
+
+Used by the ``score`` and ``evaluate`` pipelines in :mod:`robusteval.variants.pipeline`.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +15,6 @@ from typing import Any
 from robusteval.data.answers import answers_match, extract_final_answer, normalize_number
 from robusteval.errors import DataError, UserError
 from robusteval.metrics.variants import variant_scores
-from robusteval.models import Backend, GenerationRequest
-from robusteval.runner import run_units
-from robusteval.store import RunStore, unit_key, write_jsonl_atomic
-
-STAGE = "variants_generation"
-# The usual math-eval instruction (Qwen2.5-Math, VAR-MATH): reason, then box the final answer.
-MATH_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 
 
 @dataclass(frozen=True)
@@ -136,7 +132,7 @@ def grade(
     return extracted, False
 
 
-def score(
+def grade_all(
     instances: Sequence[VariantInstance],
     predictions: dict[str, list[str]],
     *,
@@ -166,74 +162,3 @@ def score(
     summary["n_predictions"] = len(graded)
     summary["n_missing"] = sum(1 for i in instances if not predictions.get(i.id))
     return summary, graded
-
-
-# ---------------------------------------------------------------------------------------------------- eval
-def generate_all(
-    backend: Backend,
-    store: RunStore,
-    instances: Sequence[VariantInstance],
-    *,
-    samples: int = 1,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    max_new_tokens: int = 2048,
-    seed: int = 0,
-    chat: bool = False,
-    batch_size: int = 8,
-    prompt_template: str = MATH_PROMPT,
-) -> list[dict[str, Any]]:
-    """One stored generation per (instance, sample): a killed run resumes where it stopped."""
-    units = [(inst, k) for inst in instances for k in range(samples)]
-
-    def request(inst: VariantInstance, k: int) -> GenerationRequest:
-        return GenerationRequest(
-            prompt_template.format(question=inst.question),
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed + k,  # distinct, reproducible samples
-            chat=chat,
-        )
-
-    def key_of(unit: tuple[VariantInstance, int]) -> str:
-        inst, k = unit
-        return unit_key(STAGE, backend.name, inst.id, k, request(inst, k).key())
-
-    def compute(batch: list[tuple[VariantInstance, int]]) -> list[dict[str, Any]]:
-        outputs = backend.generate([request(inst, k) for inst, k in batch])
-        return [
-            {
-                "id": inst.id,
-                "sample": k,
-                "question": inst.question,
-                "gold": inst.gold,
-                "completion": out.text,
-                "finish_reason": out.finish_reason,
-                "n_tokens": out.n_tokens,
-            }
-            for (inst, k), out in zip(batch, outputs, strict=True)
-        ]
-
-    return run_units(
-        store,
-        STAGE,
-        units,
-        key_of,
-        compute,
-        id_of=lambda unit: unit[0].id,
-        batch_size=batch_size,
-        description="variants eval",
-    )
-
-
-def predictions_from_records(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for record in sorted(records, key=lambda r: (r["id"], r["sample"])):
-        out.setdefault(record["id"], []).append(record["completion"])
-    return out
-
-
-def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Write atomically so a kill never leaves half a file."""
-    write_jsonl_atomic(path, rows)

@@ -1,4 +1,4 @@
-"""Black-box word-importance attack on a classifier that returns only a label.
+"""Ranking and perturbation search of the word-importance attack on one example (``attack_example``).
 
 Two stages (the patent's framework; TextAttack calls it greedy search with word-importance ranking):
 
@@ -10,45 +10,33 @@ Two stages (the patent's framework; TextAttack calls it greedy search with word-
    candidate lowered the confidence. The attack stops before the perturbed-word rate would exceed α, or when
    the query budget is spent.
 
-Confidence estimators (``ConfidenceMode``), for backends with and without scores:
-
-* ``logprob``: p(true label) from the softmax of the label verbalizers' log-probs (needs LOGPROBS); 1 query
-  per text.
-* ``sample``: the share of ``n_samples`` answers sampled at ``temperature`` that name the true label (a
-  hard-label estimate; answers that name no label count against it); a text costs 1 greedy query + n samples,
-  and the samples are skipped once the greedy label has flipped.
-* ``greedy``: 1 if the greedy label is the true label else 0: a pure flip/no-flip signal, 1 query per text.
-
 Success is always judged on the greedy (temperature 0) label: what the model actually answers. An answer
 that names no label counts as a flip (the model no longer gives the right answer, as in accuracy under
-attack); the record's ``final_label`` is then None, so such successes can be told apart.
-Queries are counted per distinct text asked within one example (a repeated text is free), independently
-of the run store's cache, so the numbers are the same on a first run and on a resumed one.
-
-All α rates come from one run at the largest α: the attack is deterministic and a run at a smaller α is a
-prefix of it, stopping once its word allowance is used, so per-rate success and query counts are exact.
+attack); the record's ``final_label`` is then None, so such successes can be told apart. Confidence and
+query counting are the oracle's (:mod:`robusteval.attacks.wordimportance.oracle`); per-rate figures come
+from one run at the largest α (:mod:`robusteval.metrics.wordimportance`).
 """
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from robusteval.attacks.wordimportance.oracle import ConfidenceMode, Judgement, _Oracle
 from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, example_fields
-from robusteval.models.base import LOGPROBS
+from robusteval.metrics.wordimportance import per_rate_outcomes, word_allowance
 from robusteval.perturbations.base import Edit, Perturbation, Protection, Span, apply_edits
 from robusteval.perturbations.segment import is_word, segment_words
-
-ConfidenceMode = Literal["logprob", "sample", "greedy"]
+from robusteval.seeding import derive_random
 
 
 @dataclass(frozen=True)
 class WordImportanceConfig:
+    """The search's settings for one example (the run config is ``WordImportanceRunConfig``)."""
+
     rates: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3)  # α values; the run uses the largest
     budget: int = 500  # queries per example, ranking included
     confidence: ConfidenceMode = "logprob"
@@ -70,12 +58,6 @@ class WordImportanceConfig:
     @property
     def max_rate(self) -> float:
         return max(self.rates)
-
-
-@dataclass(frozen=True)
-class Judgement:
-    label: str | None  # the greedy label
-    confidence: float  # estimated confidence in the true label
 
 
 @dataclass(frozen=True)
@@ -127,58 +109,16 @@ class _State:
         return out
 
 
-class _Oracle:
-    """Confidence in the true label for one example's texts, with query counting and the budget."""
-
-    def __init__(self, classifier: LabelClassifier, config: WordImportanceConfig, true_label: str,
-                 base: Mapping[str, str]) -> None:
-        self.classifier = classifier
-        self.config = config
-        self.true_label = true_label
-        self.base = dict(base)  # the example's other fields (hypothesis, …)
-        self.queries = 0
-        self._memo: dict[tuple[tuple[str, str], ...], Judgement] = {}
-
-    def cost(self) -> int:
-        return 1 + (self.config.n_samples if self.config.confidence == "sample" else 0)
-
-    def remaining(self) -> int:
-        return self.config.budget - self.queries
-
-    def judge(self, texts: Sequence[Mapping[str, str]]) -> list[Judgement | None]:
-        """Judgements in order; None for texts the budget no longer covers (the rest are cut off)."""
-        asked = [{**self.base, **changed} for changed in texts]
-        keys = [tuple(sorted(fields.items())) for fields in asked]
-        fresh: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}  # first-seen order; repeats are free
-        for key, fields in zip(keys, asked, strict=True):
-            if key not in self._memo:
-                fresh.setdefault(key, fields)
-        # Each text's full cost (greedy + samples) is reserved up front, so a batch never overdraws the budget.
-        affordable = list(fresh.items())[: max(0, self.remaining()) // self.cost()]
-        self.queries += len(affordable)
-        records = self.classifier.classify([fields for _, fields in affordable])
-        need_samples = []
-        for (key, fields), record in zip(affordable, records, strict=True):
-            label = record.get("label")
-            if self.config.confidence == "logprob":
-                confidence = float((record.get("probs") or {}).get(self.true_label, 0.0))
-            elif self.config.confidence == "greedy" or label != self.true_label:
-                # A flipped greedy label ends the attack; sampling it would only spend queries.
-                confidence = 1.0 if label == self.true_label else 0.0
-            else:
-                need_samples.append((key, fields))
-                confidence = math.nan
-            self._memo[key] = Judgement(label, confidence)
-        if need_samples:
-            self.queries += self.config.n_samples * len(need_samples)
-            sampled = self.classifier.sample_labels(
-                [fields for _, fields in need_samples], n=self.config.n_samples,
-                temperature=self.config.temperature, seed=self.config.seed,
-            )
-            for (key, _), labels in zip(need_samples, sampled, strict=True):
-                share = sum(1 for label in labels if label == self.true_label) / len(labels)
-                self._memo[key] = Judgement(self._memo[key].label, share)
-        return [self._memo.get(key) for key in keys]
+def rank_words(first: Judgement, words: Sequence[_Word], deleted: Sequence[Judgement | None]
+               ) -> tuple[list[_Word], list[dict[str, Any]]]:
+    """Words with a positive importance (the confidence drop when deleted), highest first, and every scored
+    word's importance record (words the budget did not cover are left out)."""
+    scored = [(first.confidence - j.confidence, w) for w, j in zip(words, deleted, strict=True) if j is not None]
+    ranked = sorted(scored, key=lambda sw: -sw[0])  # stable: ties keep text order
+    order = [w for score, w in ranked if score > 0]
+    importance = [{"field": w.field, "word": w.span.text, "start": w.span.start, "score": round(s, 6)}
+                  for s, w in ranked]
+    return order, importance
 
 
 def attack_example(
@@ -199,7 +139,8 @@ def attack_example(
     base = {k: v for k, v in fields_all.items() if k not in originals}
     if "text" in originals:
         base.pop("premise", None)
-    oracle = _Oracle(classifier, config, example.answer, base)
+    oracle = _Oracle(classifier, example.answer, base, budget=config.budget, confidence=config.confidence,
+                     n_samples=config.n_samples, temperature=config.temperature, seed=config.seed)
     state = _State(originals, spans={name: segment_words(text, config.language) for name, text in originals.items()})
 
     def ask(texts: Sequence[Mapping[str, str]]) -> list[Judgement | None]:
@@ -226,13 +167,9 @@ def attack_example(
         if is_word(span) and not any(protected[name][span.start : span.end])
     ]
     n_words = sum(1 for spans in state.spans.values() for span in spans if is_word(span))
-    allowance = math.floor(config.max_rate * n_words + 1e-9)
+    allowance = word_allowance(config.max_rate, n_words)
     if config.rank:
-        deleted = ask([state.render(delete=w) for w in words])
-        scored = [(first.confidence - j.confidence, w) for w, j in zip(words, deleted, strict=True) if j is not None]
-        order = [w for score, w in sorted(scored, key=lambda sw: -sw[0]) if score > 0]
-        importance = [{"field": w.field, "word": w.span.text, "start": w.span.start, "score": round(s, 6)}
-                      for s, w in sorted(scored, key=lambda sw: -sw[0])]
+        order, importance = rank_words(first, words, ask([state.render(delete=w) for w in words]))
     else:
         order, importance = list(words), []
     accept_queries = [oracle.queries]  # queries spent when the m-th word had been perturbed
@@ -250,7 +187,8 @@ def attack_example(
         options: list[tuple[str, str]] = []
         seen = {span.text}
         for method in methods:
-            rng = random.Random(f"{config.seed}\x1f{method.name}\x1f{example.id}\x1f{word.field}\x1f{word.index}")
+            rng = derive_random(config.seed, "wordimportance-candidates", method.name, example.id, word.field,
+                                word.index)
             for candidate in method.candidates(text, span, rng):
                 if candidate not in seen:
                     seen.add(candidate)
@@ -277,13 +215,6 @@ def attack_example(
             break
     n_perturbed = len(state.replacements)
     success = status == "success"
-    per_rate = {}
-    for rate in sorted(config.rates):
-        limit = math.floor(rate * n_words + 1e-9)
-        ok = success and n_perturbed <= limit
-        queries = oracle.queries if ok or limit >= len(accept_queries) else accept_queries[limit]
-        per_rate[_rate_key(rate)] = {"success": ok, "queries": queries,
-                                     "perturbed_words": n_perturbed if ok else min(n_perturbed, limit)}
     return {
         **record,
         "status": "success" if success else "failed",
@@ -297,48 +228,6 @@ def attack_example(
         "perturbed_words": n_perturbed,
         "perturbed_rate": n_perturbed / n_words if n_words else 0.0,
         "importance": importance,
-        "per_rate": per_rate,
+        "per_rate": per_rate_outcomes(config.rates, n_words=n_words, n_perturbed=n_perturbed, success=success,
+                                      accept_queries=accept_queries, queries=oracle.queries),
     }
-
-
-def _rate_key(rate: float) -> str:
-    return f"{rate:g}"
-
-
-def attack_summary(records: Sequence[Mapping[str, Any]], rates: Sequence[float]) -> dict[str, Any]:
-    """The TextAttack-style table per α: successes, failures, skips, accuracies, perturbed %, queries."""
-    n = len(records)
-    skipped = [r for r in records if r["status"] == "skipped"]
-    attacked = [r for r in records if r["status"] != "skipped"]
-    by_rate: dict[str, Any] = {}
-    for rate in sorted(rates):
-        key = _rate_key(rate)
-        wins = [r for r in attacked if r["per_rate"][key]["success"]]
-        by_rate[key] = {
-            "n_success": len(wins),
-            "n_failed": len(attacked) - len(wins),
-            "n_skipped": len(skipped),
-            "original_accuracy": len(attacked) / n if n else None,
-            "accuracy_under_attack": (len(attacked) - len(wins)) / n if n else None,
-            "attack_success_rate": len(wins) / len(attacked) if attacked else None,
-            "avg_perturbed_word_pct": _percent(_mean([r["per_rate"][key]["perturbed_words"] / r["n_words"]
-                                                      for r in wins if r["n_words"]])),
-            "avg_words_per_input": _mean([r["n_words"] for r in attacked]),
-            "avg_queries": _mean([r["per_rate"][key]["queries"] for r in attacked]),
-            "avg_queries_per_success": _mean([r["per_rate"][key]["queries"] for r in wins]),
-        }
-    return {"n": n, "n_attacked": len(attacked), "n_skipped": len(skipped), "by_rate": by_rate,
-            "asr_by_rate": {k: v["attack_success_rate"] for k, v in by_rate.items()}}
-
-
-def _percent(value: float | None) -> float | None:
-    return None if value is None else 100 * value
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def default_confidence(classifier: LabelClassifier) -> ConfidenceMode:
-    """log-probs when the backend can score, else sampled label frequencies."""
-    return "logprob" if LOGPROBS in classifier.backend.capabilities else "sample"

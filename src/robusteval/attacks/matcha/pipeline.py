@@ -1,0 +1,180 @@
+"""The MATCHA pipeline: clean pass -> attack -> reasoning judge -> outcome records -> summary.
+
+``attack_matcha(config, backend, store)`` is what ``robusteval attack matcha`` and the quick-start run, and
+what a notebook calls. Stages in the store: ``matcha_clean``, ``matcha_attack``, the judges' cached verdicts
+(``judge``) and ``matcha_outcome`` (one row per example, which ``transfer`` reads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypedDict
+
+from robusteval.attacks.matcha.config import MatchaConfig, MatchaRunConfig
+from robusteval.attacks.matcha.run import MatchaRunner
+from robusteval.data.example import Example
+from robusteval.errors import UserError
+from robusteval.judges import REASONING, SEMANTIC, ReasoningItem, SemanticItem, build_judge, with_cache
+from robusteval.metrics.matcha import matcha_metrics
+from robusteval.models import Backend
+from robusteval.models.identity import backend_identity
+from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, load_exemplars
+from robusteval.store import RunStore, unit_key
+
+OUTCOME_STAGE = "matcha_outcome"
+COMMAND = "attack matcha"
+
+
+class MatchaSummary(TypedDict, total=False):
+    model: str
+    dataset: str
+    level: str
+    variant: str
+    target_answer: str
+    judges: dict[str, str]
+    hyperparameters: dict[str, Any]
+    n: int
+    n_correct: int
+    acc: float | None
+    n_attacked: int
+    ur: float | None
+    sr: float | None
+    wr: float | None
+
+
+def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examples: Sequence[Example]
+                    ) -> dict[str, Any]:
+    from robusteval.lifecycle import run_identity
+
+    answer_type = examples[0].answer_type
+    ref = exemplar_source(config.exemplars, answer_type)
+    prompt = AnswerFirstPrompt(load_exemplars(ref))
+    hyper = {k: v for k, v in dataclasses.asdict(config.hyperparameters()).items() if k != "target_answer"}
+    return run_identity(COMMAND, config, model, exemplars=ref, answer_type=answer_type,
+                        prefix_hash=unit_key(prompt.prefix), config={**hyper, "level": config.level})
+
+
+def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load: Callable[[str], Backend]
+                  ) -> tuple[Any, Any, dict[str, str]]:
+    """Adapters from the judges package to the attack runner; every model verdict is cached in ``store``."""
+    reasoning = with_cache(build_judge(reasoning_spec, load, task=REASONING), store)
+    semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC), store)
+
+    def judge_reasoning(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+        verdicts = reasoning.judge([ReasoningItem(q, ref, cand) for q, ref, cand in items])
+        return [{"reasoning_correct": v.label, **v.to_record()} for v in verdicts]
+
+    def judge_semantic(original: str, perturbed: str) -> dict[str, Any]:
+        verdict = semantic.judge([SemanticItem(original, perturbed)])[0]
+        # An unreadable semantic verdict rejects the replacement: meaning preservation is never assumed.
+        return {"same_meaning": verdict.decided(False), **verdict.to_record()}
+
+    return judge_reasoning, judge_semantic, {"reasoning": reasoning.name, "semantic": semantic.name}
+
+
+def attack_matcha(
+    config: MatchaRunConfig,
+    backend: Backend,
+    store: RunStore | str | os.PathLike[str],
+    *,
+    load_judge: Callable[[str], Backend] | None = None,
+    batch_size: int = 8,
+    examples: Sequence[Example] | None = None,
+) -> MatchaSummary:
+    """Run the MATCHA attack of ``config`` on the white-box ``backend``; returns the summary (also written to
+    summary.json). ``load_judge(spec)`` builds judge models (default: ``load_backend`` with default options;
+    a judge naming the attacked model reuses ``backend``). ``examples`` overrides ``config.data.load()``."""
+    from robusteval.lifecycle import finish, store_for
+    from robusteval.models import load_backend
+
+    examples = list(examples) if examples is not None else config.data.load()
+    if not examples:
+        raise UserError(f"{config.data.data_file}: no examples to attack")
+    identity = matcha_identity(config, backend_identity(backend), examples)
+    prompt = AnswerFirstPrompt(load_exemplars(identity["exemplars"]))
+    shared: dict[str, Backend] = {}
+
+    def load(spec: str) -> Backend:
+        if spec in (getattr(backend, "name", None), str(getattr(backend, "spec", ""))):
+            return backend
+        if spec not in shared:
+            shared[spec] = (load_judge or load_backend)(spec)
+        return shared[spec]
+
+    info = {"limit": config.data.limit, "batch_size": batch_size}
+    with store_for(store, identity, info) as run:
+        judge_reasoning, judge_semantic, judge_names = matcha_judges(run, config.judge, config.semantic_judge, load)
+        judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
+        hyper = config.hyperparameters()
+        clean = MatchaRunner(backend, run, prompt, hyper, batch_size=batch_size, **judges).clean_records(examples)
+        notes = []
+        if config.target_answer == "auto":
+            n_correct = sum(1 for r in clean if r["correct"])
+            if n_correct < config.min_correct:
+                hyper = config.hyperparameters("clean")
+                notes.append(f"the model answered {n_correct}/{len(clean)} correctly, fewer than "
+                             f"{config.min_correct}, so the attack keeps the model's own clean answer "
+                             "(target answer: clean) instead of the gold one")
+        runner = MatchaRunner(backend, run, prompt, hyper, batch_size=batch_size, **judges)
+        chosen = [r for r in clean if runner.attackable(r)[0]]
+        if config.attack_limit is not None:
+            chosen = chosen[: config.attack_limit]
+        attacked = runner.judge(runner.attack_records(examples, chosen))
+        summary = summarise_matcha(run, backend.name, config.data.dataset, hyper, judge_names, clean, attacked,
+                                   runner, notes)
+        return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
+
+
+def summarise_matcha(
+    store: RunStore,
+    model_name: str,
+    dataset: str,
+    config: MatchaConfig,
+    judge_names: dict[str, str],
+    clean: list[dict[str, Any]],
+    attacked: list[dict[str, Any]],
+    runner: MatchaRunner,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Per-example outcome records (stage ``matcha_outcome``) and the summary."""
+    by_id = {r["id"]: r for r in attacked}
+    rows = []
+    for record in clean:
+        result = by_id.get(record["id"])
+        ok, reason = runner.attackable(record)
+        row = {
+            "id": record["id"],
+            # ACC is always against the gold answer, whatever the attack target.
+            "clean_correct": bool(record["correct"]),
+            "attacked": result is not None,
+            "skip_reason": None if ok else reason,
+            **({k: v for k, v in result.items() if k != "attacked"} if result else {}),
+        }
+        if ok and result is None:
+            row["skip_reason"] = "beyond the attack limit"
+        rows.append(row)
+        store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, record["id"]), row, example_id=record["id"])
+    summary: dict[str, Any] = {
+        "model": model_name,
+        "dataset": dataset,
+        "level": config.level,
+        "variant": config.variant,
+        "target_answer": config.target_answer,
+        "judges": judge_names,
+        "hyperparameters": dataclasses.asdict(config),
+        **matcha_metrics(rows),
+    }
+    if notes:
+        summary["notes"] = list(notes)
+    if config.level == "embedding" and attacked:
+        summary["max_abs_delta"] = max(r["max_abs_delta"] for r in attacked)
+        summary["epsilon_mean"] = sum(r["epsilon"] for r in attacked) / len(attacked)
+    return summary
+
+
+def outcome_records(store: RunStore) -> list[dict[str, Any]]:
+    """The stored per-example outcomes of a MATCHA run (what the summary, transfer and reports read)."""
+    return store.records(OUTCOME_STAGE)
+

@@ -1,0 +1,304 @@
+"""The word-importance pipeline: every example attacked (stage ``wordimportance``, one unit per example), the
+per-rate summary, and the adversarial set; ``robusteval attack wordimportance`` is its registration below.
+
+Light to import (the CLI reads the registration): the target and perturbation models load on use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from robusteval.attacks.base import register_attack
+from robusteval.config import nested, option
+from robusteval.data.example import Example
+from robusteval.data.spec import DataSpec
+from robusteval.errors import UserError
+from robusteval.models.base import Backend
+from robusteval.perturbations.base import Language, Perturbation
+from robusteval.perturbations.registry import MethodOptions
+from robusteval.perturbations.spec import CandidateSpec
+from robusteval.seeding import DEFAULT_SEED
+from robusteval.store import RunStore
+
+STAGE = "wordimportance"
+COMMAND = "attack wordimportance"
+#: The patent's nine Chinese methods, in its order: what ``combined`` runs for Chinese text.
+NINE_METHODS = ("C-traditional", "C-pinyin", "C-radical", "C-morphonym", "C-shuffle", "W-homophone", "W-synonym",
+                "W-wordembedding", "W-maskedlm")
+ENGLISH_METHODS = ("C-keyboard", "C-ocr", "C-swap", "C-shuffle", "W-synonym", "W-wordembedding", "W-maskedlm")
+DEFAULT_RATES = (0.05, 0.1, 0.2, 0.3)
+
+logger = logging.getLogger("robusteval")
+
+
+def parse_rates(text: str) -> tuple[float, ...]:
+    """``0.05,0.1`` -> (0.05, 0.1): sorted, distinct, each in (0, 1]."""
+    try:
+        rates = tuple(sorted({float(part) for part in text.split(",") if part.strip()}))
+    except ValueError as exc:
+        raise UserError(f"--rates: expected numbers like 0.05,0.1, got {text!r}") from exc
+    if not rates or any(not 0 < r <= 1 for r in rates):
+        raise UserError(f"--rates: every rate must be in (0, 1], got {text!r}")
+    return rates
+
+
+@dataclass(frozen=True)
+class WordImportanceRunConfig:
+    """One word-importance attack run: data, the perturbation method(s) and their resources, the rates α,
+    the query budget and the confidence estimator."""
+
+    data: DataSpec = nested()
+    perturbation: CandidateSpec = nested()
+    method: str = option(metavar="METHOD|combined", help="the perturbation method")
+    #: Also accepted as ``"0.05,0.1"`` (how the flag gives it); a sorted tuple of distinct floats once built.
+    rates: tuple[float, ...] = option(DEFAULT_RATES, metavar="A1,A2",
+                                      help="perturbation rates alpha: the largest share of words that may change")
+    budget: int = option(500, help="query budget per example (ranking included)")
+    confidence: str = option("auto", choices=("auto", "logprob", "sample", "greedy"),
+                             help="confidence estimator: auto = logprob when the backend scores, else sample")
+    n_samples: int = option(5, help="sample: answers sampled per text")
+    temperature: float = option(0.7, help="sample: sampling temperature")
+    rank: bool = option(True, negate="--no-rank",
+                        help="baseline: perturb words in text order without the ranking stage")
+    template: str | None = option(None, metavar="nli-zh|text|PATH",
+                                  help="classification prompt template (default: nli-zh for OCNLI, else text)")
+    write_adv: str | None = option(None, metavar="FILE.jsonl", identity=False,
+                                   help="also write the successful adversarial examples as a perturbed set "
+                                   "(for robustness)")
+    seed: int = option(DEFAULT_SEED, help="random seed (candidate order, sampled answers), derived per example")
+
+    def __post_init__(self) -> None:
+        text = self.rates if isinstance(self.rates, str) else ",".join(str(r) for r in self.rates)
+        object.__setattr__(self, "rates", parse_rates(text))  # one normal form, whatever the caller gave
+        if self.budget < 1:
+            raise UserError(f"--budget must be at least 1, got {self.budget}")
+        if self.confidence == "sample" and self.n_samples < 1:
+            raise UserError("--n-samples must be at least 1")
+
+    def method_names(self, language: Language) -> tuple[str, ...]:
+        """The method, or every method of the language for ``combined``."""
+        if self.method != "combined":
+            return (self.method,)
+        return NINE_METHODS if language == "zh" else ENGLISH_METHODS
+
+
+class WordImportanceSummary(TypedDict, total=False):
+    attack: str
+    model: str
+    model_spec: str
+    method: str
+    methods: list[str]
+    dataset: str
+    data_file: str | None
+    language: str
+    confidence: str
+    budget: int
+    rank: bool
+    rates: list[float]
+    n: int
+    n_attacked: int
+    n_skipped: int
+    by_rate: dict[str, dict[str, Any]]
+    asr_by_rate: dict[str, float | None]
+    notes: list[str]
+    adversarial_set: dict[str, Any]
+
+
+def wordimportance_identity(config: WordImportanceRunConfig, model: dict[str, Any] | None,
+                            examples: Sequence[Example]) -> dict[str, Any]:
+    """The run identity; checks the template and every method first (no model, nothing claimed)."""
+    from robusteval.evals.classification import template_for
+    from robusteval.lifecycle import run_identity
+
+    template = template_for(config.template, config.data.dataset, examples)
+    language = config.perturbation.resolve_language(examples)
+    for name in config.method_names(language):
+        config.perturbation.check_method(name, language)
+    return run_identity(COMMAND, config, model, **template.identity(), language=language)
+
+
+def with_target_embeddings(options: MethodOptions, method: str, backend: Backend) -> MethodOptions:
+    """Embedding neighbours default to the target's own embedding matrix when the target is a local hf model."""
+    from robusteval.models.identity import backend_identity
+
+    if options.embedding_model or options.vectors or method not in ("W-wordembedding", "combined"):
+        return options
+    identity = backend_identity(backend)
+    if identity.get("backend") != "hf" or not identity.get("source"):
+        return options
+    return dataclasses.replace(options, embedding_model=str(identity["source"]))
+
+
+def build_methods(config: WordImportanceRunConfig, language: Language, options: MethodOptions
+                  ) -> tuple[list[Perturbation], list[str]]:
+    """The methods to attack with, and notes naming the ``combined`` methods left out for a missing resource."""
+    from robusteval.perturbations.registry import build_perturbation
+
+    if config.method != "combined":
+        return [build_perturbation(config.method, language, options)], []
+    methods: list[Perturbation] = []
+    notes: list[str] = []
+    for name in config.method_names(language):
+        if name == "W-maskedlm" and not options.mlm_model:
+            notes.append("combined: leaving out W-maskedlm (give --mlm-model to include it)")
+            continue
+        if name == "W-wordembedding" and language == "zh" and not (options.embedding_model or options.vectors):
+            notes.append("combined: leaving out W-wordembedding (give --embedding-model or --vectors to include it)")
+            continue
+        methods.append(build_perturbation(name, language, options))
+    return methods, notes
+
+
+def attack_wordimportance(
+    config: WordImportanceRunConfig,
+    backend: Backend,
+    store: RunStore | str | os.PathLike[str],
+    *,
+    load_model: Callable[[str], Backend] | None = None,
+    batch_size: int = 8,
+    examples: Sequence[Example] | None = None,
+) -> WordImportanceSummary:
+    """Attack every example of ``config.data`` on ``backend`` used as a classifier; returns the summary (also
+    written to summary.json) and writes the adversarial set when ``config.write_adv`` is set.
+
+    ``store`` is an open :class:`RunStore` or a run directory (opened, locked and checked here).
+    ``load_model(spec)`` builds a translator for back-translation (default: ``load_backend``). Each example is
+    one stored unit and its candidates go to the backend together, so ``batch_size`` (kept for the
+    :class:`~robusteval.attacks.base.Attack` protocol) changes nothing. ``examples`` overrides the data.
+    """
+    from robusteval.attacks.wordimportance.oracle import default_confidence
+    from robusteval.attacks.wordimportance.search import WordImportanceConfig, attack_example
+    from robusteval.evals.classification import LabelClassifier, template_for
+    from robusteval.lifecycle import finish, store_for
+    from robusteval.metrics.wordimportance import attack_summary
+    from robusteval.models.identity import backend_identity, backend_key
+    from robusteval.perturbations.spec import target_device
+    from robusteval.runner import run_units
+    from robusteval.store import unit_key
+
+    examples = list(examples) if examples is not None else config.data.load()
+    if not examples:
+        raise UserError(f"{config.data.data_file}: no examples to attack")
+    identity = wordimportance_identity(config, backend_identity(backend), examples)
+    language: Language = identity["language"]
+    template = template_for(config.template, config.data.dataset, examples)
+    spec = config.perturbation
+    with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
+        classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None)
+        confidence = default_confidence(classifier) if config.confidence == "auto" else config.confidence
+        if confidence == "logprob" and not classifier.soft:
+            raise UserError(f"--confidence logprob needs label log-probs; {backend.name} returns text only")
+        search = WordImportanceConfig(
+            rates=config.rates, budget=config.budget, confidence=confidence,  # type: ignore[arg-type]
+            n_samples=config.n_samples, temperature=config.temperature, fields=tuple(spec.text_fields(examples)),
+            language=language, rank=config.rank, seed=config.seed,
+        )
+        options = with_target_embeddings(spec.method_options(load_model, device=target_device(backend)),
+                                         config.method, backend)
+        methods, notes = build_methods(config, language, options)
+        for note in notes:
+            logger.info(note)
+        protect = spec.protection(examples, template.label_words)
+        model_key = backend_key(backend)
+
+        def compute(batch: list[Example]) -> list[dict[str, Any]]:
+            return [attack_example(ex, classifier, methods, search, protect=protect) for ex in batch]
+
+        records = run_units(run, STAGE, examples, key_of=lambda ex: unit_key(STAGE, model_key, ex.to_dict()),
+                            compute=compute, id_of=lambda ex: ex.id, description=f"attack {config.method}")
+        summary: dict[str, Any] = {
+            "attack": "wordimportance",
+            "model": backend.name,
+            "model_spec": backend.name,  # the spec it was loaded from (hf:PATH, openai:MODEL@URL)
+            "method": config.method,
+            "methods": [m.name for m in methods],
+            "dataset": config.data.dataset,
+            "data_file": config.data.data_file,
+            "language": language,
+            "confidence": confidence,
+            "budget": config.budget,
+            "rank": config.rank,
+            "rates": list(config.rates),
+            **attack_summary(records, config.rates),
+        }
+        if config.write_adv:
+            n_written = write_adversarial_set(config.write_adv, examples, records, config.method)
+            summary["adversarial_set"] = {"path": config.write_adv, "n": n_written}
+            notes.append(f"adversarial set: {n_written} successful examples -> {config.write_adv}")
+        if notes:
+            summary["notes"] = notes
+        return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
+
+
+def write_adversarial_set(path: str | os.PathLike[str], examples: Sequence[Example],
+                          records: Sequence[dict[str, Any]], method: str) -> int:
+    """Successful adversarial examples in robusteval's example format (the "Adv" set for ``robustness``);
+    returns how many were written."""
+    from robusteval.evals.classification import with_fields
+    from robusteval.store import write_jsonl_atomic
+
+    out = []
+    for example, record in zip(examples, records, strict=True):
+        if record["status"] != "success":
+            continue
+        row = with_fields(example, record["adversarial"]).to_dict()
+        row["perturbation"] = {"method": f"wordimportance:{method}", "changed": True, "queries": record["queries"],
+                               "fields": {name: {"original": record["original"][name], "edits": edits}
+                                          for name, edits in record["edits"].items()}}
+        out.append(row)
+    write_jsonl_atomic(path, out)
+    return len(out)
+
+
+def attack_records(store: RunStore) -> list[dict[str, Any]]:
+    """The stored per-example records of a word-importance run (what the summary and reports read)."""
+    return store.records(STAGE)
+
+
+# ------------------------------------------------------------------------------------------------ registration
+@register_attack("wordimportance", summary="black-box hard-label attack: rank words, then perturb them in order")
+class WordImportanceAttack:
+    """Word-importance attack on a model used as a classifier (it only has to return a label). Ranking:
+    importance of a word = drop of the confidence in the true label when it is deleted (label log-probs when
+    the backend can score, else the share of sampled answers naming the true label). Perturbation: in that
+    order, keep the candidate that lowers the confidence most; success when the greedy label flips; stop
+    before the perturbed-word rate exceeds alpha or when the query budget is spent. --method is one
+    perturbation method, or 'combined': for Chinese the patent's nine (C-traditional, C-pinyin, C-radical,
+    C-morphonym, C-shuffle, W-homophone, W-synonym, W-wordembedding, W-maskedlm), for English C-keyboard,
+    C-ocr, C-swap, C-shuffle, W-synonym, W-wordembedding, W-maskedlm. Reports attack success rate, accuracy
+    under attack, perturbed-word % and queries per rate."""
+
+    config_type = WordImportanceRunConfig
+    data_kind = "label"
+    example = ("robusteval attack wordimportance --model hf:./tiny-nli --dataset ocnli \\\n"
+               "    --data-file ../shared/data/ocnli/dev.json --method C-homophone --rates 0.05,0.1,0.2,0.3 \\\n"
+               "    --budget 300 --limit 50 --out runs/wi-homophone --write-adv runs/adv-homophone.jsonl")
+
+    def identity(self, config: WordImportanceRunConfig, model: dict[str, Any] | None,
+                 examples: Sequence[Example]) -> dict[str, Any]:
+        return wordimportance_identity(config, model, examples)
+
+    def run(self, config: WordImportanceRunConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
+            load_model: Callable[[str], Backend] | None = None, batch_size: int = 8) -> WordImportanceSummary:
+        return attack_wordimportance(config, backend, store, load_model=load_model, batch_size=batch_size)
+
+    def summarise(self, store: RunStore) -> dict[str, Any]:
+        stored = store.get_meta("summary")
+        if stored is not None:
+            return dict(stored)
+        from robusteval.metrics.wordimportance import attack_summary
+
+        rates = store.identity.get("rates") or DEFAULT_RATES
+        return attack_summary(attack_records(store), rates)
+
+    def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
+        title = f"word-importance attack: {summary['method']} on {summary['model']} (n={summary['n']})"
+        rows = [{"rate": rate, **values} for rate, values in summary["by_rate"].items()]
+        return title, rows, ["rate", "n_success", "n_failed", "n_skipped", "original_accuracy",
+                             "accuracy_under_attack", "attack_success_rate", "avg_perturbed_word_pct",
+                             "avg_words_per_input", "avg_queries"]

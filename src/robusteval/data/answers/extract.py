@@ -1,0 +1,107 @@
+"""Reading the answer out of a completion: answer-first ("The answer is 18. Because ...") and final-answer
+(last ``\\boxed{}``, else last "the answer is", else last number) extraction.
+"""
+
+from __future__ import annotations
+
+import re
+
+from robusteval.data.answers.markup import _last_boxed, _prep_light, _strip_markup
+from robusteval.data.answers.numbers import _iter_numbers, _Num, _word_number
+from robusteval.data.answers.phrases import _ANSWER_PHRASE_RE, _sentence_end
+from robusteval.data.answers.yesno import _YESNO, _YESNO_RE
+
+
+def _clean_segment(segment: str) -> str | None:
+    """An answer phrase's tail, presentation stripped: "$\\boxed{18}$." -> "18"."""
+    s = _strip_markup(segment)
+    s = s.strip().rstrip(".!?,;:").strip()
+    s = s.strip("\"'*_`").strip()
+    return s or None
+
+
+def _answer_from_segment(segment: str, answer_type: str) -> str | None:
+    """Read an answer of ``answer_type`` from the text that follows "The answer is"."""
+    if answer_type == "number":
+        prepared = _prep_light(segment)
+        num = next(_iter_numbers(prepared), None)
+        if num is not None:
+            return _token_text(prepared, num)
+        word = _word_number(prepared)
+        return word[1].group(0) if word else None
+    if answer_type == "yesno":
+        m = _YESNO_RE.search(segment)
+        return _YESNO[m.group(1).lower()] if m else None
+    # "The answer is 5 because 2+3=5" names 5; the justification is not part of the answer.
+    segment = re.split(r"(?:,\s*|\s+)(?:because|since)\b", segment, maxsplit=1, flags=re.IGNORECASE)[0]
+    return _clean_segment(_prep_light(segment))
+
+
+def _token_text(prepared: str, num: _Num) -> str:
+    """A number as written; "$18$" is math mode rather than dollars, so its "$" is dropped."""
+    token = prepared[num.start : num.end].strip()
+    if token.startswith("$") and prepared.startswith("$", num.end):
+        token = token[1:]
+    return token
+
+
+def extract_answer_first(text: str, answer_type: str) -> str | None:
+    """The answer stated by the FIRST "The answer is X" (or "answer: X") in an answer-first completion.
+
+    For numbers, X is the first number in that sentence, returned as written ("$1,234.50", "-3", "3/4",
+    "50%"; "\\boxed{5}" gives "5"); for yes/no, "yes" or "no"; otherwise the sentence's tail with
+    markup removed. None when there is no such phrase or it names no answer of that type.
+    """
+    m = _ANSWER_PHRASE_RE.search(text)
+    if m is None:
+        return None
+    segment = text[m.end() : _sentence_end(text, m.end())]
+    return _answer_from_segment(segment, answer_type)
+
+
+def split_answer_and_cot(text: str) -> tuple[str, str]:
+    """Split an answer-first completion into ``(answer_sentence, cot)``.
+
+    ``answer_sentence`` runs from the first "The answer is" to the end of its sentence ("The answer is
+    $1,234.50." stays whole). ``cot`` is everything else, stripped: the text after that sentence, preceded
+    by any text before it (normally none) so reasoning is never silently dropped. Without the phrase:
+    ``("", text.strip())``.
+    """
+    m = _ANSWER_PHRASE_RE.search(text)
+    if m is None:
+        return "", text.strip()
+    start = m.start()
+    while start > 0 and text[start - 1] in "*_":  # "**The answer is 18.**" keeps its bold markers together
+        start -= 1
+    end = _sentence_end(text, m.end())
+    before, after = text[:start].strip(), text[end:].strip()
+    cot = f"{before} {after}".strip() if before else after
+    return text[start:end].strip(), cot
+
+
+def extract_final_answer(text: str, answer_type: str = "math") -> str | None:
+    """The final answer of a free-form solution, as a raw string.
+
+    Order: the last complete ``\\boxed{...}``/``\\fbox{...}`` (balanced braces); else the last "the answer
+    is ..."/"answer: ..."; else the last number in the text (for yes/no: the last yes/no word). For
+    ``answer_type="number"`` the first number inside the chosen answer is returned; for "yesno", "yes"/"no".
+    Text and label answers have no reliable last-resort, so they give None without a box or phrase.
+    """
+    light = _prep_light(text)
+    boxed = _last_boxed(light)
+    if boxed:
+        got = _answer_from_segment(boxed, answer_type)
+        if got is not None:
+            return got
+    for m in reversed(list(_ANSWER_PHRASE_RE.finditer(light))):
+        got = _answer_from_segment(light[m.end() : _sentence_end(light, m.end())], answer_type)
+        if got is not None:
+            return got
+    if answer_type == "yesno":
+        words = _YESNO_RE.findall(light)
+        return _YESNO[words[-1].lower()] if words else None
+    if answer_type in ("number", "math"):
+        nums = list(_iter_numbers(light))
+        if nums:
+            return _token_text(light, nums[-1])
+    return None

@@ -1,0 +1,124 @@
+"""The ``ors`` pipeline: the OAD-based robustness score of models from their word-importance attack runs.
+
+Reads each run's ``summary.json``, checks that the runs fit together (same perturbation rates, each
+(model, method) once), builds the success-rate table u_ij(α_k) in percent and applies the formulas of
+:mod:`robusteval.metrics.ors`. No model is loaded, and nothing here imports torch::
+
+    import robusteval as rv
+
+    result = rv.ors(rv.OrsConfig(("runs/wi-A-homophone", "runs/wi-B-homophone"), out="runs/ors"))
+    result.result.ors  # model -> ORS
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robusteval.config import option
+from robusteval.errors import DataError, UserError
+from robusteval.metrics.ors import BETA_CAP, ETA_DEFAULT, Q_DEFAULT, OrsResult, ors_scores
+from robusteval.store import SUMMARY_NAME, write_text_atomic
+
+OUTPUT_NAME = "ors.json"
+
+
+@dataclass(frozen=True)
+class OrsConfig:
+    """``robusteval ors``: which attack runs, the formula's constants and where to write ``ors.json``."""
+
+    # Positional on the command line (RUN_DIR …), so the command adds it itself.
+    runs: Sequence[str | os.PathLike[str]] = option(cli=False, help="attack run directories")
+    q: float = option(Q_DEFAULT, help="the OAD constant q")
+    eta: float = option(ETA_DEFAULT, help="the score scale eta")
+    beta_cap: int = option(BETA_CAP, help="largest amplification beta")
+    out: str | None = option(None, metavar="DIR", help="where to write ors.json")
+
+
+@dataclass(frozen=True)
+class OrsReport:
+    rates: list[str]  # the perturbation rates, as the summaries key them, in increasing order
+    success_percent: dict[str, dict[str, list[float]]]  # model -> method -> u(α_1..α_K) in percent
+    sources: dict[str, dict[str, str]]  # model -> method -> run directory
+    config: OrsConfig
+    result: OrsResult
+    path: Path | None = None  # the ors.json written, if any
+
+    @property
+    def methods(self) -> list[str]:
+        return sorted({m for attacks in self.success_percent.values() for m in attacks})
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``ors.json`` holds."""
+        return {"rates": self.rates, "success_percent": self.success_percent, "q": self.config.q,
+                "eta": self.config.eta, "beta_cap": self.config.beta_cap, "runs": self.sources,
+                **self.result.to_dict()}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One table row per model: its rs per method (None where it was not attacked so) and its ORS."""
+        return [{"model": model, **{m: self.result.scores[model].get(m) for m in self.methods},
+                 "ORS": self.result.ors[model]} for model in self.success_percent]
+
+
+def read_attack_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The summary of a finished ``attack wordimportance`` run, checked for what ORS needs."""
+    path = Path(run_dir) / SUMMARY_NAME
+    if not path.is_file():
+        raise UserError(f"{run_dir}: no {SUMMARY_NAME}; is it a finished `attack wordimportance` run?")
+    try:
+        summary = json.loads(path.read_text("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+    if summary.get("attack") != "wordimportance":
+        raise DataError(str(path), "not a word-importance attack summary", field="attack")
+    for key in ("model", "method", "asr_by_rate"):
+        if key not in summary:
+            raise DataError(str(path), "missing field", field=key)
+    if any(value is None for value in summary["asr_by_rate"].values()):
+        raise DataError(str(path), "no attacked examples (every example was skipped): no success rate",
+                        field="asr_by_rate")
+    return summary
+
+
+def success_table(
+    runs: Sequence[str | os.PathLike[str]],
+) -> tuple[list[str], dict[str, dict[str, list[float]]], dict[str, dict[str, str]]]:
+    """(rates, model -> method -> success rates in percent, model -> method -> run directory)."""
+    if not runs:
+        raise UserError("ors needs at least one attack run directory")
+    table: dict[str, dict[str, list[float]]] = {}
+    rate_keys: list[str] | None = None
+    sources: dict[str, dict[str, str]] = {}
+    for run_dir in runs:
+        summary = read_attack_run(run_dir)
+        keys = sorted(summary["asr_by_rate"], key=float)
+        if rate_keys is None:
+            rate_keys = keys
+        elif keys != rate_keys:
+            raise UserError(f"{run_dir}: rates {keys} differ from {rate_keys}; "
+                            "every run needs the same --rates")
+        model, method = summary["model"], summary["method"]
+        if method in table.get(model, {}):
+            raise UserError(f"{run_dir}: model {model} with method {method} is given twice "
+                            f"(also {sources[model][method]})")
+        table.setdefault(model, {})[method] = [100.0 * summary["asr_by_rate"][k] for k in keys]
+        sources.setdefault(model, {})[method] = str(run_dir)
+    return rate_keys or [], table, sources
+
+
+def ors(config: OrsConfig) -> OrsReport:
+    """β, λ, rs and each model's ORS from ``config.runs``; writes ``<out>/ors.json`` when ``config.out``
+    is set."""
+    rates, table, sources = success_table(config.runs)
+    result = ors_scores(table, q=config.q, eta=config.eta, cap=config.beta_cap)
+    report = OrsReport(rates, table, sources, config, result)
+    if config.out is None:
+        return report
+    path = write_text_atomic(Path(config.out) / OUTPUT_NAME,
+                             json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    return dataclasses.replace(report, path=path)

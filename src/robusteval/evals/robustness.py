@@ -1,0 +1,258 @@
+"""Accuracy on a dataset and on perturbed copies of it, and the RB-index: the ``robustness`` pipeline.
+
+Perturbed sets are method names (generated here, seeded, one stored unit per example: stage
+``perturbed_example``) or files written by ``robusteval perturb`` or the word-importance attack (examples
+missing from a file count as unchanged). Every distinct text is classified once (stage ``classify``): an
+unchanged example in a set reuses the original's answer, and a resumed run asks nothing twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+from robusteval.config import nested, option
+from robusteval.data.example import Example
+from robusteval.data.spec import DataSpec
+from robusteval.errors import UserError
+from robusteval.evals.classification import (
+    ClassificationTemplate,
+    LabelClassifier,
+    example_fields,
+    predicted_label,
+    template_for,
+)
+from robusteval.models import Backend
+from robusteval.models.identity import backend_identity
+from robusteval.perturbations.base import Language
+from robusteval.perturbations.spec import PerturbationSpec, target_device
+from robusteval.seeding import DEFAULT_SEED
+from robusteval.store import RunStore
+
+COMMAND = "robustness"
+CLASSIFY_STAGE = "classify"
+
+
+@dataclass(frozen=True)
+class SetSpec:
+    name: str
+    method: str | None = None  # a perturbation method run on the fly
+    path: str | None = None  # or a perturbed copy on disk (robusteval's example format)
+
+
+def parse_sets(text: str) -> list[SetSpec]:
+    """``C-homophone,W-synonym,adv=attack/adv.jsonl``: method names, NAME=FILE, or a .jsonl path."""
+    specs: list[SetSpec] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, eq, path = part.partition("=")
+        if eq:
+            specs.append(SetSpec(name.strip(), path=path.strip()))
+        elif part.endswith(".jsonl") or os.path.sep in part:
+            specs.append(SetSpec(Path(part).stem, path=part))
+        else:
+            specs.append(SetSpec(part, method=part))
+    names = [s.name for s in specs]
+    if not specs:
+        raise UserError("--sets: name at least one perturbation method or perturbed file")
+    if len(set(names)) != len(names):
+        raise UserError(f"--sets: set names repeat: {', '.join(names)}")
+    for spec in specs:
+        if spec.path is not None and not os.path.isfile(spec.path):
+            raise UserError(f"--sets {spec.name}: no such file: {spec.path}")
+    return specs
+
+
+@dataclass(frozen=True)
+class RobustnessConfig:
+    """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.
+
+    The sets, label mode and bootstrap only change the summary, not a stored unit, so a run directory can be
+    re-summarised with more sets or another label mode (they are not part of the run identity).
+    """
+
+    data: DataSpec = nested()
+    perturbation: PerturbationSpec = nested()
+    #: A comma-separated string (as on the command line) or a sequence of entries.
+    sets: str | tuple[str, ...] = option(metavar="M1,M2,NAME=FILE", help="perturbed sets: method names or files",
+                                         identity=False)
+    template: str | None = option(None, metavar="nli-zh|text|PATH",
+                                  help="classification prompt template (default: nli-zh for OCNLI, else text)")
+    label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
+                             help="which label the accuracy uses: read from the generation, or argmax of label "
+                             "log-probs (needs an hf model)")
+    bootstrap: int = option(2000, help="bootstrap resamples for the CIs", identity=False)
+    seed: int = option(DEFAULT_SEED, help="random seed of the generated sets (per example and field)")
+    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap CIs (independent of --seed)",
+                                 identity=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
+            object.__setattr__(self, "sets", ",".join(self.sets))
+
+    def set_specs(self) -> list[SetSpec]:
+        return parse_sets(str(self.sets))
+
+
+class RobustnessSummary(TypedDict, total=False):
+    model: str
+    dataset: str
+    data_file: str | None
+    template: str
+    label_mode: str
+    sets_spec: str
+    n: int
+    acc_original: float | None
+    acc: dict[str, float | None]
+    sets: dict[str, dict[str, Any]]
+    T: int
+    rb_index: float | None
+    rb_index_ci95: list[float] | None
+    n_unparsed: dict[str, int]
+    soft: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a run reads, loaded and checked before any model loads."""
+
+    examples: list[Example]
+    specs: list[SetSpec]
+    template: ClassificationTemplate
+    file_sets: dict[str, list[Example]]
+    language: Language
+
+
+def _plan(config: RobustnessConfig, examples: Sequence[Example] | None = None) -> _Plan:
+    from robusteval.data.loaders import load_dataset
+
+    examples = list(examples) if examples is not None else config.data.load()
+    if not examples:
+        raise UserError(f"{config.data.data_file}: no examples")
+    specs = config.set_specs()
+    template = template_for(config.template, config.data.dataset, examples)
+    file_sets = {spec.name: load_dataset("examples", spec.path) for spec in specs if spec.path is not None}
+    language = config.perturbation.resolve_language(examples)
+    for spec in specs:  # unknown method names fail here, before a model loads or a run directory is claimed
+        if spec.method is not None:
+            config.perturbation.check_method(spec.method, language)
+    return _Plan(examples, specs, template, file_sets, language)
+
+
+def robustness_identity(config: RobustnessConfig, model: dict[str, Any] | None, examples: Sequence[Example]
+                        ) -> dict[str, Any]:
+    """The run identity; reads and checks the set files, template and methods (cheap, no model)."""
+    from robusteval.lifecycle import run_identity
+
+    plan = _plan(config, examples)
+    return run_identity(COMMAND, config, model, **plan.template.identity(), language=plan.language)
+
+
+def robustness_info(config: RobustnessConfig, batch_size: int) -> dict[str, Any]:
+    """What the run records beside its identity: the sets (with the files' hashes), label mode, limit."""
+    from robusteval.store import file_sha256
+
+    specs = config.set_specs()
+    return {"limit": config.data.limit, "sets": config.sets, "label_mode": config.label_mode,
+            "batch_size": batch_size,
+            "set_files": {s.name: {"path": s.path, "sha256": file_sha256(s.path)} for s in specs if s.path}}
+
+
+def perturbed_sets(config: RobustnessConfig, plan: _Plan, store: RunStore, *,
+                   load_model: Callable[[str], Backend] | None = None, device: str = "auto"
+                   ) -> dict[str, list[Example]]:
+    """Each set's version of every example, in the original order; generated sets are stored as units."""
+    from robusteval.perturbations import build_perturbation
+    from robusteval.perturbations.dataset import example_from_record, perturb_examples_stored
+
+    spec = config.perturbation
+    examples = plan.examples
+    fields = spec.text_fields(examples)
+    protect = spec.protection(examples, plan.template.label_words)
+    out: dict[str, list[Example]] = {}
+    options = None
+    for set_spec in plan.specs:
+        if set_spec.name in plan.file_sets:
+            by_id = {ex.id: ex for ex in plan.file_sets[set_spec.name]}
+            out[set_spec.name] = [by_id.get(ex.id, ex) for ex in examples]
+            continue
+        options = options or spec.method_options(load_model, device=device)
+        perturbation = build_perturbation(set_spec.method or set_spec.name, plan.language, options)
+        records = perturb_examples_stored(store, examples, perturbation, fields=fields, seed=config.seed,
+                                          budget=spec.budget(perturbation), protect=protect)
+        out[set_spec.name] = [example_from_record(r) for r in records]
+    return out
+
+
+def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
+               load_model: Callable[[str], Backend] | None = None, batch_size: int = 8) -> RobustnessSummary:
+    """Accuracy of ``backend`` (as a classifier) on ``config.data`` and on each perturbed set, and the
+    RB-index with paired-bootstrap CIs; every answer is a stored, resumable unit.
+
+    ``store`` is an open :class:`RunStore` or a run directory (opened, locked and checked here).
+    ``load_model(spec)`` builds a translator for back-translated sets (default: ``load_backend``).
+    """
+    from robusteval.lifecycle import finish, run_identity, store_for
+    from robusteval.runner import run_units
+
+    plan = _plan(config)
+    identity = run_identity(COMMAND, config, backend_identity(backend), **plan.template.identity(),
+                            language=plan.language)
+    with store_for(store, identity, robustness_info(config, batch_size)) as run:
+        classifier = LabelClassifier(backend, plan.template, run, soft=True if config.label_mode == "soft" else None)
+        sets = perturbed_sets(config, plan, run, load_model=load_model, device=target_device(backend))
+        # Classify every distinct text once: unchanged examples in a set reuse the original's answer.
+        versions = list(plan.examples) + [ex for exs in sets.values() for ex in exs]
+        records = run_units(
+            run, CLASSIFY_STAGE, versions,
+            key_of=lambda ex: classifier.key(example_fields(ex)),
+            compute=lambda batch: classifier.query([example_fields(ex) for ex in batch]),
+            id_of=lambda ex: ex.id, batch_size=batch_size, description="classify",
+        )
+        n = len(plan.examples)
+        by_set: dict[str, list[dict[str, Any]]] = {"original": records[:n]}
+        for i, name in enumerate(sets):
+            by_set[name] = records[n * (i + 1) : n * (i + 2)]
+        summary = build_summary(config, backend.name, plan, sets, by_set, soft=bool(classifier.soft))
+        seeds = {"seed": config.seed, "bootstrap_seed": config.bootstrap_seed}
+        return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
+
+
+def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[str, list[Example]],
+                  by_set: dict[str, list[dict[str, Any]]], *, soft: bool) -> dict[str, Any]:
+    """Accuracies, drops and RB-index from the stored answers (``by_set``: "original" and each set)."""
+    from robusteval.metrics.robustness import robustness_summary
+    from robusteval.seeding import derive_seed
+
+    examples = plan.examples
+    # The bootstrap draws from its own seed, so changing --seed (the sets) does not move the CIs' noise.
+    boot = derive_seed(config.bootstrap_seed, "robustness-bootstrap")
+
+    def correct(name: str, mode: str) -> list[bool]:
+        return [predicted_label(r, mode) == ex.answer for r, ex in zip(by_set[name], examples, strict=True)]
+
+    mode = config.label_mode
+    summary = robustness_summary(correct("original", mode), {name: correct(name, mode) for name in sets},
+                                 seed=boot, n_resamples=config.bootstrap)
+    for name, exs in sets.items():
+        summary["sets"][name]["n_changed"] = sum(
+            1 for ex, orig in zip(exs, examples, strict=True) if example_fields(ex) != example_fields(orig)
+        )
+    summary["n_unparsed"] = {name: sum(1 for r in recs if r.get("label") is None) for name, recs in by_set.items()}
+    if soft and mode == "hard":  # the other view, for reference
+        other = robustness_summary(correct("original", "soft"), {name: correct(name, "soft") for name in sets},
+                                   seed=boot, n_resamples=config.bootstrap)
+        summary["soft"] = {k: other[k] for k in ("acc_original", "acc", "rb_index", "rb_index_ci95")}
+    return {
+        "model": model,
+        "dataset": config.data.dataset,
+        "data_file": config.data.data_file,
+        "template": plan.template.name,
+        "label_mode": mode,
+        "sets_spec": config.sets,
+        **summary,
+    }

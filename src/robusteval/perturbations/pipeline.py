@@ -1,0 +1,113 @@
+"""The ``perturb`` pipeline: a perturbed copy of a dataset written to one JSON Lines file.
+
+Progress goes to a work directory beside the output (``FILE.jsonl.parts``, a run store opened through
+:func:`robusteval.lifecycle.open_run`, one unit per example), so a killed run resumes; the output is written
+atomically at the end and the work directory removed. Every line carries a fingerprint of the settings, so a
+re-run with the same settings sees a complete file and returns at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+from robusteval.config import nested, option
+from robusteval.data.example import Example
+from robusteval.data.spec import DataSpec
+from robusteval.perturbations.spec import ModelLoader, PerturbationSpec
+from robusteval.seeding import DEFAULT_SEED
+
+COMMAND = "perturb"
+
+
+@dataclass(frozen=True)
+class PerturbConfig:
+    """``robusteval perturb``: one method over the text fields of every example."""
+
+    data: DataSpec = nested()
+    perturbation: PerturbationSpec = nested()
+    method: str = option(metavar="METHOD", help="the perturbation method")
+    seed: int = option(DEFAULT_SEED, help="random seed (per example and field)")
+
+
+class PerturbSummary(TypedDict):
+    method: str
+    language: str
+    out: str
+    n: int
+    n_changed: int
+    n_edits: int
+    already_complete: bool  # the output was complete for these settings and was kept as it was
+
+
+def perturb_identity(config: PerturbConfig, examples: Sequence[Example]) -> dict[str, Any]:
+    """The settings that change the output; also checks the method (before anything is claimed)."""
+    from robusteval.lifecycle import run_identity
+
+    language = config.perturbation.resolve_language(examples)
+    config.perturbation.check_method(config.method, language)
+    return run_identity(COMMAND, config, None, language=language)
+
+
+def finished_output(path: Path, settings: str, examples: Sequence[Example]) -> list[dict[str, Any]] | None:
+    """The records of ``path`` when it is a complete copy written with the same settings, else None."""
+    if not path.is_file() or Path(f"{path}.parts").exists():
+        return None
+    try:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    same = len(records) == len(examples) and all(
+        isinstance(r, dict) and r.get("id") == ex.id and (r.get("perturbation") or {}).get("settings") == settings
+        for r, ex in zip(records, examples, strict=False)
+    )
+    return records if same else None
+
+
+def perturb_dataset(config: PerturbConfig, out_path: str | os.PathLike[str], *,
+                    load_model: ModelLoader | None = None, device: str = "auto") -> PerturbSummary:
+    """Write the perturbed copy of ``config.data`` to ``out_path`` (resumable; kept as is when already
+    complete for these settings). ``load_model(spec)`` builds the translator of a sentence-level method;
+    ``device`` is where methods put the models they load themselves (masked LM, re-ranker)."""
+    from robusteval.lifecycle import open_run
+    from robusteval.perturbations.dataset import perturb_examples_stored
+    from robusteval.perturbations.registry import build_perturbation
+    from robusteval.store import unit_key, write_jsonl_atomic
+
+    spec = config.perturbation
+    examples = config.data.load()
+    identity = perturb_identity(config, examples)
+    language = identity["language"]
+    out = Path(out_path)
+    settings = unit_key(identity, [ex.id for ex in examples])
+    records = finished_output(out, settings, examples)
+    complete = records is not None
+    if records is None:
+        work_dir = Path(f"{out}.parts")
+        with open_run(work_dir, identity, info={"limit": config.data.limit},
+                      load=lambda: build_perturbation(config.method, language,
+                                                      spec.method_options(load_model, device=device))
+                      ) as (store, perturbation):
+            assert perturbation is not None  # narrowing for type checkers: load() was given
+            records = perturb_examples_stored(
+                store, examples, perturbation, fields=spec.text_fields(examples), seed=config.seed,
+                budget=spec.budget(perturbation), protect=spec.protection(examples),
+            )
+        # The settings' fingerprint in every line lets a re-run see that the file is complete.
+        records = [{**r, "perturbation": {**r["perturbation"], "settings": settings}} for r in records]
+        write_jsonl_atomic(out, records)
+        shutil.rmtree(work_dir)
+    return {
+        "method": config.method,
+        "language": language,
+        "out": str(out_path),
+        "n": len(records),
+        "n_changed": sum(1 for r in records if r["perturbation"]["changed"]),
+        "n_edits": sum(len(f["edits"]) for r in records for f in r["perturbation"]["fields"].values()),
+        "already_complete": complete,
+    }

@@ -1,0 +1,138 @@
+"""Perturbation settings as a config: the method resources, protections and change budget that ``perturb``,
+``robustness`` and the word-importance attack share, with what each command used to compute from its flags.
+
+:class:`CandidateSpec` is what an attack needs to ask methods for candidates (no change budget: an attack
+decides itself how much to change); :class:`PerturbationSpec` adds ``--rate``/``--min-changes``/
+``--max-changes`` for commands that perturb whole texts. Light to import: models load on use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from robusteval.config import option
+from robusteval.data.example import Example
+from robusteval.errors import UserError
+from robusteval.perturbations.base import ChangeBudget, Language, Perturbation, Protection, detect_language
+from robusteval.perturbations.registry import MethodOptions
+
+
+def target_device(backend: Any) -> str:
+    """Where models a method loads itself (masked LM, re-ranker) go: where the target model runs."""
+    from robusteval.models.identity import backend_identity
+
+    return str(backend_identity(backend).get("device") or "auto")
+
+
+#: Builds a model from a spec (a translator for back-translation): the run's own loader, so a translator
+#: gets the command's backend options (dtype, device, API settings).
+ModelLoader = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    """Method resources and protections: which language, fields and words, and the models methods read."""
+
+    language: str = option("auto", choices=("auto", "zh", "en"), help="text language (auto: detected from the data)")
+    perturb_fields: str | None = option(None, metavar="F1,F2",
+                                        help="text fields to perturb (default: the question, plus the hypothesis "
+                                        "for NLI data)")
+    protect_words: str = option("", metavar="W1,W2", help="extra words never to change")
+    perturb_label_words: bool = option(False, help="allow changing label words that occur in the text "
+                                                   "(protected by default)")
+    max_candidates: int = option(10, help="candidates per span (attacks query each)")
+    embedding_model: str | None = option(None, metavar="PATH|hub-id",
+                                         help="W-wordembedding: an hf model whose input-embedding matrix gives "
+                                         "neighbours")
+    vectors: str | None = option(None, metavar="PATH", help="W-wordembedding: a word2vec/GloVe text file")
+    mlm_model: str | None = option(None, metavar="PATH|hub-id", help="W-maskedlm: any HF fill-mask model")
+    rerank_model: str | None = option(None, metavar="SPEC", help="W-maskedlm: causal LM that re-ranks candidates")
+    translator: str | None = option(None, metavar="SPEC",
+                                    help="S-backtranslation: the translator model (any backend)")
+    pivot_language: str = option("English", help="S-backtranslation: the pivot language")
+
+    def resolve_language(self, examples: Sequence[Example]) -> Language:
+        """``language``, or the language detected from the first 50 questions when it is ``auto``."""
+        if self.language != "auto":
+            return self.language  # type: ignore[return-value]
+        return detect_language(" ".join(ex.question for ex in examples[:50]))
+
+    def text_fields(self, examples: Sequence[Example]) -> list[str]:
+        """The text fields to perturb: ``perturb_fields``, else the question plus an NLI hypothesis."""
+        if self.perturb_fields:
+            return [f.strip() for f in self.perturb_fields.split(",") if f.strip()]
+        fields = ["text"]
+        if examples and isinstance(examples[0].meta.get("hypothesis"), str):
+            fields.append("hypothesis")
+        return fields
+
+    def protection(self, examples: Sequence[Example], extra_words: Sequence[str] = ()) -> Protection:
+        """``protect_words``, plus the dataset's labels and ``extra_words`` (a template's label words) unless
+        ``perturb_label_words``: a label word changed in the text would leak or hide the answer."""
+        words = {w.strip() for w in self.protect_words.split(",") if w.strip()}
+        if not self.perturb_label_words:
+            words |= {ex.answer for ex in examples if ex.answer_type == "label"}
+            words |= set(extra_words)
+        return Protection(words=frozenset(words))
+
+    def method_options(self, load_model: ModelLoader | None = None, *, device: str = "auto") -> MethodOptions:
+        """What the method factories read; the translator (if any) is built with ``load_model(spec)``
+        (default: ``load_backend`` with default options). ``device``: for models a method loads itself."""
+        translator = None
+        if self.translator:
+            if load_model is None:
+                from robusteval.models import load_backend
+
+                load_model = load_backend
+            translator = load_model(self.translator)
+        return MethodOptions(
+            max_candidates=self.max_candidates,
+            embedding_model=self.embedding_model,
+            vectors=self.vectors,
+            mlm_model=self.mlm_model,
+            rerank_model=self.rerank_model,
+            translator=translator,
+            pivot_language=self.pivot_language,
+            device=device,
+        )
+
+    def check_method(self, method: str, language: Language) -> None:
+        """Refuse an unknown method, or one missing what it needs, before a model loads or a run is claimed."""
+        from robusteval.perturbations.registry import method_info
+
+        method_info(method, language)
+        if self.translator is None and method.startswith("S-"):
+            raise UserError(f"{method} needs --translator SPEC (the model that translates)")
+
+    def identity(self) -> dict[str, Any]:
+        """Every setting: each one can change the perturbed texts (flattened into run identities)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class PerturbationSpec(CandidateSpec):
+    """:class:`CandidateSpec` plus the change budget of whole-text perturbation (None: the method's default)."""
+
+    rate: float | None = option(None, help="share of characters/words to change (default: the method's, "
+                                           "0.1 char / 0.15 word)")
+    min_changes: int | None = option(None, help="at least this many changes per text (default: 3 for "
+                                                "character-level methods)")
+    max_changes: int | None = option(None, help="at most this many changes per text (default: 15 for "
+                                                "character-level methods)")
+
+    def budget(self, perturbation: Perturbation) -> ChangeBudget | None:
+        """The method's default budget with any of rate/min_changes/max_changes applied; None: all unset."""
+        if self.rate is None and self.min_changes is None and self.max_changes is None:
+            return None
+        default: ChangeBudget = getattr(perturbation, "default_budget", ChangeBudget())
+        try:
+            return ChangeBudget(
+                rate=default.rate if self.rate is None else self.rate,
+                minimum=default.minimum if self.min_changes is None else self.min_changes,
+                maximum=default.maximum if self.max_changes is None else self.max_changes,
+            )
+        except ValueError as exc:
+            raise UserError(f"--rate/--min-changes/--max-changes: {exc}") from exc

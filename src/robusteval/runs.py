@@ -1,0 +1,57 @@
+"""Reading finished (or partial) runs back: ``robusteval.load_run(dir)``.
+
+Never writes: a run on read-only media, or one another process is still writing, reads fine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robusteval.errors import UserError
+from robusteval.store import RunStore
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory's identity, info (environment, limits), summary and stored units."""
+
+    path: Path
+    identity: dict[str, Any]
+    info: dict[str, Any]
+    summary: dict[str, Any] | None
+    stages: dict[str, int]
+
+    @property
+    def command(self) -> str | None:
+        return self.identity.get("command")
+
+    def units(self, stage: str | None = None) -> list[dict[str, Any]]:
+        """Every stored unit (stage, key, example_id, seconds, created, record), in commit order."""
+        with RunStore.open_existing(self.path) as store:
+            return list(store.iter_units(stage))
+
+    def records(self, stage: str) -> list[dict[str, Any]]:
+        """The records of one stage (``runs show`` lists the stages), in commit order."""
+        with RunStore.open_existing(self.path) as store:
+            return store.records(stage)
+
+    def to_dataframe(self, stage: str) -> Any:
+        """The records of ``stage`` as a pandas DataFrame (nested values stay Python objects)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise UserError("Run.to_dataframe needs pandas: pip install pandas") from None
+        return pd.DataFrame.from_records(self.records(stage))
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Open a run directory read-only and return what it holds; a damaged store is a one-line UserError."""
+    with RunStore.open_existing(path) as store:
+        summary = store.get_meta("summary")
+        if summary is None and (Path(path) / "summary.json").is_file():
+            summary = json.loads((Path(path) / "summary.json").read_text(encoding="utf-8"))
+        return Run(Path(path), store.identity, store.get_meta("info") or {}, summary, store.stages())

@@ -1,0 +1,1 @@
+"""Text helpers shared across robusteval's packages (answer grading, judges): see :mod:`.normalise`."""

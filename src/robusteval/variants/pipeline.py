@@ -1,0 +1,425 @@
+"""The VAR-MATH pipelines: instantiate, validate, evaluate, score and import, each from a typed config.
+
+``robusteval variants …`` parses its flags into these configs and calls these functions; a notebook does the
+same without the command line::
+
+    import robusteval
+    import robusteval.variants as rv
+
+    made = rv.instantiate(rv.InstantiateConfig("templates.yaml", n=5, out="instances.jsonl"))
+    model = robusteval.load_model("hf:./my-model")
+    summary = rv.evaluate(rv.VariantsEvalConfig("instances.jsonl"), model, "runs/var")
+    scores, graded = rv.score("instances.jsonl", "predictions.jsonl")
+
+Nothing here imports torch: only :func:`evaluate` needs a model, and it is handed one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+from robusteval.errors import UserError
+from robusteval.models import Backend, GenerationRequest
+from robusteval.models.identity import backend_identity, backend_key
+from robusteval.runner import run_units
+from robusteval.seeding import DEFAULT_SEED, derive_seed
+from robusteval.store import RunStore, file_sha256, unit_key, write_jsonl_atomic, write_text_atomic
+from robusteval.variants.checks import Check, validate_templates
+from robusteval.variants.configs import (
+    GradingConfig,
+    ImportConfig,
+    InstantiateConfig,
+    ScoreConfig,
+    TemplatePaths,
+    ValidateConfig,
+    VariantsEvalConfig,
+)
+from robusteval.variants.grading import VariantInstance, grade_all, load_instances, load_predictions
+from robusteval.variants.sampler import CompatGenerator, Instance, json_answer
+from robusteval.variants.sampler import instantiate as sample_templates
+from robusteval.variants.template import LoadResult, TemplateError, load_templates, split_paths
+
+COMMAND = "variants eval"
+STAGE = "variants_generation"
+# The usual math-eval instruction (Qwen2.5-Math, VAR-MATH): reason, then box the final answer.
+MATH_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."
+
+
+def template_paths(templates: TemplatePaths) -> list[str]:
+    """The template files, in order, from ``"a.yaml,b.csv"`` or a sequence of paths."""
+    if isinstance(templates, str):
+        return split_paths(templates)
+    if isinstance(templates, os.PathLike):
+        return [os.fspath(templates)]
+    paths = [os.fspath(p) for p in templates]
+    if not paths:
+        raise UserError("--templates: no file given")
+    return paths
+
+
+def _load(templates: TemplatePaths, prefix_ids: bool) -> tuple[list[tuple[str, LoadResult]], list[str]]:
+    loaded = load_templates(template_paths(templates), prefix_ids=prefix_ids)
+    return loaded, [warning for _, result in loaded for warning in result.warnings]
+
+
+# ----------------------------------------------------------------------------------------------- instantiate
+@dataclass
+class InstantiateResult:
+    instances: list[Instance]  # every instance, template files and templates in the order given
+    by_file: list[tuple[str, list[Instance]]]  # the same, per template file
+    problems: list[TemplateError]  # templates skipped: they did not load or could not be sampled
+    warnings: list[str]
+    n_templates: int  # templates that gave instances
+    seed: int  # the seed used (``config.seed`` or the mode's default)
+    compat: str | None
+    written: list[Path] = dataclasses.field(default_factory=list)
+
+    def rows(self, instances: Sequence[Instance] | None = None) -> list[dict[str, Any]]:
+        """Instances as the JSONL files hold them (compat mode: only id, question and answer)."""
+        chosen = self.instances if instances is None else instances
+        return [i.to_json(compat=bool(self.compat)) for i in chosen]
+
+
+def _write_instances(path: Path, rows: list[dict[str, Any]], *, ascii_only: bool) -> None:
+    # Compat output uses json.dumps defaults, like the original generator, so files match byte for byte.
+    write_jsonl_atomic(path, rows, ensure_ascii=ascii_only)
+
+
+def instantiate(config: InstantiateConfig) -> InstantiateResult:
+    """Sample every template; a template that fails is reported in ``problems`` and the rest still run.
+
+    Writes ``config.out`` (all instances) and/or one ``<file stem>.jsonl`` per template file under
+    ``config.out_dir`` when they are set.
+    """
+    config.check()
+    loaded, warnings = _load(config.templates, config.prefix_ids)
+    seed = config.resolved_seed
+    generator = CompatGenerator(seed) if config.compat else None  # one stream across all files
+    result = InstantiateResult([], [], [], warnings, 0, seed, config.compat)
+    for path, templates in loaded:
+        result.problems += templates.problems
+        instances, problems, sample_warnings = sample_templates(
+            templates.templates,
+            config.n,
+            seed,
+            compat=config.compat,
+            exclude_original=config.exclude_original,
+            generator=generator,
+        )
+        result.problems += problems
+        result.warnings += sample_warnings
+        result.n_templates += len(templates.templates) - len(problems)
+        result.instances += instances
+        result.by_file.append((path, instances))
+    ascii_only = bool(config.compat)
+    if config.out:
+        _write_instances(Path(config.out), result.rows(), ascii_only=ascii_only)
+        result.written.append(Path(config.out))
+    if config.out_dir:
+        for path, instances in result.by_file:
+            target = Path(config.out_dir) / (Path(path).stem + ".jsonl")
+            _write_instances(target, result.rows(instances), ascii_only=ascii_only)
+            result.written.append(target)
+    return result
+
+
+# ----------------------------------------------------------------------------------------------- validate
+STATUSES = ("ok", "mismatch", "error", "unchecked")
+
+
+@dataclass
+class ValidationReport:
+    checks: list[Check]  # one per template, including those that did not load (status "error")
+    warnings: list[str]
+    written: Path | None = None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for c in self.checks if c.status == s) for s in STATUSES}
+
+    @property
+    def failed(self) -> bool:
+        """Some template does not reproduce its answer, does not load or cannot be evaluated."""
+        counts = self.counts
+        return bool(counts["mismatch"] or counts["error"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": self.counts, "templates": [c.to_json() for c in self.checks]}
+
+
+def validate(config: ValidateConfig) -> ValidationReport:
+    """Evaluate every template at its original values; writes ``config.json`` when set."""
+    loaded, warnings = _load(config.templates, config.prefix_ids)
+    checks: list[Check] = []
+    for _, result in loaded:
+        checks += validate_templates(result.templates, result.problems)
+    report = ValidationReport(checks, warnings)
+    if config.json:
+        report.written = Path(config.json)
+        text = json.dumps(report.to_json(), indent=2, ensure_ascii=False, default=str) + "\n"
+        write_text_atomic(report.written, text)
+    return report
+
+
+# ----------------------------------------------------------------------------------------------- grading
+class VariantScores(TypedDict):
+    strict: float | None
+    loose: float | None
+    instance_accuracy: float | None
+    n_problems: int
+    n_instances: int
+    n_samples: int
+    strict_ci95: list[float] | None
+    loose_ci95: list[float] | None
+    bootstrap: dict[str, Any] | None
+    problems: list[dict[str, Any]]
+    n_predictions: int
+    n_missing: int
+
+
+InstancesLike = str | os.PathLike[str] | Sequence[VariantInstance | Instance]
+PredictionsLike = str | os.PathLike[str] | Mapping[str, Sequence[str]]
+
+
+def _variant_instances(instances: InstancesLike) -> list[VariantInstance]:
+    if isinstance(instances, str | os.PathLike):
+        return load_instances(instances)
+    return [
+        i if isinstance(i, VariantInstance) else VariantInstance(i.id, i.question, json_answer(i.answer))
+        for i in instances
+    ]
+
+
+def score(
+    instances: InstancesLike,
+    predictions: PredictionsLike,
+    grading: GradingConfig | None = None,
+) -> tuple[VariantScores, list[dict[str, Any]]]:
+    """Strict/loose scores (with bootstrap CIs) and one graded row per prediction.
+
+    ``instances``: an instances JSONL or the instances themselves (from :func:`instantiate` or
+    :func:`~robusteval.variants.grading.load_instances`); ``predictions``: a predictions JSONL
+    (``{"id", "prediction"}`` per line; ids not among the instances are ignored) or ``{id: [sample, …]}``.
+    """
+    grading = grading or GradingConfig()
+    grading.check()
+    rows = _variant_instances(instances)
+    if isinstance(predictions, str | os.PathLike):
+        predictions, _ = load_predictions(predictions, {i.id for i in rows})
+    by_id = {iid: list(texts) for iid, texts in predictions.items()}
+    summary, graded = grade_all(rows, by_id, **grading.kwargs())
+    return summary, graded  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ScoreReport:
+    summary: dict[str, Any]  # as written: the files, the scores, the seeds and every graded prediction
+    unknown_ids: list[str]  # prediction ids that are not in the instances file (ignored)
+    path: Path
+
+
+def score_files(config: ScoreConfig) -> ScoreReport:
+    """Grade ``config.predictions`` against ``config.instances``; write the scores to ``config.out_path``."""
+    config.grading.check()
+    instances = load_instances(config.instances)
+    predictions, unknown = load_predictions(config.predictions, {i.id for i in instances})
+    scores, graded = score(instances, predictions, config.grading)
+    summary = {
+        "instances": str(config.instances),
+        "predictions": str(config.predictions),
+        **scores,
+        "seeds": {"bootstrap_seed": config.grading.bootstrap_seed},
+        "graded": graded,
+    }
+    path = config.out_path
+    write_text_atomic(path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    return ScoreReport(summary, unknown, path)
+
+
+# ----------------------------------------------------------------------------------------------- evaluate
+class VariantsEvalSummary(VariantScores):
+    model: str
+    instances: str
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    grading: dict[str, Any]
+    model_identity: dict[str, Any] | None
+    seeds: dict[str, int]
+    environment: dict[str, Any] | None
+
+
+def sample_seed(seed: int, k: int) -> int:
+    """The seed of sample ``k`` of every instance (distinct, reproducible samples)."""
+    return derive_seed(seed, "variants-sample", k)
+
+
+def variants_eval_identity(config: VariantsEvalConfig, model: dict[str, Any] | None) -> dict[str, Any]:
+    """What a ``variants eval`` run directory holds: the model, the instances' content and the sampling."""
+    from robusteval.lifecycle import run_identity
+
+    temperature, top_p = config.sampling()
+    return run_identity(COMMAND, config, model, instances=str(config.instances),
+                        instances_sha256=file_sha256(config.instances), temperature=temperature, top_p=top_p,
+                        prompt_hash=unit_key(MATH_PROMPT))
+
+
+def generate_all(
+    backend: Backend,
+    store: RunStore,
+    instances: Sequence[VariantInstance],
+    *,
+    samples: int = 1,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_new_tokens: int = 2048,
+    seed: int = DEFAULT_SEED,
+    chat: bool = False,
+    batch_size: int = 8,
+    prompt_template: str = MATH_PROMPT,
+) -> list[dict[str, Any]]:
+    """One stored generation per (instance, sample): a killed run resumes where it stopped."""
+    units = [(inst, k) for inst in instances for k in range(samples)]
+    model_key = backend_key(backend)
+
+    def request(inst: VariantInstance, k: int) -> GenerationRequest:
+        return GenerationRequest(
+            prompt_template.format(question=inst.question),
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=sample_seed(seed, k),
+            chat=chat,
+        )
+
+    def key_of(unit: tuple[VariantInstance, int]) -> str:
+        inst, k = unit
+        return unit_key(STAGE, model_key, inst.id, k, request(inst, k).key())
+
+    def compute(batch: list[tuple[VariantInstance, int]]) -> list[dict[str, Any]]:
+        outputs = backend.generate([request(inst, k) for inst, k in batch])
+        return [
+            {
+                "id": inst.id,
+                "sample": k,
+                "question": inst.question,
+                "gold": inst.gold,
+                "completion": out.text,
+                "finish_reason": out.finish_reason,
+                "n_tokens": out.n_tokens,
+            }
+            for (inst, k), out in zip(batch, outputs, strict=True)
+        ]
+
+    return run_units(
+        store,
+        STAGE,
+        units,
+        key_of,
+        compute,
+        id_of=lambda unit: unit[0].id,
+        batch_size=batch_size,
+        description=COMMAND,
+    )
+
+
+def predictions_from_records(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """``{id: [completion of sample 0, 1, …]}`` from stored generation records."""
+    out: dict[str, list[str]] = {}
+    for record in sorted(records, key=lambda r: (r["id"], r["sample"])):
+        out.setdefault(record["id"], []).append(record["completion"])
+    return out
+
+
+def evaluate(
+    config: VariantsEvalConfig,
+    backend: Backend,
+    store: RunStore | str | os.PathLike[str],
+    *,
+    batch_size: int = 8,
+) -> VariantsEvalSummary:
+    """Ask ``backend`` every instance K times, grade, and write the summary, ``predictions.jsonl`` and
+    ``graded.jsonl`` into the run directory.
+
+    ``store`` is an open :class:`RunStore` or a run directory (opened, locked and checked here). Every
+    generation is a stored unit, so the same call on the same directory resumes.
+    """
+    from robusteval.lifecycle import finish, store_for
+
+    config.check()
+    instances = config.load_instances()
+    temperature, top_p = config.sampling()
+    identity = variants_eval_identity(config, backend_identity(backend))
+    with store_for(store, identity, {"limit": config.limit, "batch_size": batch_size}) as run:
+        records = generate_all(
+            backend,
+            run,
+            instances,
+            samples=config.samples,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=config.max_new_tokens,
+            seed=config.seed,
+            chat=config.chat,
+            batch_size=batch_size,
+        )
+        scores, graded = score(instances, predictions_from_records(records), config.grading)
+        write_jsonl_atomic(
+            run.run_dir / "predictions.jsonl",
+            [{"id": r["id"], "sample": r["sample"], "prediction": r["completion"]} for r in records],
+        )
+        write_jsonl_atomic(run.run_dir / "graded.jsonl", graded)
+        summary = {
+            "model": backend.name,
+            "instances": str(config.instances),
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_new_tokens": config.max_new_tokens,
+            **scores,
+            "grading": dataclasses.asdict(config.grading),
+        }
+        seeds = {"seed": config.seed, "bootstrap_seed": config.grading.bootstrap_seed}
+        return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------- import
+@dataclass
+class ImportReport:
+    templates: list[dict[str, Any]]  # native templates that load without problems
+    problems: list[TemplateError]  # rows that could not be translated or do not pass the native checks
+    warnings: list[str]
+    written: Path | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {"version": 1, "templates": self.templates}
+
+
+def import_templates(config: ImportConfig) -> ImportReport:
+    """Translate the CSV's rows (their Python expressions are parsed and rewritten, never executed); writes
+    ``config.out`` (YAML, or JSON for a ``.json`` name) when set."""
+    from robusteval.variants.template import templates_from_data
+    from robusteval.variants.varmath_csv import import_csv
+
+    result = import_csv(config.templates)
+    # Keep only what the native checker accepts, so the written file loads without surprises.
+    checked = templates_from_data({"version": 1, "templates": result.templates}, str(config.templates))
+    ok_ids = {t.id for t in checked.templates}
+    keep = [t for t in result.templates if str(t["id"]) in ok_ids]
+    report = ImportReport(keep, result.problems + checked.problems, list(result.warnings))
+    if config.out:
+        out = Path(config.out)
+        if out.suffix.lower() == ".json":
+            text = json.dumps(report.to_data(), indent=2, ensure_ascii=False) + "\n"
+        else:
+            from robusteval.variants.yaml_io import dump_yaml
+
+            text = dump_yaml(report.to_data())
+        write_text_atomic(out, text)
+        report.written = out
+    return report
