@@ -19,6 +19,16 @@ from pathlib import Path
 import torch
 
 _SPECIALS = ["<unk>", "<s>", "</s>", "<pad>"]
+#: A Zephyr-style chat template (role headers, BOS written by the template, every turn closed by EOS), so chat
+#: code is tested against what instruction-tuned models ship: system/user/assistant roles, a generation prompt,
+#: and an error for a role it does not know.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}"
+    "{% if m['role'] not in ['system', 'user', 'assistant'] %}"
+    "{{ raise_exception('unknown chat role: ' + m['role']) }}{% endif %}"
+    "<|{{ m['role'] }}|>\n{{ m['content'] }}{{ eos_token }}\n"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
 
 
 def _training_corpus() -> list[str]:
@@ -66,6 +76,116 @@ def build_tokenizer(vocab_size: int = 600):  # type: ignore[no-untyped-def]
     )
 
 
+#: Tokenizer families of :func:`build_family_tokenizer`, as real checkpoints ship them.
+TOKENIZER_FAMILIES = ("robusteval", "sentencepiece-prefix", "byte-level", "gemma")
+_BYTE_PIECES = [f"<0x{b:02X}>" for b in range(256)]
+# Llama-3's pre-tokenizer split (tokenizer.json of meta-llama/Meta-Llama-3-8B).
+_LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def build_family_tokenizer(family: str = "robusteval", vocab_size: int = 600):  # type: ignore[no-untyped-def]
+    """A tokenizer configured like one family of real checkpoints, trained on the package's own text.
+
+    * ``robusteval``: :func:`build_tokenizer` (byte-level BPE, no BOS added; what the tests always used).
+    * ``sentencepiece-prefix``: Llama-2 / Mistral-7B-v0.1: normalizer ``Prepend("▁") + Replace(" ", "▁")``,
+      no pre-tokenizer, byte fallback (``<0x0A>`` for a newline, which has no piece), single-digit pieces,
+      ``<s>`` added by the post-processor. Every separately encoded text gets a prefix space.
+    * ``byte-level``: Llama-3: regex split + ByteLevel pre-tokenizer and decoder, ``<|begin_of_text|>``
+      added by the post-processor, no unk or pad token. Encoding is additive over segments.
+    * ``gemma``: Gemma: ``Replace(" ", "▁")`` but no prefix space, byte fallback, a newline piece,
+      ``<pad> <eos> <bos> <unk>`` first, ``<bos>`` added by the post-processor.
+
+    ``vocab_size`` counts the learned pieces besides the 256 byte pieces and the special tokens (for
+    ``robusteval``, everything).
+    """
+    if family == "robusteval":
+        return build_tokenizer(vocab_size)
+    if family in ("sentencepiece-prefix", "gemma"):
+        return _sentencepiece_tokenizer(vocab_size, prefix_space=family == "sentencepiece-prefix")
+    if family == "byte-level":
+        return _llama3_tokenizer(vocab_size)
+    raise ValueError(f"unknown tokenizer family {family!r}; choose from {', '.join(TOKENIZER_FAMILIES)}")
+
+
+def _learn_bpe(corpus: list[str], pre_tokenizer, vocab_size: int,  # type: ignore[no-untyped-def]
+               alphabet: list[str] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+    """(pieces in training order, merges) of a BPE trained on ``corpus`` split by ``pre_tokenizer``."""
+    from tokenizers import Tokenizer, models, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizer
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=alphabet or [], show_progress=False)
+    tok.train_from_iterator(corpus, trainer=trainer)
+    learned = json.loads(tok.to_str())["model"]
+    pieces = sorted(learned["vocab"], key=learned["vocab"].get)
+    merges = [tuple(m.split(" ") if isinstance(m, str) else m) for m in learned["merges"]]
+    return pieces, merges
+
+
+def _sentencepiece_tokenizer(vocab_size: int, *, prefix_space: bool):  # type: ignore[no-untyped-def]
+    """Llama-2 (``prefix_space``) or Gemma, as transformers converts their SentencePiece models."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    if prefix_space:
+        specials, bos, eos, pad = ["<unk>", "<s>", "</s>"], "<s>", "</s>", None
+        # Llama-2 has no newline piece: train line by line, so "\n" is left to byte fallback.
+        corpus = [line for text in _training_corpus() for line in text.split("\n")]
+    else:
+        specials, bos, eos, pad = ["<pad>", "<eos>", "<bos>", "<unk>"], "<bos>", "<eos>", "<pad>"
+        corpus = _training_corpus()
+    # Train pieces as SentencePiece does: "▁" starts a word and never ends a piece, digits stay single,
+    # newlines never join a word.
+    pieces, merges = _learn_bpe(corpus, pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always" if prefix_space else "never"),
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.Split(Regex("\n+"), behavior="isolated"),
+    ]), vocab_size)
+    vocab = {piece: i for i, piece in enumerate(dict.fromkeys(specials + _BYTE_PIECES + pieces))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+    replace_decoder = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
+    if prefix_space:  # Llama-2's tokenizer.json: prefix space in the normalizer, no pre-tokenizer
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+        tok.decoder = decoders.Sequence([*replace_decoder, decoders.Strip(content=" ", left=1, right=0)])
+    else:  # Gemma's: spaces become "▁" but nothing is prepended (its split on " " then never matches)
+        tok.normalizer = normalizers.Replace(" ", "\u2581")
+        tok.pre_tokenizer = pre_tokenizers.Split(" ", "merged_with_previous")
+        tok.decoder = decoders.Sequence(replace_decoder)
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, vocab[bos])]
+    )
+    tok.add_special_tokens(specials)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos, unk_token="<unk>",
+                                   pad_token=pad, add_bos_token=True, add_eos_token=False)
+
+
+def _llama3_tokenizer(vocab_size: int):  # type: ignore[no-untyped-def]
+    """Llama-3's byte-level BPE: regex split, ByteLevel, BOS from the post-processor, special tokens last."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(_LLAMA3_SPLIT), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+    ])
+    alphabet = pre_tokenizers.ByteLevel.alphabet()  # its 256 byte pieces, like the others' byte fallback
+    pieces, merges = _learn_bpe(_training_corpus(), pre_tokenizer, vocab_size + len(alphabet), alphabet)
+    bos, eos = "<|begin_of_text|>", "<|end_of_text|>"
+    vocab = {piece: i for i, piece in enumerate([*pieces, bos, eos])}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                      special_tokens=[(bos, vocab[bos])]),
+    ])
+    tok.add_special_tokens([bos, eos])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos)
+
+
 def build_tiny_llama(
     out_dir: str | Path,
     *,
@@ -75,21 +195,20 @@ def build_tiny_llama(
     vocab_size: int = 600,
     train_steps: int = 0,
     train_on: tuple[str, ...] = ("math",),
+    tokenizer_family: str = "robusteval",
 ) -> Path:
     """Write a tiny LlamaForCausalLM + tokenizer into ``out_dir`` and return it.
 
     ``train_steps > 0`` briefly trains it on answer-first text (``Q: …\nA: The answer is X. …``) so that it
-    follows the format: attacks then have answers and chains of thought to work on. Deterministic.
+    follows the format: attacks then have answers and chains of thought to work on. ``tokenizer_family``
+    picks the tokenizer (:data:`TOKENIZER_FAMILIES`, see :func:`build_family_tokenizer`). Deterministic.
     """
     from transformers import LlamaForCausalLM
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(vocab_size)
-    tokenizer.chat_template = (
-        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-        "{% if add_generation_prompt %}assistant:{% endif %}"
-    )
+    tokenizer = build_family_tokenizer(tokenizer_family, vocab_size)
+    tokenizer.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     model = LlamaForCausalLM(_llama_config(tokenizer, hidden_size, num_layers))
     if train_steps > 0:
@@ -125,7 +244,10 @@ def _train(model, tokenizer, steps: int, seed: int, sets: tuple[str, ...]) -> No
     to write a rationale and then start a new question, where generation stops.
     """
     blocks = _answer_first_blocks(sets)
-    encoded_blocks = [tokenizer(b + "\n\n")["input_ids"] for b in blocks]
+    # Without special tokens: families whose post-processor adds BOS would otherwise start every block with it.
+    encoded_blocks = [tokenizer(b + "\n\n", add_special_tokens=False)["input_ids"] for b in blocks]
+    # Families without a pad token (Llama-2, Llama-3) pad with EOS; padded positions are masked either way.
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
@@ -133,10 +255,10 @@ def _train(model, tokenizer, steps: int, seed: int, sets: tuple[str, ...]) -> No
         picks = torch.randint(0, len(encoded_blocks), (8, 3), generator=generator).tolist()
         batch = [[tokenizer.bos_token_id, *(t for i in row for t in encoded_blocks[i])] for row in picks]
         width = max(len(b) for b in batch)
-        ids = torch.tensor([b + [tokenizer.pad_token_id] * (width - len(b)) for b in batch])
-        labels = ids.clone()
-        labels[labels == tokenizer.pad_token_id] = -100
-        loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
+        ids = torch.tensor([b + [pad] * (width - len(b)) for b in batch])
+        mask = torch.tensor([[1] * len(b) + [0] * (width - len(b)) for b in batch])
+        labels = ids.masked_fill(mask == 0, -100)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
