@@ -15,7 +15,8 @@ from robusteval.data.spec import DataSpec
 from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
-from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, exemplars_for
+from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplars_for
+from robusteval.prompts.chat import check_chat_options
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -48,19 +49,26 @@ def answer_first_records(
     max_new_tokens: int = 256,
     batch_size: int = 8,
     description: str = "answer-first",
+    chat: bool = False,
+    system_prompt: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Greedy answer-first completions for every example, stored per example (resumable)."""
+    """Greedy answer-first completions for every example, stored per example (resumable).
+
+    ``chat``: ask through the model's chat template (:meth:`AnswerFirstPrompt.messages`, with ``system_prompt``).
+    """
     prefix = prompt.prefix
 
+    def request(example: Example) -> GenerationRequest:
+        return prompt.request(example.question, max_new_tokens=max_new_tokens, chat=chat, system_prompt=system_prompt)
+
     def key_of(example: Example) -> str:
+        if chat:  # the whole conversation (system prompt, exemplar turns, question) keys the answer
+            return unit_key(STAGE, backend_key(backend), example.id, request(example).key())
+        # Text prompts keep the key they always had, so stored runs stay resumable.
         return unit_key(STAGE, backend_key(backend), example.id, example.question, prefix, max_new_tokens)
 
     def compute(batch: list[Example]) -> list[dict[str, Any]]:
-        requests = [
-            GenerationRequest(prompt.question_prompt(ex.question), max_new_tokens, stop=STOP_STRINGS, prefix=prefix)
-            for ex in batch
-        ]
-        outputs = backend.generate(requests)
+        outputs = backend.generate([request(ex) for ex in batch])
         return [
             {
                 "id": ex.id,
@@ -95,7 +103,14 @@ class EvalConfig:
     exemplars: str | None = option(None, metavar="math|yesno|PATH",
                                    help="in-context exemplars (default: built-in set matching the answer type)")
     max_new_tokens: int = option(256, help="generation budget per answer")
+    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
+                        "a system prompt, the exemplars as earlier turns, the question as the last user turn")
+    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer "
+                                       "first, then the reasoning; '' for no system turn)")
     seed: int = option(DEFAULT_SEED, help="random seed (recorded; greedy decoding ignores it)")
+
+    def __post_init__(self) -> None:
+        check_chat_options(self.chat, self.system_prompt)
 
 
 class EvalSummary(TypedDict):
@@ -130,7 +145,7 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
     identity = eval_identity(config, backend_identity(backend), examples)
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
         records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
-                                       batch_size=batch_size)
+                                       batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt)
         summary = {
             "model": backend.name,
             "dataset": config.data.dataset,

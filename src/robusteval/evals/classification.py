@@ -3,6 +3,10 @@ when the backend can score continuations, a soft label from the label log-probab
 
 Every query goes through the run store keyed by (model, prompt, mode), so identical texts across perturbed
 sets or attack steps are asked once, and a killed run resumes with its answers intact.
+
+With ``chat`` the template's text (instructions, demonstrations, the item) is one user turn, after an optional
+system turn, rendered by the model's chat template; the label is the start of the assistant's reply, and soft
+labels score the verbalizers there (no leading space: nothing separates them from the assistant header).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import Any
 from robusteval.data.example import Example
 from robusteval.errors import DataError, UserError
 from robusteval.models import Backend, GenerationRequest
-from robusteval.models.base import LOGPROBS
+from robusteval.models.base import LOGPROBS, Message
 from robusteval.models.identity import backend_key
+from robusteval.prompts.chat import check_chat_options, conversation, resolve_system_prompt
 from robusteval.seeding import derive_seed
 from robusteval.store import RunStore, canonical_json, unit_key
 
@@ -120,6 +125,12 @@ class ClassificationTemplate:
         except KeyError as exc:
             raise UserError(f"template '{self.name}' needs the field ${exc.args[0]}, which the example lacks") from exc
 
+    def messages(self, fields: Mapping[str, str], system_prompt: str | None = None) -> list[Message]:
+        """The chat form: [system] + one user turn holding the filled prefix and prompt. ``system_prompt``: None
+        or "" = no system turn (the template's own text carries the instructions)."""
+        text = (self.filled_prefix() + self.filled_prompt(fields)).strip()
+        return conversation(text, system=resolve_system_prompt(system_prompt, None))
+
     def parse(self, generation: str) -> str | None:
         """The label whose accepted word appears first in the generation (case-insensitive), else None."""
         lowered = generation.lower()
@@ -177,16 +188,20 @@ class LabelClassifier:
     """A backend asked for labels through a template, with every answer cached in ``store``.
 
     ``soft``: also score each label's verbalizer (needs the LOGPROBS capability); None = when available.
-    ``queries`` counts the model calls actually made (cache hits are free), for query budgets.
+    ``chat``: ask through the model's chat template (:meth:`ClassificationTemplate.messages`, with
+    ``system_prompt``). ``queries`` counts the model calls actually made (cache hits are free), for query budgets.
     """
 
     backend: Backend
     template: ClassificationTemplate
     store: RunStore | None = None
     soft: bool | None = None
+    chat: bool = False
+    system_prompt: str | None = None
     queries: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
+        check_chat_options(self.chat, self.system_prompt)
         can_score = LOGPROBS in self.backend.capabilities
         if self.soft and not can_score:
             raise UserError(
@@ -198,11 +213,25 @@ class LabelClassifier:
         self._model_key = backend_key(self.backend)  # changes with the weights, dtype, device...
 
     def identity(self) -> dict[str, Any]:
-        return {"model": self.backend.name, **self.template.identity(), "soft": self.soft}
+        chat = {"chat": True, "system_prompt": self.system_prompt} if self.chat else {}
+        return {"model": self.backend.name, **self.template.identity(), "soft": self.soft, **chat}
+
+    def request(self, fields: Mapping[str, str], *, temperature: float = 0.0, seed: int | None = None
+                ) -> GenerationRequest:
+        """The request asking for ``fields``' label: the filled prompt after the template's prefix, or the chat."""
+        if self.chat:
+            return GenerationRequest(max_new_tokens=_MAX_NEW_TOKENS, temperature=temperature, stop=_STOP, seed=seed,
+                                     chat=True, messages=tuple(self.template.messages(fields, self.system_prompt)))
+        return GenerationRequest(self.template.filled_prompt(fields), _MAX_NEW_TOKENS, temperature=temperature,
+                                 stop=_STOP, seed=seed, prefix=self._prefix)
+
+    def _asked(self, fields: Mapping[str, str]) -> Any:
+        """What an answer is keyed by: the filled prompt (text prompts keep their keys), or the whole request
+        with its messages in a chat."""
+        return self.request(fields).key() if self.chat else self.template.filled_prompt(fields)
 
     def key(self, fields: Mapping[str, str]) -> str:
-        return unit_key(STAGE, self._model_key, self.template.source_sha, bool(self.soft),
-                        self.template.filled_prompt(fields))
+        return unit_key(STAGE, self._model_key, self.template.source_sha, bool(self.soft), self._asked(fields))
 
     def cached(self, fields: Mapping[str, str]) -> dict[str, Any] | None:
         return self.store.get(STAGE, self.key(fields)) if self.store is not None else None
@@ -237,19 +266,14 @@ class LabelClassifier:
         label frequencies is not blurred by independent sampling noise.
         """
         seeds = [derive_seed(seed, "classify-sample", i) for i in range(n)]
-        prompts = [self.template.filled_prompt(fields) for fields in items]
-        keys = [unit_key("classify_sample", self._model_key, self.template.source_sha, p, temperature, seeds)
-                for p in prompts]
+        keys = [unit_key("classify_sample", self._model_key, self.template.source_sha, self._asked(fields),
+                         temperature, seeds)
+                for fields in items]
         stored = {key: self.store.get("classify_sample", key) for key in keys} if self.store is not None else {}
         missing = list(dict.fromkeys(k for k in keys if stored.get(k) is None))
         if missing:  # every sample of every missing item in one generate call
-            prompt_of = dict(zip(keys, prompts, strict=True))
-            requests = [
-                GenerationRequest(prompt_of[key], _MAX_NEW_TOKENS, temperature=temperature, stop=_STOP, seed=s,
-                                  prefix=self._prefix)
-                for key in missing
-                for s in seeds
-            ]
+            fields_of = dict(zip(keys, items, strict=True))
+            requests = [self.request(fields_of[key], temperature=temperature, seed=s) for key in missing for s in seeds]
             texts = [g.text for g in self.backend.generate(requests)]
             self.queries += len(requests)
             for j, key in enumerate(missing):
@@ -261,22 +285,25 @@ class LabelClassifier:
 
     def query(self, items: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
         """Ask the model about every item (no cache lookup); each item counts as one query."""
-        prompts = [self.template.filled_prompt(fields) for fields in items]
-        requests = [GenerationRequest(p, _MAX_NEW_TOKENS, stop=_STOP, prefix=self._prefix) for p in prompts]
-        generations = self.backend.generate(requests)
+        generations = self.backend.generate([self.request(fields) for fields in items])
         self.queries += len(items)
         records = []
-        for prompt, generation in zip(prompts, generations, strict=True):
+        for fields, generation in zip(items, generations, strict=True):
             record: dict[str, Any] = {"label": self.template.parse(generation.text), "generation": generation.text}
             if self.soft:
-                record.update(self._soft(prompt))
+                record.update(self._soft(fields))
             records.append(record)
         return records
 
-    def _soft(self, prompt: str) -> dict[str, Any]:
+    def _soft(self, fields: Mapping[str, str]) -> dict[str, Any]:
         labels = list(self.template.verbalizers)
-        words = [" " + self.template.verbalizers[label] for label in labels]
-        logprobs = self.backend.continuation_logprobs(prompt, words, prefix=self._prefix)  # type: ignore[attr-defined]
+        score = self.backend.continuation_logprobs  # type: ignore[attr-defined]
+        if self.chat:  # the reply starts right after the assistant header: no separating space
+            words = [self.template.verbalizers[label] for label in labels]
+            logprobs = score("", words, messages=self.template.messages(fields, self.system_prompt))
+        else:
+            words = [" " + self.template.verbalizers[label] for label in labels]
+            logprobs = score(self.template.filled_prompt(fields), words, prefix=self._prefix)
         top = max(logprobs)
         weights = [math.exp(lp - top) for lp in logprobs]
         total = sum(weights)

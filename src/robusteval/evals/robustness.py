@@ -29,6 +29,7 @@ from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
 from robusteval.perturbations.base import Language
 from robusteval.perturbations.spec import PerturbationSpec, target_device
+from robusteval.prompts.chat import check_chat_options
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
 
@@ -82,6 +83,9 @@ class RobustnessConfig:
                                          identity=False)
     template: str | None = option(None, metavar="nli-zh|text|PATH",
                                   help="classification prompt template (default: nli-zh for OCNLI, else text)")
+    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
+                        "the template's text as one user turn")
+    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs an hf model)")
@@ -93,6 +97,7 @@ class RobustnessConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "sets", ",".join(self.sets))
+        check_chat_options(self.chat, self.system_prompt)
 
     def set_specs(self) -> list[SetSpec]:
         return parse_sets(str(self.sets))
@@ -203,7 +208,8 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
     identity = run_identity(COMMAND, config, backend_identity(backend), **plan.template.identity(),
                             language=plan.language)
     with store_for(store, identity, robustness_info(config, batch_size)) as run:
-        classifier = LabelClassifier(backend, plan.template, run, soft=True if config.label_mode == "soft" else None)
+        classifier = LabelClassifier(backend, plan.template, run, soft=True if config.label_mode == "soft" else None,
+                                     chat=config.chat, system_prompt=config.system_prompt)
         sets = perturbed_sets(config, plan, run, load_model=load_model, device=target_device(backend))
         # Classify every distinct text once: unchanged examples in a set reuse the original's answer.
         versions = list(plan.examples) + [ex for exs in sets.values() for ex in exs]

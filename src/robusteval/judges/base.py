@@ -286,8 +286,9 @@ def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge
 
 
 # ----------------------------------------------------------------------------------------------- registry
-JudgeFactory = Callable[[str, str, BackendLoader], Judge]
-"""``factory(task, atom, backend_loader) -> Judge``."""
+JudgeFactory = Callable[..., Judge]
+"""``factory(task, atom, backend_loader) -> Judge``; a factory of model judges may also take ``chat=`` (the
+``--judge-chat`` setting), which :func:`build_judge` passes only to factories that accept it."""
 
 MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
 _BUILTIN_MODULES = ("robusteval.judges.arithmetic", "robusteval.judges.reasoning", "robusteval.judges.semantic")
@@ -318,11 +319,14 @@ def _split(text: str, sep: str) -> list[str]:
     return re.split(rf"{re.escape(sep)}(?={atom_start})", text)
 
 
-def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING) -> Judge:
+def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING, chat: bool | None = None
+                ) -> Judge:
     """Build a judge for ``task`` ("reasoning" or "semantic") from a spec (grammar in the module docstring).
 
     ``backend_loader`` turns a model spec into a backend (the CLI passes ``robusteval.models.load_backend``
-    with its options bound); each distinct model spec is loaded once per call.
+    with its options bound); each distinct model spec is loaded once per call. ``chat``: LLM judges ask through
+    the judge model's chat template (True), as raw text (False), or as before (None: API judges use their chat
+    endpoint, log-prob judges the raw prompt); judges without a model ignore it.
     """
     if task not in TASKS:
         raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
@@ -336,20 +340,30 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
             loaded[model_spec] = backend_loader(model_spec)
         return loaded[model_spec]
 
-    terms = [_build_term(term.strip(), task, load, spec) for term in _split(spec, "+")]
+    terms = [_build_term(term.strip(), task, load, spec, chat) for term in _split(spec, "+")]
     return terms[0] if len(terms) == 1 else AllMustPass(terms)
 
 
-def _build_term(term: str, task: str, load: BackendLoader, spec: str) -> Judge:
+def _build_term(term: str, task: str, load: BackendLoader, spec: str, chat: bool | None = None) -> Judge:
     if term.startswith("vote:"):
         atoms = [a.strip() for a in _split(term[len("vote:") :], ",")]
         if len(atoms) < 2:
             raise UserError(f"judge spec '{spec}': vote needs at least two judges (vote:a,b,c)")
-        return MajorityVote([_build_atom(a, task, load, spec) for a in atoms])
-    return _build_atom(term, task, load, spec)
+        return MajorityVote([_build_atom(a, task, load, spec, chat) for a in atoms])
+    return _build_atom(term, task, load, spec, chat)
 
 
-def _build_atom(atom: str, task: str, load: BackendLoader, spec: str) -> Judge:
+def _takes_chat(factory: JudgeFactory) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return "chat" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, chat: bool | None = None) -> Judge:
     if not atom:
         raise UserError(f"judge spec '{spec}': empty judge name")
     if atom.startswith("vote:"):
@@ -361,4 +375,6 @@ def _build_atom(atom: str, task: str, load: BackendLoader, spec: str) -> Judge:
     if factory is None:
         names = ", ".join(sorted(k for k in factories if k != MODEL))
         raise UserError(f"judge spec '{spec}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, openai:MODEL@URL)")
+    if chat is not None and _takes_chat(factory):  # plug-in factories written before chat keep working
+        return factory(task, atom, load, chat=chat)
     return factory(task, atom, load)

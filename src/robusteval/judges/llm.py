@@ -13,6 +13,11 @@ Prompts are ``string.Template`` files in ``judges/prompts/`` (``$name`` placehol
 ``str.format``, so braces or dollar signs in model text are inert). The instructions before the first
 placeholder are sent as the ``prefix`` argument of ``continuation_logprobs`` when the backend takes one (the hf
 backend then encodes them once per run); otherwise the full prompt is scored.
+
+Chat (``chat=True``, ``--judge-chat``): the full prompt is one user turn (:meth:`BinaryLLMJudge.messages`), rendered
+by the judge model's chat template (hf) or sent to ``/chat/completions`` (APIs); the log-prob path scores ``"1"``
+and ``"0"`` as the start of the assistant's reply. Unset (None), as before: API judges that generate use the chat
+endpoint with the prompt as one user message, log-prob judges score the raw prompt.
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from robusteval.errors import UserError
 from robusteval.judges.base import Verdict, check_items
-from robusteval.models.base import LOGPROBS, Backend, GenerationRequest
+from robusteval.models.base import LOGPROBS, Backend, GenerationRequest, Message
 
 YES, NO = " 1", " 0"  # continuations scored on the log-prob path
+CHAT_YES, CHAT_NO = "1", "0"  # in a chat they start the assistant's reply: no separating space
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -48,12 +55,17 @@ def parse_binary(text: str) -> bool | None:
     return match.group(0) == "1"
 
 
-def _accepts_prefix(backend: Backend) -> bool:
+def _accepts(backend: Backend, name: str) -> bool:
+    """Whether the backend's ``continuation_logprobs`` takes the keyword ``name``."""
     try:
         params = inspect.signature(backend.continuation_logprobs).parameters  # type: ignore[attr-defined]
     except (TypeError, ValueError):
         return False
-    return "prefix" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _accepts_prefix(backend: Backend) -> bool:
+    return _accepts(backend, "prefix")
 
 
 class BinaryLLMJudge:
@@ -63,11 +75,14 @@ class BinaryLLMJudge:
     prompt_name: str
     deterministic = False
 
-    def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool = True):
+    def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None):
         self.backend = backend
         self.max_new_tokens = max_new_tokens
-        # Chat endpoints suit instruction-tuned API judges; completion backends (hf) ignore the flag.
-        self.chat = chat
+        # True: the prompt as a chat conversation on every backend (hf renders its chat template). None: the
+        # generate path asks API judges through their chat endpoint (instruction-tuned), the log-prob path scores
+        # the raw prompt. False: raw text everywhere.
+        self.uses_chat_template = chat is True
+        self.chat = chat is not False
         self.template_text = load_prompt(self.prompt_name)
         self._template = Template(self.template_text)
         # The constant instructions before the first placeholder: sent as a cacheable prefix.
@@ -76,6 +91,8 @@ class BinaryLLMJudge:
         self._body = Template(self.template_text[first:])
         self.uses_logprobs = LOGPROBS in backend.capabilities
         self._scores_with_prefix = self.uses_logprobs and _accepts_prefix(backend)
+        if self.uses_chat_template and self.uses_logprobs and not _accepts(backend, "messages"):
+            raise UserError(f"--judge-chat: {backend.name} cannot score a chat conversation; judge without it")
         self.name = f"llm:{backend.name}"
 
     @property
@@ -88,7 +105,8 @@ class BinaryLLMJudge:
             "prompt_sha256": hashlib.sha256(self.template_text.encode("utf-8")).hexdigest()[:16],
             "method": "logprobs" if self.uses_logprobs else "generate",
             "max_new_tokens": None if self.uses_logprobs else self.max_new_tokens,
-            "chat": None if self.uses_logprobs else self.chat,
+            # None on the raw log-prob path, as verdicts cached before chat judges existed were keyed.
+            "chat": (True if self.uses_chat_template else None) if self.uses_logprobs else self.chat,
         }
 
     def render(self, item: Any) -> tuple[str, str]:
@@ -101,6 +119,10 @@ class BinaryLLMJudge:
         prefix, prompt = self.render(item)
         return prefix + prompt
 
+    def messages(self, item: Any) -> list[Message]:
+        """The chat form of the judge prompt: the full prompt (instructions, item, cue) as one user turn."""
+        return [{"role": "user", "content": self.full_prompt(item)}]
+
     def judge(self, items: Sequence[Any]) -> list[Verdict]:
         check_items(self.task, items)
         if not items:
@@ -112,7 +134,9 @@ class BinaryLLMJudge:
     def _judge_logprobs(self, item: Any) -> Verdict:
         prefix, prompt = self.render(item)
         score = self.backend.continuation_logprobs  # type: ignore[attr-defined]
-        if self._scores_with_prefix:
+        if self.uses_chat_template:
+            scores = score("", [CHAT_YES, CHAT_NO], messages=self.messages(item))
+        elif self._scores_with_prefix:
             scores = score(prompt, [YES, NO], prefix=prefix)
         else:  # the base protocol's two-argument form
             scores = score(prefix + prompt, [YES, NO])
@@ -126,6 +150,9 @@ class BinaryLLMJudge:
     def _judge_generate(self, items: Sequence[Any]) -> list[Verdict]:
         # The full prompt goes in ``prompt`` (no prefix): API backends send only that field.
         requests = [
+            GenerationRequest(max_new_tokens=self.max_new_tokens, temperature=0.0, chat=True,
+                              messages=tuple(self.messages(item)))
+            if self.uses_chat_template else
             GenerationRequest(self.full_prompt(item), max_new_tokens=self.max_new_tokens, temperature=0.0, chat=self.chat)
             for item in items
         ]

@@ -21,12 +21,12 @@ class ReasoningJudge(BinaryLLMJudge):
 
 
 @register_judge(MODEL, summary="a model spec (hf:PATH, openai:MODEL@URL): an LLM judge with a project-written prompt")
-def _model_judge(task: str, spec: str, load: BackendLoader) -> Judge:
+def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None) -> Judge:
     # One factory for both roles: the role decides the prompt, the spec decides the model.
     from robusteval.judges.semantic import SemanticJudge
 
     if task == REASONING:
-        return ReasoningJudge(load(spec))
+        return ReasoningJudge(load(spec), chat=chat)
     if task == SEMANTIC:
-        return SemanticJudge(load(spec))
+        return SemanticJudge(load(spec), chat=chat)
     raise UserError(f"no LLM judge for task {task!r}")

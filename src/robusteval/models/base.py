@@ -7,7 +7,7 @@ checks with :func:`require` and fails early with a sentence instead of deep insi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, overload, runtime_checkable
 
@@ -19,21 +19,49 @@ LOGPROBS = "logprobs"  # teacher-forced log-probabilities of a continuation
 WHITEBOX = "whitebox"  # tokenizer, embedding matrix, forward from embeddings, gradients, prefix KV cache
 
 
+#: One chat turn, OpenAI style: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
+Message = dict[str, str]
+
+
+def freeze_messages(messages: Sequence[Mapping[str, str]]) -> tuple[Message, ...]:
+    """``messages`` as a tuple of plain ``{"role", "content"}`` dicts (checked, so a typo fails here and not
+    inside a chat template or an HTTP server)."""
+    out = []
+    for index, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content")
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise ValueError(f"chat message {index}: needs string 'role' and 'content', got {dict(message)!r}")
+        out.append({"role": role, "content": content})
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One completion request. ``temperature == 0`` means greedy decoding."""
+    """One completion request. ``temperature == 0`` means greedy decoding.
 
-    prompt: str
+    A request is either text (``prefix + prompt``) or a conversation (``messages``): when ``messages`` is set it
+    *is* the request, ``prompt`` and ``prefix`` are ignored, the hf backend renders it with the tokenizer's chat
+    template and API backends send it to ``/chat/completions`` as given.
+    """
+
+    prompt: str = ""
     max_new_tokens: int = 256
     temperature: float = 0.0
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int | None = None
-    # Chat backends wrap the prompt as one user message; completion backends send it as is.
+    # A hint for API backends: send the text prompt as one user message to /chat/completions. Completion
+    # backends (hf) send the text as is; to use a model's chat template, give ``messages``.
     chat: bool = False
     # Text shared by many requests (in-context exemplars) that goes before ``prompt``. Backends that can,
     # encode it once and reuse its KV cache; others simply send ``prefix + prompt``.
     prefix: str = ""
+    # Chat turns; the earlier turns (before the final user turn) play the role of ``prefix`` for caching.
+    messages: tuple[Message, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.messages:
+            object.__setattr__(self, "messages", freeze_messages(self.messages))
 
     @property
     def full_prompt(self) -> str:
@@ -41,7 +69,7 @@ class GenerationRequest:
 
     def key(self) -> dict[str, object]:
         """Everything that determines the output; used to key stored units of work."""
-        return {
+        key: dict[str, object] = {
             "prompt": self.prompt,
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
@@ -51,6 +79,10 @@ class GenerationRequest:
             "chat": self.chat,
             "prefix": self.prefix,
         }
+        # Only when set: text requests keep the keys they always had, so stored runs stay resumable.
+        if self.messages:
+            key["messages"] = [dict(m) for m in self.messages]
+        return key
 
 
 @dataclass
@@ -80,8 +112,11 @@ class Backend(Protocol):
 class LogprobBackend(Backend, Protocol):
     """A backend that can score given continuations (``LOGPROBS`` capability)."""
 
-    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "") -> list[float]:
-        """Sum of log-probabilities of each continuation's tokens, teacher-forced after ``prefix + prompt``."""
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "", *,
+                              messages: Sequence[Message] = ()) -> list[float]:
+        """Sum of log-probabilities of each continuation's tokens, teacher-forced after ``prefix + prompt``, or,
+        when ``messages`` is given, after that conversation rendered with its generation prompt (the
+        continuation is the start of the assistant's reply; ``prompt`` and ``prefix`` are then ignored)."""
         ...
 
 
@@ -131,6 +166,15 @@ class WhiteBoxBackend(LogprobBackend, Protocol):
 
     def cut_at_stop(self, row: Any, stops: Sequence[str]) -> Any:
         """A decoded row as if decoding had stopped at the first stop string."""
+        ...
+
+    def chat_text(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        """``messages`` rendered by the model's chat template (``--chat``); tokenise it without special tokens."""
+        ...
+
+    def chat_prefix_text(self, messages: Sequence[Message]) -> str:
+        """The start of :meth:`chat_text` rendered from the turns before the final user turn (what a prefix cache
+        holds); "" when the template does not render them as a prefix of the whole."""
         ...
 
 

@@ -78,7 +78,7 @@ def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
         return _describe_hf(parsed, options)
     if parsed.kind == "openai":
         return {"backend": "openai", "model": parsed.target, "base_url": parsed.base_url,
-                "endpoint": options.get("endpoint") or "completions"}
+                "endpoint": options.get("endpoint") or parsed.options.get("endpoint") or "completions"}
     return {"backend": parsed.kind, "target": parsed.target}
 
 

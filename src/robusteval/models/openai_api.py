@@ -14,7 +14,8 @@ Design notes:
 * ``endpoint`` is ``"completions"`` (default, raw prompt to ``/completions``), ``"chat"`` (prompt as one
   user message to ``/chat/completions``) or ``"auto"``: try ``/completions`` and, on a 404, switch to
   chat for the rest of this backend's life (for chat-only servers). ``GenerationRequest.chat=True``
-  always uses chat.
+  always uses chat; a request with ``messages`` (a conversation: system prompt, exemplar turns, question) is
+  sent to ``/chat/completions`` as given, whatever the endpoint.
 * Stop strings are cut client-side as well: some servers return the stop string, some ignore ``stop``,
   and the OpenAI API accepts at most 4.
 * ``transformers serve`` (5.x) offers both ``/v1/completions`` and ``/v1/chat/completions``; the request's
@@ -250,7 +251,9 @@ class OpenAIBackend:
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
-        if chat:
+        if request.messages:
+            payload["messages"] = [dict(m) for m in request.messages]
+        elif chat:
             payload["messages"] = [{"role": "user", "content": request.full_prompt}]
         else:
             payload["prompt"] = request.full_prompt
@@ -263,7 +266,8 @@ class OpenAIBackend:
 
     def _complete(self, request: GenerationRequest, abort: threading.Event) -> Generation:
         while True:
-            chat = request.chat or self._use_chat
+            # A conversation can only go to the chat endpoint; a text prompt goes where the request or endpoint says.
+            chat = bool(request.messages) or request.chat or self._use_chat
             url = f"{self.base_url}/{'chat/completions' if chat else 'completions'}"
             try:
                 body = self._post(url, self._payload(request, chat), abort, allow_switch=not chat)

@@ -2,6 +2,11 @@
 
 The prompt is kept as segments (shared exemplar prefix | ``Q: `` | question | ``\\nA:``) rather than one
 string, so backends can cache the prefix and attacks know exactly which tokens belong to the question.
+
+For instruction-tuned models the same prompt exists as a chat conversation (:meth:`AnswerFirstPrompt.messages`):
+a system prompt asking for the answer first, each exemplar as a user turn (the question) and an assistant turn
+(``The answer is y. rationale``), then the question as the final user turn. The backend renders it with the
+model's chat template and caches the exemplar turns like the text prefix.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 
 from robusteval.errors import DataError
+from robusteval.models.base import GenerationRequest
+from robusteval.prompts.chat import Message, conversation, resolve_system_prompt
 
 QUESTION_HEAD = "Q: "
 ANSWER_HEAD = "\nA:"
@@ -19,6 +26,12 @@ EXEMPLAR_SEPARATOR = "\n\n"
 # Generation stops where the model starts inventing the next question.
 STOP_STRINGS = ("\nQ:", "\n\nQ")
 BUILTIN_EXEMPLARS = {"number": "math", "math": "math", "yesno": "yesno"}
+#: The system turn of answer-first chats (``--chat`` without ``--system-prompt``): instruction-tuned models
+#: otherwise reason first and answer last, and the answer is read from "The answer is X".
+DEFAULT_SYSTEM_PROMPT = (
+    "Answer the question. Start your reply with \"The answer is X.\", where X is only the final answer (a "
+    "number, an expression, or yes or no), then explain the reasoning that leads to it step by step."
+)
 
 
 @dataclass(frozen=True)
@@ -127,3 +140,37 @@ class AnswerFirstPrompt:
         """The part after the shared prefix."""
         _, head, text, tail = self.segments(question)
         return head + text + tail
+
+    def exemplar_turns(self) -> list[tuple[str, str]]:
+        """(user question, assistant reply) per exemplar: the reply is ``The answer is y. rationale``."""
+        return [(e.question, f"The answer is {format_answer(e.answer)}. {e.rationale}")
+                for e in self.exemplars.exemplars]
+
+    def messages(self, question: str, system_prompt: str | None = None) -> list[Message]:
+        """The chat form: [system] + exemplar (user, assistant) turns + the question as the final user turn.
+
+        ``system_prompt``: None = :data:`DEFAULT_SYSTEM_PROMPT`, "" = no system turn. The final user turn is the
+        stripped question exactly, so its text can be found in the rendered conversation.
+        """
+        return conversation(question.strip(), system=resolve_system_prompt(system_prompt, DEFAULT_SYSTEM_PROMPT),
+                            history=self.exemplar_turns())
+
+    def request(
+        self,
+        question: str,
+        *,
+        max_new_tokens: int = 256,
+        chat: bool = False,
+        system_prompt: str | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> GenerationRequest:
+        """The answer-first request for ``question``: the exemplar prefix + ``Q: …\\nA:`` as text, or with
+        ``chat`` the conversation of :meth:`messages`. Either way generation stops before a next question."""
+        if chat:
+            return GenerationRequest(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                                     stop=STOP_STRINGS, seed=seed, chat=True,
+                                     messages=tuple(self.messages(question, system_prompt)))
+        return GenerationRequest(self.question_prompt(question), max_new_tokens, temperature=temperature,
+                                 top_p=top_p, stop=STOP_STRINGS, seed=seed, prefix=self.prefix)

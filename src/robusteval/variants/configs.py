@@ -147,7 +147,9 @@ class VariantsEvalConfig:
     max_new_tokens: int = option(2048, help="generation budget per answer")
     seed: int = option(DEFAULT_SEED,
                        help="sampling seed; sample k of every instance gets a seed derived from it")
-    chat: bool = option(False, help="send the prompt as a chat message (openai backends)")
+    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
+                        "the question as one user turn")
+    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
     # A limit only leaves units out; stored ones stay valid, so it is not part of the identity.
     limit: int | None = option(None, help="only the first N instances", identity=False)
     grading: GradingConfig = dataclasses.field(default_factory=GradingConfig, metadata=_NESTED)
@@ -156,6 +158,8 @@ class VariantsEvalConfig:
         _positive(self.samples, "--samples")
         _positive(self.limit, "--limit")
         _positive(self.max_new_tokens, "--max-new-tokens")
+        if self.system_prompt is not None and not self.chat:
+            raise UserError("--system-prompt needs --chat (a system prompt is a turn of the chat conversation)")
         self.grading.check()
 
     def sampling(self) -> tuple[float, float]:

@@ -27,6 +27,7 @@ from typing import Any, TypedDict
 from robusteval.errors import UserError
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
+from robusteval.prompts.chat import conversation
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED, derive_seed
 from robusteval.store import RunStore, file_sha256, unit_key, write_jsonl_atomic, write_text_atomic
@@ -283,19 +284,26 @@ def generate_all(
     chat: bool = False,
     batch_size: int = 8,
     prompt_template: str = MATH_PROMPT,
+    system_prompt: str | None = None,
 ) -> list[dict[str, Any]]:
-    """One stored generation per (instance, sample): a killed run resumes where it stopped."""
+    """One stored generation per (instance, sample): a killed run resumes where it stopped.
+
+    ``chat``: the prompt is one user turn (after a ``system_prompt`` turn when given), rendered by the model's chat
+    template (hf) or sent to /chat/completions (openai); the conversation is part of every unit's key.
+    """
     units = [(inst, k) for inst in instances for k in range(samples)]
     model_key = backend_key(backend)
 
     def request(inst: VariantInstance, k: int) -> GenerationRequest:
+        text = prompt_template.format(question=inst.question)
         return GenerationRequest(
-            prompt_template.format(question=inst.question),
+            "" if chat else text,
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             top_p=top_p,
             seed=sample_seed(seed, k),
             chat=chat,
+            messages=tuple(conversation(text, system=system_prompt)) if chat else (),
         )
 
     def key_of(unit: tuple[VariantInstance, int]) -> str:
@@ -368,6 +376,7 @@ def evaluate(
             seed=config.seed,
             chat=config.chat,
             batch_size=batch_size,
+            system_prompt=config.system_prompt,
         )
         scores, graded = score(instances, predictions_from_records(records), config.grading)
         write_jsonl_atomic(

@@ -22,6 +22,7 @@ from robusteval.models.base import Backend
 from robusteval.perturbations.base import Language, Perturbation
 from robusteval.perturbations.registry import MethodOptions
 from robusteval.perturbations.spec import CandidateSpec
+from robusteval.prompts.chat import check_chat_options
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
 
@@ -67,6 +68,9 @@ class WordImportanceRunConfig:
                         help="baseline: perturb words in text order without the ranking stage")
     template: str | None = option(None, metavar="nli-zh|text|PATH",
                                   help="classification prompt template (default: nli-zh for OCNLI, else text)")
+    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
+                        "the template's text as one user turn")
+    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
     write_adv: str | None = option(None, metavar="FILE.jsonl", identity=False,
                                    help="also write the successful adversarial examples as a perturbed set "
                                    "(for robustness)")
@@ -79,6 +83,7 @@ class WordImportanceRunConfig:
             raise UserError(f"--budget must be at least 1, got {self.budget}")
         if self.confidence == "sample" and self.n_samples < 1:
             raise UserError("--n-samples must be at least 1")
+        check_chat_options(self.chat, self.system_prompt)
 
     def method_names(self, language: Language) -> tuple[str, ...]:
         """The method, or every method of the language for ``combined``."""
@@ -189,7 +194,8 @@ def attack_wordimportance(
     template = template_for(config.template, config.data.dataset, examples)
     spec = config.perturbation
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
-        classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None)
+        classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None,
+                                     chat=config.chat, system_prompt=config.system_prompt)
         confidence = default_confidence(classifier) if config.confidence == "auto" else config.confidence
         if confidence == "logprob" and not classifier.soft:
             raise UserError(f"--confidence logprob needs label log-probs; {backend.name} returns text only")
