@@ -139,8 +139,11 @@ def check_summary(out: Path, *, n: int, level: str, variant: str, steps: int = 2
     assert summary["ur"] + summary["sr"] + summary["wr"] == pytest.approx(1.0, abs=1e-12)
     assert all(0.0 <= summary[k] <= 1.0 for k in ("ur", "sr", "wr"))
     counts = summary["counts"]
-    assert counts["unsuccessful"] + counts["success"] + counts["wrong"] == attacked
-    assert summary["sr"] == pytest.approx(counts["success"] / attacked)
+    # Examples whose clean reasoning is already judged wrong are attacked but not rated (no SR credit).
+    rated = summary["n_rated"]
+    assert counts["unsuccessful"] + counts["success"] + counts["wrong"] == rated
+    assert rated + summary["n_clean_cot_wrong"] == attacked
+    assert summary["sr"] == pytest.approx(counts["success"] / rated)
     outcomes = records(out, "matcha_outcome")
     assert len(outcomes) == n and len({r["id"] for r in outcomes}) == n
     assert sum(r["attacked"] for r in outcomes) == attacked
@@ -148,7 +151,7 @@ def check_summary(out: Path, *, n: int, level: str, variant: str, steps: int = 2
     for row in outcomes:
         if row["attacked"]:
             assert row["skip_reason"] is None
-            expected = "wrong" if not row["answer_kept"] else (
+            expected = "clean_cot_wrong" if row["clean_cot_wrong"] else "wrong" if not row["answer_kept"] else (
                 "success" if row["reasoning_wrong"] is True else "unsuccessful")
             assert row["outcome"] == expected
             assert row["level"] == level and row["variant"] == variant
@@ -230,11 +233,24 @@ def test_embedding_level_run(embedding_run: Path) -> None:
 # --------------------------------------------------------------------------------------- baselines
 
 
+def rated_questions(token_run: Path) -> list[dict[str, Any]]:
+    """Sample questions whose clean reasoning the arithmetic checker accepts (so their outcome is rated)."""
+    rated = {r["id"] for r in records(token_run, "matcha_outcome") if r["attacked"] and not r["clean_cot_wrong"]}
+    questions = [json.loads(line) for line in Path(SAMPLE).read_text(encoding="utf-8").splitlines()]
+    chosen = [q for q in questions if q["id"] in rated]
+    assert chosen, "token_run rated nothing: the tests below would check nothing"
+    return chosen
+
+
 @pytest.mark.parametrize("variant", ["gcg-suffix", "random-insert", "random-locs", "cot-loss-only"])
-def test_variants_run(variant: str, tiny_trained_dir: Path, tmp_path: Path, tokenizer) -> None:  # type: ignore[no-untyped-def]
+def test_variants_run(variant: str, token_run: Path, tiny_trained_dir: Path, tmp_path: Path,
+                      tokenizer) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / variant
-    assert main(matcha_args(f"hf:{tiny_trained_dir}", out, "--variant", variant, limit=2)) == 0
-    summary = check_summary(out, n=2, level="token", variant=variant)
+    data = write_jsonl(tmp_path / "rated.jsonl", rated_questions(token_run)[:2])
+    dataset = ("--dataset", "jsonl", "--data-file", str(data), "--answer-type", "number")
+    n = min(2, len(rated_questions(token_run)))
+    assert main(matcha_args(f"hf:{tiny_trained_dir}", out, "--variant", variant, limit=2, dataset=dataset)) == 0
+    summary = check_summary(out, n=n, level="token", variant=variant)
     assert summary["n_attacked"] > 0
     attacked = check_token_records(out, tokenizer)
     for row in attacked:
@@ -264,7 +280,8 @@ def test_gold_target_attacks_only_correct_answers(token_run: Path, tiny_trained_
     attacked_ids = {r["id"] for r in records(token_run, "matcha_attack")}
     clean = {r["id"]: r for r in records(token_run, "matcha_clean")}
     questions = [json.loads(line) for line in Path(SAMPLE).read_text(encoding="utf-8").splitlines()]
-    right = next(q for q in questions if q["id"] in attacked_ids)  # has an answer and a chain of thought
+    rated = {q["id"] for q in rated_questions(token_run)}
+    right = next(q for q in questions if q["id"] in attacked_ids and q["id"] in rated)  # an answer + a sound CoT
     wrong = next(q for q in questions if q["id"] != right["id"] and clean[q["id"]]["predicted"] is not None)
     right_gold = clean[right["id"]]["predicted"]
     wrong_gold = str(int(float(clean[wrong["id"]]["predicted"])) + 1)  # anything but the model's answer

@@ -51,7 +51,8 @@ def clean(runner: MatchaRunner, examples: list[Any]) -> list[dict[str, Any]]:
 
 def _objective(runner: MatchaRunner, record: dict[str, Any]) -> MatchaObjective:
     reference = Reference(record["question_ids"], record["continuation_ids"], record["n_answer_tokens"])
-    return MatchaObjective(runner.backend, runner.prefix_ids, runner.head_ids, runner.tail_ids, reference)
+    layout = runner.layout(record["question"])
+    return MatchaObjective(runner.backend, layout.prefix, layout.head, layout.tail, reference)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,7 @@ def test_epsilon_scale_is_the_largest_prompt_embedding_coordinate(
     runner: MatchaRunner, objective: MatchaObjective
 ) -> None:
     """The reference scales eps by the largest |coordinate| of the prompt's embeddings (exemplars included)."""
-    prompt_ids = runner.prefix_ids + runner.head_ids + list(objective.reference.question_ids) + runner.tail_ids
+    prompt_ids = objective.prefix_ids + objective.head_ids + list(objective.reference.question_ids) + objective.tail_ids
     with torch.no_grad():
         largest = float(runner.backend.embed(torch.tensor(prompt_ids)).abs().max())
     assert embedding_scale(objective) == pytest.approx(largest, rel=1e-6)
@@ -150,7 +151,7 @@ def test_only_question_embeddings_change(runner: MatchaRunner, objective: Matcha
     # The scaffold ("Q:", "\nA:" + teacher-forced continuation) is untouched.
     assert torch.equal(objective.head, head) and torch.equal(objective.tail, tail)
     with torch.no_grad():
-        assert torch.equal(objective.head, backend.embed(torch.tensor(runner.head_ids)))
+        assert torch.equal(objective.head, backend.embed(torch.tensor(objective.head_ids)))
     # The cached exemplar prefix still gives the same clean loss: it was not perturbed.
     assert _loss(objective, clean) == pytest.approx(before, rel=1e-6, abs=1e-7)
     # The result is the question only: one row per question token.

@@ -69,8 +69,8 @@ def setup(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> S
 
 def _objective(setup: Setup, record: dict[str, Any], lam: float | None = None) -> MatchaObjective:
     reference = Reference(record["question_ids"], record["continuation_ids"], record["n_answer_tokens"])
-    runner = setup.runner
-    return MatchaObjective(setup.backend, runner.prefix_ids, runner.head_ids, runner.tail_ids, reference, lam=lam)
+    layout = setup.runner.layout(record["question"])
+    return MatchaObjective(setup.backend, layout.prefix, layout.head, layout.tail, reference, lam=lam)
 
 
 @pytest.fixture(scope="module")
@@ -220,8 +220,11 @@ def test_rejecting_gate_keeps_the_random_insertion(setup: Setup, objective: Matc
     calls: list[list[int]] = []
 
     def reject(ids: list[int]) -> tuple[bool, dict[str, Any]]:
+        # The first call judges the question with its random insertions (accepted here); every replacement
+        # after it is rejected.
         calls.append(list(ids))
-        return False, {"same_meaning": False, "judge": "reject-all"}
+        ok = len(calls) == 1
+        return ok, {"same_meaning": ok, "judge": "reject-replacements"}
 
     inserted_only = _run(setup, objective, seed=3, variant="random-insert")
     result = _run(setup, objective, seed=3, gate=reject)
@@ -230,22 +233,23 @@ def test_rejecting_gate_keeps_the_random_insertion(setup: Setup, objective: Matc
     assert result.replaced_positions == []
     proposals = [p for s in result.steps[:-1] for p in s["proposals"]]
     assert proposals, "the attack should have proposed replacements"
-    assert len(calls) == len(proposals)
-    assert all(not p["accepted"] and p["semantic"]["judge"] == "reject-all" for p in proposals)
-    # Each gate call saw the current question with exactly one inserted token swapped.
-    for ids, proposal in zip(calls, proposals, strict=True):
+    assert calls[0] == inserted_only.question_ids  # the insertion itself was judged first
+    assert len(calls) == 1 + len(proposals)
+    assert all(not p["accepted"] and p["semantic"]["judge"] == "reject-replacements" for p in proposals)
+    # Each gate call after the insertion's saw the current question with exactly one inserted token swapped.
+    for ids, proposal in zip(calls[1:], proposals, strict=True):
         assert ids[proposal["position"]] == proposal["new"]
         diff = [i for i, (a, b) in enumerate(zip(ids, result.question_ids, strict=True)) if a != b]
         assert diff == [proposal["position"]]
 
 
 def test_gate_sees_accepted_replacements_cumulatively(setup: Setup, objective: MatchaObjective) -> None:
-    accepted_once: list[int] = []
+    calls: list[int] = []
 
     def accept_first(ids: list[int]) -> tuple[bool, dict[str, Any]]:
-        ok = not accepted_once
-        if ok:
-            accepted_once.append(1)
+        # Call 1 judges the insertion, call 2 the first replacement: both accepted, everything after rejected.
+        calls.append(1)
+        ok = len(calls) <= 2
         return ok, {"same_meaning": ok}
 
     result = _run(setup, objective, seed=3, gate=accept_first)
@@ -276,8 +280,8 @@ def test_cot_loss_only_uses_lambda_zero(setup: Setup) -> None:
         loss = step["loss"]
         assert loss["total"] == pytest.approx(loss["cot"] - full["lambda"] * loss["answer"], rel=1e-5, abs=1e-6)
     # question_span: exactly the clean question's tokens after the prefix and "Q:".
-    runner = setup.runner
-    start = len(runner.prefix_ids) + len(runner.head_ids)
+    layout = setup.runner.layout(record["question"])
+    start = len(layout.prefix) + len(layout.head)
     assert full["question_span"] == [start, start + len(record["question_ids"])]
 
 

@@ -15,8 +15,9 @@ from robusteval.models.embedded import embedded_model_spec
 from robusteval.report.examples import format_matcha_example, pick_example
 from robusteval.report.tables import print_summary_table
 
-#: (name, file, answer type, (k, eps) as the paper's defaults for GSM8K and StrategyQA).
-SAMPLES = (("math", "math.jsonl", "number", (0.25, 0.005)), ("yesno", "yesno.jsonl", "yesno", (0.5, 0.03)))
+#: (name, file, answer type, (k, eps) as the paper's defaults for GSM8K). Only the math sample is attacked: its
+#: reasoning judge, the arithmetic checker, cannot measure yes/no reasoning, and no LLM judge ships offline.
+SAMPLES = (("math", "math.jsonl", "number", (0.25, 0.005)),)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,14 +26,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "quickstart",
         help="run the main job (MATCHA token-level attack) on the embedded model and bundled samples",
         description="Runs the token-level MATCHA attack with the shipped Gemma 3 270M model on 30 math word "
-        "problems and 20 yes/no questions written by this project: answer-first accuracy on all of them, then "
-        "the attack on the first --attack-limit attackable questions of each set, judged by the arithmetic "
-        "checker. The GGUF is converted once into ~/.cache/robusteval; re-running on the same --out resumes.",
+        "problems written by this project: answer-first accuracy on all of them, then the attack on the first "
+        "--attack-limit attackable ones, judged by the arithmetic checker, and one attacked example shown in "
+        "full. The GGUF is converted once into ~/.cache/robusteval; re-running on the same --out resumes.",
         example="robusteval quickstart\nrobusteval quickstart --attack-limit 10 --out my-quickstart",
     )
     parser.add_argument("--model", default=None, metavar="SPEC", help="another model instead of the embedded one")
     parser.add_argument("--out", default="robusteval-quickstart", metavar="DIR", help="run directory")
-    parser.add_argument("--attack-limit", type=int, default=3, help="questions attacked per sample set")
+    # Measured on the shipped model (all 30 questions attacked, seed 0): 14 clean chains of thought already hold a
+    # false equation; of the other 16, 4 are successes, the first on the 6th question. 8 shows one within a
+    # first run of about 4 minutes on 2 cores.
+    parser.add_argument("--attack-limit", type=int, default=8, help="questions attacked (the first attackable ones)")
     parser.add_argument("--min-correct", type=int, default=4,
                         help="below this many correct clean answers, attack with --target-answer clean")
     parser.add_argument("--max-new-tokens", type=int, default=80, help="generation budget per answer")
@@ -82,12 +86,16 @@ def run(args: argparse.Namespace) -> int:
         shown += [{**record, "sample": name} for record in load_run(out).records(OUTCOME_STAGE)]
     print_summary_table(
         "robusteval quickstart: MATCHA token-level attack (reasoning judge: arithmetic checker)",
-        rows, ["model", "dataset", "n", "n_correct", "acc", "target_answer", "n_attacked", "ur", "sr", "wr"],
+        rows, ["model", "dataset", "n", "n_correct", "acc", "target_answer", "n_attacked", "n_clean_cot_wrong", "ur",
+               "sr", "wr"],
     )
     for note in notes:
         print(f"note: {note}")
-    print("ACC over all questions; UR/SR/WR over the attacked ones (UR: answer kept, reasoning fine; "
-          "SR: answer kept, reasoning wrong; WR: answer changed).")
+    print("ACC over all questions; UR/SR/WR over the attacked ones whose clean reasoning the judge accepts "
+          "(n_clean_cot_wrong: attacked, but the clean reasoning was already wrong, so no success can be "
+          "credited). UR: answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: answer changed. "
+          "The yes/no sample is not attacked here: the arithmetic checker cannot judge yes/no reasoning (use "
+          "robusteval attack matcha --judge MODEL-SPEC).")
     record, success = pick_example(shown)
     if record is not None:
         print()

@@ -8,8 +8,13 @@ Per-example records (mappings or objects) carry:
 * ``answer_kept`` (bool): after the attack the model still gives the target answer;
 * ``reasoning_wrong`` (bool | None): the reasoning judge says the perturbed reasoning is wrong; None when it
   was not judged (answer flipped) or the judge's output could not be read.
+* ``clean_cot_wrong`` (bool | None, optional): the same judge says the *clean* reasoning is already wrong.
+  Such examples cannot show that the attack broke the reasoning: they are counted as
+  ``n_clean_cot_wrong`` and left out of the UR/SR/WR denominator ``n_rated`` (a kept answer with wrong
+  reasoning there would otherwise count as an SR the attack did not cause).
 
-Definitions (paper, section "Metrics"), over N examples and the A attacked ones:
+Definitions (paper, section "Metrics"), over N examples and the A attacked ones (``n_rated``: attacked and with a
+clean reasoning not already judged wrong):
 
 * ACC = clean-correct / N.
 * SR (success rate) = attacked examples whose answer was kept and whose reasoning was judged wrong, / A.
@@ -38,9 +43,12 @@ def _get(record: Any, name: str, default: Any = None) -> Any:
 
 
 def outcome(record: Any) -> str | None:
-    """``"success"``, ``"unsuccessful"`` or ``"wrong"`` for an attacked record; None if it was not attacked."""
+    """``"success"``, ``"unsuccessful"`` or ``"wrong"`` for an attacked record, ``"clean_cot_wrong"`` when its
+    clean reasoning was already judged wrong; None if it was not attacked."""
     if not _get(record, "attacked", False):
         return None
+    if _get(record, "clean_cot_wrong") is True:
+        return "clean_cot_wrong"
     if not _get(record, "answer_kept", False):
         return "wrong"
     return "success" if _get(record, "reasoning_wrong") is True else "unsuccessful"
@@ -50,9 +58,13 @@ def outcome_rates(records: Iterable[Any]) -> dict[str, Any]:
     """UR/SR/WR with counts and Wilson CIs over the attacked records (see module docstring)."""
     counts = {"unsuccessful": 0, "success": 0, "wrong": 0}
     unparsed = 0
+    clean_cot_wrong = 0
     for record in records:
         kind = outcome(record)
         if kind is None:
+            continue
+        if kind == "clean_cot_wrong":
+            clean_cot_wrong += 1
             continue
         counts[kind] += 1
         if kind == "unsuccessful" and _get(record, "reasoning_wrong") is None:
@@ -65,7 +77,9 @@ def outcome_rates(records: Iterable[Any]) -> dict[str, Any]:
     else:
         ur = sr = wr = None
     return {
-        "n_attacked": attacked,
+        "n_attacked": attacked + clean_cot_wrong,
+        "n_clean_cot_wrong": clean_cot_wrong,
+        "n_rated": attacked,  # the UR/SR/WR denominator
         "ur": ur,
         "sr": sr,
         "wr": wr,

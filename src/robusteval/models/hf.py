@@ -10,6 +10,12 @@ Speed comes from three habits:
 * generation is our own batched decode loop over that cache, which stops each row at its stop strings;
 * requests are batched; rows of different length are left-padded *after* the prefix (a hole in the
   attention mask) so one cached prefix serves the whole batch.
+
+Chat requests (``GenerationRequest.messages``) are rendered with the tokenizer's chat template and tokenised as
+one text without added special tokens (templates write BOS themselves). The cached prefix is then the earlier
+turns (system prompt, exemplar question/answer pairs): they are rendered alone, and used as the prefix when the
+full rendering starts with them (:meth:`HFBackend.chat_prefix_text`); the split is made on the ids of the full
+text, so the cached and uncached parts always concatenate to exactly the ids of the whole conversation.
 """
 
 from __future__ import annotations
@@ -27,8 +33,17 @@ from typing import Any
 import torch
 
 from robusteval.errors import BackendError, UserError
-from robusteval.models.base import GENERATE, LOGPROBS, WHITEBOX, Generation, GenerationRequest
+from robusteval.models.base import (
+    GENERATE,
+    LOGPROBS,
+    WHITEBOX,
+    Generation,
+    GenerationRequest,
+    Message,
+    freeze_messages,
+)
 from robusteval.models.registry import ModelSpec, register_backend
+from robusteval.models.tokenization import split_by_offsets, tokenize_with_offsets
 from robusteval.paths import cache_root
 from robusteval.progress import status
 
@@ -160,6 +175,8 @@ class HFBackend:
         self.device = model.get_input_embeddings().weight.device  # where inputs go (also under a device_map)
         self._prefixes: dict[tuple[int, ...], PrefixCache] = {}
         self._token_cache: dict[str, list[int]] = {}
+        self._split_cache: dict[str, tuple[list[int], list[int]]] = {}
+        self._chat_cache: dict[tuple[Any, ...], str] = {}
         eos = model.generation_config.eos_token_id if model.generation_config is not None else None
         if eos is None:
             eos = tokenizer.eos_token_id
@@ -215,8 +232,92 @@ class HFBackend:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
     def prompt_ids(self, prefix: str, prompt: str) -> tuple[list[int], list[int]]:
-        """(prefix ids incl. BOS, prompt ids). Segments are tokenised separately so spans stay exact."""
-        return self.bos_ids + self.encode(prefix), self.encode(prompt)
+        """(prefix ids incl. BOS, prompt ids): ``prefix + prompt`` tokenised as ONE string and split at the
+        boundary, so the model reads exactly the whole prompt's tokens (tokenising the parts separately adds a
+        space marker at the start of the prompt with SentencePiece tokenizers that prepend one)."""
+        if not prefix:
+            return list(self.bos_ids), self.encode(prompt)
+        key = prefix + "\x00" + prompt
+        cached = self._split_cache.get(key)
+        if cached is None:
+            try:
+                ids, offsets = tokenize_with_offsets(self.tokenizer, prefix + prompt)
+            except UserError:  # a slow tokenizer without offsets: separate segments, as before
+                return self.bos_ids + self.encode(prefix), self.encode(prompt)
+            head, rest = split_by_offsets(ids, offsets, [len(prefix)])
+            cached = (head, rest)
+            if len(self._split_cache) < 100_000:
+                self._split_cache[key] = cached
+        return self.bos_ids + list(cached[0]), list(cached[1])
+
+    # ------------------------------------------------------------------ chat templates
+    def _require_chat_template(self) -> None:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise UserError(f"{self.name}: this model's tokenizer has no chat template, so it cannot be prompted "
+                            "as a chat; drop --chat (a base model is prompted with plain text)")
+
+    def chat_text(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
+        """``messages`` rendered by the tokenizer's chat template (by default ending with the assistant's
+        header, where the reply starts). Tokenise the result with ``add_special_tokens=False``."""
+        self._require_chat_template()
+        frozen = freeze_messages(messages)
+        key = (tuple((m["role"], m["content"]) for m in frozen), add_generation_prompt)
+        text = self._chat_cache.get(key)
+        if text is None:
+            try:
+                text = self.tokenizer.apply_chat_template(
+                    [dict(m) for m in frozen], tokenize=False, add_generation_prompt=add_generation_prompt
+                )
+            except Exception as exc:  # jinja2 errors, raise_exception() in a template ("roles must alternate")
+                if not _template_error(exc):
+                    raise
+                detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                # Some templates (Gemma's) refuse a system turn: say how to leave it out.
+                hint = "; --system-prompt '' leaves out the system turn" if "system" in detail.lower() else ""
+                raise UserError(f"{self.name}: the chat template cannot render this conversation "
+                                f"({detail}){hint}") from None
+            if not isinstance(text, str):
+                raise BackendError(f"{self.name}: apply_chat_template returned {type(text).__name__}, not text")
+            if len(self._chat_cache) >= 10_000:  # exemplar prefixes repeat; questions do not
+                self._chat_cache.pop(next(iter(self._chat_cache)))
+            self._chat_cache[key] = text
+        return text
+
+    def chat_prefix_text(self, messages: Sequence[Message]) -> str:
+        """The part of :meth:`chat_text` that comes from the turns before the final user turn (system prompt,
+        exemplars): what is identical for every question and so cached. "" when there are no earlier turns or
+        the template renders them differently once a question follows (then nothing is cached)."""
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if not users or users[-1] == 0:
+            self._require_chat_template()
+            return ""
+        full = self.chat_text(messages)
+        try:
+            head = self.chat_text(messages[: users[-1]], add_generation_prompt=False)
+        except UserError:  # e.g. a template that insists the conversation ends with a user turn
+            return ""
+        return head if full.startswith(head) else ""
+
+    def chat_ids(self, messages: Sequence[Message]) -> tuple[list[int], list[int]]:
+        """(cached prefix ids, the rest) of the rendered conversation; together exactly the ids of the whole."""
+        ids = self.encode(self.chat_text(messages))
+        head = self.chat_prefix_text(messages)
+        split = 0
+        if head:
+            # Cut the *full* ids where they stop agreeing with the head's own ids: exact whatever the tokenizer
+            # does at the boundary (a token spanning it simply stays in the uncached part).
+            for a, b in zip(self.encode(head), ids, strict=False):
+                if a != b:
+                    break
+                split += 1
+        split = min(split, len(ids) - 1)  # at least one token after the cache: it predicts the reply
+        return ids[: max(split, 0)], ids[max(split, 0) :]
+
+    def request_ids(self, request: GenerationRequest) -> tuple[list[int], list[int]]:
+        """(prefix ids, the rest) of a request: its conversation when it has one, else ``prefix + prompt``."""
+        if request.messages:
+            return self.chat_ids(request.messages)
+        return self.prompt_ids(request.prefix, request.prompt)
 
     # ------------------------------------------------------------------ prefix cache
     @torch.no_grad()
@@ -277,13 +378,15 @@ class HFBackend:
 
     # ------------------------------------------------------------------ scoring
     @torch.no_grad()
-    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "") -> list[float]:
-        """Summed log-probs of each continuation after ``prefix + prompt``, all scored in one forward.
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "", *,
+                              messages: Sequence[Message] = ()) -> list[float]:
+        """Summed log-probs of each continuation after ``prefix + prompt`` (or after the conversation
+        ``messages``, rendered with its generation prompt), all scored in one forward.
 
         Rows are right-padded: under causal attention a pad only follows the tokens that are scored, so it
         cannot change their logits.
         """
-        prefix_ids, prompt_ids = self.prompt_ids(prefix, prompt)
+        prefix_ids, prompt_ids = self.chat_ids(messages) if messages else self.prompt_ids(prefix, prompt)
         # Logit at position t predicts token t+1; the first continuation token is predicted by the last prompt
         # token, so the prompt must not be empty.
         start = len(prompt_ids) - 1
@@ -311,7 +414,7 @@ class HFBackend:
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         results: list[Generation | None] = [None] * len(requests)
         groups: dict[tuple[Any, ...], list[int]] = {}
-        encoded = [self.prompt_ids(r.prefix, r.prompt) for r in requests]
+        encoded = [self.request_ids(r) for r in requests]
         for i, request in enumerate(requests):
             groups.setdefault((tuple(encoded[i][0]), request.max_new_tokens), []).append(i)
         for (prefix_ids, max_new_tokens), indices in groups.items():
@@ -541,6 +644,15 @@ class HFBackend:
                 probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
             chosen[row] = int(torch.multinomial(probs / probs.sum(), 1, generator=gen))
         return chosen
+
+
+def _template_error(exc: Exception) -> bool:
+    """Whether ``exc`` comes from rendering a chat template (jinja2), as opposed to a failure of our own."""
+    try:
+        from jinja2 import TemplateError
+    except ImportError:  # pragma: no cover - transformers needs jinja2 for chat templates
+        return False
+    return isinstance(exc, TemplateError | ValueError | TypeError)
 
 
 def _first_stop(text: str, stops: Sequence[str]) -> int | None:

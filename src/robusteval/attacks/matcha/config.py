@@ -16,6 +16,8 @@ VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix
 #: Paper defaults per dataset: (top-k ratio, epsilon fraction).
 DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
 FALLBACK_DEFAULTS = (0.25, 0.005)
+#: The paper attacks a seeded random sample of 500 StrategyQA questions.
+PAPER_STRATEGYQA_SAMPLE = 500
 
 
 @dataclass(frozen=True)
@@ -28,10 +30,12 @@ class MatchaConfig:
     step_fraction: float = 0.25
     random_start: bool = True  # embedding level: PGD from a random point in the eps-ball
     steps: int = 5
-    n_candidates: int = 8
+    n_candidates: int = 1  # the paper's pure gradient pick; more re-scores candidates by the true loss
     max_new_tokens: int = 256
     target_answer: str = "gold"  # gold | clean
     seed: int = 0
+    answer_loss: str = "answer"  # L_a averaged over the answer positions ("answer") or over n3 ("n3", paper)
+    max_redraws: int = 5  # insertions the semantic judge rejects are drawn again this many times
 
     @classmethod
     def for_dataset(cls, dataset: str, **overrides: Any) -> MatchaConfig:
@@ -54,7 +58,10 @@ class MatchaConfig:
                 raise UserError(f"--{name.replace('_', '-')} must be positive")
         if self.steps < 0 or self.n_candidates < 1 or self.max_new_tokens < 1:
             raise UserError("--steps must be >= 0, --n-candidates and --max-new-tokens >= 1")
-
+        if self.answer_loss not in ("answer", "n3"):
+            raise UserError(f"--answer-loss {self.answer_loss}: use answer or n3")
+        if self.max_redraws < 0:
+            raise UserError("--max-redraws must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,8 @@ class MatchaRunConfig:
                         help="reasoning judge: arith, a model spec, A+B (wrong if either says wrong), vote:A,B,C")
     semantic_judge: str = option("none", metavar="SPEC|none",
                                  help="judge that must accept each token replacement as meaning-preserving")
+    judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
+                              "(openai), the judge prompt as one user turn")
     target_answer: str = option("gold", choices=("gold", "clean", "auto"),
                                 help="gold: attack correctly answered questions; clean: keep the model's own "
                                 "answer; auto: gold when at least --min-correct are answered correctly, else clean")
@@ -83,11 +92,29 @@ class MatchaRunConfig:
                                 help="embedding level: start PGD at the clean input (its gradient there is "
                                 "exactly zero)")
     steps: int | None = option(None, help="j: optimisation steps (5)")
-    n_candidates: int | None = option(None, help="replacement tokens re-scored per position (8)")
+    n_candidates: int | None = option(None, help="replacement tokens re-scored by the true loss per position "
+                                      "(1 = the paper's gradient pick; more makes the attack GCG-like and costs "
+                                      "about 3.6x per attacked example at 8)")
+    answer_loss: str | None = option(None, choices=("answer", "n3"),
+                                     help="L_a averaged over the answer-token positions (answer, robusteval's "
+                                     "default: about two orders of magnitude more weight) or over the n3 "
+                                     "positions up to the answer's end (n3, the paper's)")
+    max_redraws: int = option(5, help="a random insertion the semantic judge rejects is drawn again up to N "
+                              "times, then the example is skipped with the reason")
     max_new_tokens: int = option(256, help="generation budget per answer")
     exemplars: str | None = option(None, metavar="math|yesno|PATH",
-                                   help="in-context exemplars (default: built-in set matching the answer type)")
-    seed: int = option(DEFAULT_SEED, help="random seed (insertions, PGD starts), derived per example")
+                                   help="in-context exemplars (default: built-in set matching the answer type; "
+                                   "--preset paper needs a file, e.g. the Wei et al. sets)")
+    chat: bool = option(False, help="prompt the attacked model through its chat template (exemplars as earlier "
+                        "turns); the editable span is the question inside the user turn")
+    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer "
+                                       "first, then the reasoning)")
+    sample: int | None = option(None, help="attack a seeded random sample of N examples (after --limit); "
+                                "--preset paper samples 500 StrategyQA questions")
+    preset: str = option("none", choices=("none", "paper"),
+                         help="paper: the paper's settings, refusing what it would not use (built-in exemplars, "
+                         "no LLM judge or semantic judge); every summary lists its deviations from the paper")
+    seed: int = option(DEFAULT_SEED, help="random seed (insertions, PGD starts, sampling), derived per example")
 
     def hyperparameters(self, target_answer: str | None = None) -> MatchaConfig:
         """The attack's resolved hyper-parameters (dataset defaults filled in)."""
@@ -97,8 +124,63 @@ class MatchaRunConfig:
             topk_ratio=self.topk_ratio, eps_fraction=self.epsilon, step_fraction=self.step_fraction,
             random_start=self.random_start, steps=self.steps, n_candidates=self.n_candidates,
             max_new_tokens=self.max_new_tokens, target_answer=target, seed=self.seed,
+            answer_loss=self.answer_loss or ("n3" if self.preset == "paper" else "answer"),
+            max_redraws=self.max_redraws,
         )
         config.validate()
         return config
+
+    def sample_size(self) -> int | None:
+        if self.sample is not None:
+            return self.sample
+        return PAPER_STRATEGYQA_SAMPLE if self.preset == "paper" and self.data.dataset == "strategyqa" else None
+
+    def check(self, answer_type: str) -> None:
+        """Refuse settings that cannot measure what the summary would claim (before any model loads)."""
+        judges = [atom for term in self.judge.split("+") for atom in term.removeprefix("vote:").split(",")]
+        if answer_type == "yesno" and all(atom.strip() == "arith" for atom in judges):
+            raise UserError("--judge arith cannot judge yes/no reasoning: the arithmetic checker only finds false "
+                            "equations, so every SR would be 0 by construction; pass an LLM judge "
+                            "(--judge hf:PATH or openai:MODEL@URL), alone or as arith+MODEL")
+        if self.preset != "paper":
+            return
+        problems = []
+        if self.exemplars in (None, "math", "yesno"):
+            problems.append("--exemplars FILE (the paper uses Wei et al.'s exemplars, e.g. "
+                            "../shared/data/cot-exemplars-wei2022/...; robusteval's built-in sets are its own)")
+        if any(atom.strip() in ("arith", "none") for atom in judges):
+            problems.append("--judge MODEL-SPEC (the paper's reasoning judge is an LLM)")
+        if self.semantic_judge.strip() == "none":
+            problems.append("--semantic-judge MODEL-SPEC (the paper gates every perturbation)")
+        if problems:
+            raise UserError("--preset paper needs " + "; ".join(problems))
+
+    def deviations(self, answer_type: str) -> list[str]:
+        """How this run departs from the paper's algorithm and settings (listed in every summary)."""
+        hyper = self.hyperparameters()
+        topk, eps = DATASET_DEFAULTS.get(self.data.dataset, FALLBACK_DEFAULTS)
+        out = []
+        if hyper.n_candidates > 1:
+            out.append(f"{hyper.n_candidates} replacement candidates re-scored by the true loss per position "
+                       "(the paper takes the gradient pick; GCG-like)")
+        if hyper.answer_loss == "answer":
+            out.append("L_a averaged over the answer-token positions, not over the n3 positions")
+        if self.exemplars in (None, "math", "yesno"):
+            out.append("robusteval's own exemplars, not Wei et al.'s")
+        if any(a.strip() == "arith" for a in self.judge.replace("vote:", "").replace(",", "+").split("+")):
+            out.append("reasoning judged by the arithmetic checker (false equations only), not only an LLM judge")
+        if self.semantic_judge.strip() == "none":
+            out.append("no semantic judge gates the perturbations")
+        if hyper.target_answer == "clean" or self.target_answer == "auto":
+            out.append("target answer may be the model's own clean answer, not the gold one")
+        if self.data.dataset not in DATASET_DEFAULTS:
+            out.append(f"dataset '{self.data.dataset}' has no paper defaults; k={topk}, eps={eps} used")
+        paper = {"insert_ratio": 0.2, "steps": 5, "max_new_tokens": 256, "topk_ratio": topk, "eps_fraction": eps}
+        for name, value in paper.items():
+            if getattr(hyper, name) != value:
+                out.append(f"{name} = {getattr(hyper, name)} (paper: {value})")
+        if self.chat:
+            out.append("prompted through the chat template (the paper prompts the raw model)")
+        return out
 
 

@@ -54,21 +54,25 @@ def embedding_attack(
         clean = objective.embed_question([objective.reference.question_ids])[0].detach()
     epsilon = config.eps_fraction * embedding_scale(objective)
     step = config.step_fraction * epsilon
-    perturbed = clean.clone()
+    # The PGD state lives in fp32 whatever the model dtype: in bf16 an eps/4 step next to a coordinate of a
+    # much larger magnitude rounds away, and the attack would silently not move.
+    clean32 = clean.float()
+    perturbed = clean32.clone()
     if config.random_start:
         generator = torch.Generator().manual_seed(seed)
         noise = torch.rand(clean.shape, generator=generator, dtype=torch.float32) * 2 - 1
-        perturbed = clean + (noise * epsilon).to(clean.device, clean.dtype)
+        perturbed = clean32 + (noise * epsilon).to(clean.device)
     history: list[dict[str, Any]] = []
     for index in range(config.steps):
-        grad, terms = objective.embedding_gradient_of_embeds(perturbed)
+        grad, terms = objective.embedding_gradient_of_embeds(perturbed.to(clean.dtype))
         history.append({"step": index, "loss": {"total": float(terms.total), "cot": float(terms.cot),
                                                 "answer": float(terms.answer)}})
         # grad is d(-L_opt); ascend L_opt.
-        perturbed = perturbed - step * grad.sign()
-        perturbed = torch.max(torch.min(perturbed, clean + epsilon), clean - epsilon).detach()
+        perturbed = perturbed - step * grad.float().sign()
+        perturbed = torch.max(torch.min(perturbed, clean32 + epsilon), clean32 - epsilon).detach()
+    final = perturbed.to(clean.dtype)  # what the model sees
     with torch.no_grad():
-        terms = objective.loss(perturbed.unsqueeze(0))
+        terms = objective.loss(final.unsqueeze(0))
     history.append({"step": config.steps, "loss": {"total": float(terms.total[0]), "cot": float(terms.cot[0]),
                                                    "answer": float(terms.answer[0])}})
-    return EmbeddingAttackResult(perturbed, epsilon, float((perturbed - clean).abs().max()), history)
+    return EmbeddingAttackResult(final, epsilon, float((final.float() - clean32).abs().max()), history)

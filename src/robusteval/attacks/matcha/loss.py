@@ -11,8 +11,14 @@ continuation tokens:
 Interpretation (documented choice): the paper writes q_a over "positions up to n3", i.e. prompt + answer.
 Exemplar positions are identical for x and x' (causal attention, exemplars untouched), so they add a constant
 with zero gradient; the question positions of x and x' have different lengths (inserted tokens) and cannot be
-paired. We therefore average L_a over the positions that predict the answer tokens; n3 and n4 are absolute
-positions in the clean sequence (exemplars included), as in the paper's lambda.
+paired. Two normalisations of the answer term are offered (``answer_norm``):
+
+* robusteval's default averages L_a over the positions that predict the answer tokens (a handful), which
+  weighs it about two orders of magnitude more than
+* the paper's mean over all n3 positions up to the answer's end: the answer positions' summed CE divided by
+  n3 (the constant exemplar terms, whose gradient is zero, are left out; ``--answer-loss n3``).
+
+n3 and n4 are absolute positions in the clean sequence (exemplars included), as in the paper's lambda.
 The reference code's "cross-entropy" (class axis on positions, raw logits as targets) is *not* reproduced.
 """
 
@@ -53,14 +59,17 @@ def matcha_loss(
     reference_logits: torch.Tensor,
     n_answer: int,
     lam: float,
+    answer_norm: int | None = None,
 ) -> LossTerms:
     """L_opt for a batch.
 
     ``continuation_logits`` [B, m, V] and ``reference_logits`` [m, V] are the logits at the m positions that
     predict the continuation tokens; the first ``n_answer`` of them predict the answer sentence, the rest
-    the CoT.
+    the CoT. ``answer_norm`` (the paper's n3) divides the answer positions' summed CE instead of their count.
     """
     # The reference [m, V] broadcasts over the batch: its softmax is computed once, not once per candidate.
     answer = soft_cross_entropy(continuation_logits[:, :n_answer], reference_logits[:n_answer])
+    if answer_norm is not None:
+        answer = answer * n_answer / answer_norm
     cot = soft_cross_entropy(continuation_logits[:, n_answer:], reference_logits[n_answer:])
     return LossTerms(total=cot - lam * answer, cot=cot, answer=answer)

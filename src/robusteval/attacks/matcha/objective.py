@@ -74,18 +74,21 @@ class MatchaObjective:
         *,
         lam: float | None = None,
         candidate_chunk: int | None = None,
+        answer_loss: str = "answer",
     ):
         if not reference.continuation_ids:
             raise ValueError("the clean continuation is empty")
         self.backend = backend
         self.candidate_chunk = candidate_chunk  # None: as many as the logit memory budget allows
         self.prefix_ids = list(prefix_ids)
+        self.head_ids = list(head_ids)
         self.tail_ids = list(tail_ids)
         self.reference = reference
         self.m = len(reference.continuation_ids)
         n3, n4 = reference.positions(len(prefix_ids), len(head_ids), len(tail_ids))
         self.n3, self.n4 = n3, n4
         self.lam = loss_weight(n3, n4) if lam is None else lam
+        self.answer_norm = n3 if answer_loss == "n3" else None
         with torch.no_grad():
             self.head = backend.embed(torch.tensor(list(head_ids)))
             # The last continuation token is never an input: nothing after it is predicted.
@@ -105,7 +108,8 @@ class MatchaObjective:
         return self.backend.forward(self.prefix_ids, suffix, logits_to_keep=self.m)
 
     def loss(self, question_embeds: torch.Tensor) -> LossTerms:
-        return matcha_loss(self.logits(question_embeds), self.reference_logits, self.reference.n_answer, self.lam)
+        return matcha_loss(self.logits(question_embeds), self.reference_logits, self.reference.n_answer, self.lam,
+                           self.answer_norm)
 
     # ------------------------------------------------------------------ attack primitives
     def embedding_gradient(self, question_ids: Sequence[int]) -> tuple[torch.Tensor, LossTerms]:

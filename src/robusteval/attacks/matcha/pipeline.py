@@ -49,6 +49,7 @@ def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examp
     from robusteval.lifecycle import run_identity
 
     answer_type = examples[0].answer_type
+    config.check(answer_type)  # refused here, before any model loads
     ref = exemplar_source(config.exemplars, answer_type)
     prompt = AnswerFirstPrompt(load_exemplars(ref))
     hyper = {k: v for k, v in dataclasses.asdict(config.hyperparameters()).items() if k != "target_answer"}
@@ -56,11 +57,30 @@ def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examp
                         prefix_hash=unit_key(prompt.prefix), config={**hyper, "level": config.level})
 
 
-def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load: Callable[[str], Backend]
-                  ) -> tuple[Any, Any, dict[str, str]]:
-    """Adapters from the judges package to the attack runner; every model verdict is cached in ``store``."""
-    reasoning = with_cache(build_judge(reasoning_spec, load, task=REASONING), store)
-    semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC), store)
+NO_COT = "no chain of thought after the answer"
+
+
+def select_examples(config: MatchaRunConfig, examples: list[Example]) -> list[Example]:
+    """The examples a run attacks: all of them, or a seeded random sample (``--sample``, the paper preset's 500
+    StrategyQA questions), kept in file order."""
+    if not examples:
+        raise UserError(f"{config.data.data_file}: no examples to attack")
+    size = config.sample_size()
+    if size is None or size >= len(examples):
+        return examples
+    from robusteval.seeding import derive_random
+
+    chosen = set(derive_random(config.seed, "matcha-sample", config.data.data_file).sample(range(len(examples)), size))
+    return [ex for i, ex in enumerate(examples) if i in chosen]
+
+
+def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load: Callable[[str], Backend], *,
+                  chat: bool = False) -> tuple[Any, Any, dict[str, str]]:
+    """Adapters from the judges package to the attack runner; every model verdict is cached in ``store``.
+    ``chat`` asks LLM judges through their chat template (unset: as the judges always asked, see judges.llm)."""
+    mode = True if chat else None
+    reasoning = with_cache(build_judge(reasoning_spec, load, task=REASONING, chat=mode), store)
+    semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC, chat=mode), store)
 
     def judge_reasoning(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
         verdicts = reasoning.judge([ReasoningItem(q, ref, cand) for q, ref, cand in items])
@@ -89,9 +109,7 @@ def attack_matcha(
     from robusteval.lifecycle import finish, store_for
     from robusteval.models import load_backend
 
-    examples = list(examples) if examples is not None else config.data.load()
-    if not examples:
-        raise UserError(f"{config.data.data_file}: no examples to attack")
+    examples = select_examples(config, list(examples) if examples is not None else config.data.load())
     identity = matcha_identity(config, backend_identity(backend), examples)
     prompt = AnswerFirstPrompt(load_exemplars(identity["exemplars"]))
     shared: dict[str, Backend] = {}
@@ -105,10 +123,12 @@ def attack_matcha(
 
     info = {"limit": config.data.limit, "batch_size": batch_size}
     with store_for(store, identity, info) as run:
-        judge_reasoning, judge_semantic, judge_names = matcha_judges(run, config.judge, config.semantic_judge, load)
+        judge_reasoning, judge_semantic, judge_names = matcha_judges(run, config.judge, config.semantic_judge, load,
+                                                                     chat=config.judge_chat)
         judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
         hyper = config.hyperparameters()
-        clean = MatchaRunner(backend, run, prompt, hyper, batch_size=batch_size, **judges).clean_records(examples)
+        options = {"batch_size": batch_size, "chat": config.chat, "system_prompt": config.system_prompt, **judges}
+        clean = MatchaRunner(backend, run, prompt, hyper, **options).clean_records(examples)
         notes = []
         if config.target_answer == "auto":
             n_correct = sum(1 for r in clean if r["correct"])
@@ -117,13 +137,15 @@ def attack_matcha(
                 notes.append(f"the model answered {n_correct}/{len(clean)} correctly, fewer than "
                              f"{config.min_correct}, so the attack keeps the model's own clean answer "
                              "(target answer: clean) instead of the gold one")
-        runner = MatchaRunner(backend, run, prompt, hyper, batch_size=batch_size, **judges)
+        runner = MatchaRunner(backend, run, prompt, hyper, **options)
         chosen = [r for r in clean if runner.attackable(r)[0]]
         if config.attack_limit is not None:
             chosen = chosen[: config.attack_limit]
         attacked = runner.judge(runner.attack_records(examples, chosen))
         summary = summarise_matcha(run, backend.name, config.data.dataset, hyper, judge_names, clean, attacked,
                                    runner, notes)
+        summary["preset"] = config.preset
+        summary["deviations_from_paper"] = config.deviations(examples[0].answer_type)
         return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
 
 
@@ -148,12 +170,14 @@ def summarise_matcha(
             "id": record["id"],
             # ACC is always against the gold answer, whatever the attack target.
             "clean_correct": bool(record["correct"]),
-            "attacked": result is not None,
+            "attacked": result is not None and not result.get("skipped"),
             "skip_reason": None if ok else reason,
             **({k: v for k, v in result.items() if k != "attacked"} if result else {}),
         }
         if ok and result is None:
             row["skip_reason"] = "beyond the attack limit"
+        elif result is not None and result.get("skipped"):
+            row["skip_reason"] = result["skipped"]
         rows.append(row)
         store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, record["id"]), row, example_id=record["id"])
     summary: dict[str, Any] = {
@@ -165,6 +189,9 @@ def summarise_matcha(
         "judges": judge_names,
         "hyperparameters": dataclasses.asdict(config),
         **matcha_metrics(rows),
+        # Clean-correct examples whose completion has no reasoning after the answer cannot be attacked.
+        "n_no_cot": sum(1 for r in rows if r["clean_correct"] and r["skip_reason"] == NO_COT),
+        "n_semantic_skipped": sum(1 for r in rows if r.get("skipped")),
     }
     if notes:
         summary["notes"] = list(notes)

@@ -3,7 +3,8 @@
 Three stages, each a unit of work in the run store (so a killed run resumes where it stopped):
 ``matcha_clean`` (batched clean generation), ``matcha_attack`` (one perturbed example), and the judges' own
 cached verdicts. Randomness is seeded per example from (seed, example id), so results do not depend on
-order, batch size or resumption.
+order, batch size or resumption. Prompts are laid out by :mod:`.layout` from one tokenisation of the whole
+prompt (or of the rendered chat conversation), so the ids the attack edits are the ids the model reads.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import torch
 
 from robusteval.attacks.matcha.config import MatchaConfig
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack
+from robusteval.attacks.matcha.layout import PromptLayout, chat_layout, layout_from_text
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids
-from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack
+from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack, word_boundaries
 from robusteval.data.answers import answers_match
 from robusteval.data.example import Example
+from robusteval.errors import UserError
 from robusteval.evals.answer_first import grade_completion, read_completion
 from robusteval.metrics.matcha import outcome
 from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
@@ -61,6 +64,8 @@ class MatchaRunner:
         reasoning_judge: ReasoningJudgeFn,
         semantic_judge: SemanticJudgeFn,
         batch_size: int = 8,
+        chat: bool = False,
+        system_prompt: str | None = None,
     ):
         self.backend: WhiteBoxBackend = require(backend, WHITEBOX, "the MATCHA attack")
         config.validate()
@@ -71,40 +76,65 @@ class MatchaRunner:
         self.semantic_judge = semantic_judge
         self.batch_size = batch_size
         self.backend_key = backend_key(backend)
-        prefix, head, _, tail = prompt.segments("")
-        self.prefix_ids = backend.bos_ids + backend.encode(prefix)
-        self.head_ids = backend.encode(head.rstrip())
-        self.tail_ids = backend.encode(tail)
+        self.chat = chat
+        self.system_prompt = system_prompt
+        self._layouts: dict[str, PromptLayout] = {}
         self._allowed: torch.Tensor | None = None
         self.hyper = asdict(config)
 
-    def _decode(self, suffixes: Any) -> list[Any]:
-        """Greedy completions cut at the stop strings; token-id lists or one embeddings tensor."""
-        if isinstance(suffixes, torch.Tensor):
-            return self.backend.decode_batch(self.prefix_ids, suffixes, max_new_tokens=self.config.max_new_tokens,
-                                             stops=[STOP_STRINGS] * suffixes.shape[0])
-        return self.backend.decode_many(self.prefix_ids, suffixes, max_new_tokens=self.config.max_new_tokens,
-                                        stops=[STOP_STRINGS] * len(suffixes))
+    # ------------------------------------------------------------------ prompts
+    def layout(self, question: str) -> PromptLayout:
+        """[prefix | head | question | tail] ids of the prompt for ``question`` (memoised per question)."""
+        text = question.strip()
+        found = self._layouts.get(text)
+        if found is None:
+            if self.chat:
+                found = chat_layout(self.backend, self.prompt.messages(text, self.system_prompt), text)
+            else:
+                prefix, head, body, tail = self.prompt.segments(text)
+                found = layout_from_text(self.backend, prefix, head, body, tail)
+            if len(self._layouts) < 100_000:
+                self._layouts[text] = found
+        return found
+
+    def _decode(self, rows: Sequence[tuple[list[int], Any]]) -> list[Any]:
+        """Greedy completions (cut at the stop strings) of (prefix ids, suffix ids or embeddings [1, L, H])
+        rows; rows sharing a prefix are decoded together after its cached KV."""
+        out: list[Any] = [None] * len(rows)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, (prefix, _) in enumerate(rows):
+            groups.setdefault(tuple(prefix), []).append(i)
+        limit = self.config.max_new_tokens
+        for prefix, indices in groups.items():
+            suffixes = [rows[i][1] for i in indices]
+            if isinstance(suffixes[0], torch.Tensor):
+                decoded = [self.backend.decode_batch(list(prefix), s, max_new_tokens=limit, stops=[STOP_STRINGS])[0]
+                           for s in suffixes]
+            else:
+                decoded = self.backend.decode_many(list(prefix), suffixes, max_new_tokens=limit,
+                                                   stops=[STOP_STRINGS] * len(suffixes))
+            for i, row in zip(indices, decoded, strict=True):
+                out[i] = row
+        return out
 
     # ------------------------------------------------------------------ clean pass
     def question_ids(self, question: str) -> list[int]:
-        # The question carries its leading space so "Q:" + " question" tokenises like "Q: question".
-        return self.backend.encode(" " + question.strip())
+        return list(self.layout(question).question)
 
     def clean_records(self, examples: Sequence[Example]) -> list[dict[str, Any]]:
         def key_of(ex: Example) -> str:
             return unit_key("matcha_clean", self.backend_key, ex.id, ex.question, self.prompt.prefix,
-                            self.config.max_new_tokens)
+                            self.config.max_new_tokens, self.chat, self.system_prompt)
 
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
-            qids = [self.question_ids(ex.question) for ex in batch]
-            rows = self._decode([self.head_ids + q + self.tail_ids for q in qids])
-            return [self._graded(ex, q, row) for ex, q, row in zip(batch, qids, rows, strict=True)]
+            layouts = [self.layout(ex.question) for ex in batch]
+            rows = self._decode([(lay.prefix, lay.head + lay.question + lay.tail) for lay in layouts])
+            return [self._graded(ex, lay, row) for ex, lay, row in zip(batch, layouts, rows, strict=True)]
 
         return run_units(self.store, "matcha_clean", examples, key_of, compute, id_of=lambda e: e.id,
                          batch_size=self.batch_size, description="clean pass")
 
-    def _graded(self, ex: Example, question_ids: list[int], row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    def _graded(self, ex: Example, layout: PromptLayout, row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         # Keep exactly the generated tokens up to the stop string: they are teacher-forced later.
         continuation = list(row.token_ids)
         while continuation and not row.text.startswith(self.backend.decode(continuation)):
@@ -113,7 +143,10 @@ class MatchaRunner:
         return {
             "id": ex.id,
             "question": ex.question,
-            "question_ids": question_ids,
+            "question_ids": layout.question,
+            "head_ids": layout.head,
+            "tail_ids": layout.tail,
+            "prefix_length": len(layout.prefix),
             "gold": ex.answer,
             "completion": row.text,
             "continuation_ids": continuation,
@@ -128,13 +161,13 @@ class MatchaRunner:
         if clean["predicted"] is None:
             return False, "no answer in the clean completion"
         if clean["n_answer_tokens"] >= len(clean["continuation_ids"]):
-            return False, "no chain of thought after the answer"
+            return False, "no chain of thought after the answer"  # pipeline.NO_COT
         return True, ""
 
     @property
     def allowed_tokens(self) -> torch.Tensor:
         if self._allowed is None:
-            self._allowed = ordinary_token_ids(self.backend.tokenizer)
+            self._allowed = ordinary_token_ids(self.backend.tokenizer).to(self.backend.device)
         return self._allowed
 
     def attack_records(self, examples: Sequence[Example], clean: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -158,10 +191,14 @@ class MatchaRunner:
         cfg = self.config
         timings: dict[str, float] = {}
         began = time.perf_counter()
+        layout = self.layout(example.question)
+        if layout.question != list(clean["question_ids"]):
+            raise UserError(f"{example.id}: the question tokenises differently than in the stored clean pass (was "
+                            "the tokenizer changed?); start a new run directory")
         reference = Reference(clean["question_ids"], clean["continuation_ids"], clean["n_answer_tokens"])
         lam = 0.0 if cfg.variant == "cot-loss-only" else None
-        objective = MatchaObjective(self.backend, self.prefix_ids, self.head_ids, self.tail_ids, reference, lam=lam,
-                                    candidate_chunk=self.candidate_chunk)
+        objective = MatchaObjective(self.backend, layout.prefix, layout.head, layout.tail, reference, lam=lam,
+                                    candidate_chunk=self.candidate_chunk, answer_loss=cfg.answer_loss)
         timings["reference"] = time.perf_counter() - began
         record: dict[str, Any] = {
             "id": example.id,
@@ -171,12 +208,13 @@ class MatchaRunner:
             "clean_completion": clean["completion"],
             "clean_answer": clean["predicted"],
             "gold": example.answer,
+            "gold_reasoning": _gold_reasoning(example),
             "target": example.answer if cfg.target_answer == "gold" else clean["predicted"],
             "lambda": objective.lam,
             "n3": objective.n3,
             "n4": objective.n4,
-            "question_span": [len(self.prefix_ids) + len(self.head_ids),
-                              len(self.prefix_ids) + len(self.head_ids) + len(clean["question_ids"])],
+            "question_span": [len(layout.prefix) + len(layout.head),
+                              len(layout.prefix) + len(layout.head) + len(clean["question_ids"])],
         }
         began = time.perf_counter()
         semantic_log: list[dict[str, Any]] = []
@@ -188,10 +226,16 @@ class MatchaRunner:
 
             result = token_attack(
                 objective, list(clean["question_ids"]), self.allowed_tokens,
-                TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates),
+                TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates,
+                                  cfg.max_redraws),
                 derive_rng(cfg.seed, "matcha-token", example.id), gate,
+                slots=word_boundaries(self.backend.decode, clean["question_ids"]),
             )
             timings["optimise"] = time.perf_counter() - began
+            record["insertions"] = result.insertions
+            if result.skipped is not None:
+                return {**record, "skipped": result.skipped, "semantic_verdicts": len(semantic_log),
+                        "seconds": timings}
             perturbed_text = self.backend.decode(result.question_ids).strip()
             record.update({
                 "perturbed_question": perturbed_text,
@@ -205,7 +249,7 @@ class MatchaRunner:
                 "steps": result.steps,
             })
             began = time.perf_counter()
-            row = self._decode([self.head_ids + result.question_ids + self.tail_ids])[0]
+            row = self._decode([(layout.prefix, layout.head + result.question_ids + layout.tail)])[0]
         else:
             seed = derive_seed(cfg.seed, "matcha-embedding", example.id)
             result_e = embedding_attack(
@@ -224,8 +268,8 @@ class MatchaRunner:
             began = time.perf_counter()
             with torch.no_grad():
                 embeds = torch.cat([objective.head, result_e.question_embeds, self.backend.embed(
-                    torch.tensor(self.tail_ids))]).unsqueeze(0)
-            row = self._decode(embeds)[0]
+                    torch.tensor(layout.tail, device=self.backend.device))]).unsqueeze(0)
+            row = self._decode([(layout.prefix, embeds)])[0]
         timings["generate"] = time.perf_counter() - began
         read = read_completion(row.text, example.answer_type)
         record.update({
@@ -240,17 +284,38 @@ class MatchaRunner:
 
     # ------------------------------------------------------------------ judging
     def judge(self, attacked: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Attach the reasoning verdict to every example whose answer was kept (verdicts are cached)."""
-        kept = [r for r in attacked if r["answer_kept"]]
-        verdicts = self.reasoning_judge(
-            [(r["clean_question"], r["clean_completion"], r["perturbed_completion"]) for r in kept]
-        ) if kept else []
-        by_id = {r["id"]: v for r, v in zip(kept, verdicts, strict=True)}
+        """Judge every attacked example's clean reasoning, and the perturbed reasoning where the answer was kept
+        (all verdicts cached). A clean reasoning already judged wrong makes the example ``clean_cot_wrong``:
+        whatever the attack does, it cannot be credited with breaking that reasoning."""
+        live = [r for r in attacked if not r.get("skipped")]
+        kept = [r for r in live if r["answer_kept"]]
+        items = [(r["clean_question"], r.get("gold_reasoning") or r["clean_completion"], r["clean_completion"])
+                 for r in live]
+        items += [(r["clean_question"], r["clean_completion"], r["perturbed_completion"]) for r in kept]
+        verdicts = self.reasoning_judge(items) if items else []
+        clean_of = {r["id"]: v for r, v in zip(live, verdicts[: len(live)], strict=True)}
+        perturbed_of = {r["id"]: v for r, v in zip(kept, verdicts[len(live):], strict=True)}
         out = []
         for record in attacked:
-            verdict = by_id.get(record["id"])
+            if record.get("skipped"):
+                out.append({**record, "attacked": False, "outcome": None})
+                continue
+            clean_verdict = clean_of[record["id"]]
+            clean_ok = clean_verdict.get("reasoning_correct")
+            verdict = perturbed_of.get(record["id"])
             correct = None if verdict is None else verdict.get("reasoning_correct")
-            judged = {**record, "attacked": True, "reasoning": verdict,
+            judged = {**record, "attacked": True, "clean_reasoning": clean_verdict,
+                      "clean_cot_wrong": None if clean_ok is None else not clean_ok, "reasoning": verdict,
                       "reasoning_wrong": None if correct is None else not correct}
             out.append({**judged, "outcome": outcome(judged)})
         return out
+
+
+def _gold_reasoning(example: Example) -> str | None:
+    """The dataset's own worked solution (GSM8K ``solution``, StrategyQA's explanation), the reference against
+    which an LLM judge checks the clean reasoning."""
+    for key in ("solution", "target"):
+        value = example.meta.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None

@@ -1,6 +1,8 @@
 """MATCHA token-level attack and its baselines (one file, dataclass config and result).
 
-1. Insert ``round(a * |question|)`` ordinary-word tokens at random positions inside the question.
+1. Insert ``round(a * |question|)`` ordinary-word tokens at random positions inside the question. The semantic
+   judge must accept the question with its insertions; a rejected draw is drawn again (``max_redraws``), then
+   the example is skipped with the reason.
 2. ``steps`` times: take the one-hot gradient of -L_opt at the inserted positions, pick the top-k positions
    by the gradient at their current token, and for each the replacement with the best gradient score
    (``n_candidates > 1`` re-scores the best few by the true loss in one batched forward, which can only
@@ -15,7 +17,7 @@ the top gradient candidates, keep the best).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +37,8 @@ class TokenAttackConfig:
     insert_ratio: float = 0.2  # a
     topk_ratio: float = 0.25  # k as a fraction of the inserted tokens
     steps: int = 5  # j
-    n_candidates: int = 8  # tokens re-scored per chosen position (1 = the paper's pure gradient pick)
+    n_candidates: int = 1  # tokens re-scored per chosen position (1 = the paper's pure gradient pick)
+    max_redraws: int = 5  # insertions drawn again when the semantic judge rejects them
 
 
 @dataclass
@@ -44,18 +47,42 @@ class TokenAttackResult:
     inserted_positions: list[int]  # indices into question_ids that hold inserted tokens
     replaced_positions: list[int]  # inserted positions whose token was replaced at least once
     steps: list[dict[str, Any]] = field(default_factory=list)  # per step: loss terms, proposals, verdicts
+    insertions: list[dict[str, Any]] = field(default_factory=list)  # every insertion drawn and its verdict
+    skipped: str | None = None  # why nothing was attacked (every insertion rejected)
+
+
+def word_boundaries(decode: Callable[[list[int]], str], ids: Sequence[int]) -> list[int]:
+    """Indices i (1 <= i < len(ids)) where token i starts a new word or a punctuation mark: the slots where an
+    inserted word lands between words instead of splitting one (``T noto cl`` from "Tom" in a small
+    vocabulary). Found from the decoded text, so it holds for every tokenizer family."""
+    text = decode(list(ids))
+    ends = [len(decode(list(ids[: i + 1]))) for i in range(len(ids))]
+    slots = []
+    for i in range(1, len(ids)):
+        start = min(ends[i - 1], len(text) - 1)
+        before, first = text[start - 1] if start > 0 else " ", text[start] if start < len(text) else " "
+        if first.isspace() or before.isspace() or not first.isalnum() or not before.isalnum():
+            slots.append(i)
+    return slots
 
 
 def _insert(
-    question_ids: list[int], n_insert: int, allowed: torch.Tensor, rng: np.random.Generator, at_end: bool
+    question_ids: list[int], n_insert: int, allowed: Sequence[int], rng: np.random.Generator, at_end: bool,
+    slots: Sequence[int] | None = None,
 ) -> tuple[list[int], list[int]]:
-    tokens = [int(t) for t in allowed[rng.integers(0, len(allowed), size=n_insert)]]
+    """``n_insert`` random allowed tokens at random slots (``slots``: the allowed insertion points, default
+    every point strictly inside the question), or appended for the suffix baseline."""
+    tokens = [int(allowed[i]) for i in rng.integers(0, len(allowed), size=n_insert)]
     if at_end:
         start = len(question_ids)
         return question_ids + tokens, list(range(start, start + n_insert))
-    # Slots between tokens, strictly inside the question when it has at least two tokens.
-    low, high = (1, len(question_ids)) if len(question_ids) >= 2 else (0, len(question_ids) + 1)
-    slots = sorted(int(s) for s in rng.integers(low, max(high, low + 1), size=n_insert))
+    if slots:
+        chosen = sorted(int(slots[i]) for i in rng.integers(0, len(slots), size=n_insert))
+    else:
+        # Slots between tokens, strictly inside the question when it has at least two tokens.
+        low, high = (1, len(question_ids)) if len(question_ids) >= 2 else (0, len(question_ids) + 1)
+        chosen = sorted(int(s) for s in rng.integers(low, max(high, low + 1), size=n_insert))
+    slots = chosen
     out: list[int] = []
     positions: list[int] = []
     cursor = 0
@@ -76,17 +103,32 @@ def token_attack(
     config: TokenAttackConfig,
     rng: np.random.Generator,
     semantic_gate: SemanticGate,
+    slots: Sequence[int] | None = None,
 ) -> TokenAttackResult:
     if config.variant not in VARIANTS:
         raise ValueError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
     n_insert = max(1, round(config.insert_ratio * len(question_ids)))
-    ids, inserted = _insert(question_ids, n_insert, allowed, rng, at_end=config.variant == "gcg-suffix")
-    result = TokenAttackResult(ids, inserted, [])
+    allowed_ids = allowed.tolist()  # sampled on the host; the tensor goes where the scores are
+    draws = []
+    for _ in range(config.max_redraws + 1):
+        ids, inserted = _insert(question_ids, n_insert, allowed_ids, rng, at_end=config.variant == "gcg-suffix",
+                                slots=slots)
+        accepted, verdict = semantic_gate(ids)
+        draws.append({"inserted_positions": inserted, "tokens": [ids[p] for p in inserted], "accepted": accepted,
+                      "semantic": verdict})
+        if accepted:
+            break
+    else:
+        return TokenAttackResult(list(question_ids), [], [], insertions=draws,
+                                 skipped=f"the semantic judge rejected all {len(draws)} random insertions")
+    result = TokenAttackResult(ids, inserted, [], insertions=draws)
     if config.variant == "random-insert":
         result.steps.append({"step": 0, "loss": _loss_record(objective, ids)})
         return result
 
     embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
+    # On the embeddings' device: top-k indices computed there index it (a host tensor would fail on CUDA).
+    allowed = allowed.to(embedding_matrix.device)
     allowed_vectors = embedding_matrix[allowed]  # [A, H]
     k = max(1, math.ceil(config.topk_ratio * len(inserted)))
     replaced: set[int] = set()
@@ -97,10 +139,11 @@ def token_attack(
             "loss": {"total": float(terms.total), "cot": float(terms.cot), "answer": float(terms.answer)},
             "proposals": [],
         }
-        positions = torch.tensor(inserted)
+        positions = torch.tensor(inserted, device=grad.device)
         # One-hot gradient restricted to the scored rows/columns: g[i, v] = grad_i . e_v
-        scores = grad[positions] @ allowed_vectors.T  # [n_insert, A]
-        current = (grad[positions] * embedding_matrix[torch.tensor([ids[p] for p in inserted])]).sum(-1)
+        scores = grad[positions] @ allowed_vectors.T.to(grad.dtype)  # [n_insert, A]
+        current_ids = torch.tensor([ids[p] for p in inserted], device=embedding_matrix.device)
+        current = (grad[positions] * embedding_matrix[current_ids].to(grad.dtype)).sum(-1)
         candidate_count = min(config.n_candidates, scores.shape[1])
         # Most negative gradient of -L_opt = largest first-order increase of L_opt.
         best_tokens = allowed[(-scores).topk(candidate_count, dim=1).indices]  # [n_insert, C]

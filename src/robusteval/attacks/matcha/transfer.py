@@ -31,7 +31,8 @@ from robusteval.evals.answer_first import read_completion
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
-from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, ExemplarSet, load_exemplars
+from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, load_exemplars
+from robusteval.prompts.chat import check_chat_options
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -173,8 +174,12 @@ class TransferRunner:
         seed: int = 0,
         max_new_tokens: int | None = None,
         batch_size: int = 8,
+        chat: bool = False,
+        system_prompt: str | None = None,
     ):
         self.backend = backend
+        self.chat = chat
+        self.system_prompt = system_prompt
         self.store = store
         self.source = source
         self.prompt = source.prompt
@@ -186,10 +191,9 @@ class TransferRunner:
 
     def request(self, question: str) -> GenerationRequest:
         # Same request for the original and the perturbed question (same seed too), so the only difference
-        # the target model sees is the perturbation.
-        return GenerationRequest(self.prompt.question_prompt(question), self.max_new_tokens,
-                                 temperature=self.temperature, seed=self.seed, stop=STOP_STRINGS,
-                                 prefix=self.prompt.prefix)
+        # the target model sees is the perturbation. With chat, the exemplars are earlier turns.
+        return self.prompt.request(question, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                                   seed=self.seed, chat=self.chat, system_prompt=self.system_prompt)
 
     def generations(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Original and perturbed completions of every item, keyed by (example id, kind)."""
@@ -345,6 +349,12 @@ class TransferConfig:
                                    "be the same; its prompt prefix hash is in the identity)")
     answer_type: str | None = option(None, choices=("number", "yesno", "math", "text", "label"),
                                      help="how answers are compared; unset: inferred from the source run")
+    chat: bool = option(False, help="prompt the target model through its chat template (hf) or /chat/completions "
+                        "(openai): a system prompt, the exemplars as earlier turns, the question as the last one")
+    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer first, "
+                                       "then the reasoning; '' for no system turn)")
+    judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
+                              "(openai), the judge prompt as one user turn")
 
     def validate(self) -> None:
         if self.limit is not None and self.limit <= 0:
@@ -353,6 +363,7 @@ class TransferConfig:
             raise UserError("--max-new-tokens must be >= 1")
         if not self.temperature >= 0:
             raise UserError("--temperature must be >= 0")
+        check_chat_options(self.chat, self.system_prompt)
 
     def load_source(self) -> SourceRun:
         self.validate()
@@ -394,9 +405,10 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
         def load(spec: str) -> Backend:
             return backend if spec == backend.name else (load_judge or load_backend)(spec)
 
-        judge_reasoning, _, names = matcha_judges(run, judge_spec, "none", load)
+        judge_reasoning, _, names = matcha_judges(run, judge_spec, "none", load, chat=config.judge_chat)
+        judge_name = names["reasoning"]
         runner = TransferRunner(backend, run, source, reasoning_judge=judge_reasoning,
                                 temperature=config.temperature, seed=config.seed, max_new_tokens=max_new_tokens,
-                                batch_size=batch_size)
-        summary = runner.summary(runner.outcomes(), {"reasoning": names["reasoning"]})
+                                batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt)
+        summary = runner.summary(runner.outcomes(), {"reasoning": judge_name})
         return finish(run, summary, seeds={"seed": config.seed})
