@@ -245,3 +245,19 @@ def test_option_errors(tmp_path: Path, tiny_llama_dir: Path) -> None:
 
 def test_registry_classes() -> None:
     assert EnMaskedLM.language == "en" and ZhMaskedLM.language == "zh" and EnMaskedLM.level == "word"
+
+
+def test_fill_mask_path_is_device_clean(bert_dir: Path) -> None:
+    """The masked-LM candidates as if the fill-mask model sat on an accelerator (see helpers.devices)."""
+    from helpers.devices import ACCELERATOR, audit_devices
+
+    text = "the children are playing in the garden with a small cat"
+    spans = [_span(text, w) for w in ("children", "garden", "cat")]
+    expected = _method("en", bert_dir).candidates_many(text, spans)
+    method = _method("en", bert_dir)
+    loaded = method.load()
+    with audit_devices(loaded.model) as audit:
+        loaded.device = ACCELERATOR  # where it moves its inputs
+        audit.place(*loaded.allowed.values())  # moved to the model's device when it loaded
+        assert method.candidates_many(text, spans) == expected
+    audit.assert_clean()
