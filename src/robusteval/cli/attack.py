@@ -8,19 +8,16 @@ attack's pipeline, print its table.
 from __future__ import annotations
 
 import argparse
-import textwrap
 
 from robusteval.attacks.base import ATTACKS, Attack
 from robusteval.cli.common import (
-    add_command,
-    add_model_options,
+    add_attack_parser,
     build_backend,
     judge_loader,
     model_identity,
     required_option,
 )
-from robusteval.cli.configflags import add_config_arguments, config_from_args
-from robusteval.data.spec import answer_first_datasets, classification_datasets
+from robusteval.cli.configflags import config_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,15 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = group.add_subparsers(dest="attack_command", metavar="ATTACK", required=True)
     for entry in ATTACKS.entries():
-        attack = entry.value
-        parser = add_command(sub, entry.name, help=entry.summary,
-                             description=textwrap.dedent(attack.__doc__ or entry.summary).strip(),
-                             example=attack.example)
-        add_model_options(parser)
-        datasets = answer_first_datasets() if attack.data_kind == "qa" else classification_datasets()
-        add_config_arguments(parser, attack.config_type, choices={"dataset": datasets})
+        parser = add_attack_parser(sub, entry)
         required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
-        parser.set_defaults(func=run, attack=attack)
+        parser.set_defaults(func=run, attack=entry.value)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "robusteval.cli.eval_cmd",
     "robusteval.cli.attack",
     "robusteval.cli.transfer",
+    "robusteval.cli.sweep",
     "robusteval.cli.perturb",
     "robusteval.cli.robustness",
     "robusteval.cli.ors",

@@ -276,12 +276,19 @@ class RunStore:
         record: dict[str, Any],
         example_id: str | None = None,
         seconds: float | None = None,
+        created: float | None = None,
     ) -> None:
         """Store one finished unit and commit at once (autocommit): a kill after this loses nothing, and a
-        failure while writing it (a full disk) leaves every earlier unit intact."""
+        failure while writing it (a full disk) leaves every earlier unit intact. ``created`` keeps the time of
+        a unit copied from another run (default: now). Storing a record identical to the stored one writes
+        nothing (a finished run re-run, even on read-only media, rewrites no derived rows)."""
+        text = canonical_json(record)
+        stored = self._sql("SELECT record FROM units WHERE stage=? AND key=?", (stage, key))
+        if stored and stored[0][0] == text:
+            return
         self._sql(
             "INSERT OR REPLACE INTO units(stage, key, example_id, record, seconds, created) VALUES(?,?,?,?,?,?)",
-            (stage, key, example_id, canonical_json(record), seconds, time.time()),
+            (stage, key, example_id, text, seconds, time.time() if created is None else created),
         )
 
     def records(self, stage: str) -> list[dict[str, Any]]:

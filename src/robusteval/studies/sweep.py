@@ -1,0 +1,206 @@
+"""Sweeps: one attack over a grid of settings, seeds and models, one resumable run per point, one table.
+
+The paper's analyses are sweeps (optimisation steps and insertion ratio, Fig. 4; baselines as mean(std) over
+seeds, Table 3), and a cross-scale stress test is a sweep over models. Every (model, grid point, seed) is an
+ordinary run directory under ``out`` (``<model>/<point>/seed-<s>``), checked, locked and resumed like any run;
+the table gives mean and sample standard deviation over seeds of ACC/UR/SR/WR and the error-type shares.
+
+Points that share a clean pass (same model, data, prompt and generation budget: it does not depend on the
+steps, ratios or seed) reuse it: its stored units are copied into the next run directory before that run
+starts, so it is computed once per model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import os
+import re
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from robusteval.errors import UserError
+from robusteval.progress import status
+from robusteval.store import RunStore, write_text_atomic
+
+#: Summary fields averaged over seeds.
+METRICS = ("acc", "ur", "sr", "wr")
+#: Stages whose units depend only on the model, data and prompt: reused across points.
+SHARED_STAGES = {"matcha": ("matcha_clean",)}
+
+
+def parse_grid(items: Sequence[str], config_type: type) -> dict[str, list[Any]]:
+    """``["steps=1,3,5", "insert_ratio=0.1,0.2"]`` -> values typed like the config's fields."""
+    hints = typing.get_type_hints(config_type)
+    fields = {f.name for f in dataclasses.fields(config_type) if not f.metadata.get("nested")}
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        name, eq, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not eq or not values.strip():
+            raise UserError(f"--grid {item}: expected NAME=V1,V2,...")
+        if name not in fields or name == "seed":
+            hint = " (use --seeds for seeds)" if name == "seed" else ""
+            raise UserError(f"--grid {item}: '{name}' is not a setting of this attack{hint}; "
+                            f"settings: {', '.join(sorted(fields - {'seed'}))}")
+        grid[name] = [_typed(value.strip(), hints[name], item) for value in values.split(",") if value.strip()]
+    return grid
+
+
+def _typed(value: str, annotation: Any, item: str) -> Any:
+    kinds = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+    kind = kinds[0]
+    try:
+        if kind is bool:
+            if value.lower() not in ("true", "false"):
+                raise ValueError(value)
+            return value.lower() == "true"
+        return kind(value) if kind in (int, float) else value
+    except ValueError:
+        raise UserError(f"--grid {item}: {value!r} is not a {getattr(kind, '__name__', kind)}") from None
+
+
+def points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, in the order given."""
+    names = list(grid)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*(grid[n] for n in names))]
+
+
+def slug(values: Mapping[str, Any]) -> str:
+    """A directory name for a grid point: ``steps-3_insert_ratio-0.2`` (``default`` for the empty grid)."""
+    text = "_".join(f"{name}-{value}" for name, value in values.items()) or "default"
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text)
+
+
+def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (None with fewer than two values) of the non-missing values."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None, None
+    mean = sum(present) / len(present)
+    if len(present) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in present) / (len(present) - 1))
+
+
+def aggregate(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """mean(std) over seeds of the metrics and of each error type's share of the successes."""
+    out: dict[str, Any] = {"n_seeds": len(summaries)}
+    for name in METRICS:
+        mean, std = mean_std([s.get(name) for s in summaries])
+        out[name] = {"mean": mean, "std": std}
+    kinds = sorted({k for s in summaries for k in (s.get("error_types") or {}).get("counts", {})})
+    for kind in kinds:
+        shares = []
+        for s in summaries:
+            counts = (s.get("error_types") or {}).get("counts", {})
+            total = sum(counts.values())
+            shares.append(counts.get(kind, 0) / total if total else None)
+        mean, std = mean_std(shares)
+        out[f"share:{kind}"] = {"mean": mean, "std": std}
+    return out
+
+
+def copy_units(source: Path, target: RunStore, stages: Sequence[str]) -> int:
+    """Copy ``stages``' units of the run directory ``source`` into the open store ``target`` (units it already
+    holds are kept); returns how many were copied. Unit keys name everything the unit depends on, so a copied
+    unit is exactly what the target run would have computed."""
+    copied = 0
+    with RunStore.open_existing(source) as src:
+        for stage in stages:
+            have = target.keys(stage)
+            for unit in src.iter_units(stage):
+                if unit["key"] not in have:
+                    target.put(stage, unit["key"], unit["record"], example_id=unit["example_id"],
+                               seconds=unit["seconds"], created=unit["created"])
+                    copied += 1
+    return copied
+
+
+def sweep(
+    attack_name: str,
+    config: Any,
+    out: str | os.PathLike[str],
+    *,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    seeds: Sequence[int] = (0,),
+    models: Sequence[str] | None = None,
+    load_model: Callable[[str], Any] | None = None,
+    backend: Any = None,
+    batch_size: int = 8,
+) -> dict[str, Any]:
+    """Run ``attack_name`` with ``config`` at every (model, grid point, seed); return (and write to
+    ``out/sweep.json``) the per-run summaries and the mean(std) table.
+
+    Give ``backend`` for one already loaded model, or ``models`` (specs) with ``load_model(spec)`` (default
+    ``robusteval.load_model``); models are loaded one at a time, the previous one released first.
+    """
+    from robusteval.attacks.base import get_attack
+    from robusteval.lifecycle import open_run
+    from robusteval.models import load_backend
+    from robusteval.models.identity import backend_identity
+
+    attack = get_attack(attack_name)
+    if backend is None and not models:
+        raise UserError("sweep: give a loaded backend or at least one model spec")
+    if not seeds:
+        raise UserError("--seeds: give at least one seed")
+    plan = points(grid or {})
+    root = Path(out)
+    shared = SHARED_STAGES.get(attack_name, ())
+    examples = config.data.load()
+    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    specs: list[str | None] = list(models) if models else [None]
+    for spec in specs:
+        model = backend if spec is None else (load_model or load_backend)(spec)
+        model_name = getattr(model, "name", str(spec))
+        model_dir = root / slug({"model": Path(model_name.split(":", 1)[-1]).name or model_name})
+        first_run: Path | None = None
+        for point in plan:
+            summaries = []
+            for seed in seeds:
+                run_config = dataclasses.replace(config, **point, seed=seed)
+                run_dir = model_dir / slug(point) / f"seed-{seed}"
+                status(f"sweep: {model_name} {slug(point)} seed {seed} -> {run_dir}")
+                identity = attack.identity(run_config, backend_identity(model), examples)
+                with open_run(run_dir, identity, info={"sweep": str(root)}) as (store, _):
+                    if first_run is not None and first_run != run_dir:
+                        copy_units(first_run, store, shared)  # the clean pass is computed once per model
+                    summary = dict(attack.run(run_config, model, store, load_model=load_model,
+                                              batch_size=batch_size))
+                first_run = first_run or run_dir
+                summaries.append(summary)
+                runs.append({"model": model_name, "point": point, "seed": seed, "run_dir": str(run_dir),
+                             **{k: summary.get(k) for k in METRICS}})
+            rows.append({"model": model_name, "point": point, **aggregate(summaries)})
+        if spec is not None:
+            del model  # release the weights before the next model loads
+    result = {"attack": attack_name, "grid": {k: list(v) for k, v in (grid or {}).items()}, "seeds": list(seeds),
+              "models": [r["model"] for r in rows[:: max(1, len(plan))]], "table": rows, "runs": runs}
+    root.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(root / "sweep.json", json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+    return result
+
+
+def table_rows(result: Mapping[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
+    """Printable rows: model, the grid point's values, and ``mean (std)`` per metric and error-type share."""
+    grid_names = list(result["grid"])
+    shares = sorted({k for row in result["table"] for k in row if k.startswith("share:")})
+    columns = ["model", *grid_names, "n_seeds", *METRICS, *shares]
+    printable = []
+    for row in result["table"]:
+        cells: dict[str, str] = {"model": row["model"], "n_seeds": str(row["n_seeds"])}
+        for name in grid_names:
+            cells[name] = str(row["point"].get(name))
+        for name in (*METRICS, *shares):
+            value = row.get(name) or {}
+            mean, std = value.get("mean"), value.get("std")
+            cells[name] = "-" if mean is None else f"{mean:.3f}" + (f" ({std:.3f})" if std is not None else "")
+        printable.append(cells)
+    return printable, columns
+
