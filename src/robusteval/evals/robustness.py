@@ -81,8 +81,8 @@ class RobustnessConfig:
     #: A comma-separated string (as on the command line) or a sequence of entries.
     sets: str | tuple[str, ...] = option(metavar="M1,M2,NAME=FILE", help="perturbed sets: method names or files",
                                          identity=False)
-    template: str | None = option(None, metavar="nli-zh|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, else text)")
+    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
+                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no labels, else text)")
     chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
                         "the template's text as one user turn")
     system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
@@ -210,7 +210,8 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
     with store_for(store, identity, robustness_info(config, batch_size)) as run:
         classifier = LabelClassifier(backend, plan.template, run, soft=True if config.label_mode == "soft" else None,
                                      chat=config.chat, system_prompt=config.system_prompt)
-        sets = perturbed_sets(config, plan, run, load_model=load_model, device=target_device(backend))
+        device = target_device(backend)
+        sets = perturbed_sets(config, plan, run, load_model=load_model, device=device)
         # Classify every distinct text once: unchanged examples in a set reuse the original's answer.
         versions = list(plan.examples) + [ex for exs in sets.values() for ex in exs]
         records = run_units(
@@ -223,14 +224,38 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
         by_set: dict[str, list[dict[str, Any]]] = {"original": records[:n]}
         for i, name in enumerate(sets):
             by_set[name] = records[n * (i + 1) : n * (i + 2)]
-        summary = build_summary(config, backend.name, plan, sets, by_set, soft=bool(classifier.soft))
+        summary = build_summary(config, backend.name, plan, sets, by_set, soft=bool(classifier.soft),
+                                drift=set_drift(config, plan, sets, device=device))
         seeds = {"seed": config.seed, "bootstrap_seed": config.bootstrap_seed}
         return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
 
 
+def set_drift(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[Example]], *, device: Any = "auto"
+              ) -> dict[str, dict[str, Any]]:
+    """Per set, the drift of every example from its original (unchanged ones count, at zero: the set as the
+    model read it), summarised. One text per example: the perturbed fields joined, that is the configured text
+    fields plus any other field the set changed (a file may perturb more)."""
+    from robusteval.analysis.drift import DriftMeter, join_fields
+
+    meter = DriftMeter(device=device)
+    base = config.perturbation.text_fields(plan.examples)
+    originals = [example_fields(ex) for ex in plan.examples]
+    out: dict[str, dict[str, Any]] = {}
+    for name, exs in sets.items():
+        versions = [example_fields(ex) for ex in exs]
+        changed = {key for orig, new in zip(originals, versions, strict=True) for key in new
+                   if key != "premise" and new[key] != orig.get(key)}
+        names = [*base, *changed]  # join_fields puts them in one order, the question as "text"
+        records = meter.measure([join_fields(f, names) for f in originals], [join_fields(f, names) for f in versions])
+        out[name] = meter.summarise(records)
+    return out
+
+
 def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[str, list[Example]],
-                  by_set: dict[str, list[dict[str, Any]]], *, soft: bool) -> dict[str, Any]:
-    """Accuracies, drops and RB-index from the stored answers (``by_set``: "original" and each set)."""
+                  by_set: dict[str, list[dict[str, Any]]], *, soft: bool,
+                  drift: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Accuracies, drops and RB-index from the stored answers (``by_set``: "original" and each set);
+    ``drift`` (:func:`set_drift`) goes into each set's entry."""
     from robusteval.metrics.robustness import robustness_summary
     from robusteval.seeding import derive_seed
 
@@ -248,6 +273,8 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
         summary["sets"][name]["n_changed"] = sum(
             1 for ex, orig in zip(exs, examples, strict=True) if example_fields(ex) != example_fields(orig)
         )
+        if drift is not None and name in drift:
+            summary["sets"][name]["drift"] = drift[name]
     summary["n_unparsed"] = {name: sum(1 for r in recs if r.get("label") is None) for name, recs in by_set.items()}
     if soft and mode == "hard":  # the other view, for reference
         other = robustness_summary(correct("original", "soft"), {name: correct(name, "soft") for name in sets},

@@ -4,6 +4,10 @@ Progress goes to a work directory beside the output (``FILE.jsonl.parts``, a run
 :func:`robusteval.lifecycle.open_run`, one unit per example), so a killed run resumes; the output is written
 atomically at the end and the work directory removed. Every line carries a fingerprint of the settings, so a
 re-run with the same settings sees a complete file and returns at once.
+
+Every line's ``perturbation`` block carries the example's ``drift`` from its original
+(:mod:`robusteval.analysis.drift`): the edit measures always, the sentence-embedding cosine with
+``--drift-embedding`` (opt-in here: it loads torch and the embedding model, which dictionary methods never need).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from robusteval.analysis.drift import summarise_drift
 from robusteval.config import nested, option
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
@@ -33,6 +38,9 @@ class PerturbConfig:
     perturbation: PerturbationSpec = nested()
     method: str = option(metavar="METHOD", help="the perturbation method")
     seed: int = option(DEFAULT_SEED, help="random seed (per example and field)")
+    # Part of the settings' fingerprint: a file written without the cosine is rewritten when it is asked for.
+    drift_embedding: bool = option(False, help="also record each line's drift as the cosine of all-MiniLM-L6-v2 "
+                                   "sentence embeddings (needs the drift extra; loads torch)")
 
 
 class PerturbSummary(TypedDict):
@@ -43,6 +51,7 @@ class PerturbSummary(TypedDict):
     n_changed: int
     n_edits: int
     already_complete: bool  # the output was complete for these settings and was kept as it was
+    drift: dict[str, Any]  # the lines' drift from their originals, summarised
 
 
 def perturb_identity(config: PerturbConfig, examples: Sequence[Example]) -> dict[str, Any]:
@@ -98,8 +107,10 @@ def perturb_dataset(config: PerturbConfig, out_path: str | os.PathLike[str], *,
                 store, examples, perturbation, fields=spec.text_fields(examples), seed=config.seed,
                 budget=spec.budget(perturbation), protect=spec.protection(examples),
             )
+        drifts = line_drift(records, embedding=config.drift_embedding, device=device)
         # The settings' fingerprint in every line lets a re-run see that the file is complete.
-        records = [{**r, "perturbation": {**r["perturbation"], "settings": settings}} for r in records]
+        records = [{**r, "perturbation": {**r["perturbation"], "drift": d, "settings": settings}}
+                   for r, d in zip(records, drifts, strict=True)]
         write_jsonl_atomic(out, records)
         shutil.rmtree(work_dir)
     return {
@@ -110,4 +121,27 @@ def perturb_dataset(config: PerturbConfig, out_path: str | os.PathLike[str], *,
         "n_changed": sum(1 for r in records if r["perturbation"]["changed"]),
         "n_edits": sum(len(f["edits"]) for r in records for f in r["perturbation"]["fields"].values()),
         "already_complete": complete,
+        "drift": summarise_drift([r["perturbation"].get("drift") for r in records],
+                                 note=None if config.drift_embedding else EMBEDDING_OPT_IN),
     }
+
+
+#: Why ``perturb`` lines carry no cosine unless asked.
+EMBEDDING_OPT_IN = "no cosine: perturb measures it only with --drift-embedding (it loads torch and the model)"
+
+
+def line_drift(records: Sequence[dict[str, Any]], *, embedding: bool, device: str = "auto"
+               ) -> list[dict[str, Any]]:
+    """Each record's drift: its perturbed fields joined, against the same fields of the original."""
+    from robusteval.analysis.drift import DriftMeter, join_fields
+    from robusteval.evals.classification import example_fields
+    from robusteval.perturbations.dataset import example_from_record
+
+    meter = DriftMeter("auto" if embedding else "char", device=device)
+    originals, perturbed = [], []
+    for record in records:
+        blocks = record["perturbation"]["fields"]
+        names = list(blocks)
+        originals.append(join_fields({name: block["original"] for name, block in blocks.items()}, names))
+        perturbed.append(join_fields(example_fields(example_from_record(record)), names))
+    return meter.measure(originals, perturbed)

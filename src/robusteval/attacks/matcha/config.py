@@ -20,6 +20,13 @@ FALLBACK_DEFAULTS = (0.25, 0.005)
 PAPER_STRATEGYQA_SAMPLE = 500
 
 
+def drift_measure() -> str:
+    """What ``--max-drift`` bounds in this environment (no model loads: only whether it is installed)."""
+    from robusteval.analysis.drift import resolve_measure
+
+    return resolve_measure("auto")
+
+
 @dataclass(frozen=True)
 class MatchaConfig:
     level: str = "token"  # token | embedding
@@ -36,6 +43,8 @@ class MatchaConfig:
     seed: int = 0
     answer_loss: str = "answer"  # L_a averaged over the answer positions ("answer") or over n3 ("n3", paper)
     max_redraws: int = 5  # insertions the semantic judge rejects are drawn again this many times
+    max_drift: float | None = None  # token level: candidates drifting further are rejected before the judge
+    drift_measure: str | None = None  # what max_drift bounds: "embedding" (1 - cosine) or "char" (edit ratio)
 
     @classmethod
     def for_dataset(cls, dataset: str, **overrides: Any) -> MatchaConfig:
@@ -62,6 +71,12 @@ class MatchaConfig:
             raise UserError(f"--answer-loss {self.answer_loss}: use answer or n3")
         if self.max_redraws < 0:
             raise UserError("--max-redraws must be >= 0")
+        if self.max_drift is not None and not self.max_drift >= 0:
+            raise UserError(f"--max-drift must be >= 0, got {self.max_drift}")
+        if self.max_drift is not None and self.level == "embedding":
+            raise UserError("--max-drift bounds the drift of perturbed question text; the embedding level has none")
+        if self.max_drift is not None and self.drift_measure not in ("embedding", "char"):
+            raise UserError(f"drift measure {self.drift_measure!r}: use embedding or char")
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,10 @@ class MatchaRunConfig:
                                      "positions up to the answer's end (n3, the paper's)")
     max_redraws: int = option(5, help="a random insertion the semantic judge rejects is drawn again up to N "
                               "times, then the example is skipped with the reason")
+    max_drift: float | None = option(None, help="token level: reject a perturbed question whose drift from the "
+                                     "original exceeds this before the semantic judge sees it (drift = 1 - cosine "
+                                     "of all-MiniLM-L6-v2 embeddings with the drift extra, else the character "
+                                     "edit ratio; the summary records which)")
     max_new_tokens: int = option(256, help="generation budget per answer")
     exemplars: str | None = option(None, metavar="math|yesno|PATH",
                                    help="in-context exemplars (default: built-in set matching the answer type; "
@@ -125,7 +144,10 @@ class MatchaRunConfig:
             random_start=self.random_start, steps=self.steps, n_candidates=self.n_candidates,
             max_new_tokens=self.max_new_tokens, target_answer=target, seed=self.seed,
             answer_loss=self.answer_loss or ("n3" if self.preset == "paper" else "answer"),
-            max_redraws=self.max_redraws,
+            max_redraws=self.max_redraws, max_drift=self.max_drift,
+            # Resolved here, so the run identity records the measure and an environment that lost the
+            # embedding model cannot resume a run that bounded the cosine.
+            drift_measure=drift_measure() if self.max_drift is not None else None,
         )
         config.validate()
         return config
@@ -181,6 +203,8 @@ class MatchaRunConfig:
                 out.append(f"{name} = {getattr(hyper, name)} (paper: {value})")
         if self.chat:
             out.append("prompted through the chat template (the paper prompts the raw model)")
+        if hyper.max_drift is not None:
+            out.append(f"perturbations bounded by --max-drift {hyper.max_drift} ({hyper.drift_measure} measure)")
         return out
 
 

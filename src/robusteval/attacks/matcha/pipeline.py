@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
+from robusteval.analysis.drift import drift_summary
 from robusteval.attacks.matcha.config import MatchaConfig, MatchaRunConfig
 from robusteval.attacks.matcha.run import MatchaRunner
 from robusteval.data.example import Example
@@ -191,7 +192,9 @@ def summarise_matcha(
         **matcha_metrics(rows),
         # Clean-correct examples whose completion has no reasoning after the answer cannot be attacked.
         "n_no_cot": sum(1 for r in rows if r["clean_correct"] and r["skip_reason"] == NO_COT),
+        # Examples whose every insertion was refused (semantic judge or --max-drift): not attacked.
         "n_semantic_skipped": sum(1 for r in rows if r.get("skipped")),
+        "drift": drift_summary([r for r in attacked if not r.get("skipped")], config.max_drift),
     }
     if notes:
         summary["notes"] = list(notes)

@@ -219,10 +219,24 @@ class MatchaRunner:
         began = time.perf_counter()
         semantic_log: list[dict[str, Any]] = []
         if cfg.level == "token":
+            from robusteval.analysis.drift import DriftMeter
+
+            # On the attacked model's device; the measure is the one the run identity recorded.
+            meter = DriftMeter(cfg.drift_measure or "auto", device=self.backend.device)
+            # Drift against the question as the model reads it, so tokenizer round-trip artefacts do not count.
+            original = self.backend.decode(list(clean["question_ids"])).strip()
+
             def gate(ids: list[int]) -> tuple[bool, dict[str, Any]]:
-                verdict = self.semantic_judge(example.question, self.backend.decode(ids).strip())
+                text = self.backend.decode(ids).strip()
+                drift = None
+                if cfg.max_drift is not None:
+                    drift = meter.drifts([original], [text])[0]
+                    if drift > cfg.max_drift:  # refused before the (costly) semantic judge is asked
+                        return False, {"same_meaning": False, "rejected_by": "max_drift", "drift": drift,
+                                       "max_drift": cfg.max_drift, "drift_measure": meter.kind}
+                verdict = self.semantic_judge(example.question, text)
                 semantic_log.append(verdict)
-                return bool(verdict["same_meaning"]), verdict
+                return bool(verdict["same_meaning"]), verdict if drift is None else {**verdict, "drift": drift}
 
             result = token_attack(
                 objective, list(clean["question_ids"]), self.allowed_tokens,
@@ -233,9 +247,13 @@ class MatchaRunner:
             )
             timings["optimise"] = time.perf_counter() - began
             record["insertions"] = result.insertions
+            drifted = sum(1 for d in result.insertions if (d.get("semantic") or {}).get("rejected_by") == "max_drift")
+            record["drift_rejections"] = drifted + sum(
+                1 for step in result.steps for p in step.get("proposals", ())
+                if (p.get("semantic") or {}).get("rejected_by") == "max_drift")
             if result.skipped is not None:
-                return {**record, "skipped": result.skipped, "semantic_verdicts": len(semantic_log),
-                        "seconds": timings}
+                return {**record, "skipped": _skip_reason(result.skipped, len(result.insertions), drifted, cfg),
+                        "semantic_verdicts": len(semantic_log), "drift": None, "seconds": timings}
             perturbed_text = self.backend.decode(result.question_ids).strip()
             record.update({
                 "perturbed_question": perturbed_text,
@@ -247,6 +265,7 @@ class MatchaRunner:
                 "perturbed_question_span": [record["question_span"][0],
                                             record["question_span"][0] + len(result.question_ids)],
                 "steps": result.steps,
+                "drift": meter.measure([original], [perturbed_text])[0],
             })
             began = time.perf_counter()
             row = self._decode([(layout.prefix, layout.head + result.question_ids + layout.tail)])[0]
@@ -260,6 +279,7 @@ class MatchaRunner:
             timings["optimise"] = time.perf_counter() - began
             record.update({
                 "perturbed_question": None,  # an embedding perturbation has no text
+                "drift": None,  # so no text drift either
                 "epsilon": result_e.epsilon,
                 "eps_fraction": cfg.eps_fraction,
                 "max_abs_delta": result_e.max_abs_delta,
@@ -309,6 +329,17 @@ class MatchaRunner:
                       "reasoning_wrong": None if correct is None else not correct}
             out.append({**judged, "outcome": outcome(judged)})
         return out
+
+
+def _skip_reason(reason: str, n_draws: int, n_drifted: int, cfg: MatchaConfig) -> str:
+    """The token attack's skip reason, saying how many draws ``--max-drift`` refused (it names only the judge)."""
+    if not n_drifted:
+        return reason
+    bound = f"--max-drift {cfg.max_drift} ({cfg.drift_measure} measure)"
+    if n_drifted == n_draws:
+        return f"all {n_draws} random insertions drifted beyond {bound}"
+    return (f"all {n_draws} random insertions were rejected: {n_drifted} drifted beyond {bound}, "
+            f"{n_draws - n_drifted} by the semantic judge")
 
 
 def _gold_reasoning(example: Example) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from robusteval.analysis.drift import resolve_measure
 from robusteval.attacks.base import register_attack
 from robusteval.config import nested, option
 from robusteval.data.example import Example
@@ -66,11 +67,14 @@ class WordImportanceRunConfig:
     temperature: float = option(0.7, help="sample: sampling temperature")
     rank: bool = option(True, negate="--no-rank",
                         help="baseline: perturb words in text order without the ranking stage")
-    template: str | None = option(None, metavar="nli-zh|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, else text)")
+    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
+                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no labels, else text)")
     chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
                         "the template's text as one user turn")
     system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
+    max_drift: float | None = option(None, help="do not query candidates whose texts drift further than this from "
+                                     "the originals (drift = 1 - cosine of all-MiniLM-L6-v2 embeddings with the "
+                                     "drift extra, else the character edit ratio; the summary records which)")
     write_adv: str | None = option(None, metavar="FILE.jsonl", identity=False,
                                    help="also write the successful adversarial examples as a perturbed set "
                                    "(for robustness)")
@@ -83,6 +87,8 @@ class WordImportanceRunConfig:
             raise UserError(f"--budget must be at least 1, got {self.budget}")
         if self.confidence == "sample" and self.n_samples < 1:
             raise UserError("--n-samples must be at least 1")
+        if self.max_drift is not None and not self.max_drift >= 0:
+            raise UserError(f"--max-drift must be >= 0, got {self.max_drift}")
         check_chat_options(self.chat, self.system_prompt)
 
     def method_names(self, language: Language) -> tuple[str, ...]:
@@ -112,6 +118,7 @@ class WordImportanceSummary(TypedDict, total=False):
     asr_by_rate: dict[str, float | None]
     notes: list[str]
     adversarial_set: dict[str, Any]
+    drift: dict[str, Any]
 
 
 def wordimportance_identity(config: WordImportanceRunConfig, model: dict[str, Any] | None,
@@ -124,7 +131,9 @@ def wordimportance_identity(config: WordImportanceRunConfig, model: dict[str, An
     language = config.perturbation.resolve_language(examples)
     for name in config.method_names(language):
         config.perturbation.check_method(name, language)
-    return run_identity(COMMAND, config, model, **template.identity(), language=language)
+    # What --max-drift bounds depends on whether the embedding model is installed: part of the identity.
+    measure = {"drift_measure": resolve_measure()} if config.max_drift is not None else {}
+    return run_identity(COMMAND, config, model, **template.identity(), language=language, **measure)
 
 
 def with_target_embeddings(options: MethodOptions, method: str, backend: Backend) -> MethodOptions:
@@ -176,6 +185,7 @@ def attack_wordimportance(
     one stored unit and its candidates go to the backend together, so ``batch_size`` (kept for the
     :class:`~robusteval.attacks.base.Attack` protocol) changes nothing. ``examples`` overrides the data.
     """
+    from robusteval.analysis.drift import DriftMeter, drift_summary
     from robusteval.attacks.wordimportance.oracle import default_confidence
     from robusteval.attacks.wordimportance.search import WordImportanceConfig, attack_example
     from robusteval.evals.classification import LabelClassifier, template_for
@@ -202,7 +212,7 @@ def attack_wordimportance(
         search = WordImportanceConfig(
             rates=config.rates, budget=config.budget, confidence=confidence,  # type: ignore[arg-type]
             n_samples=config.n_samples, temperature=config.temperature, fields=tuple(spec.text_fields(examples)),
-            language=language, rank=config.rank, seed=config.seed,
+            language=language, rank=config.rank, seed=config.seed, max_drift=config.max_drift,
         )
         options = with_target_embeddings(spec.method_options(load_model, device=target_device(backend)),
                                          config.method, backend)
@@ -211,9 +221,11 @@ def attack_wordimportance(
             logger.info(note)
         protect = spec.protection(examples, template.label_words)
         model_key = backend_key(backend)
+        # Beside the target model; the measure is the one the identity recorded when --max-drift is set.
+        meter = DriftMeter(identity.get("drift_measure", "auto"), device=target_device(backend))
 
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
-            return [attack_example(ex, classifier, methods, search, protect=protect) for ex in batch]
+            return [attack_example(ex, classifier, methods, search, protect=protect, drift=meter) for ex in batch]
 
         records = run_units(run, STAGE, examples, key_of=lambda ex: unit_key(STAGE, model_key, ex.to_dict()),
                             compute=compute, id_of=lambda ex: ex.id, description=f"attack {config.method}")
@@ -231,6 +243,9 @@ def attack_wordimportance(
             "rank": config.rank,
             "rates": list(config.rates),
             **attack_summary(records, config.rates),
+            # Drift of the adversarial examples (the successful ones, as written by --write-adv).
+            "drift": {**drift_summary([r for r in records if r["status"] == "success"], config.max_drift),
+                      "n_drift_rejected": sum(r.get("n_drift_rejected", 0) for r in records)},
         }
         if config.write_adv:
             n_written = write_adversarial_set(config.write_adv, examples, records, config.method)
@@ -255,7 +270,8 @@ def write_adversarial_set(path: str | os.PathLike[str], examples: Sequence[Examp
         row = with_fields(example, record["adversarial"]).to_dict()
         row["perturbation"] = {"method": f"wordimportance:{method}", "changed": True, "queries": record["queries"],
                                "fields": {name: {"original": record["original"][name], "edits": edits}
-                                          for name, edits in record["edits"].items()}}
+                                          for name, edits in record["edits"].items()},
+                               "drift": record.get("drift")}
         out.append(row)
     write_jsonl_atomic(path, out)
     return len(out)

@@ -8,7 +8,8 @@ Two stages (the patent's framework; TextAttack calls it greedy search with word-
    from all of them for the combined attack) is queried; the candidate that lowers the confidence most is kept
    (a candidate that flips the label ends the attack: success). A word is only counted as perturbed when a
    candidate lowered the confidence. The attack stops before the perturbed-word rate would exceed α, or when
-   the query budget is spent.
+   the query budget is spent. With ``max_drift``, candidates whose texts drift further from the originals
+   (:mod:`robusteval.analysis.drift`) are dropped before they are queried, so they cost no budget.
 
 Success is always judged on the greedy (temperature 0) label: what the model actually answers. An answer
 that names no label counts as a flip (the model no longer gives the right answer, as in accuracy under
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from robusteval.attacks.wordimportance.oracle import ConfidenceMode, Judgement, _Oracle
 from robusteval.data.example import Example
@@ -31,6 +32,9 @@ from robusteval.metrics.wordimportance import per_rate_outcomes, word_allowance
 from robusteval.perturbations.base import Edit, Perturbation, Protection, Span, apply_edits
 from robusteval.perturbations.segment import is_word, segment_words
 from robusteval.seeding import derive_random
+
+if TYPE_CHECKING:
+    from robusteval.analysis.drift import DriftMeter
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class WordImportanceConfig:
     language: Literal["zh", "en"] = "zh"
     rank: bool = True  # False = the greedy baseline: words in text order, no ranking queries
     seed: int = 0
+    max_drift: float | None = None  # candidates whose texts drift further from the originals are not queried
 
     def __post_init__(self) -> None:
         if not self.rates or any(not 0 < r <= 1 for r in self.rates):
@@ -54,6 +59,8 @@ class WordImportanceConfig:
             raise UserError(f"--budget must be at least 1, got {self.budget}")
         if self.confidence == "sample" and self.n_samples < 1:
             raise UserError("--n-samples must be at least 1")
+        if self.max_drift is not None and not self.max_drift >= 0:
+            raise UserError(f"--max-drift must be >= 0, got {self.max_drift}")
 
     @property
     def max_rate(self) -> float:
@@ -128,8 +135,13 @@ def attack_example(
     config: WordImportanceConfig,
     *,
     protect: Protection,
+    drift: DriftMeter | None = None,
 ) -> dict[str, Any]:
-    """Attack one example; returns a JSON-ready record (see the module docstring for the algorithm)."""
+    """Attack one example; returns a JSON-ready record (see the module docstring for the algorithm).
+
+    ``drift`` measures the adversarial texts against the originals (the record's ``drift``; None without a
+    meter: a bare call, such as the benchmark's, measures nothing it did not ask for) and is the measure
+    ``config.max_drift`` bounds (a meter of the default measure when none is given)."""
     fields_all = example_fields(example)
     # "text", "premise" and "question" all name the question; attack it once, as "text".
     names = list(dict.fromkeys("text" if f in ("premise", "question") else f for f in config.fields))
@@ -152,12 +164,19 @@ def attack_example(
         "original": dict(originals),
         "methods": [m.name for m in methods],
     }
+    from robusteval.analysis.drift import DriftMeter, join_fields
+
+    gate = drift if drift is not None or config.max_drift is None else DriftMeter()
+    # One text per example: every attacked field, so a multi-field example gets one drift number.
+    joined = join_fields(originals, originals)
+    n_drift_rejected = 0
     first = ask([originals])[0]
     if first is None:
         raise UserError("--budget is smaller than the cost of one query")
     record["original_label"] = first.label
     if first.label != example.answer:
-        return {**record, "status": "skipped", "queries": oracle.queries, "n_words": 0}
+        return {**record, "status": "skipped", "queries": oracle.queries, "n_words": 0, "drift": None,
+                "n_drift_rejected": 0}
 
     protected = {name: protect.mask(text) for name, text in originals.items()}
     words = [
@@ -193,6 +212,12 @@ def attack_example(
                 if candidate not in seen:
                     seen.add(candidate)
                     options.append((candidate, method.name))
+        if options and config.max_drift is not None and gate is not None:
+            values = gate.drifts([joined] * len(options),
+                                 [join_fields(state.render((word, c)), originals) for c, _ in options])
+            kept = [option for option, value in zip(options, values, strict=True) if value <= config.max_drift]
+            n_drift_rejected += len(options) - len(kept)  # never queried: they cost no budget
+            options = kept
         if not options:
             continue
         judged = ask([state.render((word, candidate)) for candidate, _ in options])
@@ -215,11 +240,12 @@ def attack_example(
             break
     n_perturbed = len(state.replacements)
     success = status == "success"
+    adversarial = state.render()
     return {
         **record,
         "status": "success" if success else "failed",
         "stop_reason": status,
-        "adversarial": state.render(),
+        "adversarial": adversarial,
         "edits": state.edits(),
         "final_label": final_label,
         "final_confidence": confidence,
@@ -230,4 +256,6 @@ def attack_example(
         "importance": importance,
         "per_rate": per_rate_outcomes(config.rates, n_words=n_words, n_perturbed=n_perturbed, success=success,
                                       accept_queries=accept_queries, queries=oracle.queries),
+        "drift": drift.measure([joined], [join_fields(adversarial, originals)])[0] if drift is not None else None,
+        "n_drift_rejected": n_drift_rejected,
     }
