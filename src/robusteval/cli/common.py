@@ -141,8 +141,8 @@ def add_bootstrap_options(parser: argparse.ArgumentParser | Any, *, rounds_flag:
 
 
 # ----------------------------------------------------------------------------------------------- attacks
-def add_attack_parser(subparsers: Any, entry: Any, *, help_prefix: str = "", model_required: bool = True
-                      ) -> argparse.ArgumentParser:
+def add_attack_parser(subparsers: Any, entry: Any, *, help_prefix: str = "", model_required: bool = True,
+                      example: str | None = None) -> argparse.ArgumentParser:
     """A subcommand for the registered attack ``entry`` (``robusteval.attacks.base.ATTACKS``): its config's
     flags, the dataset choices of its data kind, the model options."""
     import textwrap
@@ -152,7 +152,7 @@ def add_attack_parser(subparsers: Any, entry: Any, *, help_prefix: str = "", mod
     attack = entry.value
     parser = add_command(subparsers, entry.name, help=help_prefix + entry.summary,
                          description=textwrap.dedent(attack.__doc__ or entry.summary).strip(),
-                         example=attack.example)
+                         example=example or attack.example)
     add_model_options(parser, required=model_required)
     datasets = answer_first_datasets() if attack.data_kind == "qa" else classification_datasets()
     add_config_arguments(parser, attack.config_type, choices={"dataset": datasets})

@@ -26,7 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = group.add_subparsers(dest="sweep_attack", metavar="ATTACK", required=True)
     for entry in ATTACKS.entries():
-        parser = add_attack_parser(sub, entry, help_prefix="sweep: ", model_required=False)
+        example = (entry.value.example.replace("robusteval attack ", "robusteval sweep ")
+                   + " \\\n    --grid steps=1,3 --seeds 0,1")
+        parser = add_attack_parser(sub, entry, help_prefix="sweep: ", model_required=False, example=example)
         options = parser.add_argument_group("sweep")
         options.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2",
                              help="a setting and its values (repeatable); every combination is run")
