@@ -1,105 +1,110 @@
-"""``robusteval quickstart``: the main job on the embedded default model and the bundled sample data.
-
-The main job is MATCHA at the token level: answer-first accuracy on every sample question, then the attack
-on the first few attackable ones, judged by the deterministic arithmetic checker, reported as ACC/UR/SR/WR.
-"""
+"""``robusteval quickstart``: a tour of all four methods on the shipped model and the bundled samples
+(``robusteval.tour``), one attacked example told in full, and one HTML report of it all."""
 
 from __future__ import annotations
 
 import argparse
 import time
-from importlib import resources
 
-from robusteval.cli.common import add_command, add_seed_option, build_backend, model_identity
-from robusteval.models.embedded import embedded_model_spec
-from robusteval.report.examples import format_matcha_example, pick_example
-from robusteval.report.tables import print_summary_table
-
-#: (name, file, answer type, (k, eps) as the paper's defaults for GSM8K). Only the math sample is attacked: its
-#: reasoning judge, the arithmetic checker, cannot measure yes/no reasoning, and no LLM judge ships offline.
-SAMPLES = (("math", "math.jsonl", "number", (0.25, 0.005)),)
+from robusteval.cli.common import add_command, add_seed_option, build_backend
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers,
         "quickstart",
-        help="run the main job (MATCHA token-level attack) on the embedded model and bundled samples",
-        description="Runs the token-level MATCHA attack with the shipped Gemma 3 270M model on 30 math word "
-        "problems written by this project: answer-first accuracy on all of them, then the attack on the first "
-        "--attack-limit attackable ones, judged by the arithmetic checker, and one attacked example shown in "
-        "full. The GGUF is converted once into ~/.cache/robusteval; re-running on the same --out resumes.",
+        help="a tour of robusteval on the embedded model: MATCHA, VAR-MATH, RB-index, hard-label attack, report",
+        description="With the shipped Gemma 3 270M and data written by this project: (1) the token-level MATCHA "
+        "attack on 30 math word problems, judged by the arithmetic checker, with one attacked example shown in "
+        "full; (2) VAR-MATH variant scores on the example templates; (3) accuracy under English character noise "
+        "on 20 yes/no questions and the RB-index; (4) a hard-label word-importance attack on some of them; then "
+        "one self-contained HTML report. The GGUF is converted once into ~/.cache/robusteval; re-running on the "
+        "same --out resumes and takes seconds.",
         example="robusteval quickstart\nrobusteval quickstart --attack-limit 10 --out my-quickstart",
     )
     parser.add_argument("--model", default=None, metavar="SPEC", help="another model instead of the embedded one")
     parser.add_argument("--out", default="robusteval-quickstart", metavar="DIR", help="run directory")
     # Measured on the shipped model (all 30 questions attacked, seed 0): 14 clean chains of thought already hold a
     # false equation; of the other 16, 4 are successes, the first on the 6th question. 8 shows one within a
-    # first run of about 4 minutes on 2 cores.
-    parser.add_argument("--attack-limit", type=int, default=8, help="questions attacked (the first attackable ones)")
+    # first run of a few minutes on 2 cores.
+    parser.add_argument("--attack-limit", type=int, default=8, help="MATCHA: the first N attackable questions")
     parser.add_argument("--min-correct", type=int, default=4,
-                        help="below this many correct clean answers, attack with --target-answer clean")
-    parser.add_argument("--max-new-tokens", type=int, default=80, help="generation budget per answer")
-    # 1 = the paper's pure gradient pick: no extra candidate forwards, which keeps the first run under
-    # 10 minutes on 2 CPU cores (Gemma's 262k-token vocabulary makes every scored position costly).
-    parser.add_argument("--n-candidates", type=int, default=1, help="replacement tokens re-scored per position")
-    add_seed_option(parser, "random seed (insertions, derived per example)")
+                        help="MATCHA: below this many correct clean answers, keep the model's own answers")
+    parser.add_argument("--max-new-tokens", type=int, default=80, help="MATCHA: generation budget per answer")
+    # 1 = the paper's pure gradient pick: no extra candidate forwards (Gemma's 262k-token vocabulary makes every
+    # scored position costly on a CPU).
+    parser.add_argument("--n-candidates", type=int, default=1, help="MATCHA: tokens re-scored per position")
+    add_seed_option(parser, "random seed of every part (derived per example)")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.set_defaults(func=run, max_concurrency=8, api_key_env="OPENAI_API_KEY", request_timeout=60.0)
 
 
-def sample_path(file_name: str) -> str:
-    return str(resources.files("robusteval.data") / "samples" / file_name)
-
-
 def run(args: argparse.Namespace) -> int:
-    from robusteval.attacks.matcha.pipeline import (
-        OUTCOME_STAGE,
-        MatchaRunConfig,
-        attack_matcha,
-        matcha_identity,
-    )
-    from robusteval.data.spec import DataSpec
-    from robusteval.lifecycle import open_run
+    from robusteval.models.embedded import embedded_model_spec
+    from robusteval.report.examples import format_matcha_example, pick_example
+    from robusteval.report.tables import print_summary_table
     from robusteval.runs import load_run
+    from robusteval.tour import TourConfig, run_tour
 
     began = time.perf_counter()
     spec = args.model or embedded_model_spec()
-    backend = None
-    rows, notes, shown = [], [], []
-    for name, file_name, answer_type, (topk, eps) in SAMPLES:
-        config = MatchaRunConfig(
-            data=DataSpec("jsonl", sample_path(file_name), answer_type=answer_type), exemplars=name,
-            target_answer="auto", min_correct=args.min_correct, attack_limit=args.attack_limit,
-            topk_ratio=topk, epsilon=eps, max_new_tokens=args.max_new_tokens, n_candidates=args.n_candidates,
-            seed=args.seed, judge="arith", semantic_judge="none",
-        )
-        out = f"{args.out}/{name}"
-        identity = matcha_identity(config, model_identity(spec, args), config.data.load())
-        with open_run(out, identity, load=None if backend else lambda: build_backend(spec, args)) as (store, loaded):
-            backend = backend or loaded
-            summary = attack_matcha(config, backend, store, batch_size=args.batch_size)
-        rows.append({**summary, "dataset": f"sample:{name}"})
-        notes += [f"{name}: {note}" for note in summary.get("notes", [])]
-        shown += [{**record, "sample": name} for record in load_run(out).records(OUTCOME_STAGE)]
+    backend = build_backend(spec, args)
+    config = TourConfig(attack_limit=args.attack_limit, min_correct=args.min_correct,
+                        max_new_tokens=args.max_new_tokens, n_candidates=args.n_candidates, seed=args.seed)
+    results = run_tour(args.out, backend, config, batch_size=args.batch_size)
+
+    matcha = results["matcha"]
     print_summary_table(
-        "robusteval quickstart: MATCHA token-level attack (reasoning judge: arithmetic checker)",
-        rows, ["model", "dataset", "n", "n_correct", "acc", "target_answer", "n_attacked", "n_clean_cot_wrong", "ur",
-               "sr", "wr"],
+        "1. MATCHA token-level attack, 30 math word problems (reasoning judge: arithmetic checker)",
+        [matcha], ["model", "n", "n_correct", "acc", "target_answer", "n_attacked", "n_clean_cot_wrong", "ur", "sr",
+                   "wr"],
     )
-    for note in notes:
+    for note in matcha.get("notes", []):
         print(f"note: {note}")
     print("ACC over all questions; UR/SR/WR over the attacked ones whose clean reasoning the judge accepts "
           "(n_clean_cot_wrong: attacked, but the clean reasoning was already wrong, so no success can be "
-          "credited). UR: answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: answer changed. "
-          "The yes/no sample is not attacked here: the arithmetic checker cannot judge yes/no reasoning (use "
-          "robusteval attack matcha --judge MODEL-SPEC).")
-    record, success = pick_example(shown)
+          "credited). UR: answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: answer changed.")
+    record, success = pick_example(load_run(matcha["run_dir"]).records("matcha_outcome"))
     if record is not None:
         print()
-        print(format_matcha_example(record, success=success, where=f" ({record['sample']} question {record['id']})"))
+        print(format_matcha_example(record, success=success, where=f" (math question {record['id']})"))
         print()
+
+    variants = results["variants"]
+    print_summary_table("2. VAR-MATH: symbolic variants of the example templates (strict: every instance right)",
+                        [variants], ["model", "n_problems", "n_instances", "strict", "loose"])
+    robust = results["robustness"]
+    print_summary_table(
+        "3. Perturbed benchmark: 20 yes/no questions under English character noise",
+        [{"set": "original", "acc": robust["acc_original"]}] + [
+            {"set": name, "acc": acc, "drop": robust["sets"][name]["drop"]} for name, acc in robust["acc"].items()],
+        ["set", "acc", "drop"],
+    )
+    print(f"RB-index (mean relative accuracy drop; lower is more robust): {_number(robust['rb_index'])}")
+    words = results["wordimportance"]
+    print_summary_table(
+        "4. Hard-label word-importance attack (C-keyboard typos) on yes/no questions",
+        [{"rate": rate, **values} for rate, values in words["by_rate"].items()],
+        ["rate", "n_success", "n_failed", "n_skipped", "attack_success_rate", "avg_queries"],
+    )
+    report = _report(args.out, results)
+    if report:
+        print(f"report: {report}  (open it in a browser; one self-contained file)")
     print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
     return 0
+
+
+def _number(value: object) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+def _report(out: str, results: dict) -> str | None:
+    """The HTML report of every part, when the report module is available."""
+    try:
+        from robusteval.report.html import build_report
+    except ImportError:
+        return None
+    paths = [results[part]["run_dir"] for part in ("matcha", "variants", "robustness", "wordimportance")]
+    return str(build_report(paths, f"{out}/report.html"))

@@ -30,7 +30,7 @@ from robusteval.seeding import derive_seed
 from robusteval.store import RunStore, canonical_json, unit_key
 
 STAGE = "classify"
-BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json"}
+BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json", "yesno": "yesno.json"}
 # What the generation is cut at: a label is one short line.
 _STOP = ("\n",)
 _MAX_NEW_TOKENS = 8
@@ -148,10 +148,11 @@ class ClassificationTemplate:
 
 
 def template_for(source: str | None, dataset: str, examples: Sequence[Example]) -> ClassificationTemplate:
-    """The template ``source`` (default: ``nli-zh`` for OCNLI, else ``text``), checked to name every label of
-    ``examples``."""
+    """The template ``source`` (default: ``nli-zh`` for OCNLI, ``yesno`` for yes/no labels, else ``text``),
+    checked to name every label of ``examples``."""
     labels = sorted({ex.answer for ex in examples})
-    template = ClassificationTemplate.load(source or ("nli-zh" if dataset == "ocnli" else "text"), labels)
+    default = "nli-zh" if dataset == "ocnli" else "yesno" if set(labels) <= {"yes", "no"} else "text"
+    template = ClassificationTemplate.load(source or default, labels)
     unknown = sorted(set(labels) - set(template.labels))
     if unknown:
         raise UserError(f"template '{template.name}' has no label for dataset labels: {', '.join(unknown)}")
