@@ -1,0 +1,27 @@
+"""The quick-start's tour on a tiny model: every part runs through its library pipeline and resumes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.runs import units
+from robusteval.models import load_backend
+from robusteval.runs import load_run
+from robusteval.tour import TourConfig, run_tour
+
+
+def test_tour_runs_every_part_and_resumes(tiny_trained_dir: Path, tmp_path: Path) -> None:
+    backend = load_backend(f"hf:{tiny_trained_dir}")
+    config = TourConfig(attack_limit=2, max_new_tokens=24, variant_instances=1, variants_max_new_tokens=16,
+                        wordimportance_examples=2, wordimportance_budget=10)
+    results = run_tour(tmp_path / "tour", backend, config)
+    assert set(results) == {"matcha", "variants", "robustness", "wordimportance"}
+    commands = {part: load_run(r["run_dir"]).command for part, r in results.items()}
+    assert commands == {"matcha": "attack matcha", "variants": "variants eval", "robustness": "robustness",
+                        "wordimportance": "attack wordimportance"}
+    assert results["matcha"]["n"] == 30 and results["matcha"]["n_attacked"] <= 2
+    assert results["robustness"]["n"] == 20 and set(results["robustness"]["acc"]) == {"C-keyboard", "C-swap", "C-ocr"}
+    assert results["wordimportance"]["n"] == 2 and results["variants"]["n_problems"] == 3
+    before = {part: units(Path(r["run_dir"])) for part, r in results.items()}
+    again = run_tour(tmp_path / "tour", backend, config)
+    assert {part: units(Path(r["run_dir"])) for part, r in again.items()} == before  # nothing recomputed
