@@ -323,3 +323,44 @@ def test_continuation_logprobs_equal_manual_forward(
         assert score == pytest.approx(expected, abs=1e-4)
         assert score < 0
     assert batched.continuation_logprobs(prompt, [""], prefix=prefix) == [0.0]
+
+
+def test_kv_cache_passed_under_the_name_the_installed_transformers_expects(tiny_llama_dir: Path) -> None:
+    """transformers 5.24 renamed ``past_key_values`` to ``cache`` and warns on the old name (removed in 5.40):
+    decoding with and without the prefix cache, and the white-box forward, must not use the old name."""
+    import inspect
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    backend = load_backend(f"hf:{tiny_llama_dir}", batch_size=2, prefix_cache=True, device="cpu")
+    assert isinstance(backend, HFBackend)
+    takes_cache = "cache" in inspect.signature(backend.model.forward).parameters
+    assert backend._cache_kwarg == ("cache" if takes_cache else "past_key_values")
+
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = Collect()
+    # The deprecation is logged once per process: forget earlier emissions so this test sees its own.
+    cache_clear = getattr(logging.Logger.__dict__.get("warning_once"), "cache_clear", None)
+    if cache_clear is not None:
+        cache_clear()
+    logger = hf_logging.get_logger("transformers")
+    logger.addHandler(handler)
+    hf_logging.get_logger("transformers.utils.generic").addHandler(handler)
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            backend.generate(_requests(max_new_tokens=4))
+            prefix_ids, prompt_ids = backend.prompt_ids(PREFIX, PROMPTS[0])
+            backend.forward(prefix_ids, backend.embed(torch.tensor([prompt_ids])))
+    finally:
+        logger.removeHandler(handler)
+        hf_logging.get_logger("transformers.utils.generic").removeHandler(handler)
+    assert not [m for m in seen if "deprecated" in m], seen

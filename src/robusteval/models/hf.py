@@ -134,6 +134,28 @@ def convert_gguf(gguf_path: Path) -> Path:
     return target
 
 
+def cache_argument(model: Any) -> str:
+    """The name the model's forward takes its KV cache under.
+
+    transformers 5.24 renamed ``past_key_values`` to ``cache`` (the old name still works with a warning and is
+    announced to go in 5.40); earlier releases only know ``past_key_values``.
+    """
+    import inspect
+
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def returned_cache(output: Any) -> Any:
+    """The KV cache a forward returned, under either name (see :func:`cache_argument`)."""
+    if "cache" in getattr(output, "__dataclass_fields__", {}):
+        return output.cache
+    return output.past_key_values
+
+
 @dataclass
 class PrefixCache:
     """The KV cache of a token prefix shared by many inputs. Never mutated: every use takes a fork."""
@@ -168,6 +190,7 @@ class HFBackend:
         # Attacks need gradients w.r.t. inputs only; frozen weights keep backward passes from ever building
         # (or accumulating) weight gradients, e.g. a dense [vocab, hidden] embedding gradient.
         self.model = model.eval().requires_grad_(False)
+        self._cache_kwarg = cache_argument(self.model)
         self.tokenizer = tokenizer
         self.name = name
         self.batch_size = max(1, int(batch_size))
@@ -333,7 +356,7 @@ class HFBackend:
         cache = DynamicCache()
         if key:
             ids = torch.tensor([list(key)], device=self.device)
-            self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+            self.model(input_ids=ids, use_cache=True, **{self._cache_kwarg: cache})
         entry = PrefixCache(list(key), cache)
         if len(self._prefixes) >= 8:  # a run uses one or two prefixes; keep memory bounded anyway
             self._prefixes.pop(next(iter(self._prefixes)))
@@ -368,7 +391,7 @@ class HFBackend:
         positions = torch.arange(past_len, past_len + suffix_embeds.shape[1], device=self.device)
         out = self.model(
             inputs_embeds=suffix_embeds,
-            past_key_values=past,
+            **{self._cache_kwarg: past},
             position_ids=positions.unsqueeze(0).expand(batch, -1),
             attention_mask=torch.ones(batch, past_len + suffix_embeds.shape[1], device=self.device, dtype=torch.long),
             use_cache=past is not None,
@@ -537,12 +560,12 @@ class HFBackend:
             past = DynamicCache()
         out = self.model(
             inputs_embeds=suffix_embeds,
-            past_key_values=past,
+            **{self._cache_kwarg: past},
             attention_mask=self._attention(mask, key_positions, suffix_embeds.shape[1]),
             position_ids=positions,
             use_cache=True,
         )
-        past = out.past_key_values
+        past = returned_cache(out)
         logits = out.logits[:, -1, :]
         generated: list[list[int]] = [[] for _ in range(batch)]
         texts = [""] * batch
@@ -571,13 +594,13 @@ class HFBackend:
             key_positions = torch.cat([key_positions, next_pos.view(batch, 1)], dim=1)
             out = self.model(
                 input_ids=chosen.view(batch, 1).to(self.device),
-                past_key_values=past,
+                **{self._cache_kwarg: past},
                 attention_mask=self._attention(mask, key_positions, 1),
                 position_ids=next_pos.view(batch, 1),
                 use_cache=True,
             )
             next_pos = next_pos + 1
-            past = out.past_key_values
+            past = returned_cache(out)
             logits = out.logits[:, -1, :]
         rows = []
         for row in range(batch):
