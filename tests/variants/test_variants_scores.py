@@ -160,3 +160,29 @@ def test_grading_rules() -> None:
     assert not grade("no number here", "3")[1]
     assert not grade("\\boxed{50}", "0.5")[1]
     assert grade("\\boxed{50}", "0.5", accept_percent=True)[1]
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("\\boxed{2\\sqrt{2}}", "200"),  # an expression is no percentage of anything
+        ("\\boxed{(5, 7)}", "500"),
+        ("\\boxed{(5, 7)}", "0.05"),
+        ("\\boxed{2\\pi}", "200"),
+        ("\\boxed{3x}", "300"),
+        ("\\boxed{\\{2, 4\\}}", "200"),
+        ("\\boxed{[2, 5]}", "200"),
+        ("\\boxed{x = 2}", "200"),
+    ],
+)
+def test_accept_percent_scales_plain_numbers_only(prediction: str, gold: str) -> None:
+    assert not grade(prediction, gold, accept_percent=True)[1]
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [("\\boxed{2}", "200"), ("\\boxed{50}", "0.5"), ("\\boxed{\\frac{1}{2}}", "50"), ("\\boxed{\\$2}", "200"),
+     ("\\boxed{12\\%}", "0.12"), ("\\boxed{5 \\text{ cm}}", "500"), ("The answer is five.", "500")],
+)
+def test_accept_percent_still_scales_plain_numbers(prediction: str, gold: str) -> None:
+    assert grade(prediction, gold, accept_percent=True)[1]
