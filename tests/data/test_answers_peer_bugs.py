@@ -184,3 +184,29 @@ def test_interval_forms_match(predicted: str, gold: str) -> None:
 def test_interval_forms_still_distinguish(predicted: str, gold: str) -> None:
     assert not answers_match(predicted, gold, "math")
     assert not answers_match(gold, predicted, "math")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# near relatives found while fixing the above
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("predicted", "gold"), [("\\infty", "5"), ("-\\infty", "2"), ("(-\\infty, 2)", "(2, \\infty)"),
+                                                 ("10^{400}", "10^{400} + 1"), ("-\\infty", "\\infty")])
+def test_infinity_is_not_within_relative_tolerance_of_everything(predicted: str, gold: str) -> None:
+    # |inf - 5| <= 1e-4 * inf held, so "\infty" equalled every number.
+    assert not answers_match(predicted, gold, "math")
+    assert answers_match(predicted, predicted, "math")
+
+
+@pytest.mark.parametrize(("predicted", "gold", "expected"), [
+    ("50 percent", "0.5", True),  # "percent" was stripped as a unit word, leaving 50
+    ("5 thousand", "5000", True),
+    ("2.5 million", "2500000", True),
+    ("5 thousand", "5", False),
+    ("5 times 10", "5", False),  # "times" is no unit
+    ("3 halves", "3", False),
+    ("5 apples", "5", True),
+])
+def test_words_after_a_number(predicted: str, gold: str, expected: bool) -> None:
+    assert answers_match(predicted, gold, "math") is expected

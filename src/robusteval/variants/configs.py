@@ -92,7 +92,8 @@ class GradingConfig:
     rel_tol: float = option(1e-4, help="relative tolerance of numeric comparison", identity=False)
     grade_timeout: float = option(3.0, help="seconds per symbolic comparison", identity=False)
     accept_percent: bool = option(
-        False, help="also accept the prediction x100 or /100 (as VAR-MATH's grader does)", identity=False
+        False, help="also accept the prediction x100 or /100 (as VAR-MATH's grader does) when it and the gold "
+        "answer are plain numbers", identity=False
     )
     bootstrap_rounds: int = option(1000, help="bootstrap rounds of the 95%% CIs", identity=False)
     bootstrap_seed: int = option(

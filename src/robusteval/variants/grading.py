@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.data.answers import answers_match, extract_final_answer, normalize_number
+from robusteval.data.answers import answers_match, extract_final_answer, parse_number
 from robusteval.errors import DataError, UserError
 from robusteval.metrics.variants import variant_scores
 
@@ -116,7 +116,8 @@ def grade(
     """(extracted answer, correct): last ``\\boxed{}``, else "the answer is", else last number; then equal as
     strings, numerically within ``rel_tol`` or symbolically (sympy, bounded by ``timeout`` seconds).
 
-    ``accept_percent`` also accepts the prediction x100 or /100 (VAR-MATH's grader does).
+    ``accept_percent`` also accepts the prediction x100 or /100 (VAR-MATH's grader does), when both the
+    prediction and the gold answer are plain numbers: "2\\sqrt{2}" is no percentage of 200.
     """
     extracted = extract_final_answer(prediction, "math")
     if extracted is None:
@@ -124,7 +125,7 @@ def grade(
     if answers_match(extracted, gold, "math", rel_tol=rel_tol, timeout=timeout):
         return extracted, True
     if accept_percent:
-        p, g = normalize_number(extracted), normalize_number(gold)
+        p, g = parse_number(extracted), parse_number(gold)
         if p is not None and g is not None:
             for scaled in (p * 100, p / 100):
                 if math.isclose(scaled, g, rel_tol=rel_tol, abs_tol=1e-9):

@@ -24,16 +24,20 @@ SIGALRM on the main thread and unbounded on other threads.
 Modules, one concern each:
 
 * :mod:`.markup`: text preparation (unicode minus signs, vulgar fractions, ``\\boxed{}``, markup stripping);
-* :mod:`.numbers`: finding, parsing and comparing numbers; :mod:`.yesno`: yes/no answers;
+* :mod:`.numbers`: finding, parsing and comparing numbers; :mod:`.wordnumbers`: spelled-out numbers;
+  :mod:`.yesno`: yes/no answers;
 * :mod:`.phrases`: "The answer is" and the end of its sentence; :mod:`.extract`: answer extraction;
 * :mod:`.textnorm`: the normal form of text and label answers;
 * :mod:`.latex`: LaTeX -> plain text; :mod:`.symbolic`: tokenizer, parser and sympy equality;
+* :mod:`.intervals`: membership, inequalities and unions rewritten as interval notation;
 * :mod:`.compare`: :func:`answers_match` and the math comparison;
 * the timeout-bounded worker processes are :mod:`robusteval.workers`; shared character tables are
   :mod:`robusteval.text.normalise`.
 
 Every name this module held before it became a package (private helpers included) is still importable from
-here, except ``_pool``, the worker pool's mutable state, which lives in :mod:`robusteval.workers`.
+here, except ``_pool``, the worker pool's mutable state, which lives in :mod:`robusteval.workers`, and
+``_WORD_NUM_RE``, replaced by the grammar of :mod:`.wordnumbers` (``_word_number`` now returns a
+:class:`~.wordnumbers.WordNumber`).
 """
 
 # Besides the public API (``__all__``), the private helpers are re-exported (hence the noqa): whatever was
@@ -95,11 +99,7 @@ from robusteval.data.answers.numbers import (  # noqa: F401
     _UDEC,
     _UDEC_RE,
     _UINT,
-    _UNIT_WORDS,
     _UNITS_TAIL_RE,
-    _WORD_NUM_RE,
-    _WORD_TENS,
-    _WORD_UNITS,
     _first_number,
     _fraction,
     _iter_numbers,
@@ -130,6 +130,13 @@ from robusteval.data.answers.symbolic import (  # noqa: F401
     _tokenize,
 )
 from robusteval.data.answers.textnorm import _BRACKETS, _normalize_text, _outer_pair  # noqa: F401
+from robusteval.data.answers.wordnumbers import (  # noqa: F401
+    _UNIT_WORDS,
+    _WORD_TENS,
+    _WORD_UNITS,
+    WordNumber,
+    find_word_number,
+)
 from robusteval.data.answers.yesno import _YESNO, _YESNO_RE, normalize_yesno  # noqa: F401
 from robusteval.text.normalise import MINUS_TABLE as _MINUS_TABLE  # noqa: F401
 from robusteval.text.normalise import VULGAR_RE as _VULGAR_RE  # noqa: F401

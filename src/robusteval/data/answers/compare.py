@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 
+from robusteval.data.answers.intervals import as_interval_notation, split_union
 from robusteval.data.answers.latex import Token
 from robusteval.data.answers.markup import _last_boxed, _prep_full, _strip_markup
 from robusteval.data.answers.numbers import (
-    _MATH_WORDS,
     _first_number,
+    _is_unit_word,
     _Num,
     _numbers_equal,
     _parse_number_strict,
@@ -33,11 +34,11 @@ def _clean_math(text: str) -> str:
     s = re.sub(r"\\(?:left|right)(?![A-Za-z])", "", s)
     s = re.sub(r"\\(?:displaystyle|textstyle)(?![A-Za-z])|\\[!,;: ]", " ", s)
     s = re.sub(r"\\[dtc]frac(?![A-Za-z])", r"\\frac", s)
-    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|°", "", s)
+    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|°", "", s).replace("∞", "\\infty ")
     s = " ".join(s.split()).rstrip(".").strip()
-    # Trailing unit words ("5\sqrt{2} cm") after something math-like.
+    # Trailing unit words ("5\sqrt{2} cm") after something math-like; not "twenty one" or "one half".
     m = re.search(r"(?<=[\d})a-zA-Z])(\s+[A-Za-z]{2,}(?:\^\d)?)+$", s)
-    if m and not any(w in _MATH_WORDS for w in re.findall(r"[A-Za-z]+", m.group(0))):
+    if m and all(_is_unit_word(w) for w in re.findall(r"[A-Za-z]+", m.group(0))):
         s = s[: m.start()].strip()
     return s
 
@@ -104,12 +105,21 @@ def _exact_text(num: _Num | None, text: str) -> str:
 def _math_match(predicted: str, gold: str, rel_tol: float, timeout: float) -> bool:
     if max(len(predicted), len(gold)) > _MAX_MATH_CHARS:  # a paragraph, not an expression
         return _normalize_text(predicted) == _normalize_text(gold)
-    a, b = _clean_math(predicted), _clean_math(gold)
+    return _match_clean(_clean_math(predicted), _clean_math(gold), rel_tol, timeout)
+
+
+def _match_clean(a: str, b: str, rel_tol: float, timeout: float) -> bool:
+    """:func:`_math_match` on two cleaned answers."""
     if not a or not b:
         return False
+    # "x \in [2, 5]" and "2 \le x \le 5" both answer "[2, 5]".
+    a, b = as_interval_notation(a), as_interval_notation(b)
     # "x = 5" answers "5"; with "=" on both sides it is an equation comparison instead.
     if ("=" in a) != ("=" in b):
         a, b = _ASSIGN_RE.sub("", a), _ASSIGN_RE.sub("", b)
+    ua, ub = split_union(a), split_union(b)
+    if ua is not None or ub is not None:
+        return _union_match(ua, ub, rel_tol, timeout)
     pending = _Pending(rel_tol)
     first = pending.simple(a, b)
     if first is True:
@@ -123,6 +133,13 @@ def _math_match(predicted: str, gold: str, rel_tol: float, timeout: float) -> bo
     if first is False:
         return False
     return _resolve(pending, timeout) == [True]
+
+
+def _union_match(ua: list[str] | None, ub: list[str] | None, rel_tol: float, timeout: float) -> bool:
+    """Unions of sets match part for part, in any order."""
+    if ua is None or ub is None or len(ua) != len(ub):
+        return False
+    return _perfect_matching([[_match_clean(x, y, rel_tol, timeout) for y in ub] for x in ua])
 
 
 def _resolve(pending: _Pending, timeout: float) -> list[bool]:
@@ -194,7 +211,8 @@ def answers_match(
         return False
     if answer_type == "number":
         g = _parse_number_strict(gold) or _first_number(gold)
-        p = _first_number(predicted)
+        # A whole answer read as one number first: "5!" is 120, "one hundred and five" is 105.
+        p = _parse_number_strict(predicted) or _first_number(predicted)
         if g is None:
             return _normalize_text(predicted) == _normalize_text(gold)
         return p is not None and _numbers_equal(p, g, rel_tol)
