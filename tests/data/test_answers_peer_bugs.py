@@ -210,3 +210,47 @@ def test_infinity_is_not_within_relative_tolerance_of_everything(predicted: str,
 ])
 def test_words_after_a_number(predicted: str, gold: str, expected: bool) -> None:
     assert answers_match(predicted, gold, "math") is expected
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold"),
+    [
+        ("1,000,000", "10^6"),  # thousands separators were split into the list 1, 000, 000
+        ("1,000", "10^3"),
+        ("\\{2\\}", "2"),  # a one-element set is its element
+        ("\\emptyset", "\\{\\}"),
+        ("\\varnothing", "\\emptyset"),
+        ("\\mathbb{R}", "(-\\infty,\\infty)"),
+        ("\\pm 2", "2, -2"),
+        ("1 \\pm \\sqrt{2}", "1-\\sqrt{2}, 1+\\sqrt{2}"),
+        ("x=2 \\text{ or } x=3", "2, 3"),
+        ("7 \\text{ and } 8", "7, 8"),
+        ("2, 3", "x=2, x=3"),
+        ("a=2, b=3", "(2,3)"),
+        ("y = 3, x = 2", "(2, 3)"),
+        ("3:4", "\\frac34"),
+    ],
+)
+def test_other_ways_to_write_sets_lists_and_numbers(predicted: str, gold: str) -> None:
+    assert answers_match(predicted, gold, "math")
+    assert answers_match(gold, predicted, "math")
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold"),
+    [
+        ("\\{2, 3\\}", "2"),
+        ("\\{2\\}", "3"),
+        ("(2)", "\\{2, 2\\}"),
+        ("\\pm 2", "2"),
+        ("x=2 \\text{ or } x=3", "2, 4"),
+        ("a=2, b=3", "(3,2)"),
+        ("\\mathbb{R}", "(0, \\infty)"),
+        ("\\emptyset", "\\{0\\}"),
+        ("3:4", "\\frac43"),
+        ("one hundred and five", "100, 5"),
+    ],
+)
+def test_other_ways_still_distinguish(predicted: str, gold: str) -> None:
+    assert not answers_match(predicted, gold, "math")
+    assert not answers_match(gold, predicted, "math")

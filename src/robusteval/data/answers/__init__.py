@@ -29,7 +29,7 @@ Modules, one concern each:
 * :mod:`.phrases`: "The answer is" and the end of its sentence; :mod:`.extract`: answer extraction;
 * :mod:`.textnorm`: the normal form of text and label answers;
 * :mod:`.latex`: LaTeX -> plain text; :mod:`.symbolic`: tokenizer, parser and sympy equality;
-* :mod:`.intervals`: membership, inequalities and unions rewritten as interval notation;
+* :mod:`.setforms`: sets, lists and ratios written other ways (membership, inequalities, unions, ±, ...);
 * :mod:`.compare`: :func:`answers_match` and the math comparison;
 * the timeout-bounded worker processes are :mod:`robusteval.workers`; shared character tables are
   :mod:`robusteval.text.normalise`.
