@@ -11,7 +11,9 @@ Public API:
 * :func:`extract_final_answer` for free-form math solutions (last ``\\boxed{}``, else last "the answer is",
   else last number);
 * :func:`normalize_number`, :func:`normalize_yesno`, :func:`parse_number`;
-* :func:`answers_match`, dispatching on :data:`robusteval.data.example.AnswerType`.
+* :func:`answers_match`, dispatching on :data:`robusteval.data.example.AnswerType`;
+* :func:`grade_answer`: the same verdict by a chosen grader (``builtin`` or the optional ``math-verify``),
+  with the grader that decided (:mod:`.graders`).
 
 Symbolic comparison uses sympy through a small hand-written LaTeX tokenizer and recursive-descent parser
 (never ``eval``/``exec``, and no dependency on ``sympy.parsing.latex``/antlr4). Sympy runs in a lazily
@@ -63,6 +65,7 @@ from robusteval.data.answers.extract import (  # noqa: F401
     extract_final_answer,
     split_answer_and_cot,
 )
+from robusteval.data.answers.graders import MATH_GRADERS, Verdict, check_math_grader, grade_answer
 from robusteval.data.answers.latex import (  # noqa: F401
     _CMD_OPS,
     _CONSTS,
@@ -156,9 +159,13 @@ from robusteval.workers import call_inline as _call_inline  # noqa: F401
 from robusteval.workers import run_with_timeout as _run_with_timeout  # noqa: F401
 
 __all__ = [
+    "MATH_GRADERS",
+    "Verdict",
     "answers_match",
+    "check_math_grader",
     "extract_answer_first",
     "extract_final_answer",
+    "grade_answer",
     "normalize_number",
     "normalize_yesno",
     "split_answer_and_cot",
