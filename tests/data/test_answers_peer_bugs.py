@@ -154,6 +154,8 @@ def test_spelled_out_answers_are_extracted_and_graded() -> None:
         ("x \\le -1", "(-\\infty, -1]"),
         ("-1 \\geq x", "(-\\infty, -1]"),
         ("x ≤ 3", "(-\\infty, 3]"),
+        ("x > \\pi", "(\\pi, \\infty)"),  # a constant is a bound, not a second variable
+        ("\\theta \\le \\frac{\\pi}{2}", "(-\\infty, \\frac{\\pi}{2}]"),
         ("x \\in [2, 5]", "2 \\le x \\le 5"),
         # Unions in any order.
         ("(-\\infty, 2) \\cup (5, \\infty)", "(5,\\infty)\\cup(-\\infty,2)"),

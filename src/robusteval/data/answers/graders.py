@@ -33,11 +33,13 @@ _MATH_ANSWER_TYPES = ("number", "math")
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether an answer is right, which grader decided, and why it could not decide when it could not."""
+    """Whether an answer is right, which grader decided, and a note on how when it was not a plain comparison."""
 
     correct: bool
     grader: str  # "builtin" or "math-verify"
-    note: str | None = None  # "timeout" or an error message: the verdict is then "not right"
+    # "timeout", an error message or "no answer found": not right without a comparison; "accept-percent": right
+    # only as x100 or /100 (robusteval.variants.grading)
+    note: str | None = None
 
     def detail(self) -> dict[str, str]:
         """The per-verdict fields stored with a graded answer: ``grader`` and, when there is one, ``grader_note``."""

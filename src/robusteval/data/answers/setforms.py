@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 import re
 
-# One variable, as an answer names it: "x", "t", "x_1", "\theta".
-_VAR = r"(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)"
+# One variable, as an answer names it: "x", "t", "x_1", "\theta" (not the constants "\pi", "\infty").
+_VAR = r"(?:[A-Za-z](?:_\{?\w+\}?)?|\\(?!(?:pi|infty)(?![A-Za-z]))[A-Za-z]+)"
 _MEMBERSHIP_RE = re.compile(rf"^\s*{_VAR}\s*(?:\\in(?![A-Za-z])|∈)\s*(?=\S)")
 _LESS = {"<": "<", r"\lt": "<", "≤": "<=", "<=": "<=", r"\le": "<=", r"\leq": "<=", r"\leqslant": "<="}
 _GREATER = {">": ">", r"\gt": ">", "≥": ">=", ">=": ">=", r"\ge": ">=", r"\geq": ">=", r"\geqslant": ">="}
@@ -65,7 +65,7 @@ def split_union(s: str) -> list[str] | None:
     """The parts of a top-level union ("A \\cup B"), or None when ``s`` is no union."""
     parts: list[str] = []
     depth, last = 0, 0
-    for m in re.finditer(r"[([{]|[)\]}]|\\cup(?![A-Za-z])|∪", s):
+    for m in re.finditer(rf"[([{{]|[)\]}}]|{_CUP_RE.pattern}", s):
         tok = m.group(0)
         if tok in "([{":
             depth += 1

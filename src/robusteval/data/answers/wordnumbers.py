@@ -42,6 +42,8 @@ _SPLIT_RE = re.compile(r"\s+|-")
 
 @dataclass(frozen=True)
 class WordNumber:
+    """A spelled-out number found in text: its value and where it stands (``text[start:end]``)."""
+
     value: int
     start: int
     end: int  # just past the last word that belongs to the number
