@@ -61,11 +61,11 @@ def inequality_to_interval(s: str) -> str | None:
     return f"{lo}, {hi}"
 
 
-def split_union(s: str) -> list[str] | None:
-    """The parts of a top-level union ("A \\cup B"), or None when ``s`` is no union."""
+def _split_outside_brackets(s: str, separator: str) -> list[str]:
+    """``s`` split at the matches of the regex ``separator`` that stand outside (), [] and {}."""
     parts: list[str] = []
     depth, last = 0, 0
-    for m in re.finditer(rf"[([{{]|[)\]}}]|{_CUP_RE.pattern}", s):
+    for m in re.finditer(rf"[([{{]|[)\]}}]|{separator}", s):
         tok = m.group(0)
         if tok in "([{":
             depth += 1
@@ -74,10 +74,14 @@ def split_union(s: str) -> list[str] | None:
         elif depth == 0:
             parts.append(s[last : m.start()].strip())
             last = m.end()
-    if not parts:
-        return None
     parts.append(s[last:].strip())
-    return parts if all(parts) else None
+    return parts
+
+
+def split_union(s: str) -> list[str] | None:
+    """The parts of a top-level union ("A \\cup B"), or None when ``s`` is no union."""
+    parts = _split_outside_brackets(s, _CUP_RE.pattern)
+    return parts if len(parts) > 1 and all(parts) else None
 
 
 _NAMED_SETS = (
@@ -104,20 +108,7 @@ def canonical_form(s: str) -> str:
 
 def split_top_level(s: str, *, words: bool = False) -> list[str]:
     """``s`` split at commas outside brackets (and at the words "or"/"and" when ``words``)."""
-    parts: list[str] = []
-    depth, last = 0, 0
-    separators = r"[([{]|[)\]}]|,|\s+(?:or|and)\s+" if words else r"[([{]|[)\]}]|,"
-    for m in re.finditer(separators, s):
-        tok = m.group(0)
-        if tok in "([{":
-            depth += 1
-        elif tok in ")]}":
-            depth -= 1
-        elif depth == 0:
-            parts.append(s[last : m.start()].strip())
-            last = m.end()
-    parts.append(s[last:].strip())
-    return parts
+    return _split_outside_brackets(s, r",|\s+(?:or|and)\s+" if words else ",")
 
 
 def rewrite_assignment_list(s: str) -> str:
