@@ -16,7 +16,7 @@ from typing import Any
 
 from robusteval import __version__
 
-_PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "accelerate", "gguf", "httpx")
+_PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "accelerate", "gguf", "httpx", "sympy", "math-verify")
 
 
 def _version(package: str) -> str | None:

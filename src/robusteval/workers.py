@@ -6,13 +6,16 @@ first call pays ~0.5 s to start one, outside the timeout), reused, and killed on
 once. Where no worker can be started (Windows: no ``pass_fds``), :func:`call_inline` runs the call
 in-process, bounded by SIGALRM on the main thread and unbounded on other threads.
 
-The only caller today is the symbolic answer comparison (:mod:`robusteval.data.answers.compare`), so a worker
-imports sympy before it reports ready: timeouts measure the work, not the import.
+The callers are the symbolic answer comparison (:mod:`robusteval.data.answers.compare`), so a worker imports
+sympy before it reports ready, and the optional math-verify grader (:mod:`robusteval.data.answers.graders`),
+which names its package in ``preload``: a worker imports it once, outside the timeout, so timeouts measure the
+work, not the import.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import signal
 import socket
@@ -57,10 +60,17 @@ def _worker_main(fd: int) -> None:
             return
 
 
+def _import_modules(modules: tuple[str, ...]) -> None:
+    """Run in a worker (or inline): import ``modules`` so later calls do not pay for it."""
+    for module in modules:
+        importlib.import_module(module)
+
+
 class _Worker:
     """One child interpreter on a socket pair; killed (and discarded) when a call overruns its timeout."""
 
     def __init__(self) -> None:
+        self.loaded: set[str] = set()  # modules imported through ``preload``
         parent_sock, child_sock = socket.socketpair()
         try:
             fd = child_sock.fileno()
@@ -160,15 +170,18 @@ def call_inline(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -
 
 
 
-def run_with_timeout(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
+def run_with_timeout(
+    fn: Callable[..., Any], args: tuple[Any, ...], timeout: float, *, preload: tuple[str, ...] = ()
+) -> tuple[str, Any]:
     """Run picklable ``fn(*args)`` in a worker process; ("ok", result), ("timeout", None) or ("err", msg).
 
     Workers are started lazily (the first call pays ~0.5 s, outside ``timeout``) and reused; one that
-    overruns is killed, so a runaway sympy call costs a restart, never a hang.
+    overruns is killed, so a runaway sympy call costs a restart, never a hang. ``preload``: modules the call
+    needs, imported once per worker before it and outside ``timeout`` (an import error is an "err" reply).
     """
     pool = _pool
     if pool.broken:
-        return call_inline(fn, args, timeout)
+        return _inline_with_preload(fn, args, timeout, preload)
     with pool.slots:
         with pool.lock:
             worker = pool.idle.pop() if pool.idle else None
@@ -177,9 +190,13 @@ def run_with_timeout(fn: Callable[..., Any], args: tuple[Any, ...], timeout: flo
                 worker = _Worker()
             except Exception:
                 pool.broken = True
-                return call_inline(fn, args, timeout)
+                return _inline_with_preload(fn, args, timeout, preload)
         try:
-            status, value = worker.call(fn, args, timeout)
+            missing = tuple(m for m in preload if m not in worker.loaded)
+            status, value = worker.call(_import_modules, (missing,), _STARTUP_TIMEOUT) if missing else ("ok", None)
+            if status == "ok":
+                worker.loaded.update(missing)
+                status, value = worker.call(fn, args, timeout)
         except (OSError, EOFError, ValueError):  # the worker died (OOM killer, ...): drop it
             worker.kill()
             return "err", "worker died"
@@ -187,3 +204,13 @@ def run_with_timeout(fn: Callable[..., Any], args: tuple[Any, ...], timeout: flo
             with pool.lock:
                 pool.idle.append(worker)
         return status, value
+
+
+def _inline_with_preload(
+    fn: Callable[..., Any], args: tuple[Any, ...], timeout: float, preload: tuple[str, ...]
+) -> tuple[str, Any]:
+    try:
+        _import_modules(preload)  # outside the alarm, as a worker would
+    except Exception as exc:
+        return "err", f"{type(exc).__name__}: {exc}"
+    return call_inline(fn, args, timeout)

@@ -118,6 +118,11 @@ def test_missing_optional_packages_name_the_extra(tmp_path: Path) -> None:
         ("opencc", ["perturb", "--dataset", "jsonl", "--data-file", str(data), "--answer-type", "number",
                     "--language", "zh", "--method", "C-traditional", "--out", str(tmp_path / "p.jsonl")],
          "pip install 'robusteval[zh]'"),
+        # Refused before the model loads (the model path need not even exist).
+        ("math_verify", eval_args("hf:/nonexistent", data, tmp_path / "o2", "--math-grader", "math-verify"),
+         "pip install 'robusteval[math-verify]'"),
+        ("antlr4", ["variants", "score", "--instances", str(data), "--predictions", str(data),
+                    "--math-grader", "math-verify"], "pip install 'robusteval[math-verify]'"),
     ]
     for module, args, hint in cases:
         launcher = (f"import sys; sys.modules[{module!r}] = None; from robusteval.cli.main import main; "

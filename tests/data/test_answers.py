@@ -483,7 +483,7 @@ def test_math_equivalent(predicted: str, gold: str) -> None:
         ("[0, 1)", "[0,1]"),  # and so do interval brackets
         ("(1, 2)", "1, 2, 3"),
         ("\\pi", "3.14"),
-        ("x \\in [0,1]", "[0,1]"),
+        ("x \\in [0,1]", "[0,1)"),  # membership names the set, whose ends still matter (issue 13)
         ("", "1"),
         ("1", ""),
     ],

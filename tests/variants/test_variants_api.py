@@ -14,9 +14,11 @@ import pytest
 from variants_testlib import var_template
 
 import robusteval.variants as rv
+from helpers.shared import needs_modules
 from robusteval.errors import UserError
 from robusteval.seeding import derive_seed
 from robusteval.store import RunStore
+from robusteval.variants.grading import grade_prediction
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +75,33 @@ def test_instantiate_evaluate_and_score_agree(example_templates: Path, tiny_llam
     assert rv.evaluate(config, backend, run_dir, batch_size=4)["strict"] == summary["strict"]
     with pytest.raises(UserError):
         rv.evaluate(dataclasses.replace(config, max_new_tokens=4), backend, run_dir)
+
+
+@needs_modules("math_verify", "latex2sympy2_extended", "antlr4")
+def test_a_finished_run_is_regraded_by_another_grader(example_templates: Path, tiny_llama_dir: Path,
+                                                      tmp_path: Path) -> None:
+    from robusteval.models import load_backend
+
+    instances_file = tmp_path / "instances.jsonl"
+    rv.instantiate(rv.InstantiateConfig(str(example_templates), n=1, out=str(instances_file)))
+    backend = load_backend(f"hf:{tiny_llama_dir}", device="cpu")
+    config = rv.VariantsEvalConfig(str(instances_file), max_new_tokens=8)
+    run_dir = tmp_path / "run"
+    first = rv.evaluate(config, backend, run_dir)
+    with RunStore.open_existing(run_dir) as store:
+        stored = store.records("variants_generation")
+    # Grading is not part of the identity: the same generations, graded anew by math-verify.
+    regraded = rv.evaluate(dataclasses.replace(config, grading=rv.GradingConfig(math_grader="math-verify")),
+                           backend, run_dir)
+    with RunStore.open_existing(run_dir) as store:
+        assert store.records("variants_generation") == stored
+        assert "math_grader" not in store.identity
+    assert first["grading"]["math_grader"] == "builtin" and regraded["grading"]["math_grader"] == "math-verify"
+    rows = _jsonl(run_dir / "graded.jsonl")
+    assert len(rows) == 3 and {row["grader"] for row in rows} == {"math-verify"}
+    assert {row["id"]: row["correct"] for row in rows} == {
+        r["id"]: grade_prediction(r["completion"], r["gold"], math_grader="math-verify").correct for r in stored
+    }
 
 
 def test_validate_and_import_return_their_reports(example_templates: Path, tmp_path: Path) -> None:

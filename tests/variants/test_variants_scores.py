@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from variants_testlib import run_cli
 
+from helpers.shared import needs_modules
 from robusteval.metrics.variants import problem_id, variant_scores
 from robusteval.variants.grading import grade
 
@@ -160,3 +161,65 @@ def test_grading_rules() -> None:
     assert not grade("no number here", "3")[1]
     assert not grade("\\boxed{50}", "0.5")[1]
     assert grade("\\boxed{50}", "0.5", accept_percent=True)[1]
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("\\boxed{2\\sqrt{2}}", "200"),  # an expression is no percentage of anything
+        ("\\boxed{(5, 7)}", "500"),
+        ("\\boxed{(5, 7)}", "0.05"),
+        ("\\boxed{2\\pi}", "200"),
+        ("\\boxed{3x}", "300"),
+        ("\\boxed{\\{2, 4\\}}", "200"),
+        ("\\boxed{[2, 5]}", "200"),
+        ("\\boxed{x = 2}", "200"),
+    ],
+)
+def test_accept_percent_scales_plain_numbers_only(prediction: str, gold: str) -> None:
+    assert not grade(prediction, gold, accept_percent=True)[1]
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [("\\boxed{2}", "200"), ("\\boxed{50}", "0.5"), ("\\boxed{\\frac{1}{2}}", "50"), ("\\boxed{\\$2}", "200"),
+     ("\\boxed{12\\%}", "0.12"), ("\\boxed{5 \\text{ cm}}", "500"), ("The answer is five.", "500")],
+)
+def test_accept_percent_still_scales_plain_numbers(prediction: str, gold: str) -> None:
+    assert grade(prediction, gold, accept_percent=True)[1]
+
+
+@needs_modules("math_verify", "latex2sympy2_extended", "antlr4")
+def test_score_with_math_verify_records_the_grader_of_every_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inst = _jsonl(tmp_path / "inst.jsonl", [{"id": "a_0", "question": "q", "answer": 5.0},
+                                            {"id": "a_1", "question": "q", "answer": 120.0},
+                                            {"id": "b_0", "question": "q", "answer": 0.5}])
+    preds = _jsonl(tmp_path / "preds.jsonl", [{"id": "a_0", "prediction": "So \\boxed{five}."},
+                                              {"id": "a_1", "prediction": "\\boxed{5!}"},
+                                              {"id": "b_0", "prediction": "\\boxed{50}"}])
+    graded = {}
+    for grader in ("builtin", "math-verify"):
+        out = tmp_path / f"{grader}.json"
+        argv = ["variants", "score", "--instances", str(inst), "--predictions", str(preds), "--out", str(out),
+                "--accept-percent", "--math-grader", grader]
+        assert run_cli(argv, monkeypatch) == 0
+        summary = json.loads(out.read_text())
+        assert summary["grading"]["math_grader"] == grader
+        graded[grader] = {g["id"]: (g["correct"], g["grader"], g.get("grader_note")) for g in summary["graded"]}
+    assert graded["builtin"] == {"a_0": (True, "builtin", None), "a_1": (True, "builtin", None),
+                                 "b_0": (True, "builtin", "accept-percent")}
+    # math-verify reads "five" as a product of symbols; the x100 reading is ours, whoever grades.
+    assert graded["math-verify"] == {"a_0": (False, "math-verify", None), "a_1": (True, "math-verify", None),
+                                     "b_0": (True, "math-verify", "accept-percent")}
+
+
+def test_unknown_math_grader_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    inst = _jsonl(tmp_path / "inst.jsonl", INSTANCES)
+    preds = _jsonl(tmp_path / "preds.jsonl", PREDICTIONS)
+    with pytest.raises(SystemExit) as exc:  # argparse refuses a value outside --math-grader's choices
+        run_cli(["variants", "score", "--instances", str(inst), "--predictions", str(preds),
+                 "--math-grader", "sympy"], monkeypatch)
+    assert exc.value.code == 2 and "invalid choice: 'sympy'" in capsys.readouterr().err

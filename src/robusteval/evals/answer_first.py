@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from robusteval.config import nested, option
-from robusteval.data.answers import answers_match, extract_answer_first, split_answer_and_cot
+from robusteval.data.answers import (
+    MATH_GRADERS,
+    check_math_grader,
+    extract_answer_first,
+    grade_answer,
+    split_answer_and_cot,
+)
+from robusteval.data.answers.graders import MATH_GRADER_HELP
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.metrics.stats import proportion
@@ -34,10 +41,12 @@ def read_completion(completion: str, answer_type: str) -> dict[str, Any]:
     }
 
 
-def grade_completion(example: Example, completion: str) -> dict[str, Any]:
-    """:func:`read_completion` plus ``correct`` against the gold answer."""
+def grade_completion(example: Example, completion: str, *, math_grader: str = "builtin") -> dict[str, Any]:
+    """:func:`read_completion` plus ``correct`` against the gold answer and the ``grader`` that decided it
+    (``math_grader`` judges number and math answers; see :func:`robusteval.data.answers.grade_answer`)."""
     read = read_completion(completion, example.answer_type)
-    return {**read, "correct": answers_match(read["predicted"], example.answer, example.answer_type)}
+    verdict = grade_answer(read["predicted"], example.answer, example.answer_type, grader=math_grader)
+    return {**read, "correct": verdict.correct, **verdict.detail()}
 
 
 def answer_first_records(
@@ -51,10 +60,13 @@ def answer_first_records(
     description: str = "answer-first",
     chat: bool = False,
     system_prompt: str | None = None,
+    math_grader: str = "builtin",
 ) -> list[dict[str, Any]]:
     """Greedy answer-first completions for every example, stored per example (resumable).
 
     ``chat``: ask through the model's chat template (:meth:`AnswerFirstPrompt.messages`, with ``system_prompt``).
+    ``math_grader``: who grades number and math answers (part of the run identity of the callers that offer it,
+    so stored verdicts never mix graders).
     """
     prefix = prompt.prefix
 
@@ -78,7 +90,7 @@ def answer_first_records(
                 "completion": out.text,
                 "finish_reason": out.finish_reason,
                 "n_tokens": out.n_tokens,
-                **grade_completion(ex, out.text),
+                **grade_completion(ex, out.text, math_grader=math_grader),
             }
             for ex, out in zip(batch, outputs, strict=True)
         ]
@@ -108,9 +120,12 @@ class EvalConfig:
     system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer "
                                        "first, then the reasoning; '' for no system turn)")
     seed: int = option(DEFAULT_SEED, help="random seed (recorded; greedy decoding ignores it)")
+    # In the identity: every stored answer holds its verdict, so one run directory never mixes graders.
+    math_grader: str = option("builtin", choices=MATH_GRADERS, help=MATH_GRADER_HELP)
 
     def __post_init__(self) -> None:
         check_chat_options(self.chat, self.system_prompt)
+        check_math_grader(self.math_grader)
 
 
 class EvalSummary(TypedDict):
@@ -118,6 +133,7 @@ class EvalSummary(TypedDict):
     dataset: str
     data_file: str | None
     exemplars: str
+    math_grader: str
     n: int
     n_correct: int
     acc: float | None
@@ -145,12 +161,14 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
     identity = eval_identity(config, backend_identity(backend), examples)
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
         records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
-                                       batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt)
+                                       batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
+                                       math_grader=config.math_grader)
         summary = {
             "model": backend.name,
             "dataset": config.data.dataset,
             "data_file": config.data.data_file,
             "exemplars": prompt.exemplars.name,
+            "math_grader": config.math_grader,
             **accuracy_summary(records),
         }
         return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]

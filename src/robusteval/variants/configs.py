@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robusteval.config import option
+from robusteval.data.answers.graders import MATH_GRADER_HELP, MATH_GRADERS, check_math_grader
 from robusteval.errors import UserError
 from robusteval.seeding import DEFAULT_SEED
 
@@ -86,14 +87,17 @@ class GradingConfig:
     """How answers are graded and intervals computed.
 
     Not part of a run's identity: ``variants eval`` grades the stored generations anew on every invocation, so
-    a finished run can be re-graded; its summary records the settings.
+    a finished run can be re-graded (by another ``math_grader`` too); its summary records the settings and
+    every graded row the grader that decided it.
     """
 
     rel_tol: float = option(1e-4, help="relative tolerance of numeric comparison", identity=False)
-    grade_timeout: float = option(3.0, help="seconds per symbolic comparison", identity=False)
+    grade_timeout: float = option(3.0, help="seconds per symbolic (or math-verify) comparison", identity=False)
     accept_percent: bool = option(
-        False, help="also accept the prediction x100 or /100 (as VAR-MATH's grader does)", identity=False
+        False, help="also accept the prediction x100 or /100 (as VAR-MATH's grader does) when it and the gold "
+        "answer are plain numbers", identity=False
     )
+    math_grader: str = option("builtin", choices=MATH_GRADERS, help=MATH_GRADER_HELP, identity=False)
     bootstrap_rounds: int = option(1000, help="bootstrap rounds of the 95%% CIs", identity=False)
     bootstrap_seed: int = option(
         DEFAULT_SEED, help="seed of the bootstrap (independent of --seed)", identity=False
@@ -102,6 +106,7 @@ class GradingConfig:
     def check(self) -> None:
         if self.bootstrap_rounds < 0:
             raise UserError("--bootstrap-rounds must be 0 or more")
+        check_math_grader(self.math_grader)
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`robusteval.variants.grading.grade_all`."""
@@ -109,6 +114,7 @@ class GradingConfig:
             "rel_tol": self.rel_tol,
             "timeout": self.grade_timeout,
             "accept_percent": self.accept_percent,
+            "math_grader": self.math_grader,
             "bootstrap_rounds": self.bootstrap_rounds,
             "seed": self.bootstrap_seed,
         }

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.data.answers import answers_match, extract_final_answer, normalize_number
+from robusteval.data.answers import Verdict, extract_final_answer, grade_answer, parse_number
 from robusteval.errors import DataError, UserError
 from robusteval.metrics.variants import variant_scores
 
@@ -105,6 +105,49 @@ def load_predictions(path: str | Path, known_ids: set[str]) -> tuple[dict[str, l
 
 
 # ---------------------------------------------------------------------------------------------------- grading
+@dataclass(frozen=True)
+class GradedAnswer:
+    """One prediction graded: the extracted answer and the verdict, which names the grader that decided it
+    (its note is "accept-percent" when only the x100 or /100 reading was right)."""
+
+    extracted: str | None
+    verdict: Verdict
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict.correct
+
+
+def grade_prediction(
+    prediction: str,
+    gold: str,
+    *,
+    rel_tol: float = 1e-4,
+    timeout: float = 3.0,
+    accept_percent: bool = False,
+    math_grader: str = "builtin",
+) -> GradedAnswer:
+    """Extract the final answer (last ``\\boxed{}``, else "the answer is", else last number) and grade it by
+    ``math_grader`` (:func:`robusteval.data.answers.grade_answer`; the builtin grader: equal as strings,
+    numerically within ``rel_tol`` or symbolically with sympy, bounded by ``timeout`` seconds).
+
+    ``accept_percent`` also accepts the prediction x100 or /100 (VAR-MATH's grader does), when both the
+    prediction and the gold answer are plain numbers: "2\\sqrt{2}" is no percentage of 200.
+    """
+    extracted = extract_final_answer(prediction, "math")
+    if extracted is None:
+        return GradedAnswer(None, Verdict(False, math_grader, "no answer found"))
+    verdict = grade_answer(extracted, gold, "math", grader=math_grader, rel_tol=rel_tol, timeout=timeout)
+    if verdict.correct or not accept_percent:
+        return GradedAnswer(extracted, verdict)
+    p, g = parse_number(extracted), parse_number(gold)
+    if p is not None and g is not None:
+        for scaled in (p * 100, p / 100):
+            if math.isclose(scaled, g, rel_tol=rel_tol, abs_tol=1e-9):
+                return GradedAnswer(extracted, Verdict(True, verdict.grader, "accept-percent"))
+    return GradedAnswer(extracted, verdict)
+
+
 def grade(
     prediction: str,
     gold: str,
@@ -112,24 +155,12 @@ def grade(
     rel_tol: float = 1e-4,
     timeout: float = 3.0,
     accept_percent: bool = False,
+    math_grader: str = "builtin",
 ) -> tuple[str | None, bool]:
-    """(extracted answer, correct): last ``\\boxed{}``, else "the answer is", else last number; then equal as
-    strings, numerically within ``rel_tol`` or symbolically (sympy, bounded by ``timeout`` seconds).
-
-    ``accept_percent`` also accepts the prediction x100 or /100 (VAR-MATH's grader does).
-    """
-    extracted = extract_final_answer(prediction, "math")
-    if extracted is None:
-        return None, False
-    if answers_match(extracted, gold, "math", rel_tol=rel_tol, timeout=timeout):
-        return extracted, True
-    if accept_percent:
-        p, g = normalize_number(extracted), normalize_number(gold)
-        if p is not None and g is not None:
-            for scaled in (p * 100, p / 100):
-                if math.isclose(scaled, g, rel_tol=rel_tol, abs_tol=1e-9):
-                    return extracted, True
-    return extracted, False
+    """(extracted answer, correct): :func:`grade_prediction` without the grader detail."""
+    graded = grade_prediction(prediction, gold, rel_tol=rel_tol, timeout=timeout, accept_percent=accept_percent,
+                              math_grader=math_grader)
+    return graded.extracted, graded.correct
 
 
 def grade_all(
@@ -139,22 +170,22 @@ def grade_all(
     rel_tol: float = 1e-4,
     timeout: float = 3.0,
     accept_percent: bool = False,
+    math_grader: str = "builtin",
     bootstrap_rounds: int = 1000,
     seed: int = 0,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Grade every prediction; return the score summary and one graded row per prediction."""
+    """Grade every prediction; return the score summary and one graded row per prediction (with the grader
+    that decided it)."""
     graded: list[dict[str, Any]] = []
     correct: dict[str, list[bool]] = {}
     for inst in instances:
         outcomes: list[bool] = []
         for k, text in enumerate(predictions.get(inst.id, [])):
-            extracted, ok = grade(
-                text, inst.gold, rel_tol=rel_tol, timeout=timeout, accept_percent=accept_percent
-            )
-            outcomes.append(ok)
-            graded.append(
-                {"id": inst.id, "sample": k, "gold": inst.gold, "extracted": extracted, "correct": ok}
-            )
+            answer = grade_prediction(text, inst.gold, rel_tol=rel_tol, timeout=timeout,
+                                      accept_percent=accept_percent, math_grader=math_grader)
+            outcomes.append(answer.correct)
+            graded.append({"id": inst.id, "sample": k, "gold": inst.gold, "extracted": answer.extracted,
+                           "correct": answer.correct, **answer.verdict.detail()})
         correct[inst.id] = outcomes
     summary = variant_scores(
         correct, instance_order=[i.id for i in instances], bootstrap_rounds=bootstrap_rounds, seed=seed

@@ -235,6 +235,7 @@ def score_files(config: ScoreConfig) -> ScoreReport:
         "instances": str(config.instances),
         "predictions": str(config.predictions),
         **scores,
+        "grading": dataclasses.asdict(config.grading),  # the grader among them: each row names who decided
         "seeds": {"bootstrap_seed": config.grading.bootstrap_seed},
         "graded": graded,
     }

@@ -11,7 +11,9 @@ Public API:
 * :func:`extract_final_answer` for free-form math solutions (last ``\\boxed{}``, else last "the answer is",
   else last number);
 * :func:`normalize_number`, :func:`normalize_yesno`, :func:`parse_number`;
-* :func:`answers_match`, dispatching on :data:`robusteval.data.example.AnswerType`.
+* :func:`answers_match`, dispatching on :data:`robusteval.data.example.AnswerType`;
+* :func:`grade_answer`: the same verdict by a chosen grader (``builtin`` or the optional ``math-verify``),
+  with the grader that decided (:mod:`.graders`).
 
 Symbolic comparison uses sympy through a small hand-written LaTeX tokenizer and recursive-descent parser
 (never ``eval``/``exec``, and no dependency on ``sympy.parsing.latex``/antlr4). Sympy runs in a lazily
@@ -24,16 +26,20 @@ SIGALRM on the main thread and unbounded on other threads.
 Modules, one concern each:
 
 * :mod:`.markup`: text preparation (unicode minus signs, vulgar fractions, ``\\boxed{}``, markup stripping);
-* :mod:`.numbers`: finding, parsing and comparing numbers; :mod:`.yesno`: yes/no answers;
+* :mod:`.numbers`: finding, parsing and comparing numbers; :mod:`.wordnumbers`: spelled-out numbers;
+  :mod:`.yesno`: yes/no answers;
 * :mod:`.phrases`: "The answer is" and the end of its sentence; :mod:`.extract`: answer extraction;
 * :mod:`.textnorm`: the normal form of text and label answers;
 * :mod:`.latex`: LaTeX -> plain text; :mod:`.symbolic`: tokenizer, parser and sympy equality;
+* :mod:`.setforms`: sets, lists and ratios written other ways (membership, inequalities, unions, ±, ...);
 * :mod:`.compare`: :func:`answers_match` and the math comparison;
 * the timeout-bounded worker processes are :mod:`robusteval.workers`; shared character tables are
   :mod:`robusteval.text.normalise`.
 
 Every name this module held before it became a package (private helpers included) is still importable from
-here, except ``_pool``, the worker pool's mutable state, which lives in :mod:`robusteval.workers`.
+here, except ``_pool``, the worker pool's mutable state, which lives in :mod:`robusteval.workers`, and
+``_WORD_NUM_RE``, replaced by the grammar of :mod:`.wordnumbers` (``_word_number`` now returns a
+:class:`~.wordnumbers.WordNumber`).
 """
 
 # Besides the public API (``__all__``), the private helpers are re-exported (hence the noqa): whatever was
@@ -59,6 +65,7 @@ from robusteval.data.answers.extract import (  # noqa: F401
     extract_final_answer,
     split_answer_and_cot,
 )
+from robusteval.data.answers.graders import MATH_GRADERS, Verdict, check_math_grader, grade_answer
 from robusteval.data.answers.latex import (  # noqa: F401
     _CMD_OPS,
     _CONSTS,
@@ -95,11 +102,7 @@ from robusteval.data.answers.numbers import (  # noqa: F401
     _UDEC,
     _UDEC_RE,
     _UINT,
-    _UNIT_WORDS,
     _UNITS_TAIL_RE,
-    _WORD_NUM_RE,
-    _WORD_TENS,
-    _WORD_UNITS,
     _first_number,
     _fraction,
     _iter_numbers,
@@ -130,6 +133,13 @@ from robusteval.data.answers.symbolic import (  # noqa: F401
     _tokenize,
 )
 from robusteval.data.answers.textnorm import _BRACKETS, _normalize_text, _outer_pair  # noqa: F401
+from robusteval.data.answers.wordnumbers import (  # noqa: F401
+    _UNIT_WORDS,
+    _WORD_TENS,
+    _WORD_UNITS,
+    WordNumber,
+    find_word_number,
+)
 from robusteval.data.answers.yesno import _YESNO, _YESNO_RE, normalize_yesno  # noqa: F401
 from robusteval.text.normalise import MINUS_TABLE as _MINUS_TABLE  # noqa: F401
 from robusteval.text.normalise import VULGAR_RE as _VULGAR_RE  # noqa: F401
@@ -149,9 +159,13 @@ from robusteval.workers import call_inline as _call_inline  # noqa: F401
 from robusteval.workers import run_with_timeout as _run_with_timeout  # noqa: F401
 
 __all__ = [
+    "MATH_GRADERS",
+    "Verdict",
     "answers_match",
+    "check_math_grader",
     "extract_answer_first",
     "extract_final_answer",
+    "grade_answer",
     "normalize_number",
     "normalize_yesno",
     "split_answer_and_cot",

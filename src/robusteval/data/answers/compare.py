@@ -9,11 +9,18 @@ import re
 from robusteval.data.answers.latex import Token
 from robusteval.data.answers.markup import _last_boxed, _prep_full, _strip_markup
 from robusteval.data.answers.numbers import (
-    _MATH_WORDS,
     _first_number,
+    _is_unit_word,
     _Num,
     _numbers_equal,
     _parse_number_strict,
+)
+from robusteval.data.answers.setforms import (
+    canonical_form,
+    expand_plus_minus,
+    rewrite_assignment_list,
+    split_top_level,
+    split_union,
 )
 from robusteval.data.answers.symbolic import _symbolic_equal_batch, _to_tokens
 from robusteval.data.answers.textnorm import _normalize_text
@@ -33,17 +40,18 @@ def _clean_math(text: str) -> str:
     s = re.sub(r"\\(?:left|right)(?![A-Za-z])", "", s)
     s = re.sub(r"\\(?:displaystyle|textstyle)(?![A-Za-z])|\\[!,;: ]", " ", s)
     s = re.sub(r"\\[dtc]frac(?![A-Za-z])", r"\\frac", s)
-    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|°", "", s)
+    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|°", "", s).replace("∞", "\\infty ")
     s = " ".join(s.split()).rstrip(".").strip()
-    # Trailing unit words ("5\sqrt{2} cm") after something math-like.
+    # Trailing unit words ("5\sqrt{2} cm") after something math-like; not "twenty one" or "one half".
     m = re.search(r"(?<=[\d})a-zA-Z])(\s+[A-Za-z]{2,}(?:\^\d)?)+$", s)
-    if m and not any(w in _MATH_WORDS for w in re.findall(r"[A-Za-z]+", m.group(0))):
+    if m and all(_is_unit_word(w) for w in re.findall(r"[A-Za-z]+", m.group(0))):
         s = s[: m.start()].strip()
     return s
 
 
 def _split_composite(s: str) -> tuple[str, list[str]] | None:
-    """("()", ["1", "2"]) for "(1, 2)"; ("{}", ...) for sets; ("", ...) for a bare list "1, 2"."""
+    """("()", ["1", "2"]) for "(1, 2)"; ("{}", ...) for sets; ("", ...) for a bare list "1, 2", "7 and 8" or
+    "1 \\pm \\sqrt{2}"."""
     kind = ""
     inner = s
     if s.startswith("\\{") and s.endswith("\\}"):
@@ -57,17 +65,9 @@ def _split_composite(s: str) -> tuple[str, list[str]] | None:
                 break
         else:
             kind, inner = s[0] + s[-1], s[1:-1]
-    parts: list[str] = []
-    depth, last = 0, 0
-    for j, c in enumerate(inner):
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(inner[last:j].strip())
-            last = j + 1
-    parts.append(inner[last:].strip())
+    parts = split_top_level(inner, words=not kind)
+    if len(parts) < 2 and not kind:
+        parts = expand_plus_minus(inner) or parts
     if len(parts) < 2 and kind != "{}":
         return None
     return kind, parts
@@ -104,12 +104,21 @@ def _exact_text(num: _Num | None, text: str) -> str:
 def _math_match(predicted: str, gold: str, rel_tol: float, timeout: float) -> bool:
     if max(len(predicted), len(gold)) > _MAX_MATH_CHARS:  # a paragraph, not an expression
         return _normalize_text(predicted) == _normalize_text(gold)
-    a, b = _clean_math(predicted), _clean_math(gold)
+    return _match_clean(_clean_math(predicted), _clean_math(gold), rel_tol, timeout)
+
+
+def _match_clean(a: str, b: str, rel_tol: float, timeout: float) -> bool:
+    """:func:`_math_match` on two cleaned answers."""
     if not a or not b:
         return False
+    # "x \in [2, 5]" and "2 \le x \le 5" both answer "[2, 5]"; "a=2, b=3" answers "(2, 3)".
+    a, b = rewrite_assignment_list(canonical_form(a)), rewrite_assignment_list(canonical_form(b))
     # "x = 5" answers "5"; with "=" on both sides it is an equation comparison instead.
     if ("=" in a) != ("=" in b):
         a, b = _ASSIGN_RE.sub("", a), _ASSIGN_RE.sub("", b)
+    ua, ub = split_union(a), split_union(b)
+    if ua is not None or ub is not None:
+        return _union_match(ua, ub, rel_tol, timeout)
     pending = _Pending(rel_tol)
     first = pending.simple(a, b)
     if first is True:
@@ -117,12 +126,21 @@ def _math_match(predicted: str, gold: str, rel_tol: float, timeout: float) -> bo
     na, nb = _parse_number_strict(a), _parse_number_strict(b)
     if na is not None and nb is not None:
         return False  # two plain numbers: the numeric verdict is final
-    ca, cb = _split_composite(a), _split_composite(b)
+    # A plain number is never a list: "1,000,000" is one number, "one hundred and five" another.
+    ca = _split_composite(a) if na is None else None
+    cb = _split_composite(b) if nb is None else None
     if ca is not None or cb is not None:
-        return _composite_match(ca, cb, rel_tol, timeout)
+        return _composite_match(ca, cb, a, b, rel_tol, timeout)
     if first is False:
         return False
     return _resolve(pending, timeout) == [True]
+
+
+def _union_match(ua: list[str] | None, ub: list[str] | None, rel_tol: float, timeout: float) -> bool:
+    """Unions of sets match part for part, in any order."""
+    if ua is None or ub is None or len(ua) != len(ub):
+        return False
+    return _perfect_matching([[_match_clean(x, y, rel_tol, timeout) for y in ub] for x in ua])
 
 
 def _resolve(pending: _Pending, timeout: float) -> list[bool]:
@@ -137,10 +155,15 @@ def _resolve(pending: _Pending, timeout: float) -> list[bool]:
 
 
 def _composite_match(
-    ca: tuple[str, list[str]] | None, cb: tuple[str, list[str]] | None, rel_tol: float, timeout: float
+    ca: tuple[str, list[str]] | None, cb: tuple[str, list[str]] | None, a: str, b: str, rel_tol: float,
+    timeout: float,
 ) -> bool:
-    """Tuples and intervals compare in order (brackets must agree); sets and bare lists in any order."""
+    """Tuples and intervals compare in order (brackets must agree); sets and bare lists in any order; a
+    one-element set is its element ("\\{2\\}" answers "2")."""
     if ca is None or cb is None:
+        single, other = (ca, b) if cb is None else (cb, a)
+        if single is not None and single[0] == "{}" and len(single[1]) == 1:
+            return _match_clean(single[1][0], other, rel_tol, timeout)
         return False
     (ka, pa), (kb, pb) = ca, cb
     if len(pa) != len(pb):
@@ -194,7 +217,8 @@ def answers_match(
         return False
     if answer_type == "number":
         g = _parse_number_strict(gold) or _first_number(gold)
-        p = _first_number(predicted)
+        # A whole answer read as one number first: "5!" is 120, "one hundred and five" is 105.
+        p = _parse_number_strict(predicted) or _first_number(predicted)
         if g is None:
             return _normalize_text(predicted) == _normalize_text(gold)
         return p is not None and _numbers_equal(p, g, rel_tol)

@@ -11,36 +11,53 @@ from robusteval.data.answers.numbers import _iter_numbers, _Num, _word_number
 from robusteval.data.answers.phrases import _ANSWER_PHRASE_RE, _sentence_end
 from robusteval.data.answers.yesno import _YESNO, _YESNO_RE
 
+# "!" is a factorial, not an exclamation mark, when math mode closes right after it ("$5!$", "\\(5!\\)",
+# "\\boxed{5!}"); "!=" and "!!" are other operators.
+_FACTORIAL_RE = re.compile(r"!(?![=!])")
+_MATH_CLOSE_RE = re.compile(r"\s*(?:\$|\\\)|\\\]|\})")
+_TRAILING_FACTORIAL_RE = re.compile(r"!\s*(?:\$|\\\)|\\\]|\})[\s.,;:!?*_]*$")
 
-def _clean_segment(segment: str) -> str | None:
-    """An answer phrase's tail, presentation stripped: "$\\boxed{18}$." -> "18"."""
-    s = _strip_markup(segment)
-    s = s.strip().rstrip(".!?,;:").strip()
+
+def _clean_segment(segment: str, *, math_mode: bool = False) -> str | None:
+    """An answer phrase's tail, presentation stripped: "$\\boxed{18}$." -> "18".
+
+    A trailing "!" ends a sentence ("The answer is 18!") unless the segment is math (``math_mode``: the
+    content of a box) or math mode closes right after it ("$5!$."): then it is a factorial.
+    """
+    s = segment.strip()
+    keep_bang = math_mode or _TRAILING_FACTORIAL_RE.search(s) is not None
+    s = _strip_markup(s)
+    s = s.strip().rstrip(".?,;:" if keep_bang else ".!?,;:").strip()
     s = s.strip("\"'*_`").strip()
     return s or None
 
 
-def _answer_from_segment(segment: str, answer_type: str) -> str | None:
-    """Read an answer of ``answer_type`` from the text that follows "The answer is"."""
+def _answer_from_segment(segment: str, answer_type: str, *, math_mode: bool = False) -> str | None:
+    """Read an answer of ``answer_type`` from the text that follows "The answer is" (``math_mode``: from the
+    content of a box)."""
     if answer_type == "number":
         prepared = _prep_light(segment)
         num = next(_iter_numbers(prepared), None)
         if num is not None:
-            return _token_text(prepared, num)
+            return _token_text(prepared, num, math_mode=math_mode)
         word = _word_number(prepared)
-        return word[1].group(0) if word else None
+        return prepared[word.start : word.end] if word else None
     if answer_type == "yesno":
         m = _YESNO_RE.search(segment)
         return _YESNO[m.group(1).lower()] if m else None
     # "The answer is 5 because 2+3=5" names 5; the justification is not part of the answer.
     segment = re.split(r"(?:,\s*|\s+)(?:because|since)\b", segment, maxsplit=1, flags=re.IGNORECASE)[0]
-    return _clean_segment(_prep_light(segment))
+    return _clean_segment(_prep_light(segment), math_mode=math_mode)
 
 
-def _token_text(prepared: str, num: _Num) -> str:
-    """A number as written; "$18$" is math mode rather than dollars, so its "$" is dropped."""
-    token = prepared[num.start : num.end].strip()
-    if token.startswith("$") and prepared.startswith("$", num.end):
+def _token_text(prepared: str, num: _Num, *, math_mode: bool = False) -> str:
+    """A number as written; "$18$" is math mode rather than dollars, so its "$" is dropped. A factorial sign
+    belongs to the number in math ("$5!$", a box's "5!"), never in prose ("I got 18! Then ...")."""
+    end = num.end
+    if _FACTORIAL_RE.match(prepared, end) and (math_mode or _MATH_CLOSE_RE.match(prepared, end + 1)):
+        end += 1
+    token = prepared[num.start : end].strip()
+    if token.startswith("$") and prepared.startswith("$", end):
         token = token[1:]
     return token
 
@@ -90,7 +107,7 @@ def extract_final_answer(text: str, answer_type: str = "math") -> str | None:
     light = _prep_light(text)
     boxed = _last_boxed(light)
     if boxed:
-        got = _answer_from_segment(boxed, answer_type)
+        got = _answer_from_segment(boxed, answer_type, math_mode=True)
         if got is not None:
             return got
     for m in reversed(list(_ANSWER_PHRASE_RE.finditer(light))):

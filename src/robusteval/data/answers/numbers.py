@@ -11,6 +11,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from robusteval.data.answers.markup import _prep_full, _strip_markup
+from robusteval.data.answers.wordnumbers import (
+    ARITHMETIC_WORDS,
+    FRACTION_WORDS,
+    NUMBER_WORDS,
+    SCALES,
+    WordNumber,
+    find_word_number,
+)
 
 _UINT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)"  # "1,234,567" is one number only with exact 3-digit groups
 _UDEC = rf"(?:{_UINT}(?:\.\d+)?|\.\d+)"  # "18." does not take the period: it usually ends a sentence
@@ -144,34 +152,15 @@ def _iter_numbers(text: str) -> Iterator[_Num]:
         pos = num.end
 
 
-_UNIT_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
-)  # fmt: skip
-_WORD_UNITS = {w: i for i, w in enumerate(_UNIT_WORDS)}
-_WORD_TENS = {
-    w: 10 * i
-    for i, w in enumerate(("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"), 2)
-}
-_WORD_NUM_RE = re.compile(
-    r"\b(?:(?P<t>" + "|".join(_WORD_TENS) + r")(?:[-\s](?P<u1>" + "|".join(list(_WORD_UNITS)[1:10]) + r"))?"
-    r"|(?P<u>" + "|".join(sorted(_WORD_UNITS, key=len, reverse=True)) + r"))\b",
-    re.IGNORECASE,
-)
+def _word_number(text: str) -> WordNumber | None:
+    """First spelled-out whole number ("eighteen", "one hundred and five"): a fallback when no digits exist."""
+    return find_word_number(text)
 
 
-def _word_number(text: str) -> tuple[int, re.Match[str]] | None:
-    """First spelled-out number below 100 ("eighteen", "twenty-one"): a fallback when no digits exist."""
-    m = _WORD_NUM_RE.search(text)
-    if m is None:
-        return None
-    if m.group("t"):
-        value = _WORD_TENS[m.group("t").lower()] + (
-            _WORD_UNITS[m.group("u1").lower()] if m.group("u1") else 0
-        )
-    else:
-        value = _WORD_UNITS[m.group("u").lower()]
-    return value, m
+def _word_num(text: str, word: WordNumber) -> _Num:
+    """A spelled-out number as a :class:`_Num`, with a following "percent" ("fifty percent")."""
+    pm = _PCT_RE.match(text, word.end)
+    return _Num(word.start, pm.end() if pm else word.end, Fraction(word.value), float(word.value), pm is not None)
 
 
 def _first_number(text: str) -> _Num | None:
@@ -180,9 +169,7 @@ def _first_number(text: str) -> _Num | None:
     if num is not None:
         return num
     word = _word_number(prepared)
-    if word is None:
-        return None
-    return _Num(word[1].start(), word[1].end(), Fraction(word[0]), float(word[0]), False)
+    return None if word is None else _word_num(prepared, word)
 
 
 def normalize_number(text: str) -> float | None:
@@ -190,7 +177,8 @@ def normalize_number(text: str) -> float | None:
 
     Handles thousands separators ("1,234,567"), currency ("$5.50", "\\$18"), signs (including the unicode
     minus "−"), fractions ("3/4", "\\frac{3}{4}"), mixed numbers ("2 1/2"), scientific notation ("1e3",
-    "2 \\times 10^{3}"), trailing units ("12 apples") and a sentence-ending period ("18.").
+    "2 \\times 10^{3}"), trailing units ("12 apples"), a sentence-ending period ("18.") and, where no digits
+    are, spelled-out numbers ("one hundred and five").
 
     A percent sign is dropped: "50%" gives 50.0. Whether a gold 0.5 should accept "50%" is a comparison
     question, answered by :func:`answers_match`, which tries both 50 and 0.5.
@@ -205,10 +193,38 @@ _MATH_WORDS = frozenset(
      "acos", "atan", "arcsin", "arccos", "arctan", "log", "ln", "exp", "and", "or")
 )  # fmt: skip
 _UNITS_TAIL_RE = re.compile(r"^(?:\s+[A-Za-z]{2,}(?:\^\d)?\.?)+\s*$")
+_DIGIT_SCALES = {"hundred": 100, **SCALES}
+_SCALE_RE = re.compile(r"\s+(" + "|".join(_DIGIT_SCALES) + r")\b", re.IGNORECASE)
+_MAX_FACTORIAL = 1000  # 1000! has 2568 digits: cheap; beyond, the symbolic path decides under its timeout
+
+
+def _is_unit_word(word: str) -> bool:
+    """Whether a word after a number is a unit ("cm", "apples") rather than part of the value ("pi", "half",
+    "times", "five")."""
+    w = word.lower().rstrip(".")
+    return not (w == "percent" or w in _MATH_WORDS or w in NUMBER_WORDS or w in FRACTION_WORDS or w in ARITHMETIC_WORDS)
+
+
+def _units_only(rest: str) -> bool:
+    """Whether ``rest`` (what follows a number) is empty or unit words only."""
+    if not rest.strip():
+        return True
+    return bool(_UNITS_TAIL_RE.match(rest)) and all(_is_unit_word(w) for w in re.findall(r"[A-Za-z]+", rest))
+
+
+def _factorial(text: str, num: _Num) -> _Num | None:
+    """``num`` followed by "!" read as a factorial ("5!" is 120, "-3!" is -6); None unless ``num`` is a
+    small non-negative integer literal."""
+    literal = text[num.start : num.end].strip()
+    if not re.fullmatch(r"[-+]?\d+", literal) or abs(int(literal)) > _MAX_FACTORIAL:
+        return None
+    value = math.factorial(abs(int(literal))) * (-1 if literal.startswith("-") else 1)
+    return _Num(num.start, num.end + 1, Fraction(value), _to_float(Fraction(value)), False)
 
 
 def _parse_number_strict(text: str) -> _Num | None:
-    """``text`` read as one number (plus optional unit words), else None: "2\\sqrt{3}" is not a number."""
+    """``text`` read as one number (plus optional unit words), else None: "2\\sqrt{3}" is not a number;
+    "5!" is 120 and "twenty-one" 21 (here the whole answer is the number, so "!" cannot be punctuation)."""
     s = _strip_markup(_prep_full(text))
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?|°|\\!", "", s).strip().rstrip(".").strip()
     if not s:
@@ -216,13 +232,16 @@ def _parse_number_strict(text: str) -> _Num | None:
     head = _HEAD_RE.match(s)
     num = _parse_at(s, head) if head else None
     if num is None:
+        word = find_word_number(s, anchored=True)
+        num = _word_num(s, word) if word else None
+    if num is not None and s.startswith("!", num.end) and not s.startswith(("!=", "!!"), num.end):
+        num = _factorial(s, num)
+    scale = _SCALE_RE.match(s, num.end) if num is not None and num.exact is not None else None
+    if num is not None and num.exact is not None and scale:  # "2.5 million"
+        value = num.exact * _DIGIT_SCALES[scale.group(1).lower()]
+        num = _Num(num.start, scale.end(), value, _to_float(value), num.percent)
+    if num is None or not _units_only(s[num.end :]):
         return None
-    rest = s[num.end :]
-    if rest.strip():
-        if not _UNITS_TAIL_RE.match(rest):
-            return None
-        if any(w.lower().rstrip(".") in _MATH_WORDS for w in re.findall(r"[A-Za-z]+", rest)):
-            return None
     return num
 
 

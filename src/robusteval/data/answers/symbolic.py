@@ -173,7 +173,14 @@ def _sympy_expr_equal(a: Any, b: Any, rel_tol: float, sp: Any) -> bool:
         except (TypeError, ValueError):
             va = vb = complex("nan")
         if not (math.isnan(va.real) or math.isnan(vb.real)):
-            return abs(va - vb) <= max(rel_tol * max(abs(va), abs(vb)), 1e-9)
+            if math.isinf(abs(va)) or math.isinf(abs(vb)):
+                # A relative tolerance of infinity is infinite: "\infty" (or 100000!, beyond float range)
+                # would equal every number. Infinities are equal only to themselves; overflowing values
+                # are left to the exact checks below.
+                if va == vb and (a.is_infinite or b.is_infinite):
+                    return True
+            else:
+                return abs(va - vb) <= max(rel_tol * max(abs(va), abs(vb)), 1e-9)
     if sp.simplify(diff) == 0:
         return True
     return a.equals(b) is True
