@@ -35,6 +35,12 @@ class DataError(UserError):
 class BackendError(UserError):
     """A model backend failed in a way retries cannot fix (server down after retries, bad spec)."""
 
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        # The HTTP status a server refused with (400, 401, 404, 422...); None for anything else. Lets a caller
+        # tell "the server does not offer this" from "the server is down".
+        self.status = status
+
 
 _OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "defaultcpuallocator")
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)

@@ -77,6 +77,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="openai: where text prompts go: /completions, /chat/completions (as one user message), "
                        "or auto (chat after a 404 on /completions); --chat conversations always use chat. Recorded "
                        "in the run identity")
+    group.add_argument("--api-logprobs", default="auto", choices=("auto", "echo", "prompt_logprobs", "off"),
+                       help="openai: how prompts are scored for soft labels, log-prob confidence and log-prob judges: "
+                       "auto = probe the server once (echo+logprobs on /completions, then vLLM's prompt_logprobs) and "
+                       "fall back to sampled labels / generated verdicts when it offers neither; off = never score")
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,6 +95,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         "api_key_env": args.api_key_env,
         "timeout": args.request_timeout,
         "endpoint": getattr(args, "endpoint", "completions"),
+        "logprobs": getattr(args, "api_logprobs", "auto"),
     }
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from robusteval.data.example import Example
 from robusteval.errors import DataError, UserError
 from robusteval.models import Backend, GenerationRequest
-from robusteval.models.base import LOGPROBS, Message
+from robusteval.models.base import LOGPROBS, Message, scoring_note
 from robusteval.models.identity import backend_key
 from robusteval.prompts.chat import check_chat_options, conversation, resolve_system_prompt
 from robusteval.seeding import derive_seed
@@ -206,8 +206,8 @@ class LabelClassifier:
         can_score = LOGPROBS in self.backend.capabilities
         if self.soft and not can_score:
             raise UserError(
-                f"soft labels need a backend that scores continuations; {self.backend.name} returns text only "
-                "(use hard labels)"
+                f"soft labels need a backend that scores continuations; {self.backend.name} returns text only"
+                f"{scoring_note(self.backend)} (use hard labels)"
             )
         self.soft = can_score if self.soft is None else self.soft
         self._prefix = self.template.filled_prefix()

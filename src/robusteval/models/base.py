@@ -178,6 +178,13 @@ class WhiteBoxBackend(LogprobBackend, Protocol):
         ...
 
 
+def scoring_note(backend: Backend) -> str:
+    """Why ``backend`` cannot score continuations, where it can say (an API backend's probe of its server), as
+    " (...)" for an error message; "" otherwise."""
+    detail = getattr(getattr(backend, "scoring", None), "detail", "")
+    return f" (server: {detail})" if detail and LOGPROBS not in backend.capabilities else ""
+
+
 @overload
 def require(backend: Backend, capability: Literal["whitebox"], purpose: str) -> WhiteBoxBackend: ...
 @overload
@@ -185,11 +192,18 @@ def require(backend: Backend, capability: Literal["logprobs"], purpose: str) -> 
 @overload
 def require(backend: Backend, capability: str, purpose: str) -> Backend: ...
 def require(backend: Backend, capability: str, purpose: str) -> Backend:
-    """``backend``, narrowed to the protocol of ``capability``; a clear sentence when it lacks it."""
-    if capability not in backend.capabilities:
-        have = ", ".join(sorted(backend.capabilities))
+    """``backend``, narrowed to the protocol of ``capability``; a clear sentence when it lacks it.
+
+    A backend whose capabilities must be learnt from a server (``openai``: does it score prompts?) declares the
+    most it can ever offer as ``possible_capabilities``; a capability outside it is refused without asking the
+    server (a white-box attack on an API model fails at once, even when the server is down)."""
+    possible = getattr(backend, "possible_capabilities", None)
+    offered = possible if possible is not None and capability not in possible else backend.capabilities
+    if capability not in offered:
+        have = ", ".join(sorted(offered))
+        why = scoring_note(backend) if capability == LOGPROBS else ""
         raise UserError(
             f"{purpose} needs a model backend with the '{capability}' capability; "
-            f"{backend.name} offers only: {have}. Use an 'hf:' model for white-box work."
+            f"{backend.name} offers only: {have}{why}. Use an 'hf:' model for white-box work."
         )
     return backend

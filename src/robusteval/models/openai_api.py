@@ -1,8 +1,11 @@
 """OpenAI-compatible HTTP backend: ``openai:MODEL@http://host:port/v1``.
 
 Works with the OpenAI API and with local OpenAI-compatible servers (``transformers serve``, vLLM,
-llama.cpp, Ollama…). Only the ``generate`` capability: servers differ too much in ``echo``/``logprobs``
-support (``transformers serve`` ignores both) to offer teacher-forced scoring reliably.
+llama.cpp, Ollama…). ``generate`` always; ``logprobs`` (teacher-forced scoring of continuations, as the hf
+backend offers) when the server returns prompt log-probs: ``echo`` + ``logprobs`` on ``/completions`` or vLLM's
+``prompt_logprobs``. Servers differ (``transformers serve`` offers neither), so the first caller that asks for
+``capabilities`` triggers a probe, a real scoring request, and its answer holds for this backend's life
+(:mod:`robusteval.models.openai_scoring`; ``logprobs=off`` skips it).
 
 Design notes:
 
@@ -37,15 +40,16 @@ import random
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from robusteval.errors import BackendError, UserError
-from robusteval.models.base import GENERATE, Generation, GenerationRequest
+from robusteval.models.base import GENERATE, LOGPROBS, Generation, GenerationRequest, Message, freeze_messages
+from robusteval.models.openai_scoring import LOGPROBS_MODES, PromptScorer, ScoringSupport
 from robusteval.models.registry import ModelSpec, register_backend
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,10 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_API_STOP = 4  # the OpenAI API rejects more than 4 stop sequences
 _ENDPOINTS = ("completions", "chat", "auto")
 _MESSAGE_LIMIT = 300
+_GENERATE_ONLY = frozenset({GENERATE})
+_SCORING = frozenset({GENERATE, LOGPROBS})
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -68,6 +76,7 @@ class OpenAIConfig:
     backoff_base: float = 0.5  # seconds; attempt n waits up to base * 2**(n-1)
     backoff_max: float = 30.0  # cap for backoff and for Retry-After
     endpoint: str = "completions"  # "completions" | "chat" | "auto"
+    logprobs: str = "auto"  # prompt scoring: "auto" (probe), "echo", "prompt_logprobs" or "off"
 
     def __post_init__(self) -> None:
         # Options may arrive as strings from a CLI or YAML; coerce them to the declared types.
@@ -81,6 +90,8 @@ class OpenAIConfig:
             raise UserError(f"openai backend: bad option value ({exc})") from None
         if self.endpoint not in _ENDPOINTS:
             raise UserError(f"openai backend: endpoint '{self.endpoint}': use one of {', '.join(_ENDPOINTS)}")
+        if self.logprobs not in LOGPROBS_MODES:
+            raise UserError(f"openai backend: logprobs '{self.logprobs}': use one of {', '.join(LOGPROBS_MODES)}")
         if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
             raise UserError(
                 "openai backend: max_concurrency >= 1, max_retries >= 0 and timeout > 0 are required"
@@ -173,9 +184,11 @@ def _server_message(response: httpx.Response) -> str:
 
 
 class OpenAIBackend:
-    """A :class:`~robusteval.models.base.Backend` that calls an OpenAI-compatible HTTP server."""
+    """A :class:`~robusteval.models.base.Backend` that calls an OpenAI-compatible HTTP server, and a
+    :class:`~robusteval.models.base.LogprobBackend` where the server returns prompt log-probs."""
 
-    capabilities: frozenset[str] = frozenset({GENERATE})
+    #: The most this kind of backend offers; :attr:`capabilities` says what this server does.
+    possible_capabilities: frozenset[str] = _SCORING
 
     def __init__(self, model: str, base_url: str, config: OpenAIConfig | None = None) -> None:
         self.model = model
@@ -194,20 +207,49 @@ class OpenAIBackend:
         # "auto" flips to chat after the first 404 on /completions; the lock keeps the flip single.
         self._use_chat = self.config.endpoint == "chat"
         self._endpoint_lock = threading.Lock()
+        self._scorer = PromptScorer(
+            self.name, self.base_url, model, mode=self.config.logprobs, text_endpoint=self.config.endpoint != "chat",
+            post=lambda url, payload, abort: self._post(url, payload, abort, allow_switch=False),
+            run_all=self._run_all,
+        )
 
     # ----- public API -----
 
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """``generate``, plus ``logprobs`` when the server scores prompts (the first access runs the probe)."""
+        return _SCORING if self.scoring.method else _GENERATE_ONLY
+
+    @property
+    def scoring(self) -> ScoringSupport:
+        """How this server scores prompts (``method`` "echo" / "prompt_logprobs", or None) and what the probe saw."""
+        return self._scorer.support()
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Complete every request with at most ``max_concurrency`` in flight; results in request order."""
-        if not requests:
+        return self._run_all(self._complete, requests)
+
+    def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "", *,
+                              messages: Sequence[Message] = ()) -> list[float]:
+        """Summed log-probs of each continuation after ``prefix + prompt`` (one ``/completions`` request for up to
+        32 of them), or as the start of the assistant's reply to ``messages`` (vLLM's chat ``prompt_logprobs``).
+        A token the server's tokenizer merges across the boundary counts as the continuation's (see
+        :mod:`robusteval.models.openai_scoring`); empty continuations score 0."""
+        if messages:
+            return self._scorer.score_chat(freeze_messages(messages), continuations)
+        return self._scorer.score(prefix + prompt, continuations)
+
+    def _run_all(self, work: Callable[[T, threading.Event], R], items: Sequence[T]) -> list[R]:
+        """``work(item, abort)`` for every item with at most ``max_concurrency`` in flight; results in order."""
+        if not items:
             return []
         abort = threading.Event()
-        workers = min(self.config.max_concurrency, len(requests))
+        workers = min(self.config.max_concurrency, len(items))
         if workers == 1:
-            return [self._complete(r, abort) for r in requests]
+            return [work(item, abort) for item in items]
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai")
         try:
-            futures: list[Future[Generation]] = [pool.submit(self._complete, r, abort) for r in requests]
+            futures: list[Future[R]] = [pool.submit(work, item, abort) for item in items]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             errors = [e for f in futures if f in done and (e := f.exception()) is not None]
             if errors:
@@ -234,8 +276,8 @@ class OpenAIBackend:
         c = self.config
         return (
             f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={c.api_key_env!r}, "
-            f"endpoint={c.endpoint!r}, max_concurrency={c.max_concurrency}, timeout={c.timeout}, "
-            f"max_retries={c.max_retries})"
+            f"endpoint={c.endpoint!r}, logprobs={c.logprobs!r}, max_concurrency={c.max_concurrency}, "
+            f"timeout={c.timeout}, max_retries={c.max_retries})"
         )
 
     # ----- internals -----
@@ -314,7 +356,7 @@ class OpenAIBackend:
                     raise _SwitchToChat()
                 if status not in RETRYABLE_STATUS:
                     raise BackendError(
-                        self._scrub(f"{self.name}: POST {url} failed with HTTP {status}: {message}")
+                        self._scrub(f"{self.name}: POST {url} failed with HTTP {status}: {message}"), status=status
                     )
                 last_error = f"HTTP {status}: {message}"
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))

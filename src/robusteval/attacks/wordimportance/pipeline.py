@@ -19,7 +19,7 @@ from robusteval.config import nested, option
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.models.base import Backend
+from robusteval.models.base import LOGPROBS, Backend, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
 from robusteval.perturbations.registry import MethodOptions
 from robusteval.perturbations.spec import CandidateSpec
@@ -28,6 +28,7 @@ from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
 
 STAGE = "wordimportance"
+CONFIDENCE_META = "wordimportance_confidence"  # the estimator a run attacks with (resolved from auto)
 COMMAND = "attack wordimportance"
 #: The patent's nine Chinese methods, in its order: what ``combined`` runs for Chinese text.
 NINE_METHODS = ("C-traditional", "C-pinyin", "C-radical", "C-morphonym", "C-shuffle", "W-homophone", "W-synonym",
@@ -204,11 +205,13 @@ def attack_wordimportance(
     template = template_for(config.template, config.data.dataset, examples)
     spec = config.perturbation
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
+        if config.confidence == "logprob" and LOGPROBS not in backend.capabilities:
+            raise UserError(f"--confidence logprob needs label log-probs; {backend.name} returns text only"
+                            f"{scoring_note(backend)} (use --confidence sample)")
         classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None,
                                      chat=config.chat, system_prompt=config.system_prompt)
         confidence = default_confidence(classifier) if config.confidence == "auto" else config.confidence
-        if confidence == "logprob" and not classifier.soft:
-            raise UserError(f"--confidence logprob needs label log-probs; {backend.name} returns text only")
+        check_confidence(run, confidence, backend)
         search = WordImportanceConfig(
             rates=config.rates, budget=config.budget, confidence=confidence,  # type: ignore[arg-type]
             n_samples=config.n_samples, temperature=config.temperature, fields=tuple(spec.text_fields(examples)),
@@ -254,6 +257,19 @@ def attack_wordimportance(
         if notes:
             summary["notes"] = notes
         return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
+
+
+def check_confidence(run: RunStore, confidence: str, backend: Backend) -> None:
+    """Record the estimator a run attacks with; refuse to resume it with another one.
+
+    ``--confidence auto`` resolves by what the backend offers, and an API server may gain or lose prompt log-probs
+    between invocations; the stored attacks are not keyed by the estimator, so mixing would go unnoticed."""
+    stored = run.get_meta(CONFIDENCE_META)
+    if stored is None:
+        run.set_meta(CONFIDENCE_META, confidence)
+    elif stored != confidence:
+        raise UserError(f"{run.run_dir}: this run attacked with --confidence {stored}, but {backend.name} now gives "
+                        f"{confidence}{scoring_note(backend)}; resume it with --confidence {stored}, or use a new --out")
 
 
 def write_adversarial_set(path: str | os.PathLike[str], examples: Sequence[Example],
