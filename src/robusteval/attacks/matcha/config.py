@@ -94,6 +94,10 @@ class MatchaRunConfig:
                                  help="judge that must accept each token replacement as meaning-preserving")
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
+    error_classifier: str | None = option(None, metavar="MODEL-SPEC",
+                                          help="an LLM that names the error type of successes no checker can "
+                                          "(arith: wrong calculation, grounding: wrong information or irrelevant "
+                                          "information); unset: those stay unclassified")
     target_answer: str = option("gold", choices=("gold", "clean", "auto"),
                                 help="gold: attack correctly answered questions; clean: keep the model's own "
                                 "answer; auto: gold when at least --min-correct are answered correctly, else clean")
