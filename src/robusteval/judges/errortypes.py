@@ -210,7 +210,12 @@ class ErrorTypeClassifier(BinaryLLMJudge):
 
 
 def build_error_classifier(spec: str, load: BackendLoader, *, chat: bool | None = None) -> ErrorTypeClassifier:
-    """An :class:`ErrorTypeClassifier` on the model ``spec`` (loaded with ``load``)."""
-    if not re.match(r"[a-z][a-z0-9_-]*:", spec.strip()):
-        raise UserError(f"--error-classifier {spec}: give one model spec (hf:PATH, openai:MODEL@URL)")
-    return ErrorTypeClassifier(load(spec.strip()), chat=chat)
+    """An :class:`ErrorTypeClassifier` on the model ``spec`` (loaded with ``load``; ``embedded`` is the shipped model)."""
+    spec = spec.strip()
+    if spec == "embedded":
+        from robusteval.models.embedded import embedded_model_spec
+
+        spec = embedded_model_spec()
+    if not re.match(r"[a-z][a-z0-9_-]*:", spec):
+        raise UserError(f"--error-classifier {spec}: give one model spec (hf:PATH, openai:MODEL@URL, embedded)")
+    return ErrorTypeClassifier(load(spec), chat=chat)

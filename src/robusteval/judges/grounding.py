@@ -321,7 +321,7 @@ def _answer(candidate: str, reference: str, ref_steps: list[Step], live: list[St
             return found[0].values[0]
     for steps in (ref_steps, live):
         if steps and steps[-1].results:
-            return steps[-1].results[0]
+            return steps[-1].results[-1]
         if steps and steps[-1].quantities:
             return steps[-1].quantities[-1].values[0]
     return None
