@@ -118,9 +118,9 @@ def test_other_bad_files_and_specs_are_refused(tmp_path: Path) -> None:
         load_labelled(twice)
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps(GOOD) + "\n{not json\n", encoding="utf-8")
-    with pytest.raises(UserError, match="broken.jsonl:2: invalid JSON"):
+    with pytest.raises(UserError, match=r"broken\.jsonl:2: invalid JSON"):
         load_labelled(broken)
-    with pytest.raises(UserError, match="missing.jsonl: file not found"):
+    with pytest.raises(UserError, match=r"missing\.jsonl: file not found"):
         load_labelled(tmp_path / "missing.jsonl")
     result = cli("--judge", "nonsense", "--labelled", str(LABELLED), "--out", str(tmp_path / "never"))
     assert result.returncode == 2 and "unknown judge 'nonsense'" in result.stderr
