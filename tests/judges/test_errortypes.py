@@ -67,6 +67,11 @@ def test_the_llm_classifier_types_what_no_checker_can_and_its_answers_are_cached
     assert len(store.records(JUDGE_STAGE)) == 1
     again = classify_errors([CALC, LOGIC], [WRONG, WRONG], llm_classifier=classifier)
     assert again == first and len(store.records(JUDGE_STAGE)) == 1
+    # MATCHA's outcome rows go through the same path (attach_error_types), served from the same cache.
+    rows = [{"outcome": "success", "item": LOGIC, "reasoning": WRONG.to_record()}]
+    found = attach_error_types(rows, lambda row: row["item"], classifier)
+    assert rows[0]["error_type"] == first[1].to_record() and found["counts"][first[1].category] == 1
+    assert len(store.records(JUDGE_STAGE)) == 1
     store.close()
 
 
