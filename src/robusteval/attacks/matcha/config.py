@@ -91,7 +91,8 @@ class MatchaRunConfig:
     variant: str = option("full", choices=VARIANTS,
                           help="full, or a baseline: random-insert, random-locs, cot-loss-only, gcg-suffix")
     judge: str = option("arith", metavar="SPEC|arith",
-                        help="reasoning judge: arith, a model spec, A+B (wrong if either says wrong), vote:A,B,C")
+                        help="reasoning judge: arith, grounding, embedded, a model spec, A+B (wrong if either says "
+                        "wrong), vote:A,B,C")
     semantic_judge: str = option("none", metavar="SPEC|none",
                                  help="judge that must accept each token replacement as meaning-preserving")
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "

@@ -352,7 +352,7 @@ class TransferConfig:
     temperature: float = option(0.7, help="sampling temperature (paper: 0.7)")
     seed: int = option(DEFAULT_SEED, help="sampling seed sent with every request")
     judge: str | None = option(None, metavar="SPEC|arith",
-                               help="reasoning judge; unset: the source run's judge. arith, a model spec, A+B, "
+                               help="reasoning judge; unset: the source run's judge. arith, grounding, a model spec, A+B, "
                                "vote:A,B,C")
     limit: int | None = option(None, help="transfer the first N successes", identity=False)
     max_new_tokens: int | None = option(None, help="generation budget; unset: the source run's")
