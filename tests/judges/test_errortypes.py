@@ -102,3 +102,23 @@ def test_summaries_count_every_category_and_rows_get_their_type() -> None:
 def test_the_classifier_takes_one_model_spec() -> None:
     with pytest.raises(UserError, match="give one model spec"):
         build_error_classifier("arith", no_models)
+
+
+class GenerateOnly:
+    """The real tiny backend, offered without log-probabilities (as an API backend may be)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+        self.capabilities = frozenset(inner.capabilities) - {"logprobs"}
+
+    def generate(self, requests: Any) -> Any:
+        return self.inner.generate(requests)
+
+
+def test_without_logprobs_the_classifier_reads_its_generated_text(tiny_backend: Any) -> None:
+    classifier = ErrorTypeClassifier(GenerateOnly(tiny_backend))  # type: ignore[arg-type]
+    assert classifier.identity["method"] == "generate" and classifier.identity["max_new_tokens"] == 8
+    verdict = classifier.judge([LOGIC])[0]
+    assert verdict.detail["method"] == "generate" and verdict.detail["category"] == parse_category(verdict.raw)
+    assert verdict.label is (None if verdict.detail["category"] is None else True)
