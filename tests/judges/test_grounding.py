@@ -41,6 +41,12 @@ def test_a_question_fact_restated_with_another_question_number_is_contradicted()
     assert found[0]["reason"] == "2 replaces the question's 3"
 
 
+def test_a_misstated_question_fact_is_wrong_information_even_where_it_leads_nowhere() -> None:
+    found = check_grounding(APPLES, APPLES_REF, "The answer is 8. Tom has 4 apples. He buys 5 more: 3 + 5 = 8.")
+    assert [(i["category"], i["quantity"], i["reason"]) for i in found] == [
+        ("wrong information", "4", "4 replaces the question's 3")]
+
+
 def test_a_question_number_the_solution_needs_and_the_chain_never_uses_is_dropped() -> None:
     candidate = "The answer is 6. Tom has 3 apples and buys 5 more, so 3 + 5 = 8 apples. He ends with 6 apples."
     found = check_grounding(EATS, EATS_REF, candidate)

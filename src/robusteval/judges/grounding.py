@@ -34,6 +34,7 @@ mean", "let me fix" ... retracts the sentence before it, whose numbers are then 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -220,7 +221,16 @@ class _Context:
 
     def derivation(self, q: Quantity, pool: Sequence[Fraction]) -> tuple[Fraction, Fraction] | None:
         """Two different known quantities that give ``q`` in one ``+ - * /`` step, if any."""
-        for i, a in enumerate(pool):
+        if not q.decimals:  # exact: for each operand a, the b each operation needs (linear in the pool)
+            members = set(pool)
+            for v in q.values:
+                for a in pool:
+                    partners = [v - a, a - v, a + v, v * a, *((v / a,) if a else ()), *((a / v,) if v else ())]
+                    b = next((b for b in partners if b != a and b in members), None)
+                    if b is not None:
+                        return a, b
+            return None
+        for i, a in enumerate(pool):  # a rounded number ("33.33"): compare with every result
             for b in pool[i + 1 :]:
                 combos = [a + b, a * b, a - b, b - a, *((a / b,) if b else ()), *((b / a,) if a else ())]
                 if self.matches(q, combos, convert=False):
@@ -258,6 +268,7 @@ def check_grounding(question: str, reference: str, candidate: str) -> list[dict[
         ctx.known.update(step.results)
     _derive(ctx, live)
     answer = _answer(candidate, reference, ref_steps, live)
+    facts = _question_facts(question)
 
     issues: list[dict[str, Any]] = []
     for index, step in enumerate(steps):
@@ -273,15 +284,18 @@ def check_grounding(question: str, reference: str, candidate: str) -> list[dict[
             if q.values[0] in seen or set(q.values) & retracted or ctx.matches(q, ctx.known):
                 continue
             seen.add(q.values[0])
-            if dead:
+            replaced = _replaced(ctx, facts, step, q)
+            if replaced:  # a misstated question fact is wrong information, wherever it leads
+                found.append(_issue(WRONG_INFORMATION, step.text, q, f"{q.text} replaces the question's {replaced}"))
+            elif dead:
                 found.append(_issue(IRRELEVANT_INFORMATION, step.text, q,
                                     f"{q.text} is neither in the question nor derived, and the step leads nowhere"))
             else:
                 found.append(_issue(WRONG_INFORMATION, step.text, q,
                                     f"{q.text} is neither in the question nor derived from it"))
-        found.extend(_contradictions(ctx, step, question, seen))
-        if dead and not found:
-            found.extend(_irrelevant_step(ctx, step))
+        found.extend(_contradictions(ctx, facts, step, seen))
+        if dead and not found:  # a dead end that restates a question fact with another value misstates it
+            found.extend(_contradictions(ctx, facts, step, seen, any_value=True) or _irrelevant_step(ctx, step))
         issues.extend(found)
     issues.extend(_dropped(ctx, question, steps) if ref_steps else [])
     return issues
@@ -295,14 +309,14 @@ def _derive(ctx: _Context, live: list[Step]) -> None:
     values only the reference holds.
     """
     written = {f for s in live for q in s.quantities for f in ctx.factors if f == q.values[0]}
+    results = Counter(r for s in live for r in set(s.results))  # in how many steps each result stands
     changed = True
     while changed:
         changed = False
+        known_written = {q.values[0] for s in live for q in s.quantities if ctx.matches(q, ctx.known)}
         for step in live:
-            pool = set(ctx.question) | written
-            for other in live:
-                pool |= {q.values[0] for q in other.quantities if ctx.matches(q, ctx.known)}
-                pool |= set(other.results) if other is not step else set()
+            own = {r for r in step.results if results[r] == 1}  # results only this step has
+            pool = set(ctx.question) | written | known_written | (set(results) - own)
             ordered = sorted(pool - set(TRIVIAL))
             for q in step.quantities:
                 if ctx.matches(q, ctx.known):
@@ -372,22 +386,37 @@ def _context_words(text: str, start: int, length: int) -> tuple[tuple[str, ...],
     return before, (after[0].rstrip("s") if after else "")
 
 
-def _contradictions(ctx: _Context, step: Step, question: str, seen: set[Fraction]) -> list[dict[str, Any]]:
-    """A question fact restated with another of the question's numbers: same two words before, same word after."""
+def _question_facts(question: str) -> dict[tuple[tuple[str, ...], str], set[Fraction]]:
+    """The question's numbers by context: (two words before, singular word after) -> values ("Tom has _ apple")."""
     q_text = normalize(question)
-    stated: dict[tuple[tuple[str, ...], str], set[Fraction]] = {}
+    facts: dict[tuple[tuple[str, ...], str], set[Fraction]] = {}
     for q in quantities(q_text):
         before, after = _context_words(q_text, q.start, len(q.text))
         if len(before) == 2 and after:
-            stated.setdefault((before, after), set()).update(q.values)
+            facts.setdefault((before, after), set()).update(q.values)
+    return facts
+
+
+def _replaced(ctx: _Context, facts: dict[tuple[tuple[str, ...], str], set[Fraction]], step: Step, q: Quantity
+              ) -> str | None:
+    """The question's value that ``q`` (a mention) restates with another value, if its context is a fact's."""
+    if q not in step.mentions:
+        return None
+    values = facts.get(_context_words(step.text, q.start, len(q.text)))
+    if not values or ctx.matches(q, values):
+        return None
+    return ", ".join(_show(v) for v in sorted(values))
+
+
+def _contradictions(ctx: _Context, facts: dict[tuple[tuple[str, ...], str], set[Fraction]], step: Step,
+                    seen: set[Fraction], *, any_value: bool = False) -> list[dict[str, Any]]:
+    """A question fact restated with another of the question's numbers, or (``any_value``) with any other
+    value; ungrounded numbers are reported already."""
     out = []
     for q in step.mentions:
-        values = stated.get(_context_words(step.text, q.start, len(q.text)))
-        if not values or q.values[0] in seen or ctx.matches(q, values):
-            continue
-        if set(q.values) & ctx.question:
-            quoted = ", ".join(_show(v) for v in sorted(values))
-            out.append(_issue(WRONG_INFORMATION, step.text, q, f"{q.text} replaces the question's {quoted}"))
+        replaced = _replaced(ctx, facts, step, q)
+        if replaced and q.values[0] not in seen and (any_value or set(q.values) & ctx.question):
+            out.append(_issue(WRONG_INFORMATION, step.text, q, f"{q.text} replaces the question's {replaced}"))
     return out
 
 
