@@ -47,6 +47,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "OrsConfig": ("robusteval.evals.ors", "OrsConfig"),
     "ors": ("robusteval.evals.ors", "ors"),
     "PerturbationSpec": ("robusteval.perturbations.spec", "PerturbationSpec"),
+    "AuditConfig": ("robusteval.judges.audit", "AuditConfig"),
+    "audit_judge": ("robusteval.judges.audit", "audit_judge"),
     # registries (what exists, with summaries)
     "ATTACKS": ("robusteval.attacks.base", "ATTACKS"),
     "register_attack": ("robusteval.attacks.base", "register_attack"),

@@ -209,6 +209,12 @@ def test_judged_path_with_gold_the_target_gives(
     assert summary["n_success"] == wins
     assert summary["transfer_rate"] == wins / len(readable)
     assert summary["counts"]["wrong"] == len(readable) - len(kept)
+    # Transferred successes carry their error type, as the attack's own successes do (arith: calculation).
+    for row in outcomes:
+        found = row["error_type"]
+        assert (found is None) == (row["outcome"] != "success")
+        assert found is None or (found["category"], found["judge"]) == ("wrong calculation", "arith")
+    assert summary["error_types"]["n"] == wins == summary["error_types"]["counts"]["wrong calculation"]
 
 
 def test_source_without_successes_writes_an_empty_summary(

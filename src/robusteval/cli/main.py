@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "robusteval.cli.perturb",
     "robusteval.cli.robustness",
     "robusteval.cli.ors",
+    "robusteval.cli.judges",
     "robusteval.cli.variants",
     "robusteval.cli.runs",
     "robusteval.cli.doctor",

@@ -16,19 +16,35 @@ from robusteval.judges.base import (
     register_judge,
     with_cache,
 )
+from robusteval.judges.errortypes import (
+    ERROR_TYPES,
+    UNCLASSIFIED,
+    ErrorType,
+    ErrorTypeClassifier,
+    attach_error_types,
+    build_error_classifier,
+    classify_errors,
+    error_type_summary,
+)
+from robusteval.judges.grounding import GroundingJudge, check_grounding
 from robusteval.judges.llm import BinaryLLMJudge, parse_binary
 from robusteval.judges.reasoning import ReasoningJudge
 from robusteval.judges.semantic import AlwaysSameMeaning, SemanticJudge
 
 __all__ = [
+    "ERROR_TYPES",
     "JUDGE_STAGE",
     "REASONING",
     "SEMANTIC",
+    "UNCLASSIFIED",
     "AllMustPass",
     "AlwaysSameMeaning",
     "ArithmeticJudge",
     "BinaryLLMJudge",
     "CachedJudge",
+    "ErrorType",
+    "ErrorTypeClassifier",
+    "GroundingJudge",
     "Judge",
     "MajorityVote",
     "ReasoningItem",
@@ -36,8 +52,13 @@ __all__ = [
     "SemanticItem",
     "SemanticJudge",
     "Verdict",
+    "attach_error_types",
+    "build_error_classifier",
     "build_judge",
     "check_arithmetic",
+    "check_grounding",
+    "classify_errors",
+    "error_type_summary",
     "false_equations",
     "parse_binary",
     "register_judge",

@@ -19,6 +19,7 @@ Judge spec grammar (``--judge`` / ``--semantic-judge``)::
     term   := "vote:" atom ("," atom)*      majority of the atoms that answered
             | atom
     atom   := "arith"                       deterministic arithmetic checker (reasoning only)
+            | "grounding"                   deterministic: quantities not from the question (reasoning only)
             | "none"                        always "same meaning" (semantic only)
             | MODEL-SPEC                    an LLM judge on any backend: hf:PATH, openai:MODEL@URL, ...
 
@@ -291,7 +292,10 @@ JudgeFactory = Callable[..., Judge]
 ``--judge-chat`` setting), which :func:`build_judge` passes only to factories that accept it."""
 
 MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
-_BUILTIN_MODULES = ("robusteval.judges.arithmetic", "robusteval.judges.reasoning", "robusteval.judges.semantic")
+_BUILTIN_MODULES = (
+    "robusteval.judges.arithmetic", "robusteval.judges.grounding", "robusteval.judges.reasoning",
+    "robusteval.judges.semantic",
+)
 JUDGES: Registry[JudgeFactory] = Registry("judge", modules=_BUILTIN_MODULES)
 
 
@@ -332,7 +336,7 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
         raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     spec = spec.strip()
     if not spec:
-        raise UserError("empty judge spec; use arith, none, a model spec, a+b or vote:a,b,c")
+        raise UserError("empty judge spec; use arith, grounding, none, a model spec, a+b or vote:a,b,c")
     loaded: dict[str, Backend] = {}
 
     def load(model_spec: str) -> Backend:

@@ -30,3 +30,11 @@ def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None
     if task == SEMANTIC:
         return SemanticJudge(load(spec), chat=chat)
     raise UserError(f"no LLM judge for task {task!r}")
+
+
+@register_judge("embedded", summary="an LLM judge on the shipped Gemma 3 270M (the quick-start's model; needs the "
+                "demo extra)")
+def _embedded_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None) -> Judge:
+    from robusteval.models.embedded import embedded_model_spec
+
+    return _model_judge(task, embedded_model_spec(), load, chat=chat)

@@ -16,6 +16,8 @@ VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix
 #: Paper defaults per dataset: (top-k ratio, epsilon fraction).
 DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
 FALLBACK_DEFAULTS = (0.25, 0.005)
+#: Reasoning judges that need no model (and see only numbers).
+OFFLINE_JUDGES = ("arith", "grounding")
 #: The paper attacks a seeded random sample of 500 StrategyQA questions.
 PAPER_STRATEGYQA_SAMPLE = 500
 
@@ -89,11 +91,16 @@ class MatchaRunConfig:
     variant: str = option("full", choices=VARIANTS,
                           help="full, or a baseline: random-insert, random-locs, cot-loss-only, gcg-suffix")
     judge: str = option("arith", metavar="SPEC|arith",
-                        help="reasoning judge: arith, a model spec, A+B (wrong if either says wrong), vote:A,B,C")
+                        help="reasoning judge: arith, grounding, embedded, a model spec, A+B (wrong if either says "
+                        "wrong), vote:A,B,C")
     semantic_judge: str = option("none", metavar="SPEC|none",
                                  help="judge that must accept each token replacement as meaning-preserving")
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
+    error_classifier: str | None = option(None, metavar="MODEL-SPEC",
+                                          help="an LLM that names the error type of successes no checker can "
+                                          "(arith: wrong calculation, grounding: wrong information or irrelevant "
+                                          "information); unset: those stay unclassified")
     target_answer: str = option("gold", choices=("gold", "clean", "auto"),
                                 help="gold: attack correctly answered questions; clean: keep the model's own "
                                 "answer; auto: gold when at least --min-correct are answered correctly, else clean")
@@ -160,17 +167,17 @@ class MatchaRunConfig:
     def check(self, answer_type: str) -> None:
         """Refuse settings that cannot measure what the summary would claim (before any model loads)."""
         judges = [atom for term in self.judge.split("+") for atom in term.removeprefix("vote:").split(",")]
-        if answer_type == "yesno" and all(atom.strip() == "arith" for atom in judges):
-            raise UserError("--judge arith cannot judge yes/no reasoning: the arithmetic checker only finds false "
-                            "equations, so every SR would be 0 by construction; pass an LLM judge "
-                            "(--judge hf:PATH or openai:MODEL@URL), alone or as arith+MODEL")
+        if answer_type == "yesno" and all(atom.strip() in OFFLINE_JUDGES for atom in judges):
+            raise UserError(f"--judge {self.judge} cannot judge yes/no reasoning: the offline checkers only find "
+                            "false equations and ungrounded quantities, so every SR would be 0 by construction; "
+                            "pass an LLM judge (--judge hf:PATH or openai:MODEL@URL), alone or as arith+MODEL")
         if self.preset != "paper":
             return
         problems = []
         if self.exemplars in (None, "math", "yesno"):
             problems.append("--exemplars FILE (the paper uses Wei et al.'s exemplars, e.g. "
                             "../shared/data/cot-exemplars-wei2022/...; robusteval's built-in sets are its own)")
-        if any(atom.strip() in ("arith", "none") for atom in judges):
+        if any(atom.strip() in (*OFFLINE_JUDGES, "none") for atom in judges):
             problems.append("--judge MODEL-SPEC (the paper's reasoning judge is an LLM)")
         if self.semantic_judge.strip() == "none":
             problems.append("--semantic-judge MODEL-SPEC (the paper gates every perturbation)")
@@ -189,8 +196,12 @@ class MatchaRunConfig:
             out.append("L_a averaged over the answer-token positions, not over the n3 positions")
         if self.exemplars in (None, "math", "yesno"):
             out.append("robusteval's own exemplars, not Wei et al.'s")
-        if any(a.strip() == "arith" for a in self.judge.replace("vote:", "").replace(",", "+").split("+")):
+        atoms = {a.strip() for a in self.judge.replace("vote:", "").replace(",", "+").split("+")}
+        if "arith" in atoms:
             out.append("reasoning judged by the arithmetic checker (false equations only), not only an LLM judge")
+        if "grounding" in atoms:
+            out.append("reasoning judged by the grounding checker (quantities not from the question), not only an "
+                       "LLM judge")
         if self.semantic_judge.strip() == "none":
             out.append("no semantic judge gates the perturbations")
         if hyper.target_answer == "clean" or self.target_answer == "auto":

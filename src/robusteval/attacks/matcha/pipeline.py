@@ -2,7 +2,9 @@
 
 ``attack_matcha(config, backend, store)`` is what ``robusteval attack matcha`` and the quick-start run, and
 what a notebook calls. Stages in the store: ``matcha_clean``, ``matcha_attack``, the judges' cached verdicts
-(``judge``) and ``matcha_outcome`` (one row per example, which ``transfer`` reads).
+(``judge``, the error classifier's too) and ``matcha_outcome`` (one row per example, which ``transfer`` reads).
+Every success (SR) row carries ``error_type`` (:mod:`robusteval.judges.errortypes`), the summary their
+distribution (``error_types``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,17 @@ from robusteval.attacks.matcha.config import MatchaConfig, MatchaRunConfig
 from robusteval.attacks.matcha.run import MatchaRunner
 from robusteval.data.example import Example
 from robusteval.errors import UserError
-from robusteval.judges import REASONING, SEMANTIC, ReasoningItem, SemanticItem, build_judge, with_cache
+from robusteval.judges import (
+    REASONING,
+    SEMANTIC,
+    Judge,
+    ReasoningItem,
+    SemanticItem,
+    attach_error_types,
+    build_error_classifier,
+    build_judge,
+    with_cache,
+)
 from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
@@ -95,6 +107,14 @@ def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load
     return judge_reasoning, judge_semantic, {"reasoning": reasoning.name, "semantic": semantic.name}
 
 
+def error_classifier(store: RunStore, spec: str | None, load: Callable[[str], Backend], *, chat: bool = False
+                     ) -> Judge | None:
+    """The optional LLM error-type classifier, its answers cached in ``store`` like every verdict."""
+    if not spec:
+        return None
+    return with_cache(build_error_classifier(spec, load, chat=True if chat else None), store)
+
+
 def attack_matcha(
     config: MatchaRunConfig,
     backend: Backend,
@@ -127,6 +147,9 @@ def attack_matcha(
         judge_reasoning, judge_semantic, judge_names = matcha_judges(run, config.judge, config.semantic_judge, load,
                                                                      chat=config.judge_chat)
         judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
+        classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
+        if classifier is not None:
+            judge_names["error_classifier"] = classifier.name
         hyper = config.hyperparameters()
         options = {"batch_size": batch_size, "chat": config.chat, "system_prompt": config.system_prompt, **judges}
         clean = MatchaRunner(backend, run, prompt, hyper, **options).clean_records(examples)
@@ -144,7 +167,7 @@ def attack_matcha(
             chosen = chosen[: config.attack_limit]
         attacked = runner.judge(runner.attack_records(examples, chosen))
         summary = summarise_matcha(run, backend.name, config.data.dataset, hyper, judge_names, clean, attacked,
-                                   runner, notes)
+                                   runner, notes, error_classifier=classifier)
         summary["preset"] = config.preset
         summary["deviations_from_paper"] = config.deviations(examples[0].answer_type)
         return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
@@ -160,8 +183,10 @@ def summarise_matcha(
     attacked: list[dict[str, Any]],
     runner: MatchaRunner,
     notes: Sequence[str] = (),
+    *,
+    error_classifier: Judge | None = None,
 ) -> dict[str, Any]:
-    """Per-example outcome records (stage ``matcha_outcome``) and the summary."""
+    """Per-example outcome records (stage ``matcha_outcome``, successes with their error type) and the summary."""
     by_id = {r["id"]: r for r in attacked}
     rows = []
     for record in clean:
@@ -180,7 +205,9 @@ def summarise_matcha(
         elif result is not None and result.get("skipped"):
             row["skip_reason"] = result["skipped"]
         rows.append(row)
-        store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, record["id"]), row, example_id=record["id"])
+    error_types = attach_error_types(rows, _judged_item, error_classifier)
+    for row in rows:
+        store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, row["id"]), row, example_id=row["id"])
     summary: dict[str, Any] = {
         "model": model_name,
         "dataset": dataset,
@@ -195,6 +222,7 @@ def summarise_matcha(
         # Examples whose every insertion was refused (semantic judge or --max-drift): not attacked.
         "n_semantic_skipped": sum(1 for r in rows if r.get("skipped")),
         "drift": drift_summary([r for r in attacked if not r.get("skipped")], config.max_drift),
+        "error_types": error_types,
     }
     if notes:
         summary["notes"] = list(notes)
@@ -202,6 +230,11 @@ def summarise_matcha(
         summary["max_abs_delta"] = max(r["max_abs_delta"] for r in attacked)
         summary["epsilon_mean"] = sum(r["epsilon"] for r in attacked) / len(attacked)
     return summary
+
+
+def _judged_item(row: dict[str, Any]) -> ReasoningItem:
+    """The item the reasoning judge saw for a row's perturbed response (``MatchaRunner.judge``)."""
+    return ReasoningItem(row["clean_question"], row["clean_completion"], row["perturbed_completion"])
 
 
 def outcome_records(store: RunStore) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from robusteval.config import option
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
+from robusteval.judges import Judge, ReasoningItem, attach_error_types, error_type_summary
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
@@ -176,8 +177,11 @@ class TransferRunner:
         batch_size: int = 8,
         chat: bool = False,
         system_prompt: str | None = None,
+        error_classifier: Judge | None = None,
     ):
         self.backend = backend
+        self.error_classifier = error_classifier
+        self.error_types: dict[str, Any] = error_type_summary(())
         self.chat = chat
         self.system_prompt = system_prompt
         self.store = store
@@ -271,13 +275,16 @@ class TransferRunner:
             correct = None if verdict is None else verdict.get("reasoning_correct")
             row = {**row, "reasoning": verdict, "reasoning_wrong": None if correct is None else not correct}
             row["outcome"] = transfer_outcome(row)
-            self.store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, row["id"]), row, example_id=row["id"])
             out.append(row)
+        self.error_types = attach_error_types(out, _judged_item, self.error_classifier)
+        for row in out:
+            self.store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, row["id"]), row, example_id=row["id"])
         return out
 
     def summary(self, rows: list[dict[str, Any]], judge_names: dict[str, str]) -> dict[str, Any]:
-        return transfer_summary(self.source, rows, model=self.backend.name, temperature=self.temperature,
-                                seed=self.seed, max_new_tokens=self.max_new_tokens, judges=judge_names)
+        return {**transfer_summary(self.source, rows, model=self.backend.name, temperature=self.temperature,
+                                   seed=self.seed, max_new_tokens=self.max_new_tokens, judges=judge_names),
+                "error_types": self.error_types}
 
 
 def transfer_summary(
@@ -320,6 +327,11 @@ def model_label(model: Any) -> str | None:
     return None if model is None else str(model)
 
 
+def _judged_item(row: dict[str, Any]) -> ReasoningItem:
+    """The item the reasoning judge saw for a transferred question (:meth:`TransferRunner.outcomes`)."""
+    return ReasoningItem(row["clean_question"], row["original_completion"], row["perturbed_completion"])
+
+
 def transfer_outcome(row: dict[str, Any]) -> str:
     """``excluded`` (original answered wrongly), ``wrong`` (answer flipped), ``success`` or ``unsuccessful``."""
     if not row["original_correct"]:
@@ -340,7 +352,7 @@ class TransferConfig:
     temperature: float = option(0.7, help="sampling temperature (paper: 0.7)")
     seed: int = option(DEFAULT_SEED, help="sampling seed sent with every request")
     judge: str | None = option(None, metavar="SPEC|arith",
-                               help="reasoning judge; unset: the source run's judge. arith, a model spec, A+B, "
+                               help="reasoning judge; unset: the source run's judge. arith, grounding, a model spec, A+B, "
                                "vote:A,B,C")
     limit: int | None = option(None, help="transfer the first N successes", identity=False)
     max_new_tokens: int | None = option(None, help="generation budget; unset: the source run's")
@@ -355,6 +367,9 @@ class TransferConfig:
                                        "then the reasoning; '' for no system turn)")
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
+    error_classifier: str | None = option(None, metavar="MODEL-SPEC",
+                                          help="an LLM that names the error type of successes no checker can; "
+                                          "unset: those stay unclassified")
 
     def validate(self) -> None:
         if self.limit is not None and self.limit <= 0:
@@ -385,7 +400,7 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
     """Ask ``backend`` the original and the perturbed question of every success of ``config.source``, judge the
     kept answers' reasoning, and return the summary with the transfer rate. ``backend`` may be None only when
     the source run has no successes (an empty summary is written)."""
-    from robusteval.attacks.matcha.pipeline import matcha_judges
+    from robusteval.attacks.matcha.pipeline import error_classifier, matcha_judges
     from robusteval.lifecycle import finish, store_for
     from robusteval.models import load_backend
 
@@ -406,9 +421,13 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
             return backend if spec == backend.name else (load_judge or load_backend)(spec)
 
         judge_reasoning, _, names = matcha_judges(run, judge_spec, "none", load, chat=config.judge_chat)
-        judge_name = names["reasoning"]
+        judge_names = {"reasoning": names["reasoning"]}
+        classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
+        if classifier is not None:
+            judge_names["error_classifier"] = classifier.name
         runner = TransferRunner(backend, run, source, reasoning_judge=judge_reasoning,
                                 temperature=config.temperature, seed=config.seed, max_new_tokens=max_new_tokens,
-                                batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt)
-        summary = runner.summary(runner.outcomes(), {"reasoning": judge_name})
+                                batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
+                                error_classifier=classifier)
+        summary = runner.summary(runner.outcomes(), judge_names)
         return finish(run, summary, seeds={"seed": config.seed})

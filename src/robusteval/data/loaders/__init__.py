@@ -57,6 +57,7 @@ from robusteval.data.loaders.files import (  # noqa: F401
     _JsonScanner,
     _LineIndex,
     _read_text,
+    iter_jsonl,
 )
 from robusteval.data.loaders.generic import _load_csv, _load_examples, _load_hf, _load_jsonl  # noqa: F401
 from robusteval.data.loaders.registry import (  # noqa: F401
@@ -77,6 +78,7 @@ __all__ = [
     "DEFAULT_FIELDS",
     "DatasetLoader",
     "dataset_names",
+    "iter_jsonl",
     "load_dataset",
     "register_dataset",
 ]

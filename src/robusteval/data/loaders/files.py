@@ -57,8 +57,9 @@ def _iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DataError(path, f"cannot read file: {exc.strerror or exc}") from None
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; one line is parsed per step."""
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; one line is parsed per step. A file that cannot be
+    read, a bad byte, invalid JSON or a line that is not an object raises a :class:`DataError` naming the line."""
     seen = False
     for lineno, text in _iter_text_lines(path):
         if not text.strip():
@@ -183,3 +184,6 @@ class _JsonScanner:
 
 def _json_error(path: Path, exc: json.JSONDecodeError) -> DataError:
     return DataError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
+
+
+_iter_jsonl = iter_jsonl  # the name before it became public

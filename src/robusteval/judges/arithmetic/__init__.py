@@ -75,11 +75,13 @@ from robusteval.judges.arithmetic.tokens import (  # noqa: F401
     _MAX_DIGITS,
     _TIMES_X_RE,
     _TOKEN_RE,
+    Token,
     _mark_labels,
     _Tok,
     _tokenize,
     _vulgar,
     normalize,
+    tokenize,
 )
 from robusteval.text.normalise import VULGAR_RE as _VULGAR_RE  # noqa: F401
 
@@ -88,7 +90,9 @@ __all__ = [
     "ArithmeticJudge",
     "ArithmeticReport",
     "Equation",
+    "Token",
     "check_arithmetic",
     "false_equations",
     "normalize",
+    "tokenize",
 ]

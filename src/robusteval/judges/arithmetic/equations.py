@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from robusteval.judges.arithmetic.evaluate import _defined, _fmt, _holds, _literal, _Parser, _Val
-from robusteval.judges.arithmetic.tokens import _BREAKS, _Tok, _tokenize, normalize
+from robusteval.judges.arithmetic.tokens import _BREAKS, Token, normalize, tokenize
 
 
 # ------------------------------------------------------------------------------------------------ equations
@@ -47,7 +47,7 @@ class ArithmeticReport:
 
 @dataclass
 class _Side:
-    toks: list[_Tok]
+    toks: list[Token]
     val: _Val
     label_like: bool = False  # a bare number right after a word: "Week 3 = 5 * 7" names week 3
 
@@ -58,17 +58,17 @@ _BAD_LEFT = re.compile(r"[A-Za-z0-9_.:,/^#@']")
 class _Checker:
     def __init__(self, text: str):
         self.text = normalize(text)
-        self.tokens = _tokenize(self.text)
+        self.tokens = tokenize(self.text)
 
     def _before(self, pos: int) -> str:
         # A bounded window keeps the checker linear in the length of the text.
         return self.text[max(0, pos - 40) : pos]
 
-    def _line_start(self, tok: _Tok) -> bool:
+    def _line_start(self, tok: Token) -> bool:
         line = self.text[self.text.rfind("\n", 0, tok.start) + 1 : tok.start]
         return not line.strip() or line.rstrip().endswith(":")
 
-    def _open_left(self, first: _Tok) -> bool:
+    def _open_left(self, first: Token) -> bool:
         """Whether an expression may start at ``first``, judging by the text before it."""
         before = self._before(first.start).rstrip()
         if not before:
@@ -83,10 +83,10 @@ class _Checker:
     def _after_label(self, index: int) -> bool:
         return index > 0 and self.tokens[index - 1].kind == "label"
 
-    def segments(self) -> list[tuple[int, list[_Tok]]]:
+    def segments(self) -> list[tuple[int, list[Token]]]:
         """Runs of arithmetic tokens between words, newlines and other text: (index of first token, tokens)."""
-        out: list[tuple[int, list[_Tok]]] = []
-        current: list[_Tok] = []
+        out: list[tuple[int, list[Token]]] = []
+        current: list[Token] = []
         start = 0
         for i, tok in enumerate(self.tokens):
             if tok.kind in _BREAKS or tok.kind == "label":
@@ -100,7 +100,7 @@ class _Checker:
             out.append((start, current))
         return out
 
-    def left_side(self, first_index: int, toks: list[_Tok]) -> _Side | None:
+    def left_side(self, first_index: int, toks: list[Token]) -> _Side | None:
         """The longest tail of the leftmost part that is a whole expression, if nothing cuts it off."""
         for s in range(len(toks)):
             parsed = _Parser(toks[s:]).expr(0)
@@ -131,7 +131,7 @@ class _Checker:
             return _Side(toks[s:], val, label_like)
         return None
 
-    def right_side(self, toks: list[_Tok]) -> _Side | None:
+    def right_side(self, toks: list[Token]) -> _Side | None:
         """The longest head of the rightmost part that is an expression, if it is not cut off."""
         parsed = _Parser(toks).expr(0)
         if parsed is None:
@@ -146,7 +146,7 @@ class _Checker:
                 return None  # "= 7x", "= 3:30", "= 7,5"
         return _Side(toks[:end], val)
 
-    def middle_side(self, toks: list[_Tok]) -> _Side | None:
+    def middle_side(self, toks: list[Token]) -> _Side | None:
         parsed = _Parser(toks).expr(0)
         if parsed is None or parsed[1] != len(toks):
             return None
@@ -155,7 +155,7 @@ class _Checker:
     def equations(self) -> list[Equation]:
         found: list[Equation] = []
         for first_index, seg in self.segments():
-            parts: list[list[_Tok]] = [[]]
+            parts: list[list[Token]] = [[]]
             for tok in seg:
                 if tok.kind == "eq":
                     parts.append([])
@@ -179,7 +179,7 @@ class _Checker:
                     found.append(eq)
         return found
 
-    def _compare(self, a: _Side | None, b: _Side | None, b_part: list[_Tok]) -> Equation | None:
+    def _compare(self, a: _Side | None, b: _Side | None, b_part: list[Token]) -> Equation | None:
         if a is None or b is None or not _defined(a.val) or not _defined(b.val):
             return None
         if a.val.single and b.val.single:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from robusteval.judges.arithmetic.tokens import _Tok
+from robusteval.judges.arithmetic.tokens import Token
 
 REL_TOL = Fraction(1, 10**6)
 _MAX_EXPONENT = 20
@@ -45,7 +45,7 @@ def _decimals(x: Fraction) -> float:
     return float("inf") if d != 1 else max(twos, fives)
 
 
-def _literal(tok: _Tok) -> _Val:
+def _literal(tok: Token) -> _Val:
     assert tok.value is not None
     plain = tok.value
     frac = plain / 100 if tok.pct else plain
@@ -93,7 +93,7 @@ def _apply_exact(x: Fraction | None, op: str, y: Fraction | None) -> Fraction | 
 class _Parser:
     """Recursive descent over the tokens of one side: + - (left), * / (left), ^ (right), unary -, ( )."""
 
-    def __init__(self, toks: Sequence[_Tok]):
+    def __init__(self, toks: Sequence[Token]):
         self.t = toks
 
     def _op(self, i: int, ops: str) -> bool:

@@ -1,5 +1,7 @@
 """Text to arithmetic tokens: unicode and LaTeX operators to ASCII (:func:`normalize`), then numbers,
-operators, ``=`` and the words/newlines that cut an equation off (:func:`_tokenize`).
+operators, ``=`` and the words/newlines that cut an equation off (:func:`tokenize`).
+
+:class:`Token` and :func:`tokenize` are public: the grounding judge reads a chain's numbers with them.
 
 The minus-sign and vulgar-fraction tables are shared with the answer grader
 (:mod:`robusteval.text.normalise`).
@@ -85,7 +87,9 @@ _BREAKS = frozenset({"nl", "word", "other"})
 
 
 @dataclass
-class _Tok:
+class Token:
+    """One token: ``kind`` is num, op, lp, rp, eq, nl, word, label ("Step 2"'s 2) or other."""
+
     kind: str
     text: str
     start: int
@@ -96,8 +100,9 @@ class _Tok:
     decimals: int = 0  # digits shown after the decimal point
 
 
-def _tokenize(text: str) -> list[_Tok]:
-    tokens: list[_Tok] = []
+def tokenize(text: str) -> list[Token]:
+    """``text`` (already :func:`normalize`-d) as tokens; whitespace is dropped, offsets index ``text``."""
+    tokens: list[Token] = []
     for m in _TOKEN_RE.finditer(text):
         kind = m.lastgroup or "other"
         if kind == "ws":
@@ -105,11 +110,11 @@ def _tokenize(text: str) -> list[_Tok]:
         if kind in ("num", "cur", "digits", "pct"):
             digits = m.group("digits").replace(",", "")
             if len(digits) > _MAX_DIGITS:
-                tokens.append(_Tok("other", m.group(0), m.start(), m.end()))
+                tokens.append(Token("other", m.group(0), m.start(), m.end()))
                 continue
             decimals = len(digits.partition(".")[2])
             tokens.append(
-                _Tok("num", m.group("num"), m.start(), m.end(), Fraction(digits), m.group("pct") is not None,
+                Token("num", m.group("num"), m.start(), m.end(), Fraction(digits), m.group("pct") is not None,
                      m.group("cur") is not None, decimals)
             )  # fmt: skip
             continue
@@ -117,12 +122,12 @@ def _tokenize(text: str) -> list[_Tok]:
             before, after = text[m.start() - 1 : m.start()], text[m.end() : m.end() + 1]
             if before in ("<", ">", "!", "=", ":") or after in ("=", ">"):
                 kind = "other"  # <=, >=, !=, ==, :=, =>
-        tokens.append(_Tok(kind, m.group(0), m.start(), m.end()))
+        tokens.append(Token(kind, m.group(0), m.start(), m.end()))
     _mark_labels(tokens)
     return tokens
 
 
-def _mark_labels(tokens: list[_Tok]) -> None:
+def _mark_labels(tokens: list[Token]) -> None:
     """"Step 1", "Day 2", "#3": a bare integer right after a label word is a name, not a quantity."""
     for i, tok in enumerate(tokens):
         if tok.kind != "num" or tok.pct or tok.currency or tok.decimals or i == 0:
@@ -130,3 +135,8 @@ def _mark_labels(tokens: list[_Tok]) -> None:
         prev = tokens[i - 1]
         if (prev.kind == "word" and prev.text.lower() in _LABEL_WORDS) or (prev.kind == "other" and prev.text == "#"):
             tok.kind = "label"
+
+
+# The names before the tokenizer became public (kept for code that imported them).
+_Tok = Token
+_tokenize = tokenize

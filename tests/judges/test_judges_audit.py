@@ -1,0 +1,127 @@
+"""``robusteval judges audit``: the shipped labelled set, the figures for every offline judge (CLI in a
+subprocess), a model judge audited as a resumable run, and one-line errors for bad labelled files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import robusteval
+from helpers.datafiles import write_jsonl
+from robusteval.errors import UserError
+from robusteval.judges import JUDGE_STAGE
+from robusteval.judges.audit import AuditConfig, audit_judge, load_labelled
+from robusteval.judges.errortypes import ERROR_TYPES
+from robusteval.store import SUMMARY_NAME, RunStore
+
+LABELLED = Path(__file__).resolve().parents[1] / "data" / "judge_audit.jsonl"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+GOOD = {"id": "a", "question": "Tom has 3 apples and buys 5. How many?", "answer": "8",
+        "reference_cot": "3 + 5 = 8.", "perturbed_cot": "5 + 3 = 8.", "label": "correct", "category": "reordered steps"}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "robusteval.cli.main", "judges", "audit", *args],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+
+
+def test_the_labelled_set_is_large_balanced_and_varied() -> None:
+    items = load_labelled(LABELLED)
+    assert len(items) >= 80 and len({i.id for i in items}) == len(items)
+    wrong = Counter(i.category for i in items if i.incorrect)
+    assert set(wrong) == set(ERROR_TYPES) and max(wrong.values()) - min(wrong.values()) <= 1
+    kinds = Counter(i.category for i in items if not i.incorrect)
+    assert {"paraphrase", "unit change", "notation", "reordered steps", "self-correction"} <= set(kinds)
+    assert all(i.answer for i in items)
+    assert items[0].reasoning_item().candidate.startswith(f"The answer is {items[0].answer}. ")
+
+
+def test_audit_cli_prints_per_category_figures_and_writes_the_agreement(tmp_path: Path) -> None:
+    figures: dict[str, Any] = {}
+    for spec in ("arith", "grounding", "arith+grounding"):
+        out = tmp_path / spec
+        result = cli("--judge", spec, "--labelled", str(LABELLED), "--out", str(out))
+        assert result.returncode == 0, result.stderr[-2000:]
+        for category in ERROR_TYPES:
+            assert category in result.stdout
+        summary = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+        assert summary == {**summary, **audit_judge(AuditConfig(spec, str(LABELLED))), "environment":
+                           summary["environment"], "model_identity": None, "seeds": {}}
+        agreement = summary["agreement"]
+        confusion = agreement["confusion"]
+        assert sum(confusion.values()) == summary["n"] == len(load_labelled(LABELLED))
+        assert agreement["accuracy"] == pytest.approx((confusion["tp"] + confusion["tn"]) / summary["n"])
+        assert len(summary["disagreements"]) == confusion["fp"] + confusion["fn"]
+        figures[spec] = summary
+    recall = {spec: {c: s["per_category"][c]["recall"] for c in ERROR_TYPES} for spec, s in figures.items()}
+    # arith sees false equations only; grounding sees quantities; together they see both.
+    assert recall["arith"]["wrong calculation"] == 1.0 and recall["arith"]["wrong information"] == 0.0
+    assert recall["grounding"]["irrelevant information"] >= 0.75 and recall["grounding"]["wrong information"] >= 0.5
+    assert figures["grounding"]["false_alarms"]["reordered steps"]["flagged"] == 0
+    both = figures["arith+grounding"]["agreement"]
+    assert both["recall"] > max(figures[s]["agreement"]["recall"] for s in ("arith", "grounding"))
+    assert figures["arith+grounding"]["error_types"]["accuracy"] >= 0.6
+
+
+def test_a_model_judge_audit_is_a_resumable_run(tiny_llama_dir: Path, tmp_path: Path) -> None:
+    small = write_jsonl(tmp_path / "small.jsonl", [json.loads(line) for line in
+                                                   LABELLED.read_text(encoding="utf-8").splitlines()[:6]])
+    config = robusteval.AuditConfig(f"arith+hf:{tiny_llama_dir}", str(small), error_classifier=f"hf:{tiny_llama_dir}")
+    first = robusteval.audit_judge(config, out=tmp_path / "run")
+    with RunStore.open_existing(tmp_path / "run") as store:
+        cached = store.records(JUDGE_STAGE)
+    # 6 reasoning verdicts, and the classifier on every incorrect item (and on flagged ones no checker types).
+    n_incorrect = first["n_incorrect"]
+    assert len(cached) >= 6 + n_incorrect and first["classifier"]["n"] == n_incorrect
+    assert first["judge"] == f"arith+llm:hf:{tiny_llama_dir}"
+
+    def refuse(spec: str) -> Any:
+        from robusteval.models import load_backend
+
+        backend = load_backend(spec)
+        backend.continuation_logprobs = None  # a second run must not score anything
+        return backend
+
+    again = robusteval.audit_judge(config, out=tmp_path / "run", load_model=refuse)
+    assert {k: v for k, v in again.items() if k != "environment"} == {
+        k: v for k, v in first.items() if k != "environment"}
+    with pytest.raises(UserError, match="holds a different run"):
+        robusteval.audit_judge(AuditConfig("grounding", str(small)), out=tmp_path / "run")
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"label": "wrong"}, ":1: field 'label': expected 'correct' or 'incorrect', got 'wrong'"),
+    ({"perturbed_cot": None}, ":1: field 'perturbed_cot': required field is missing"),
+    ({"question": "  "}, ":1: field 'question': expected a non-empty string"),
+    ({"label": "incorrect", "category": "typo"}, ":1: field 'category': an incorrect item's category is one of"),
+])
+def test_a_bad_item_is_one_line_naming_file_line_and_field(tmp_path: Path, change: dict[str, Any],
+                                                           fragment: str) -> None:
+    row = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    path = write_jsonl(tmp_path / "bad.jsonl", [row, GOOD])
+    result = cli("--judge", "arith", "--labelled", str(path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("robusteval: error:")]
+    assert len(errors) == 1 and str(path) + fragment in errors[0], result.stderr
+
+
+def test_other_bad_files_and_specs_are_refused(tmp_path: Path) -> None:
+    twice = write_jsonl(tmp_path / "twice.jsonl", [GOOD, GOOD])
+    with pytest.raises(UserError, match=r"twice.jsonl:2: field 'id': duplicate id 'a' \(first on line 1\)"):
+        load_labelled(twice)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(GOOD) + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"broken\.jsonl:2: invalid JSON"):
+        load_labelled(broken)
+    with pytest.raises(UserError, match=r"missing\.jsonl: file not found"):
+        load_labelled(tmp_path / "missing.jsonl")
+    result = cli("--judge", "nonsense", "--labelled", str(LABELLED), "--out", str(tmp_path / "never"))
+    assert result.returncode == 2 and "unknown judge 'nonsense'" in result.stderr
+    assert not (tmp_path / "never").exists()
