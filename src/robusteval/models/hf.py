@@ -277,7 +277,7 @@ class HFBackend:
     def _require_chat_template(self) -> None:
         if not getattr(self.tokenizer, "chat_template", None):
             raise UserError(f"{self.name}: this model's tokenizer has no chat template, so it cannot be prompted "
-                            "as a chat; drop --chat (a base model is prompted with plain text)")
+                            "as a chat; drop --chat (or --judge-chat, for a judge; a base model is prompted with plain text)")
 
     def chat_text(self, messages: Sequence[Message], *, add_generation_prompt: bool = True) -> str:
         """``messages`` rendered by the tokenizer's chat template (by default ending with the assistant's
