@@ -22,6 +22,9 @@ def test_tour_runs_every_part_and_resumes(tiny_trained_dir: Path, tmp_path: Path
     assert results["matcha"]["n"] == 30 and results["matcha"]["n_attacked"] <= 2
     assert results["robustness"]["n"] == 20 and set(results["robustness"]["acc"]) == {"C-keyboard", "C-swap", "C-ocr"}
     assert results["wordimportance"]["n"] == 2 and results["variants"]["n_problems"] == 3
+    original = results["variants"]["original"]  # each template's own problem, one instance each
+    assert original["n_problems"] == original["n_instances"] == 3
+    assert load_run(original["run_dir"]).command == "variants eval"
     before = {part: units(Path(r["run_dir"])) for part, r in results.items()}
     again = run_tour(tmp_path / "tour", backend, config)
     assert {part: units(Path(r["run_dir"])) for part, r in again.items()} == before  # nothing recomputed

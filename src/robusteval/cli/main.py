@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "robusteval.cli.robustness",
     "robusteval.cli.ors",
     "robusteval.cli.variants",
+    "robusteval.cli.report",
     "robusteval.cli.runs",
     "robusteval.cli.doctor",
 )
