@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from robusteval.report.collect import (
@@ -28,7 +29,7 @@ from robusteval.report.collect import (
     model_name,
     short_model,
 )
-from robusteval.report.model import Num, Section, Table
+from robusteval.report.model import Note, Num, Section, Table
 from robusteval.runs import Run
 
 
@@ -107,8 +108,6 @@ def transfer_board(runs: Iterable[Run]) -> Leaderboard:
 
 
 def variants_board(runs: Iterable[Run]) -> Leaderboard:
-    from pathlib import Path
-
     rows: list[dict[str, Num | str]] = []
     for run in runs:
         s = run.summary or {}
@@ -178,6 +177,13 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]]) -> list[Leaderboard]:
     return leaderboards(collect(paths))
 
 
+#: Column headings in the page (the CSV keeps the plain names).
+HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "transfer_rate": "transfer rate %",
+            "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
+            "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
+            "queries_per_success": "queries/success", "ors": "ORS"}
+
+
 def comparison_section(inputs: Inputs) -> Section:
     section = Section("compare", "Comparison across runs",
                       "One leaderboard per method when several models were run; `robusteval runs compare DIR...` "
@@ -186,9 +192,8 @@ def comparison_section(inputs: Inputs) -> Section:
         if len(board.models) < 2:
             continue
         columns = [c for c in board.columns if c != "run"]
-        section.add(Table(board.title, columns, [[row.get(c, "") for c in columns] for row in board.rows]))
+        section.add(Table(board.title, [HEADINGS.get(c, c) for c in columns],
+                          [[row.get(c, "") for c in columns] for row in board.rows]))
     if not section.blocks:
-        from robusteval.report.model import Note
-
         section.add(Note("Every method here was run on one model only: give runs of several models to rank them."))
     return section
