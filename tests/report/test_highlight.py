@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from robusteval.perturbations.base import Edit, apply_edits
-from robusteval.report.highlight import find_span, flagged_spans, perturbation_marks, text_block, verdict_marks
+from robusteval.report.highlight import (
+    find_span,
+    flagged_spans,
+    perturbation_marks,
+    text_block,
+    verdict_marks,
+)
 
 
 def test_perturbation_marks_follow_length_changes() -> None:

@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     variants = results["variants"]
     print_summary_table("2. VAR-MATH: the example templates' original problems and their symbolic variants "
                         "(strict: every instance right)",
-                        [{"problems": "original", **variants["original"]}, {"problems": "variants", **variants}],
-                        ["problems", "model", "n_problems", "n_instances", "strict", "loose"])
+                        [{**variants["original"], "set": "original"}, {**variants, "set": "variants"}],
+                        ["set", "n_problems", "n_instances", "strict", "loose"])
     robust = results["robustness"]
     print_summary_table(
         "3. Perturbed benchmark: 20 yes/no questions under English character noise",

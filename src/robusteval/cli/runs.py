@@ -15,7 +15,7 @@ from robusteval.store import RunStore
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "runs", help="show or export a run directory", description="Inspect stored runs.",
+        "runs", help="show, export or compare run directories", description="Inspect stored runs.",
         epilog="example:\n  robusteval runs show runs/gsm8k-tiny", formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = group.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
