@@ -72,8 +72,10 @@ def sections(inputs: Inputs) -> list[Section]:
     present = [s for s in found if s is not None]
     if not present:
         commands = sorted({str(run.command) for run in inputs.runs})
-        raise UserError("report: none of these runs is one the report knows (MATCHA, transfer, sweep, VAR-MATH "
-                        f"eval, robustness, word-importance, ORS); found: {', '.join(commands) or 'nothing'}")
+        unfinished = sum(1 for run in inputs.runs if run.summary is None)
+        raise UserError("report: nothing to show: no finished run of a method the report knows (MATCHA, transfer, "
+                        "sweep, VAR-MATH eval, robustness, word-importance, ORS); found: "
+                        f"{', '.join(commands) or 'nothing'}" + (f" ({unfinished} unfinished)" if unfinished else ""))
     return [*present, comparison_section(inputs)]
 
 

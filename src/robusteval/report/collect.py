@@ -63,10 +63,6 @@ class Inputs:
                  if run.command == command and run.path.resolve() not in seen]
         return [*self.of(command), *extra]
 
-    @property
-    def empty(self) -> bool:
-        return not (self.runs or self.sweeps or self.ors)
-
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
