@@ -8,6 +8,7 @@ The Python API is the product; the ``robusteval`` command is a thin shell over i
     data = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit=100)
     summary = rv.attack_matcha(rv.MatchaRunConfig(data=data, level="token"), model, "runs/matcha")
     run = rv.load_run("runs/matcha")          # identity, info, summary, records(stage)
+    rv.report(["runs/matcha"], out="report.html")  # one self-contained HTML page of any runs
 
 Every pipeline takes a typed config, a backend and a run store (or a run directory, opened, locked and
 checked for you) and returns its summary, which is also written to ``summary.json``. Names are imported
@@ -32,6 +33,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "load_run": ("robusteval.runs", "load_run"),
     "Run": ("robusteval.runs", "Run"),
     "open_run": ("robusteval.lifecycle", "open_run"),
+    "compare_runs": ("robusteval.report.compare", "compare_runs"),
     "RunStore": ("robusteval.store", "RunStore"),
     # pipelines
     "EvalConfig": ("robusteval.evals.answer_first", "EvalConfig"),
@@ -53,7 +55,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ATTACKS": ("robusteval.attacks.base", "ATTACKS"),
     "register_attack": ("robusteval.attacks.base", "register_attack"),
 }
-_SUBMODULES = ("variants",)
+# ``report`` is a package that is also callable: ``rv.report(run_dirs, out="report.html")``.
+_SUBMODULES = ("variants", "report")
 
 __all__ = ["__version__", *_EXPORTS, *_SUBMODULES]
 

@@ -77,12 +77,22 @@ def _variant_templates() -> str:
     return f"template schema and {len(loaded.templates)} example templates"
 
 
+def _report_assets() -> str:
+    from robusteval.report.html import asset
+
+    sizes = {name: len(asset(name)) for name in ("report.css", "report.js")}
+    if not all(sizes.values()):
+        raise ValueError(f"empty report asset: {sizes}")
+    return "report style and script"
+
+
 PACKAGED: tuple[tuple[str, Callable[[], str]], ...] = (
     ("samples", _samples),
     ("exemplars", _exemplars),
     ("judge prompts", _judge_prompts),
     ("classification templates", _classification_templates),
     ("variant templates", _variant_templates),
+    ("report assets", _report_assets),
 )
 
 

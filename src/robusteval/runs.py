@@ -39,6 +39,25 @@ class Run:
         with RunStore.open_existing(self.path) as store:
             return store.records(stage)
 
+    def overview(self) -> dict[str, Any]:
+        """What a reader wants first: which model in which numeric setting, made with what, and the seeds."""
+        model = self.identity.get("model")
+        described = model if isinstance(model, dict) else {}
+        environment = self.info.get("environment") or {}
+        return {
+            "command": self.command,
+            "model": (described.get("source") or described.get("model")) if described else model,
+            "dtype": described.get("dtype"),
+            "device": described.get("device"),
+            "weights_sha256": described.get("weights_sha256"),
+            "versions": {k: environment.get(k) for k in ("robusteval", "python", "torch", "transformers")
+                         if environment.get(k)},
+            "gpu": environment.get("gpu"),
+            "git_revision": environment.get("git_revision"),
+            "seeds": (self.summary or {}).get("seeds") or {k: self.identity[k] for k in ("seed",)
+                                                             if k in self.identity},
+        }
+
     def to_dataframe(self, stage: str) -> Any:
         """The records of ``stage`` as a pandas DataFrame (nested values stay Python objects)."""
         try:

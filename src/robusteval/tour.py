@@ -9,7 +9,8 @@ conversion included) stays within a few minutes on 2 CPU cores:
    perturbations, accuracy per set and the RB-index;
 4. a hard-label word-importance attack on a few of the yes/no questions, success per perturbation rate.
 
-Each part is a run directory under ``out`` (resumable: a second run takes seconds).
+Each part is a run directory under ``out`` (resumable: a second run takes seconds); :func:`tour_report`
+then writes ``out/report.html``, one self-contained page with a section per part.
 """
 
 from __future__ import annotations
@@ -57,6 +58,16 @@ def run_tour(out: str | os.PathLike[str], backend: Any, config: TourConfig = Tou
     return results
 
 
+def tour_report(out: str | os.PathLike[str], results: dict[str, Any]) -> Path:
+    """The HTML report of every part the tour ran, at ``out/report.html`` (seconds: it reads stored runs)."""
+    from robusteval.report.build import build_report
+
+    runs = [results[part]["run_dir"] for part in results]
+    if "variants" in results:
+        runs.append(results["variants"]["original"]["run_dir"])
+    return build_report(runs, Path(out) / "report.html", title="robusteval quick-start report")
+
+
 TITLES = {"matcha": "MATCHA token-level attack on 30 math word problems",
           "variants": "VAR-MATH symbolic variants of the example templates",
           "robustness": "perturbed benchmark (English character noise) on 20 yes/no questions, RB-index",
@@ -76,15 +87,24 @@ def _matcha(out: Path, backend: Any, config: TourConfig, batch_size: int) -> dic
 
 
 def _variants(out: Path, backend: Any, config: TourConfig, batch_size: int) -> dict[str, Any]:
+    """Variant instances of the example templates, and the templates' original problems (one instance each,
+    the template's own values), so the report shows the accuracy drop from the original to the variants."""
+    from robusteval.store import write_jsonl_atomic
     from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate, instantiate
+    from robusteval.variants.checks import original_instance
+    from robusteval.variants.template import load_template_file
 
     templates = str(resources.files("robusteval.variants") / "example_templates.yaml")
     out.mkdir(parents=True, exist_ok=True)
     instances = out / "instances.jsonl"
     instantiate(InstantiateConfig(templates, n=config.variant_instances, seed=config.seed, out=str(instances)))
+    originals = [original_instance(t) for t in load_template_file(templates).templates]
+    write_jsonl_atomic(out / "originals.jsonl", [o.to_json() for o in originals if o is not None])
+    original = evaluate(VariantsEvalConfig(str(out / "originals.jsonl"), max_new_tokens=config.variants_max_new_tokens),
+                        backend, out / "original", batch_size=batch_size)
     summary = evaluate(VariantsEvalConfig(str(instances), max_new_tokens=config.variants_max_new_tokens),
                        backend, out / "run", batch_size=batch_size)
-    return {**summary, "run_dir": str(out / "run")}
+    return {**summary, "run_dir": str(out / "run"), "original": {**original, "run_dir": str(out / "original")}}
 
 
 def _robustness(out: Path, backend: Any, config: TourConfig, batch_size: int) -> dict[str, Any]:

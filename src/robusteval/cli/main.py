@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "robusteval.cli.ors",
     "robusteval.cli.judges",
     "robusteval.cli.variants",
+    "robusteval.cli.report",
     "robusteval.cli.runs",
     "robusteval.cli.doctor",
 )

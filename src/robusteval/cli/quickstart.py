@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.report.examples import format_matcha_example, pick_example
     from robusteval.report.tables import print_summary_table
     from robusteval.runs import load_run
-    from robusteval.tour import TourConfig, run_tour
+    from robusteval.tour import TourConfig, run_tour, tour_report
 
     began = time.perf_counter()
     spec = args.model or embedded_model_spec()
@@ -73,8 +73,10 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     variants = results["variants"]
-    print_summary_table("2. VAR-MATH: symbolic variants of the example templates (strict: every instance right)",
-                        [variants], ["model", "n_problems", "n_instances", "strict", "loose"])
+    print_summary_table("2. VAR-MATH: the example templates' original problems and their symbolic variants "
+                        "(strict: every instance right)",
+                        [{**variants["original"], "set": "original"}, {**variants, "set": "variants"}],
+                        ["set", "n_problems", "n_instances", "strict", "loose"])
     robust = results["robustness"]
     print_summary_table(
         "3. Perturbed benchmark: 20 yes/no questions under English character noise",
@@ -89,22 +91,10 @@ def run(args: argparse.Namespace) -> int:
         [{"rate": rate, **values} for rate, values in words["by_rate"].items()],
         ["rate", "n_success", "n_failed", "n_skipped", "attack_success_rate", "avg_queries"],
     )
-    report = _report(args.out, results)
-    if report:
-        print(f"report: {report}  (open it in a browser; one self-contained file)")
+    print(f"report: {tour_report(args.out, results)}  (open it in a browser; one self-contained file)")
     print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
     return 0
 
 
 def _number(value: object) -> str:
     return "undefined" if value is None else f"{value:.3f}"
-
-
-def _report(out: str, results: dict) -> str | None:
-    """The HTML report of every part, when the report module is available."""
-    try:
-        from robusteval.report.html import build_report
-    except ImportError:
-        return None
-    paths = [results[part]["run_dir"] for part in ("matcha", "variants", "robustness", "wordimportance")]
-    return str(build_report(paths, f"{out}/report.html"))

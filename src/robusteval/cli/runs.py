@@ -1,4 +1,4 @@
-"""``robusteval runs show|export``: look into a run directory."""
+"""``robusteval runs show|export|compare``: look into run directories, or rank several side by side."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from robusteval.store import RunStore
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "runs", help="show or export a run directory", description="Inspect stored runs.",
+        "runs", help="show, export or compare run directories", description="Inspect stored runs.",
         epilog="example:\n  robusteval runs show runs/gsm8k-tiny", formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = group.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
@@ -34,6 +34,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--output", default="-", metavar="FILE", help="output file (- for stdout)")
     export.set_defaults(func=export_run)
 
+    compare = add_command(sub, "compare", help="a leaderboard per method of several runs (table or CSV)",
+                          description="Rank runs of the same method and task by the method's headline number "
+                          "(the HTML report's comparison section). Sweep and ORS directories, and directories "
+                          "holding runs, are read too.",
+                          example="robusteval runs compare runs/matcha-llama runs/matcha-qwen\n"
+                          "robusteval runs compare runs/* --format csv --output leaderboard.csv")
+    compare.add_argument("run_dirs", nargs="+", metavar="DIR")
+    compare.add_argument("--format", choices=["table", "csv"], default="table")
+    compare.add_argument("--output", default="-", metavar="FILE", help="output file (- for stdout)")
+    compare.set_defaults(func=compare_runs)
+
 
 def show_run(args: argparse.Namespace) -> int:
     from robusteval.runs import load_run
@@ -41,7 +52,7 @@ def show_run(args: argparse.Namespace) -> int:
     run = load_run(args.run_dir)
     report = {
         "run_dir": str(run.path),
-        "overview": overview(run.identity, run.info, run.summary),
+        "overview": run.overview(),
         "identity": run.identity,
         "info": run.info,
         "units": run.stages,
@@ -49,24 +60,6 @@ def show_run(args: argparse.Namespace) -> int:
     }
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0
-
-
-def overview(identity: dict[str, Any], info: dict[str, Any], summary: dict[str, Any] | None) -> dict[str, Any]:
-    """What a reader wants first: which model in which numeric setting, made with what, and the seeds."""
-    model = identity.get("model")
-    environment = info.get("environment") or {}
-    return {
-        "command": identity.get("command"),
-        "model": model.get("source") or model.get("model") if isinstance(model, dict) else model,
-        "dtype": model.get("dtype") if isinstance(model, dict) else None,
-        "device": model.get("device") if isinstance(model, dict) else None,
-        "weights_sha256": model.get("weights_sha256") if isinstance(model, dict) else None,
-        "versions": {k: environment.get(k) for k in ("robusteval", "python", "torch", "transformers")
-                     if environment.get(k)},
-        "gpu": environment.get("gpu"),
-        "git_revision": environment.get("git_revision"),
-        "seeds": (summary or {}).get("seeds") or {k: identity[k] for k in ("seed",) if k in identity},
-    }
 
 
 def _flatten(record: dict[str, Any]) -> dict[str, Any]:
@@ -95,4 +88,28 @@ def export_run(args: argparse.Namespace) -> int:
             writer.writerows(rows)
     if args.output != "-":
         print(f"wrote {len(units)} records to {args.output}", file=sys.stderr)
+    return 0
+
+
+def compare_runs(args: argparse.Namespace) -> int:
+    from robusteval.report.compare import compare_runs as leaderboards
+
+    boards = leaderboards(args.run_dirs)
+    with contextlib.ExitStack() as stack:
+        out = sys.stdout if args.output == "-" else stack.enter_context(
+            open(args.output, "w", encoding="utf-8", newline=""))
+        if args.format == "csv":
+            rows = [row for board in boards for row in board.records()]
+            columns = list(dict.fromkeys(c for row in rows for c in row))
+            writer = csv.DictWriter(out, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        else:
+            from robusteval.report.tables import print_summary_table
+
+            for board in boards:
+                print_summary_table(board.title, board.records(), [c for c in board.columns if c != "run"],
+                                    file=out)
+    if args.output != "-":
+        print(f"wrote {sum(len(b.rows) for b in boards)} rows to {args.output}", file=sys.stderr)
     return 0

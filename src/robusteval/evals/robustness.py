@@ -3,7 +3,9 @@
 Perturbed sets are method names (generated here, seeded, one stored unit per example: stage
 ``perturbed_example``) or files written by ``robusteval perturb`` or the word-importance attack (examples
 missing from a file count as unchanged). Every distinct text is classified once (stage ``classify``): an
-unchanged example in a set reuses the original's answer, and a resumed run asks nothing twice.
+unchanged example in a set reuses the original's answer, and a resumed run asks nothing twice. Stage
+``robustness_outcome`` holds one row per (set, example) for readers (the HTML report): both texts with the
+set's edits, the gold label and the labels read on the original and on the perturbed text.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from robusteval.store import RunStore
 
 COMMAND = "robustness"
 CLASSIFY_STAGE = "classify"
+OUTCOME_STAGE = "robustness_outcome"
 
 
 @dataclass(frozen=True)
@@ -224,10 +227,34 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
         by_set: dict[str, list[dict[str, Any]]] = {"original": records[:n]}
         for i, name in enumerate(sets):
             by_set[name] = records[n * (i + 1) : n * (i + 2)]
+        store_outcomes(run, plan.examples, sets, by_set, config.label_mode)
         summary = build_summary(config, backend.name, plan, sets, by_set, soft=bool(classifier.soft),
                                 drift=set_drift(config, plan, sets, device=device))
         seeds = {"seed": config.seed, "bootstrap_seed": config.bootstrap_seed}
         return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
+
+
+def store_outcomes(store: RunStore, examples: Sequence[Example], sets: dict[str, list[Example]],
+                   by_set: dict[str, list[dict[str, Any]]], mode: str) -> None:
+    """One ``robustness_outcome`` row per (set, example): each text field before and after (with the set's
+    edits where the perturbation recorded them), the gold label and both predicted labels. Cheap and derived:
+    identical rows are not rewritten, so a finished run re-run writes nothing."""
+    from robusteval.store import unit_key
+
+    for name, versions in sets.items():
+        for example, version, before, after in zip(examples, versions, by_set["original"], by_set[name],
+                                                   strict=True):
+            original, perturbed = example_fields(example), example_fields(version)
+            recorded = ((version.meta.get("perturbation") or {}).get("fields") or {})
+            fields = {key: {"original": original.get(key, ""), "perturbed": value,
+                            "edits": (recorded.get(key) or {}).get("edits") or [],
+                            "method": (recorded.get(key) or {}).get("method")}
+                      for key, value in perturbed.items() if key != "premise"}
+            label_before, label_after = predicted_label(before, mode), predicted_label(after, mode)
+            row = {"id": example.id, "set": name, "gold": example.answer, "fields": fields,
+                   "changed": original != perturbed, "label_original": label_before, "label": label_after,
+                   "correct_original": label_before == example.answer, "correct": label_after == example.answer}
+            store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, name, example.id), row, example_id=example.id)
 
 
 def set_drift(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[Example]], *, device: Any = "auto"

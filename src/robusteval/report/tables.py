@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -21,10 +22,13 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def print_summary_table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+def print_summary_table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], *,
+                        file: TextIO | None = None) -> None:
+    """A rich table on stdout, or on ``file`` (plain text, 160 columns wide)."""
     table = Table(title=title)
     for column in columns:
         table.add_column(column, justify="right" if column not in ("model", "dataset", "set", "method") else "left")
     for row in rows:
         table.add_row(*(format_value(row.get(c)) for c in columns))
-    stdout.print(table)
+    console = stdout if file is None or file is sys.stdout else Console(file=file, width=160, no_color=True)
+    console.print(table)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from robusteval.variants.expr import ExprError
-from robusteval.variants.sampler import compute_native, same_value
+from robusteval.variants.sampler import Instance, compute_native, render_question, same_value, shown_values
 from robusteval.variants.template import Template, TemplateError
 
 Status = Literal["ok", "mismatch", "error", "unchecked"]
@@ -49,29 +49,50 @@ def _original_row(template: Template) -> tuple[int | None, str | None]:
     return None, f"the original values ({shown}) are not among the aligned rows"
 
 
-def check_template(template: Template) -> Check:
-    def result(status: Status, message: str, **kw: Any) -> Check:
-        return Check(template.id, status, message, template.source, **kw)
-
-    if template.original_answer is None:
-        return result("unchecked", "no original_answer to compare with")
+def original_assignment(template: Template) -> tuple[dict[str, Any], int | None, str | None, bool]:
+    """(independent values, aligned row, why not, whether the originals are missing rather than wrong) of the
+    template's original problem; ``why`` is None when the assignment was found."""
     original = template.original or {}
     base: dict[str, Any] = {}
     for var in template.independent:
         if var.kind == "values":
             continue
         if var.name not in original:
-            return result("unchecked", f"no original value for {var.name}")
+            return base, None, f"no original value for {var.name}", True
         base[var.name] = original[var.name]
     row, why = _original_row(template)
     if why is not None:
-        # A mismatch when originals were given but are not in the lists; unchecked when none were given.
-        status: Status = "mismatch" if "not among" in why else "unchecked"
-        return result(status, why, expected=template.original_answer)
+        return base, None, why, "not among" not in why
     if row is not None:
         for var in template.independent:
             if var.kind == "values":
                 base[var.name] = var.items[row]
+    return base, row, None, False
+
+
+def original_instance(template: Template) -> Instance | None:
+    """The template's own problem (its original values) as an instance whose id is the template's, so VAR-MATH
+    scores can be compared with the original accuracy; None when the template gives no original values."""
+    base, row, why, _ = original_assignment(template)
+    if why is not None:
+        return None
+    values, answer, ok = compute_native(template, base, row)
+    if not ok:
+        return None
+    shown = shown_values(template, values)
+    return Instance(template.id, render_question(template, shown), answer, template.id, shown)
+
+
+def check_template(template: Template) -> Check:
+    def result(status: Status, message: str, **kw: Any) -> Check:
+        return Check(template.id, status, message, template.source, **kw)
+
+    if template.original_answer is None:
+        return result("unchecked", "no original_answer to compare with")
+    base, row, why, unchecked = original_assignment(template)
+    if why is not None:
+        # A mismatch when originals were given but are not in the lists; unchecked when none were given.
+        return result("unchecked" if unchecked else "mismatch", why, expected=template.original_answer)
     try:
         _, answer, ok = compute_native(template, base, row)
     except TemplateError as exc:

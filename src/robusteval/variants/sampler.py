@@ -210,7 +210,7 @@ def compute_native(
     return values, answer, True
 
 
-def _shown(template: Template, values: dict[str, Any]) -> dict[str, str]:
+def shown_values(template: Template, values: dict[str, Any]) -> dict[str, str]:
     shown = {}
     for var in template.variables.values():
         try:
@@ -299,7 +299,7 @@ def sample_native(template: Template, n: int, seed: int, *, exclude_original: bo
             raise template.error(
                 "constraints", "unsatisfiable: the constraints are false (the template has no variables)"
             )
-        question = render_question(template, _shown(template, values))
+        question = render_question(template, shown_values(template, values))
         return SampleResult([Instance(template.id, question, answer, template.id, {})])
 
     rng = derive_random(seed, "variants", template.id)
@@ -331,7 +331,7 @@ def sample_native(template: Template, n: int, seed: int, *, exclude_original: bo
         if not ok:
             rejected_constraint += 1
             continue
-        shown = _shown(template, values)
+        shown = shown_values(template, values)
         question = render_question(template, shown)
         if question in seen_questions:
             duplicates += 1

@@ -1,0 +1,142 @@
+// robusteval report: example browsers (filters, search, pagination). Items come from the JSON block inside each
+// browser; text is only ever set with textContent, never parsed as HTML.
+(function () {
+  "use strict";
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function textBlock(block) {
+    var pre = el("pre", "text");
+    var text = block.t || "", marks = block.m || [], cursor = 0;
+    for (var i = 0; i < marks.length; i++) {
+      var m = marks[i];
+      if (m[0] > cursor) pre.appendChild(document.createTextNode(text.slice(cursor, m[0])));
+      var mark = el("mark", m[2], text.slice(m[0], m[1]));
+      mark.title = m[3];
+      pre.appendChild(mark);
+      cursor = m[1];
+    }
+    if (cursor < text.length) pre.appendChild(document.createTextNode(text.slice(cursor)));
+    return pre;
+  }
+
+  function renderBlock(block) {
+    if (block.pair) {
+      var pair = el("div", "pair");
+      block.pair.forEach(function (side) {
+        var col = el("div");
+        col.appendChild(el("div", "label", side[0]));
+        col.appendChild(textBlock(side[1]));
+        pair.appendChild(col);
+      });
+      return pair;
+    }
+    if (block.text) {
+      var wrap = el("div");
+      if (block.label) wrap.appendChild(el("div", "label", block.label));
+      wrap.appendChild(textBlock(block.text));
+      return wrap;
+    }
+    if (block.rows) {
+      var rows = el("div", "rows");
+      block.rows.forEach(function (row) {
+        rows.appendChild(el("div", "k", row[0]));
+        rows.appendChild(el("div", "v", row[1]));
+      });
+      return rows;
+    }
+    if (block.more) {
+      var details = el("details");
+      details.appendChild(el("summary", null, block.more));
+      (block.blocks || []).forEach(function (inner) { details.appendChild(renderBlock(inner)); });
+      return details;
+    }
+    return el("div");
+  }
+
+  function renderItem(item) {
+    var card = el("article", "item");
+    var head = el("div", "item-head");
+    head.appendChild(el("span", "item-title", item.title));
+    (item.badges || []).forEach(function (b) { head.appendChild(el("span", "badge " + (b[1] || ""), b[0])); });
+    card.appendChild(head);
+    (item.blocks || []).forEach(function (block) { card.appendChild(renderBlock(block)); });
+    return card;
+  }
+
+  // Large example sets are stored gzip-compressed and base64-encoded; the browser inflates them itself.
+  function loadItems(source) {
+    if (source.getAttribute("data-encoding") !== "gzip-base64") {
+      return Promise.resolve(JSON.parse(source.textContent));
+    }
+    var binary = atob(source.textContent.trim()), bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+
+  function setUp(root, items) {
+    var size = parseInt(root.getAttribute("data-page-size"), 10) || 20;
+    var list = root.querySelector(".items"), count = root.querySelector(".count");
+    var pageText = root.querySelector(".page"), prev = root.querySelector(".prev"), next = root.querySelector(".next");
+    var selects = Array.prototype.slice.call(root.querySelectorAll("select[data-key]"));
+    var search = root.querySelector("input.search");
+    var state = { page: 0, shown: items };
+
+    function matches(item) {
+      for (var i = 0; i < selects.length; i++) {
+        var want = selects[i].value;
+        if (want && (item.filters || {})[selects[i].getAttribute("data-key")] !== want) return false;
+      }
+      var query = search ? search.value.trim().toLowerCase() : "";
+      return !query || (item.title + " " + (item.search || "")).toLowerCase().indexOf(query) >= 0;
+    }
+
+    function render() {
+      var pages = Math.max(1, Math.ceil(state.shown.length / size));
+      state.page = Math.min(state.page, pages - 1);
+      list.textContent = "";
+      var fragment = document.createDocumentFragment();
+      state.shown.slice(state.page * size, (state.page + 1) * size).forEach(function (item) {
+        fragment.appendChild(renderItem(item));
+      });
+      if (!state.shown.length) fragment.appendChild(el("p", "note", root.getAttribute("data-empty")));
+      list.appendChild(fragment);
+      count.textContent = state.shown.length + " of " + items.length + " shown";
+      pageText.textContent = "page " + (state.page + 1) + " of " + pages;
+      prev.disabled = state.page === 0;
+      next.disabled = state.page >= pages - 1;
+    }
+
+    function refilter() {
+      state.shown = items.filter(matches);
+      state.page = 0;
+      render();
+    }
+
+    selects.forEach(function (s) { s.addEventListener("change", refilter); });
+    if (search) search.addEventListener("input", refilter);
+    prev.addEventListener("click", function () { state.page -= 1; render(); });
+    next.addEventListener("click", function () { state.page += 1; render(); });
+    render();
+  }
+
+  function start() {
+    Array.prototype.forEach.call(document.querySelectorAll(".browser"), function (root) {
+      loadItems(root.querySelector("script.data")).then(function (items) {
+        setUp(root, items);
+        root.setAttribute("data-ready", "true");
+      }, function (error) {
+        root.querySelector(".items").textContent = "cannot read the examples: " + error;
+        throw error;
+      });
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,96 @@
+"""``robusteval.report(run_dirs, out=...)``: one self-contained HTML page from any mix of runs.
+
+Collect (:mod:`~robusteval.report.collect`) -> one section per method present (MATCHA with transfer and sweeps,
+VAR-MATH, perturbed benchmarks, hard-label attacks with ORS) and the comparison across runs -> HTML
+(:mod:`~robusteval.report.html`), written atomically. Reads runs without writing to them and imports no torch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from robusteval.errors import UserError
+from robusteval.report.collect import Inputs, collect
+from robusteval.report.model import Report, RunCard, Section
+from robusteval.runs import Run
+
+
+def _short(value: object, length: int = 12) -> str:
+    text = str(value)
+    return text[:length] if len(text) > length else text
+
+
+def run_card(run: Run) -> RunCard:
+    """The footer's account of a run: model, numeric setting, seeds, data and versions."""
+    view = run.overview()
+    fields = [("model", str(view["model"])), ("dtype", str(view["dtype"])), ("device", str(view["device"]))]
+    if view["weights_sha256"]:
+        fields.append(("weights", _short(view["weights_sha256"])))
+    seeds = view["seeds"] or {}
+    fields.append(("seeds", ", ".join(f"{k}={v}" for k, v in seeds.items()) or "none recorded"))
+    data = run.identity.get("data_file") or run.identity.get("instances")
+    if data:
+        sha = run.identity.get("data_sha256") or run.identity.get("instances_sha256")
+        fields.append(("data", f"{data}" + (f" (sha256 {_short(sha)})" if sha else "")))
+    fields += [("versions", ", ".join(f"{k} {v}" for k, v in view["versions"].items()) or "not recorded")]
+    if view["git_revision"]:
+        fields.append(("git", str(view["git_revision"])))
+    if view["gpu"]:
+        fields.append(("gpu", str(view["gpu"])))
+    if run.summary is None:
+        fields.append(("state", "unfinished: no summary yet"))
+    return RunCard(str(run.path), str(run.command), fields)
+
+
+def run_cards(inputs: Inputs) -> list[RunCard]:
+    cards = [run_card(run) for run in inputs.runs]
+    for sweep in inputs.sweeps:
+        data = sweep.data
+        cards.append(RunCard(str(sweep.path), f"sweep {sweep.attack}", [
+            ("grid", ", ".join(f"{k}={v}" for k, v in (data.get("grid") or {}).items()) or "none"),
+            ("seeds", ", ".join(map(str, data.get("seeds") or ()))), ("models", ", ".join(data.get("models") or ())),
+            ("runs", f"{len(sweep.runs)} of {len(data.get('runs') or ())} found")]))
+        cards += [run_card(run) for run in sweep.runs]
+    for result in inputs.ors:
+        cards.append(RunCard(str(result.path), "ors", [("beta", str(result.data.get("beta"))),
+                                                       ("q", str(result.data.get("q"))),
+                                                       ("eta", str(result.data.get("eta")))]))
+    return cards
+
+
+def sections(inputs: Inputs) -> list[Section]:
+    from robusteval.report.compare import comparison_section
+    from robusteval.report.hardlabel import wordimportance_section
+    from robusteval.report.matcha import matcha_section
+    from robusteval.report.perturbed import robustness_section
+    from robusteval.report.varmath import variants_section
+
+    found = [build(inputs) for build in (matcha_section, variants_section, robustness_section,
+                                         wordimportance_section)]
+    present = [s for s in found if s is not None]
+    if not present:
+        commands = sorted({str(run.command) for run in inputs.runs})
+        unfinished = sum(1 for run in inputs.runs if run.summary is None)
+        raise UserError("report: nothing to show: no finished run of a method the report knows (MATCHA, transfer, "
+                        "sweep, VAR-MATH eval, robustness, word-importance, ORS); found: "
+                        f"{', '.join(commands) or 'nothing'}" + (f" ({unfinished} unfinished)" if unfinished else ""))
+    return [*present, comparison_section(inputs)]
+
+
+def build_report(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+                 out: str | os.PathLike[str] = "report.html", *, title: str | None = None) -> Path:
+    """Write the HTML report of ``run_dirs`` (run, sweep or ORS directories, or directories holding them) to
+    ``out`` and return its path."""
+    from robusteval import __version__
+    from robusteval.report.html import render
+    from robusteval.store import write_text_atomic
+
+    paths = [run_dirs] if isinstance(run_dirs, str | os.PathLike) else list(run_dirs)
+    inputs = collect(paths)
+    report = Report(title or "robusteval report", sections(inputs), run_cards(inputs), __version__)
+    target = Path(out)
+    if target.is_dir():
+        raise UserError(f"--out {target}: is a directory; give a file name such as {target / 'report.html'}")
+    return write_text_atomic(target, render(report))

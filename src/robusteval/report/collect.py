@@ -1,0 +1,198 @@
+"""What a report is built from: run directories of any method, sweep directories and ORS results.
+
+Each path given is one of: a run directory (``results.sqlite``), a sweep directory (``sweep.json``, its runs
+beneath it), a directory holding ``ors.json``, or a directory with any of these below it (the quick-start's
+output directory holds one run per part). Nothing is written; a path that is none of these is a one-line
+:class:`~robusteval.errors.UserError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robusteval.errors import DataError, UserError
+from robusteval.runs import Run, load_run
+from robusteval.store import DB_NAME
+
+SWEEP_NAME = "sweep.json"
+ORS_NAME = "ors.json"
+
+# The command each method's runs record in their identity.
+MATCHA = "attack matcha"
+TRANSFER = "transfer"
+VARIANTS = "variants eval"
+ROBUSTNESS = "robustness"
+WORDIMPORTANCE = "attack wordimportance"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    path: Path
+    data: dict[str, Any]  # sweep.json
+    runs: list[Run]  # its member runs that could be found
+
+    @property
+    def attack(self) -> str:
+        return str(self.data.get("attack"))
+
+
+@dataclass(frozen=True)
+class OrsResult:
+    path: Path  # the ors.json file
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    runs: list[Run]  # run directories given (or found below a directory given), in order
+    sweeps: list[Sweep]
+    ors: list[OrsResult]
+
+    def of(self, command: str) -> list[Run]:
+        return [run for run in self.runs if run.command == command]
+
+    def all_runs(self, command: str) -> list[Run]:
+        """Runs of ``command`` given directly and inside sweeps (repeats and grids included)."""
+        seen = {run.path.resolve() for run in self.of(command)}
+        extra = [run for sweep in self.sweeps for run in sweep.runs
+                 if run.command == command and run.path.resolve() not in seen]
+        return [*self.of(command), *extra]
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not isinstance(data, dict):
+        raise DataError(path, "expected a JSON object")
+    return data
+
+
+def _sweep_member(sweep_dir: Path, run_dir: str) -> Path:
+    """A member run's directory: as sweep.json names it, or at the same place below a moved sweep
+    (members sit at ``<model>/<point>/seed-<s>``)."""
+    named = Path(run_dir)
+    if (named / DB_NAME).is_file():
+        return named
+    return sweep_dir.joinpath(*named.parts[-3:])
+
+
+def load_sweep(path: Path) -> Sweep:
+    data = _read_json(path / SWEEP_NAME)
+    if not isinstance(data.get("table"), list) or not isinstance(data.get("runs"), list):
+        raise DataError(path / SWEEP_NAME, "not a sweep result (no 'table' and 'runs' lists)")
+    members = []
+    for entry in data["runs"]:
+        member = _sweep_member(path, str(entry.get("run_dir", "")))
+        if (member / DB_NAME).is_file():
+            members.append(load_run(member))
+    return Sweep(path, data, members)
+
+
+def load_ors(path: Path) -> OrsResult:
+    data = _read_json(path / ORS_NAME)
+    for key in ("rates", "success_percent", "ors"):
+        if key not in data:
+            raise DataError(path / ORS_NAME, "missing field", field=key)
+    return OrsResult(path / ORS_NAME, data)
+
+
+def _found_below(root: Path) -> list[Path]:
+    """Run, sweep and ORS directories below ``root`` (not descending into the ones found), sorted."""
+    found: list[Path] = []
+    for current, dirs, files in os.walk(root):
+        if DB_NAME in files or SWEEP_NAME in files or ORS_NAME in files:
+            found.append(Path(current))
+            dirs.clear()
+        else:
+            dirs.sort()
+    return found
+
+
+def collect(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
+    """Load every run, sweep and ORS result named by ``paths`` (see the module docstring)."""
+    runs: list[Run] = []
+    sweeps: list[Sweep] = []
+    ors: list[OrsResult] = []
+    seen: set[Path] = set()
+    given = list(paths)
+    if not given:
+        raise UserError("report: give at least one run directory")
+    for path in map(Path, given):
+        if not path.is_dir():
+            raise UserError(f"{path}: no such directory" if not path.exists() else f"{path}: not a directory")
+        targets = [path] if _is_input(path) else _found_below(path)
+        if not targets:
+            raise UserError(f"{path}: not a run directory (no {DB_NAME}, {SWEEP_NAME} or {ORS_NAME} in it or "
+                            "below it)")
+        for target in targets:
+            if target.resolve() in seen:
+                continue
+            seen.add(target.resolve())
+            if (target / SWEEP_NAME).is_file():
+                sweeps.append(load_sweep(target))
+            elif (target / ORS_NAME).is_file() and not (target / DB_NAME).is_file():
+                ors.append(load_ors(target))
+            else:
+                runs.append(load_run(target))
+    return Inputs(runs, sweeps, ors)
+
+
+def _is_input(path: Path) -> bool:
+    return any((path / name).is_file() for name in (DB_NAME, SWEEP_NAME, ORS_NAME))
+
+
+def run_label(run: Run, others: Sequence[Run] = ()) -> str:
+    """A short name for a run: its model and dataset (the directory too when that is ambiguous)."""
+    label = f"{model_name(run)} · {dataset_name(run)}"
+    same = [o for o in others if o.path != run.path and f"{model_name(o)} · {dataset_name(o)}" == label]
+    return f"{label} ({run.path.name})" if same else label
+
+
+def model_name(run: Run) -> str:
+    """The model's display name: the summary's, else the identity's source."""
+    summary = run.summary or {}
+    name = summary.get("model")
+    if not name:
+        model = run.identity.get("model")
+        name = (model.get("source") or model.get("model")) if isinstance(model, dict) else model
+    return short_model(str(name or "?"))
+
+
+#: Folder names that say nothing about the model: its parent folder is shown too.
+GENERIC_NAMES = {"model", "models", "weights", "hf", "final", "merged", "output", "snapshot"}
+
+
+def short_model(name: str) -> str:
+    """``hf:/home/x/models/llama-3-8b`` -> ``llama-3-8b``: the last path part of a model spec (with its parent
+    when that part is a generic ``model`` or ``checkpoint-500``)."""
+    spec = name.split(":", 1)[1] if ":" in name and not name.startswith(("/", ".")) else name
+    spec = spec.split("@", 1)[0]  # openai:MODEL@URL
+    path = Path(spec.rstrip("/"))
+    tail = path.name
+    if (tail.lower() in GENERIC_NAMES or tail.lower().startswith("checkpoint")) and path.parent.name:
+        tail = f"{path.parent.name}/{tail}"
+    return tail or name
+
+
+#: Dataset names that only say which file format was read: the file's name tells more.
+GENERIC_FORMATS = {"jsonl", "json", "csv", "examples", "generic", "tsv"}
+
+
+def dataset_name(run: Run) -> str:
+    identity, summary = run.identity, run.summary or {}
+    dataset = identity.get("dataset") or summary.get("dataset") or summary.get("source_dataset")
+    data_file = identity.get("data_file") or summary.get("data_file") or identity.get("instances")
+    if data_file and (not dataset or dataset in GENERIC_FORMATS):
+        return Path(str(data_file)).stem
+    return str(dataset or "?")

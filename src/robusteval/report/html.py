@@ -1,0 +1,156 @@
+"""Rendering a :class:`~robusteval.report.model.Report` as one self-contained HTML page.
+
+Everything is inline (styles, the browsers' script, SVG charts, example data as JSON blocks); a Content
+Security Policy allows only that inline style and script, by hash, and no connection at all, so the page
+makes no network request wherever it is opened. Every piece of run data is escaped: as HTML text or
+attribute, or, inside the JSON blocks, with ``<``, ``>`` and ``&`` written as ``\\u`` escapes so no run
+text can close the block.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+from html import escape
+from importlib import resources
+from typing import Any
+
+from robusteval.report.charts import bar_chart, line_chart
+from robusteval.report.model import (
+    BarChart,
+    Block,
+    Browser,
+    Details,
+    LineChart,
+    Note,
+    Num,
+    Report,
+    RunCard,
+    Section,
+    Table,
+)
+
+
+def asset(name: str) -> str:
+    return (resources.files("robusteval.report") / "assets" / name).read_text(encoding="utf-8")
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: nothing in it can end the element."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for char, code in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"),
+                       ("\u2029", "\\u2029")):
+        text = text.replace(char, code)
+    return text
+
+
+def _cell(cell: Num | str) -> str:
+    if isinstance(cell, Num):
+        value = "" if cell.value is None else repr(float(cell.value))
+        return (f'<td class="num" tabindex="0" data-value="{value}" data-tip="{escape(cell.tip())}">'
+                f"{escape(cell.text())}</td>")
+    return f"<td>{escape(str(cell))}</td>"
+
+
+def table(block: Table) -> str:
+    head = ""
+    if block.groups:
+        head += "<tr>" + "".join(f'<th colspan="{span}">{escape(label)}</th>' for label, span in block.groups) + "</tr>"
+    head += "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in block.columns) + "</tr>"
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in block.rows)
+    note = f'<p class="note">{escape(block.note)}</p>' if block.note else ""
+    return (f'<div class="table-wrap"><h4 class="caption">{escape(block.caption)}</h4><table><thead>{head}</thead>'
+            f"<tbody>{body}</tbody></table>{note}</div>")
+
+
+#: Example data above this size is stored gzip-compressed and base64-encoded (the page's script inflates it
+#: with the browser's own DecompressionStream): 10,000 MATCHA examples take a few MB instead of tens.
+COMPRESS_ABOVE = 256_000
+
+
+def browser_data(items: list[dict[str, Any]]) -> tuple[str, str]:
+    """(encoding, text) of a browser's items inside its ``<script type="application/json">`` block."""
+    text = script_json(items)
+    if len(text) <= COMPRESS_ABOVE:
+        return "json", text
+    packed = gzip.compress(json.dumps(items, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), mtime=0)
+    return "gzip-base64", base64.b64encode(packed).decode("ascii")
+
+
+def browser(block: Browser) -> str:
+    controls = []
+    for flt in block.filters:
+        options = "".join(f'<option value="{escape(o)}">{escape(o)}</option>' for o in flt.options)
+        controls.append(f'<label>{escape(flt.label)} <select data-key="{escape(flt.key)}"><option value="">all'
+                        f"</option>{options}</select></label>")
+    controls.append('<input class="search" type="search" placeholder="search text" aria-label="search">')
+    encoding, data = browser_data(list(block.items))
+    return (f'<div class="browser" id="{escape(block.id)}" data-page-size="{block.page_size}" '
+            f'data-empty="{escape(block.empty)}"><h3>{escape(block.title)} ({len(block.items)})</h3>'
+            f'<div class="controls">{"".join(controls)}<span class="count"></span></div>'
+            '<p class="legend-marks note"><mark class="ins">inserted</mark><mark class="rep">replaced</mark>'
+            '<mark class="del">removed</mark><mark class="flag">flagged by a judge</mark> (hover a mark for '
+            "details)</p>"
+            '<noscript><p class="note">The example browser needs JavaScript.</p></noscript>'
+            '<div class="items"></div><div class="pager"><button type="button" class="prev">‹ previous</button>'
+            '<span class="page"></span><button type="button" class="next">next ›</button></div>'
+            f'<script type="application/json" class="data" data-encoding="{encoding}">{data}</script></div>')
+
+
+def block_html(block: Block) -> str:
+    if isinstance(block, Table):
+        return table(block)
+    if isinstance(block, BarChart | LineChart):
+        values = block.values.values() if isinstance(block, BarChart) else [n for ln in block.lines for _, n in ln.points]
+        if all(num.value is None for num in values):
+            return (f'<p class="note">{escape(block.title)}: nothing to draw, every value is undefined (no '
+                    "example counted; hover the table's numbers for why).</p>")
+        svg = bar_chart(block) if isinstance(block, BarChart) else line_chart(block)
+        return f'<figure class="figure"><figcaption>{escape(block.title)}</figcaption>{svg}</figure>'
+
+    if isinstance(block, Browser):
+        return browser(block)
+    if isinstance(block, Details):
+        lines = "".join(f"<li>{escape(line)}</li>" for line in block.lines)
+        return f"<details><summary>{escape(block.summary)}</summary><ul>{lines}</ul></details>"
+    if isinstance(block, Note):
+        return f'<p class="{escape(block.css)}">{escape(block.text)}</p>'
+    raise TypeError(f"unknown report block {type(block).__name__}")
+
+
+def section_html(section: Section) -> str:
+    intro = f'<p class="intro">{escape(section.intro)}</p>' if section.intro else ""
+    body = "".join(block_html(b) for b in section.blocks)
+    return f'<section id="{escape(section.id)}"><h2>{escape(section.title)}</h2>{intro}{body}</section>'
+
+
+def footer_html(cards: list[RunCard], version: str) -> str:
+    rows = []
+    for card in cards:
+        fields = "; ".join(f"{k}: {v}" for k, v in card.fields)
+        rows.append(f"<tr><td>{escape(card.path)}</td><td>{escape(card.kind)}</td><td>{escape(fields)}</td></tr>")
+    return (f'<footer id="runs"><h2>Runs in this report</h2><table><thead><tr><th>run</th><th>what</th><th>identity'
+            f"</th></tr></thead><tbody>{''.join(rows)}</tbody></table><p>Written by robusteval {escape(version)}; "
+            "every number comes from the runs' summary.json (or sweep.json, ors.json); hover a number for its n, "
+            "interval and run.</p></footer>")
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def render(report: Report) -> str:
+    style, script = asset("report.css"), asset("report.js")
+    policy = (f"default-src 'none'; style-src {_csp_hash(style)}; script-src {_csp_hash(script)}; "
+              "img-src data:; base-uri 'none'; form-action 'none'")
+    nav = "".join(f'<a href="#{escape(s.id)}">{escape(s.title)}</a>' for s in report.sections)
+    body = "".join(section_html(s) for s in report.sections)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{escape(report.title)}</title><style>{style}</style></head><body>"
+            f"<header><h1>{escape(report.title)}</h1><p>{len(report.runs)} run(s); {len(report.sections)} section(s)"
+            f'</p><nav>{nav}<a href="#runs">Runs</a></nav></header>'
+            f"<main>{body}</main>{footer_html(report.runs, report.version)}<script>{script}</script></body></html>\n")

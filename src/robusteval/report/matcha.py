@@ -1,0 +1,259 @@
+"""The MATCHA part of the report: the paper's tables and figures from MATCHA, transfer and sweep runs.
+
+* Table 1/2 layout: ACC, UR, SR, WR per model x dataset, one table per level, with 95% intervals;
+* Table 3 layout: the baselines (``--variant``) beside MATCHA, mean(std) over seeds where runs repeat;
+* Fig. 2: transfer rate per target model; Fig. 3: error types of the successes; Fig. 4: sweep curves;
+* the example browser (:mod:`robusteval.report.matcha_examples`).
+
+Every number is read from a summary (``summary.json`` / ``sweep.json``), never recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from robusteval.report.collect import (
+    MATCHA,
+    TRANSFER,
+    Inputs,
+    dataset_name,
+    model_name,
+    run_label,
+    short_model,
+)
+from robusteval.report.matcha_examples import matcha_browser
+from robusteval.report.model import BarChart, Details, Line, LineChart, Note, Num, Section, Table
+from robusteval.runs import Run
+from robusteval.studies.sweep import mean_std
+
+METRICS = ("acc", "ur", "sr", "wr")
+LABELS = {"acc": "ACC", "ur": "UR", "sr": "SR", "wr": "WR"}
+#: Table 3's rows, in the paper's order, with its names.
+VARIANT_NAMES = {"random-insert": "Random insertion", "gcg-suffix": "GCG-style suffix",
+                 "random-locs": "MATCHA, random locations", "cot-loss-only": "MATCHA, L_c only", "full": "MATCHA"}
+ERROR_TYPES = ("wrong calculation", "wrong reasoning", "wrong information", "irrelevant information",
+               "unclassified")
+
+
+def rate(summary: dict[str, Any], name: str, run: Run) -> Num:
+    """ACC over all examples, UR/SR/WR over the rated attacked ones, with the summary's interval."""
+    n = summary.get("n") if name == "acc" else summary.get("n_rated", summary.get("n_attacked"))
+    ci = (summary.get("ci95") or {}).get(name)
+    return Num(summary.get(name), n=n, ci=ci, runs=(str(run.path),), percent=True)
+
+
+def _level(run: Run) -> str:
+    return str((run.summary or {}).get("level") or (run.identity.get("config") or {}).get("level") or "token")
+
+
+def _variant(run: Run) -> str:
+    return str((run.summary or {}).get("variant") or (run.identity.get("config") or {}).get("variant") or "full")
+
+
+def results_tables(runs: Sequence[Run]) -> list[Table]:
+    """Table 1 (token level) and Table 2 (embedding level): rows are models, column groups datasets."""
+    tables = []
+    for level in ("token", "embedding"):
+        chosen = [r for r in runs if _level(r) == level and _variant(r) == "full" and r.summary]
+        if not chosen:
+            continue
+        datasets = list(dict.fromkeys(dataset_name(r) for r in chosen))
+        rows: dict[str, dict[str, Run]] = {}
+        for run in chosen:
+            model = model_name(run)
+            key = model if dataset_name(run) not in rows.get(model, {}) else f"{model} ({run.path.name})"
+            rows.setdefault(key, {})[dataset_name(run)] = run
+        body = []
+        for model, by_dataset in rows.items():
+            cells: list[Num | str] = [model]
+            for dataset in datasets:
+                run = by_dataset.get(dataset)
+                cells += [rate(run.summary or {}, m, run) if run else "" for m in METRICS]
+            body.append(cells)
+        number = "1" if level == "token" else "2"
+        tables.append(Table(
+            f"{level.capitalize()}-level attack (paper Table {number} layout): ACC over all questions; UR, SR and "
+            "WR (%) over the attacked questions whose clean reasoning the judge accepts",
+            ["Model", *(LABELS[m] for _ in datasets for m in METRICS)], body,
+            groups=[("", 1), *((d, len(METRICS)) for d in datasets)]))
+    return tables
+
+
+def outcome_chart(runs: Sequence[Run]) -> BarChart | None:
+    chosen = [r for r in runs if r.summary and (r.summary.get("n_rated") or r.summary.get("n_attacked"))]
+    if not chosen:
+        return None
+    groups = [f"{run_label(r, chosen)} · {_level(r)}" + ("" if _variant(r) == "full" else f" · {_variant(r)}")
+              for r in chosen]
+    values = {(g, LABELS[m]): rate(r.summary or {}, m, r) for g, r in zip(groups, chosen, strict=True)
+              for m in ("ur", "sr", "wr")}
+    return BarChart("Attack outcomes per run (UR: answer and reasoning kept; SR: answer kept, reasoning broken; "
+                    "WR: answer changed)", groups, ["UR", "SR", "WR"], values, y_label="% of rated questions")
+
+
+def _settings(run: Run) -> tuple[Any, ...]:
+    """What makes two runs repeats of one experiment: every setting but the seed (and the variant, which is
+    Table 3's row), and the number of questions."""
+    summary = run.summary or {}
+    hyper = dict(summary.get("hyperparameters") or {})
+    for name in ("seed", "variant"):
+        hyper.pop(name, None)
+    hyper["questions"] = summary.get("n")
+    return tuple(sorted((k, str(v)) for k, v in hyper.items()))
+
+
+def baselines_table(runs: Sequence[Run]) -> Table | Note:
+    """Table 3: each variant's UR and SR per model x dataset, mean(std) over runs that differ only by seed."""
+    done = [r for r in runs if r.summary]
+    if not any(_variant(r) != "full" for r in done):
+        return Note("No baseline runs were given: run `robusteval attack matcha --variant random-insert` (or "
+                    "random-locs, cot-loss-only, gcg-suffix) beside the full attack, or sweep over --grid "
+                    "variant=..., to fill the paper's Table 3.")
+    columns = list(dict.fromkeys((model_name(r), dataset_name(r), _level(r)) for r in done))
+    groups: dict[tuple[Any, ...], list[Run]] = {}
+    for run in done:
+        groups.setdefault((_variant(run), _settings(run), (model_name(run), dataset_name(run), _level(run))),
+                          []).append(run)
+    common = max({_settings(r) for r in done}, key=lambda s: sum(_settings(r) == s for r in done))
+    row_keys = sorted({(v, s) for v, s, _ in groups},
+                      key=lambda k: (list(VARIANT_NAMES).index(k[0]) if k[0] in VARIANT_NAMES else 99, k[1]))
+    body = []
+    for variant, settings in row_keys:
+        differs = ", ".join(f"{k}={v}" for k, v in settings if (k, v) not in common)
+        label = VARIANT_NAMES.get(variant, variant) + (f" ({differs})" if differs else "")
+        cells: list[Num | str] = [label]
+        for column in columns:
+            members = groups.get((variant, settings, column), [])
+            for metric in ("ur", "sr"):
+                if not members:
+                    cells.append("")
+                    continue
+                mean, std = mean_std([(m.summary or {}).get(metric) for m in members])
+                seeds = sorted({(m.summary or {}).get("seeds", {}).get("seed") for m in members}, key=str)
+                cells.append(Num(mean, std=std, percent=True, runs=tuple(str(m.path) for m in members),
+                                 note=f"{len(members)} run(s), seeds {', '.join(map(str, seeds))}",
+                                 n=(members[0].summary or {}).get("n_rated") if len(members) == 1 else None))
+        body.append(cells)
+    return Table("Baselines (paper Table 3 layout): UR and SR (%), mean (std) over seeds where runs repeat",
+                 ["Method", *("UR" if i % 2 == 0 else "SR" for i in range(2 * len(columns)))], body,
+                 groups=[("", 1), *((f"{m} · {d} · {lv}", 2) for m, d, lv in columns)])
+
+
+def transfer_blocks(runs: Sequence[Run]) -> list[Any]:
+    done = [r for r in runs if r.summary]
+    if not done:
+        return [Note("No transfer runs were given (`robusteval transfer --from MATCHA_RUN --model ...` replays a "
+                     "run's successes on another model; paper Fig. 2).")]
+    sources = [f"{short_model(str(r.summary.get('source_model') or '?'))} · {r.summary.get('source_dataset')}"
+               for r in done if r.summary]
+    targets = [short_model(str(r.summary.get("model") or model_name(r))) for r in done if r.summary]
+    values, rows = {}, []
+    for run, source, target in zip(done, sources, targets, strict=True):
+        summary = run.summary or {}
+        num = Num(summary.get("transfer_rate"), n=summary.get("n_original_correct"),
+                  ci=summary.get("transfer_rate_ci95"), runs=(str(run.path),), percent=True)
+        values[(source, target)] = num
+        rows.append([source, target, str(summary.get("n_source_successes")), str(summary.get("n_transferred")),
+                     str(summary.get("n_original_correct")), num,
+                     *(Num(summary.get(m), n=summary.get("n_original_correct"),
+                           ci=(summary.get("ci95") or {}).get(m), runs=(str(run.path),), percent=True)
+                       for m in ("ur", "sr", "wr"))])
+    table = Table("Transfer runs", ["Source", "Target", "source successes", "transferred", "target correct",
+                                    "transfer rate %", "UR", "SR", "WR"], rows)
+    if all(num.value is None for num in values.values()):
+        return [Note("No transfer rate to draw (paper Fig. 2): the target models answered none of the transferred "
+                     "questions correctly in their original form, or there was nothing to transfer."), table]
+    chart = BarChart("Transfer rate per target model (paper Fig. 2): successes among the transferred questions "
+                     "the target answers correctly", list(dict.fromkeys(sources)), list(dict.fromkeys(targets)),
+                     values, y_label="transfer rate %")
+    return [chart, table]
+
+
+def error_type_blocks(runs: Sequence[Run]) -> list[Any]:
+    """Fig. 3: how the successes' reasoning went wrong, per run (summaries' ``error_types``)."""
+    found = [r for r in runs if r.summary and (r.summary.get("error_types") or {}).get("n")]
+    if not found:
+        return [Note("No error types were recorded: none of these runs' successes carries an error type "
+                     "(runs made before robusteval classified errors, or runs without successes).")]
+    categories = [c for c in ERROR_TYPES if any((r.summary or {})["error_types"].get("counts", {}).get(c)
+                                                for r in found)]
+    values = {}
+    for run in found:
+        types = (run.summary or {})["error_types"]
+        for category in categories:
+            count = types.get("counts", {}).get(category, 0)
+            values[(run_label(run, found), category)] = Num(
+                (types.get("shares") or {}).get(category), n=types.get("n"), runs=(str(run.path),), percent=True,
+                note=f"{count} of {types.get('n')} successes")
+    return [BarChart("Error types of the successful attacks (paper Fig. 3)", [run_label(r, found) for r in found],
+                     categories, values, y_label="% of successes")]
+
+
+def sweep_blocks(inputs: Inputs) -> list[Any]:
+    sweeps = [s for s in inputs.sweeps if s.attack == "matcha"]
+    if not sweeps:
+        return [Note("No sweeps were given (`robusteval sweep matcha --grid steps=1,3,5` or "
+                     "insert_ratio=0.1,0.2,0.4; paper Fig. 4).")]
+    blocks: list[Any] = []
+    for sweep in sweeps:
+        grid = sweep.data.get("grid") or {}
+        table = sweep.data["table"]
+        for name, values in grid.items():
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                continue
+            lines: dict[str, list[tuple[float, Num]]] = {}
+            for row in table:
+                point = row.get("point") or {}
+                others = ", ".join(f"{k}={v}" for k, v in point.items() if k != name)
+                for metric in ("ur", "sr"):
+                    stat = row.get(metric) or {}
+                    label = f"{LABELS[metric]} · {short_model(str(row.get('model')))}" + (f" ({others})" if others
+                                                                                         else "")
+                    lines.setdefault(label, []).append((float(point[name]), Num(
+                        stat.get("mean"), std=stat.get("std"), percent=True, runs=(str(sweep.path),),
+                        note=f"mean (std) over {row.get('n_seeds')} seed(s)")))
+            blocks.append(LineChart(f"UR and SR against {name} (paper Fig. 4), mean and std over seeds",
+                                    name, "% of rated questions", [Line(k, v) for k, v in lines.items()]))
+        rows = [[short_model(str(row.get("model"))), ", ".join(f"{k}={v}" for k, v in (row.get("point") or {}).items())
+                 or "default", str(row.get("n_seeds")),
+                 *(Num((row.get(m) or {}).get("mean"), std=(row.get(m) or {}).get("std"), percent=True,
+                       runs=(str(sweep.path),)) for m in METRICS)] for row in table]
+        blocks.append(Table(f"Sweep {sweep.path}: mean (std) over seeds", ["Model", "Setting", "seeds",
+                                                                           *(LABELS[m] for m in METRICS)], rows))
+    return blocks
+
+
+def notes_block(runs: Sequence[Run]) -> Details | None:
+    lines = []
+    for run in runs:
+        summary = run.summary or {}
+        for note in summary.get("notes") or ():
+            lines.append(f"{run.path}: {note}")
+        deviations = summary.get("deviations_from_paper") or ()
+        if deviations:
+            lines.append(f"{run.path}: differs from the paper's setting: " + "; ".join(deviations))
+    return Details("Notes and deviations from the paper's setting", lines) if lines else None
+
+
+def matcha_section(inputs: Inputs) -> Section | None:
+    runs = inputs.all_runs(MATCHA)
+    direct = inputs.of(MATCHA)
+    transfers = inputs.all_runs(TRANSFER)
+    sweeps = [s for s in inputs.sweeps if s.attack == "matcha"]
+    if not (runs or transfers or sweeps):
+        return None
+    section = Section("matcha", "MATCHA: answers kept, reasoning broken",
+                      "Token- and embedding-level perturbations that try to keep a model's answer while breaking "
+                      "its chain of thought. Hover over any number for n, its 95% interval and its run.")
+    section.add(*results_tables(direct))
+    chart = outcome_chart(direct)
+    if chart is not None:
+        section.add(chart)
+    details = notes_block(direct)
+    if details is not None:
+        section.add(details)
+    section.add(baselines_table(runs), *transfer_blocks(transfers), *error_type_blocks(runs + transfers),
+                *sweep_blocks(inputs))
+    section.add(matcha_browser(direct))
+    return section

@@ -1,0 +1,168 @@
+"""The typed model of an HTML report: sections made of tables, charts, notes and example browsers.
+
+Section builders (``report/matcha.py``, ``variants.py``, ``robustness.py``, ``hardlabel.py``, ``compare.py``)
+turn loaded runs into these objects; ``report/html.py`` renders them. Every number shown is a :class:`Num`,
+which carries what it was computed from (n, its 95% interval, the run directory), so the page can show it on
+hover and a test can compare the value with the run's summary.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Num:
+    """One number of the page: ``value`` as the run stored it, shown as ``percent`` (x100) or as is."""
+
+    value: float | None
+    n: int | None = None
+    ci: Sequence[float] | None = None
+    runs: tuple[str, ...] = ()
+    percent: bool = False
+    digits: int = 1
+    std: float | None = None  # mean(std) over repeats: ``value`` is the mean
+    note: str = ""
+
+    def text(self) -> str:
+        if self.value is None:
+            return "–"
+        scale = 100.0 if self.percent else 1.0
+        shown = f"{self.value * scale:.{self.digits}f}"
+        if self.std is not None:
+            shown += f" ({self.std * scale:.{self.digits}f})"
+        return shown
+
+    def tip(self) -> str:
+        """What hovering shows: the exact value, n, the interval and where it came from."""
+        scale = 100.0 if self.percent else 1.0
+        unit = "%" if self.percent else ""
+        parts = ["no value (nothing to count)" if self.value is None else f"value {self.value * scale:.4g}{unit}"]
+        if self.std is not None:
+            parts.append(f"std {self.std * scale:.4g}{unit}")
+        if self.n is not None:
+            parts.append(f"n = {self.n}")
+        if self.ci is not None and len(self.ci) == 2 and None not in self.ci:
+            parts.append(f"95% CI {self.ci[0] * scale:.4g}–{self.ci[1] * scale:.4g}{unit}")
+        if self.note:
+            parts.append(self.note)
+        parts += [f"run: {run}" for run in self.runs]
+        return " · ".join(parts)
+
+
+Cell = Num | str
+
+
+@dataclass(frozen=True)
+class Table:
+    caption: str
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Cell]]
+    #: an optional first header row: (label, number of columns it spans)
+    groups: Sequence[tuple[str, int]] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BarChart:
+    """Grouped bars: one cluster per group, one bar per series, each with its interval as a whisker."""
+
+    title: str
+    groups: Sequence[str]
+    series: Sequence[str]
+    values: dict[tuple[str, str], Num]
+    y_label: str = ""
+    percent: bool = True
+
+
+@dataclass(frozen=True)
+class Line:
+    name: str
+    points: Sequence[tuple[float, Num]]
+
+
+@dataclass(frozen=True)
+class LineChart:
+    title: str
+    x_label: str
+    y_label: str
+    lines: Sequence[Line]
+    percent: bool = True
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A drop-down over the browser's items: ``key`` is looked up in each item's ``filters``."""
+
+    key: str
+    label: str
+    options: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Browser:
+    """A paginated, filterable list of examples. Items are JSON-ready dicts rendered by the page's script::
+
+        {"title": str, "badges": [[text, css_class]], "filters": {key: value}, "search": str,
+         "blocks": [block, ...]}
+
+    A block is ``{"pair": [[label, text_block], [label, text_block]]}`` (side by side),
+    ``{"text": text_block, "label": str}``, ``{"rows": [[key, value], ...]}`` or
+    ``{"more": summary, "blocks": [...]}`` (collapsed); a text block is ``{"t": text, "m": [[start, end, css_class,
+    tooltip], ...]}`` with marks sorted and non-overlapping.
+    """
+
+    id: str
+    title: str
+    items: Sequence[dict[str, Any]]
+    filters: Sequence[Filter] = ()
+    page_size: int = 20
+    empty: str = "no examples"
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+    css: str = "note"
+
+
+@dataclass(frozen=True)
+class Details:
+    """A collapsed list of lines (notes, deviations from a paper's setting)."""
+
+    summary: str
+    lines: Sequence[str]
+
+
+Block = Table | BarChart | LineChart | Browser | Note | Details
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    intro: str = ""
+    blocks: list[Block] = field(default_factory=list)
+
+    def add(self, *blocks: Block) -> Section:
+        self.blocks.extend(blocks)
+        return self
+
+
+@dataclass(frozen=True)
+class RunCard:
+    """One run's identity for the page footer."""
+
+    path: str
+    kind: str
+    fields: Sequence[tuple[str, str]]
+
+
+@dataclass
+class Report:
+    title: str
+    sections: list[Section]
+    runs: list[RunCard]
+    version: str = ""

@@ -1,0 +1,171 @@
+"""The VAR-MATH part of the report: original vs variant accuracy per model (strict and loose, with intervals
+and the relative drop), and per problem each instance's values, answer, prediction and verdict.
+
+An "original" run is a ``variants eval`` run with one instance per problem (the benchmark's own problems, ids
+without a ``_<j>`` suffix) of the same model, covering the variant run's problems: its accuracy is what the
+variants are compared with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from robusteval.report.collect import VARIANTS, Inputs, model_name, run_label
+from robusteval.report.highlight import text_block
+from robusteval.report.model import BarChart, Browser, Filter, Note, Num, Section, Table
+from robusteval.runs import Run
+
+STAGE = "variants_generation"
+GRADED = "graded.jsonl"
+
+
+def _problems(run: Run) -> dict[str, dict[str, Any]]:
+    return {str(p["problem"]): p for p in (run.summary or {}).get("problems") or ()}
+
+
+def is_original(run: Run) -> bool:
+    """One instance per problem whose id is the problem's own: the benchmark as published."""
+    problems = _problems(run)
+    return bool(problems) and all(list(p.get("instances") or {}) == [pid] for pid, p in problems.items())
+
+
+def original_for(run: Run, originals: Sequence[Run]) -> Run | None:
+    """The original run of the same model whose problems cover this run's problems, if any."""
+    wanted = set(_problems(run))
+    for candidate in originals:
+        if candidate is not run and model_name(candidate) == model_name(run) and wanted <= set(_problems(candidate)):
+            return candidate
+    return None
+
+
+def _score(run: Run, name: str) -> Num:
+    summary = run.summary or {}
+    return Num(summary.get(name), n=summary.get("n_problems"), ci=summary.get(f"{name}_ci95"),
+               runs=(str(run.path),), percent=True,
+               note=f"{summary.get('n_instances')} instances, {summary.get('n_samples')} sample(s) each")
+
+
+def _original_accuracy(original: Run, problems: Sequence[str]) -> Num:
+    """The original run's accuracy over ``problems`` (its loose score when they are all its problems)."""
+    summary = original.summary or {}
+    mine = _problems(original)
+    if set(problems) == set(mine):
+        return Num(summary.get("loose"), n=summary.get("n_problems"), ci=summary.get("loose_ci95"),
+                   runs=(str(original.path),), percent=True)
+    values = [mine[p]["loose"] for p in problems]
+    return Num(sum(values) / len(values) if values else None, n=len(values), runs=(str(original.path),),
+               percent=True, note=f"over the {len(values)} problems the variants cover")
+
+
+def relative_drop(original: Num, variant: Num) -> Num:
+    if original.value in (None, 0) or variant.value is None:
+        return Num(None, note="undefined: no original accuracy")
+    return Num((original.value - variant.value) / original.value, percent=True, runs=original.runs + variant.runs,
+               note="(original − variant) / original")
+
+
+def scores(runs: Sequence[Run]) -> tuple[Table, BarChart]:
+    originals = [r for r in runs if is_original(r)]
+    rows, values = [], {}
+    groups: list[str] = []
+    for run in runs:
+        summary = run.summary or {}
+        original = original_for(run, originals) if not is_original(run) else None
+        strict, loose = _score(run, "strict"), _score(run, "loose")
+        base = _original_accuracy(original, list(_problems(run))) if original else Num(None, note="no original run")
+        label = run_label(run, runs)
+        kind = "original" if is_original(run) else "variants"
+        rows.append([label, kind, str(summary.get("n_problems")), str(summary.get("n_instances")),
+                     str(summary.get("n_samples")), base, strict, loose,
+                     relative_drop(base, strict), relative_drop(base, loose)])
+        groups.append(label)
+        values[(label, "original")] = base
+        values[(label, "loose")] = loose
+        values[(label, "strict")] = strict
+    table = Table("Accuracy (%) on the original problems and on their symbolic variants: strict = every instance "
+                  "of a problem right, loose = mean instance accuracy; relative drop = (original − variant) / "
+                  "original", ["Run", "kind", "problems", "instances", "samples", "original", "strict", "loose",
+                               "strict drop", "loose drop"], rows)
+    chart = BarChart("Original vs variant accuracy per run", groups, ["original", "loose", "strict"], values,
+                     y_label="accuracy %")
+    return table, chart
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSON Lines file the run wrote beside its store; an unreadable file gives none."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    rows = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def problem_items(run: Run, label: str) -> list[dict[str, Any]]:
+    """One item per problem: each instance's values, question, gold answer, prediction and verdict."""
+    records = {(r["id"], r.get("sample", 0)): r for r in run.records(STAGE)} if STAGE in run.stages else {}
+    graded = {(g["id"], g.get("sample", 0)): g for g in _read_jsonl(run.path / GRADED)}
+    values = {}
+    instances_file = run.identity.get("instances") or (run.summary or {}).get("instances")
+    if instances_file:
+        values = {str(r.get("id")): r.get("values") or {} for r in _read_jsonl(Path(str(instances_file)))}
+    items = []
+    for pid, problem in _problems(run).items():
+        n_right = sum(1 for acc in problem["instances"].values() if acc == 1)
+        total = len(problem["instances"])
+        result = "all right" if n_right == total else "none right" if n_right == 0 else "some right"
+        blocks: list[dict[str, Any]] = []
+        for iid, accuracy in problem["instances"].items():
+            samples = sorted(k for k in records if k[0] == iid) or [(iid, 0)]
+            first = records.get(samples[0], {})
+            shown = ", ".join(f"{k} = {v}" for k, v in values.get(iid, {}).items()) or "(values not recorded)"
+            rows = [["instance", f"{iid}: {shown}"], ["gold answer", str(first.get("gold", "?"))],
+                    ["instance accuracy", f"{accuracy:.0%} over {len(samples)} sample(s)"]]
+            for key in samples:
+                grade = graded.get(key, {})
+                verdict = {True: "right", False: "wrong"}.get(grade.get("correct"), "not graded")
+                rows.append([f"sample {key[1]}", f"prediction {grade.get('extracted')!s}: {verdict}"])
+            blocks.append({"text": text_block(first.get("question", "")), "label": f"question ({iid})"})
+            blocks.append({"rows": rows})
+            completions = [{"text": text_block(records[k].get("completion", "")), "label": f"sample {k[1]} completion"}
+                           for k in samples if k in records]
+            if completions:
+                blocks.append({"more": f"model output for {iid}", "blocks": completions})
+        items.append({
+            "title": f"{pid} · {label}",
+            "badges": [[f"strict {problem['strict']:.0%}", "ur" if problem["strict"] == 1 else "wr"],
+                       [f"loose {problem['loose']:.0%}", "muted"]],
+            "filters": {"result": result, "run": label}, "search": pid, "blocks": blocks,
+        })
+    return items
+
+
+def variants_section(inputs: Inputs) -> Section | None:
+    runs = [r for r in inputs.of(VARIANTS) if r.summary]
+    if not runs:
+        return None
+    section = Section("varmath", "VAR-MATH: symbolic variants",
+                      "Each problem becomes a template whose numbers vary; a model gets strict credit for a "
+                      "problem only if it solves every instance.")
+    table, chart = scores(runs)
+    section.add(table, chart)
+    if not any(is_original(r) for r in runs):
+        section.add(Note("No run on the original problems was given: evaluate them too (`robusteval variants "
+                         "eval` on the originals, one instance per problem) to see the relative drop."))
+    labels = [run_label(r, runs) for r in runs]
+    items = [item for run, label in zip(runs, labels, strict=True) for item in problem_items(run, label)]
+    filters = [Filter("result", "Instances right", ["all right", "some right", "none right"])]
+    if len(runs) > 1:
+        filters.append(Filter("run", "Run", labels))
+    section.add(Browser("varmath-problems", "Problems and their instances", items, filters))
+    return section

@@ -1,0 +1,91 @@
+"""MATCHA run stores written through the store API, in the exact record format of ``attack matcha`` (stage
+``matcha_outcome``, edits with offsets, judge verdicts, error types), for what the tiny models cannot produce
+on demand: thousands of records, every error type, hostile text. The summary comes from the library's own
+metrics (``matcha_metrics``) over those records, as the pipeline computes it, and is written by
+``lifecycle.finish``.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from robusteval.lifecycle import IDENTITY_VERSION, finish, open_run
+from robusteval.metrics.matcha import matcha_metrics, outcome
+from robusteval.store import unit_key
+
+ERROR_TYPES = ("wrong calculation", "wrong reasoning", "wrong information", "irrelevant information")
+QUESTION = "Tom has {a} apples and buys {b} more at the market. How many apples does he have now?"
+#: Filler steps, so chains of thought are as long and as varied as a small model's (about 300 characters).
+STEPS = ("First we count what he has: {a} apples.", "Then he buys {b} more, so we add them.",
+         "The market sells them in bags of {c}.", "He gives {d} to his sister, then takes them back.",
+         "So the total is the sum of both numbers.", "We check the units: apples, not bags.",
+         "Half of {c} would be {h}, which we do not need.", "Counting again gives the same result.")
+
+
+def _record(i: int, rng: random.Random, text: str | None) -> dict[str, Any]:
+    a, b = rng.randint(2, 40), rng.randint(2, 40)
+    question = text or QUESTION.format(a=a, b=b)
+    inserted = ["purple", "quickly", "seven", "river"][: rng.randint(1, 4)]
+    words = question.split(" ")
+    edits, out = [], []
+    for j, word in enumerate(words):
+        out.append(word)
+        if j % 3 == 1 and inserted:
+            token = inserted.pop()
+            start = len(" ".join(out)) + 1
+            out.append(token)
+            edits.append({"start": start, "end": start + len(token), "kind": rng.choice(["inserted", "replaced"]),
+                          "token_id": rng.randint(100, 900)})
+    perturbed = " ".join(out)
+    kind = rng.choices(["success", "unsuccessful", "wrong"], weights=[2, 5, 3])[0]
+    answer = str(a + b)
+    wrong_eq = f"{a} + {b} = {a + b + 1}"
+    c, d = rng.randint(2, 12), rng.randint(1, 9)
+    filler = " ".join(rng.sample(STEPS, 4)).format(a=a, b=b, c=c, d=d, h=c / 2)
+    cot = f"{filler} {wrong_eq}." if kind == "success" else f"{filler} {a} + {b} = {a + b}."
+    verdict = {"judge": "arith", "label": kind != "success", "reasoning_correct": kind != "success",
+               "raw": text or (f"1 equation(s) checked, 1 false: {wrong_eq}" if kind == "success"
+                               else "1 equation(s) checked, 0 false"),
+               "detail": {"method": "arithmetic", "n_equations": 1,
+                          "false_equations": [{"text": wrong_eq, "holds": False}] if kind == "success" else []}}
+    record = {
+        "id": f"q{i:05d}", "attacked": True, "clean_correct": True, "skip_reason": None, "level": "token",
+        "clean_question": question, "perturbed_question": perturbed, "edits": edits, "gold": answer,
+        "target": answer, "clean_answer": answer, "clean_completion": f" The answer is {answer}. {a} + {b} = {answer}.",
+        "perturbed_answer": answer if kind != "wrong" else str(a + b + 2),
+        "perturbed_completion": f" The answer is {answer if kind != 'wrong' else a + b + 2}. {cot}",
+        "answer_kept": kind != "wrong", "reasoning_wrong": None if kind == "wrong" else kind == "success",
+        "reasoning": None if kind == "wrong" else verdict, "clean_cot_wrong": False,
+        "insertions": [{"accepted": True, "semantic": {"judge": "none(always-same-meaning)", "label": True,
+                                                       "raw": text or ""}}],
+        "steps": [{"step": 0, "loss": {"total": 1.0}, "proposals": []}],
+    }
+    record["outcome"] = outcome(record)
+    record["error_type"] = None
+    if kind == "success":
+        category = ERROR_TYPES[i % len(ERROR_TYPES)]
+        record["error_type"] = {"category": category, "judge": "arith" if category == ERROR_TYPES[0] else
+                                "errortype:tiny", "raw": f"the mistake is {category}", "detail": {}}
+    return record
+
+
+def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None) -> Path:
+    """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output)."""
+    rng = random.Random(seed)
+    records = [_record(i, rng, text) for i in range(n)]
+    model = {"source": "synthetic/matcha-format", "dtype": "float32", "device": "cpu", "backend": "hf"}
+    identity = {"identity_version": IDENTITY_VERSION, "command": "attack matcha", "model": model,
+                "dataset": "synthetic", "level": "token", "variant": "full", "seed": seed}
+    with open_run(out, identity) as (store, _):
+        for record in records:
+            store.put("matcha_outcome", unit_key("matcha_outcome", record["id"]), record, example_id=record["id"])
+        successes = [r["error_type"]["category"] for r in records if r["error_type"]]
+        error_types = {"n": len(successes), "counts": {c: successes.count(c) for c in ERROR_TYPES},
+                       "shares": {c: successes.count(c) / len(successes) if successes else None
+                                  for c in ERROR_TYPES}}
+        finish(store, {"model": "synthetic/matcha-format", "dataset": "synthetic", "level": "token",
+                       "variant": "full", "hyperparameters": {"seed": seed}, **matcha_metrics(records),
+                       "error_types": error_types}, seeds={"seed": seed})
+    return out

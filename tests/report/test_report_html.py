@@ -1,0 +1,180 @@
+"""The HTML report built from real tiny-model runs of every method: each number the page shows is the one in
+the run's summary.json (or sweep.json, ors.json), every section is there, run text is escaped, and bad input
+is one line with exit code 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import robusteval as rv
+from helpers.runs import cli, summary
+from robusteval.errors import UserError
+from robusteval.runs import load_run
+
+
+class Page(HTMLParser):
+    """What a test reads back from a report: sections, numbers with their tooltips, chart marks, browser data."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.cells: list[tuple[float | None, str]] = []  # (data-value, data-tip) of every table number
+        self.marks: list[float] = []  # data-value of every drawn bar and point
+        self.data: dict[str, list[dict[str, Any]]] = {}
+        self._browser: str | None = None
+        self._in_data = False
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(str(a.get("id")))
+        elif tag == "td" and "num" in (a.get("class") or ""):
+            value = a.get("data-value")
+            self.cells.append((float(value) if value else None, str(a.get("data-tip"))))
+        elif tag in ("rect", "circle") and a.get("data-value"):
+            self.marks.append(float(str(a["data-value"])))
+        elif tag == "div" and "browser" in (a.get("class") or "").split():
+            self._browser = a.get("id")
+        elif tag == "script" and a.get("class") == "data":
+            self._in_data = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_data = self._in_data and tag != "script"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_data and self._browser:
+            self.data[self._browser] = self.data.get(self._browser, []) + json.loads(data)
+
+    def values_from(self, run: Path) -> set[float]:
+        return {value for value, tip in self.cells if value is not None and f"run: {run}" in tip}
+
+
+@pytest.fixture(scope="module")
+def page(all_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Page:
+    out = rv.report(list(all_runs.values()), out=tmp_path_factory.mktemp("report") / "report.html")
+    return Page(out.read_text(encoding="utf-8"))
+
+
+def test_every_section_is_there(page: Page) -> None:
+    assert page.sections == ["matcha", "varmath", "robustness", "hardlabel", "compare"]
+
+
+def test_matcha_numbers_are_the_summary_numbers(page: Page, all_runs: dict[str, Path]) -> None:
+    run = all_runs["matcha"]
+    stored = summary(run)
+    assert {stored[k] for k in ("acc", "ur", "sr", "wr")} <= page.values_from(run)
+    assert {stored[k] for k in ("ur", "sr", "wr")} <= set(page.marks)  # the outcome chart
+    tips = [tip for value, tip in page.cells if value == stored["sr"] and f"run: {run}" in tip]
+    assert any(f"n = {stored['n_rated']}" in tip and "95% CI" in tip for tip in tips)
+    # Table 3: the baseline beside the full attack, mean over the sweep's two seeds as sweep.json has it.
+    table = json.loads((all_runs["sweep"] / "sweep.json").read_text("utf-8"))["table"]
+    means = {row["ur"]["mean"] for row in table} | {row["sr"]["mean"] for row in table}
+    assert means <= {value for value, tip in page.cells if "2 run(s), seeds 0, 1" in tip}
+
+
+def test_the_example_browser_shows_every_attacked_question(page: Page, all_runs: dict[str, Path]) -> None:
+    records = load_run(all_runs["matcha"]).records("matcha_outcome")
+    attacked = [r for r in records if r["attacked"]]
+    items = page.data["matcha-examples"]
+    assert len(items) == len(attacked) and {"UR", "SR", "WR"} <= {i["filters"]["outcome"] for i in items}
+    success = next(r for r in attacked if r["outcome"] == "success")
+    item = next(i for i in items if i["filters"]["outcome"] == "SR")
+    assert item["title"].startswith(success["id"])
+    # The perturbed question carries the attack's edit spans; the false equation is marked in the reasoning.
+    question = item["blocks"][0]["pair"][1][1]
+    assert question["t"] == success["perturbed_question"]
+    assert [m[:2] for m in question["m"]] == [[e["start"], e["end"]] for e in success["edits"]]
+    reasoning = item["blocks"][2]["pair"][1][1]
+    flagged = [reasoning["t"][m[0]:m[1]] for m in reasoning["m"]]
+    assert flagged and all("=" in text for text in flagged)
+    rows = dict(item["blocks"][3]["rows"])
+    assert rows["reasoning judge: raw output"] == success["reasoning"]["raw"]
+
+
+def test_varmath_robustness_and_hardlabel_numbers(page: Page, all_runs: dict[str, Path]) -> None:
+    for name in ("variants", "original", "variants-other"):
+        stored = summary(all_runs[name])
+        assert {stored["strict"], stored["loose"]} <= page.values_from(all_runs[name])
+    robust = summary(all_runs["robustness"])
+    assert {robust["acc_original"], robust["rb_index"], *robust["acc"].values()} <= page.values_from(
+        all_runs["robustness"])
+    for method in ("C-homophone", "C-pinyin"):
+        stored = summary(all_runs[f"wi-{method}"])
+        assert set(stored["asr_by_rate"].values()) <= page.values_from(all_runs[f"wi-{method}"])
+        assert set(stored["asr_by_rate"].values()) <= set(page.marks)
+    ors = json.loads((all_runs["ors"] / "ors.json").read_text("utf-8"))
+    shown = {value for value, tip in page.cells if value is not None}
+    assert set(ors["ors"].values()) <= shown
+    assert {v for by_method in ors["rs"].values() for v in by_method.values()} <= shown
+
+
+def test_robustness_examples_hold_both_labels(page: Page, all_runs: dict[str, Path]) -> None:
+    run = load_run(all_runs["robustness"])
+    rows = run.records("robustness_outcome")
+    for name, entry in run.summary["sets"].items():
+        assert sum(r["correct"] for r in rows if r["set"] == name) == entry["n_correct"]
+    items = page.data["robustness-examples"]
+    assert len(items) == sum(r["changed"] for r in rows) > 0
+    edited = next(i for i in items if any("pair" in b and b["pair"][1][1].get("m") for b in i["blocks"]))
+    pair = next(b["pair"] for b in edited["blocks"] if "pair" in b and b["pair"][1][1].get("m"))
+    for mark in pair[1][1]["m"]:  # each marked span of the perturbed text is that edit's replacement
+        assert mark[3].split("→ '")[1].rstrip("'") == pair[1][1]["t"][mark[0]:mark[1]]
+
+
+def test_leaderboards_agree_with_runs_compare_csv(all_runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "board.csv"
+    done = cli("runs", "compare", *map(str, all_runs.values()), "--format", "csv", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    varmath = [r for r in rows if r["method"] == "variants" and r["instances"] == "instances.jsonl"]
+    assert len({r["model"] for r in varmath}) == len(varmath) == 2  # two models, told apart by their folders
+    for row in varmath:
+        assert float(row["strict"]) == summary(Path(row["run"]))["strict"]
+    best = min(varmath, key=lambda r: int(r["rank"]))
+    assert float(best["strict"]) == max(float(r["strict"]) for r in varmath)
+    table = cli("runs", "compare", *map(str, all_runs.values()))
+    assert table.returncode == 0 and "VAR-MATH: higher strict score ranks first" in table.stdout
+
+
+def test_run_text_is_escaped(llm_runs: dict[str, Path], tmp_path: Path) -> None:
+    from helpers.reportstores import matcha_store
+
+    hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
+    run = matcha_store(tmp_path / "hostile", 3, text=hostile)
+    text = rv.report([run], out=tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in text and "<img src=x" not in text
+    items = Page(text).data["matcha-examples"]
+    assert hostile in items[0]["blocks"][0]["pair"][0][1]["t"]  # shown as text, unchanged
+
+
+def test_rv_report_works_whichever_is_imported_first(llm_runs: dict[str, Path], tmp_path: Path) -> None:
+    code = ("import sys, robusteval.report.tables, robusteval as rv; "
+            f"p = rv.report([{str(llm_runs['original'])!r}], out={str(tmp_path / 'r.html')!r}); "
+            "print(p.exists(), 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "False"], done.stderr
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "results.sqlite").write_bytes(b"not a database" * 100)
+    for args, expected in (([str(tmp_path / "missing")], "no such directory"),
+                           ([str(empty)], "not a run directory"), ([str(damaged)], str(damaged))):
+        done = cli("report", *args, "--out", str(tmp_path / "r.html"))
+        assert done.returncode == 2, done.stderr
+        assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "r.html").exists()
+    with pytest.raises(UserError, match="at least one"):
+        rv.report([], out=tmp_path / "r.html")
