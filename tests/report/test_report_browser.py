@@ -43,10 +43,17 @@ def test_every_section_drawn_without_errors_or_requests(report: Path, all_runs: 
         assert len(charts) >= 5 and all(marks > 0 and width > 100 for marks, width in charts)
         # The outcome chart's bars are the summary's UR, SR and WR of the MATCHA run.
         stored = summary(all_runs["matcha"])
-        bars = page.eval_on_selector_all("#matcha svg.bar-chart rect.bar",
+        bars = page.eval_on_selector_all("#matcha svg.bar-chart[aria-label^='Attack outcomes'] rect.bar",
                                          "rs => rs.map(r => [r.dataset.value, r.textContent])")
         drawn = {float(value) for value, title in bars if str(all_runs["matcha"]) in title}
         assert drawn == {stored["ur"], stored["sr"], stored["wr"]}
+        # Fig. 3: the error-type bars are the summary's shares of its successes.
+        assert stored["error_types"]["n"] >= 1
+        bars = page.eval_on_selector_all("#matcha svg.bar-chart[aria-label^='Error types'] rect.bar",
+                                         "rs => rs.map(r => [r.dataset.value, r.textContent])")
+        drawn_types = {float(value) for value, title in bars if str(all_runs["matcha"]) in title}
+        shares = stored["error_types"]["shares"]
+        assert drawn_types == {v for c, v in shares.items() if stored["error_types"]["counts"][c]}
         # The hard-label curves' points are the summaries' success rates per α.
         points = page.eval_on_selector_all("#hardlabel circle.point", "ps => ps.map(p => parseFloat(p.dataset.value))")
         expected = {v for m in ("C-homophone", "C-pinyin") for v in summary(all_runs[f"wi-{m}"])["asr_by_rate"].values()}
