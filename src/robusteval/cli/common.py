@@ -77,6 +77,29 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="openai: where text prompts go: /completions, /chat/completions (as one user message), "
                        "or auto (chat after a 404 on /completions); --chat conversations always use chat. Recorded "
                        "in the run identity")
+    add_executor_options(parser)
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """Where the units of work run (every command that loads a model): in this process, or on Ray workers."""
+    group = parser.add_argument_group("execution")
+    group.add_argument("--executor", default="inprocess", choices=("inprocess", "ray"),
+                       help="inprocess: everything in this process; ray: one worker per GPU (or CPU) of a Ray "
+                       "cluster, each loading the models once; results are the same (recorded in info, not in "
+                       "the run identity)")
+    group.add_argument("--ray-address", default=None, metavar="auto|ADDRESS",
+                       help="ray: the cluster to join (auto: the one `ray start` made here; ray://HOST:PORT); "
+                       "default: a local cluster of this machine's GPUs and CPUs")
+    group.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="ray: how many workers (default: one per GPU, else one per CPU)")
+
+
+def executor_from_args(args: argparse.Namespace) -> Any:
+    """The executor a command's flags ask for (in-process when it has none)."""
+    from robusteval.executors import make_executor
+
+    return make_executor(getattr(args, "executor", None) or "inprocess", address=getattr(args, "ray_address", None),
+                         workers=getattr(args, "workers", None))
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
