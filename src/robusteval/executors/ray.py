@@ -25,6 +25,8 @@ from robusteval.extras import require_module
 #: Deaths of workers while computing the same batch before the run gives up on it (an item that kills its
 #: worker, e.g. out of memory, would otherwise be retried forever).
 MAX_DEATHS_PER_BATCH = 3
+#: Seconds the workers may take to start (a busy cluster may have no free device for them).
+STARTUP_TIMEOUT_S = 180.0
 
 
 class UnitWorker:
@@ -96,23 +98,27 @@ class RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            try:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                         logging_level=logging.WARNING, configure_logging=True)
+            try:  # "local": always a cluster of its own, never another process's by accident
+                ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING)
             except ConnectionError as exc:
                 raise UserError(f"--ray-address {self.address}: cannot reach a Ray cluster ({exc}); start one with "
                                 "`ray start --head`, or leave --ray-address out for a local one") from None
             self._started_ray = True
-        resources = ray.cluster_resources()
-        gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
+        free = ray.available_resources()
+        gpus, cpus = int(free.get("GPU", 0)), int(free.get("CPU", 0))
         self.gpus_per_worker = 1 if gpus else 0
         capacity = gpus or cpus
+        unit = "GPU" if gpus else "CPU"
         count = self.requested or capacity
-        if count > capacity:
-            unit = "GPU" if gpus else "CPU"
-            raise UserError(f"--workers {count}: the Ray cluster has {capacity} {unit}s (one worker each)")
+        if count < 1 or count > capacity:
+            raise UserError(f"--workers {count}: the Ray cluster has {capacity} free {unit}s (one worker each)")
         self._actors = [self._new_actor() for _ in range(count)]
-        ray.get([actor.pid.remote() for actor in self._actors])  # started, or failing now rather than later
+        try:
+            ray.get([actor.pid.remote() for actor in self._actors], timeout=STARTUP_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            raise UserError(f"{count} Ray workers did not start within {STARTUP_TIMEOUT_S:.0f} s (free: "
+                            f"{ray.available_resources()}); is another job holding the cluster's {unit}s?") from None
 
     def _new_actor(self) -> Any:
         import ray

@@ -95,6 +95,7 @@ class WorkerModel:
         self.identity: dict[str, Any] = dict(description["identity"])
         self.capabilities = frozenset(description["capabilities"])
         self._class_path: str = description["class"]
+        self._attributes = frozenset(description["attributes"])  # the loaded backend's own (instance) attributes
         self._local: Any = None
 
     def __repr__(self) -> str:
@@ -117,9 +118,11 @@ class WorkerModel:
         return self._local
 
     def __getattr__(self, name: str) -> Any:  # only for what __init__ did not set
-        if name.startswith("__") or name in ("_local", "_class_path", "load_recipe"):
+        if name.startswith("__") or name in ("_local", "_class_path", "_attributes", "load_recipe"):
             raise AttributeError(name)
         member = inspect.getattr_static(self._class(), name, None)
+        if member is None and name not in self._attributes:  # the model has no such attribute: no need to load it
+            raise AttributeError(f"{self._class_path} has no attribute {name!r}")
         if inspect.isfunction(member):
             @functools.wraps(member)
             def call(*args: Any, **kwargs: Any) -> Any:
@@ -141,7 +144,7 @@ def describe(backend: Any) -> dict[str, Any]:
     """What the driver's :class:`WorkerModel` needs to know about a loaded backend."""
     cls = type(backend)
     return {"name": backend.name, "identity": dict(backend.identity), "capabilities": sorted(backend.capabilities),
-            "class": f"{cls.__module__}:{cls.__qualname__}"}
+            "class": f"{cls.__module__}:{cls.__qualname__}", "attributes": sorted(vars(backend))}
 
 
 def shared_model(recipe: LoadRecipe) -> Any:
