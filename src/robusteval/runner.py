@@ -29,20 +29,43 @@ def run_units(
     id_of: Callable[[T], str] | None = None,
     batch_size: int = 1,
     description: str | None = None,
-    quiet: bool = False,
 ) -> list[dict[str, Any]]:
-    """Return one record per item, in item order, computing only the items whose key is not stored.
-
-    ``quiet``: no progress bar or lines (a single cached lookup, such as one judge verdict inside an attack).
-    """
+    """Return one record per item, in item order, computing only the items whose key is not stored."""
     keys = [key_of(item) for item in items]
     stored = store.keys(stage)
     # Items sharing a key are computed once.
     todo = list({key: i for i, key in reversed(list(enumerate(keys))) if key not in stored}.values())[::-1]
-    total = len(set(keys))
-    batches = chunks(todo, batch_size)
+    compute_units(store, stage, [items[i] for i in todo], [keys[i] for i in todo], compute, id_of=id_of,
+                  batch_size=batch_size, description=description, total=len(set(keys)))
+    out = []
+    for key in keys:
+        record = store.get(stage, key)
+        if record is None:  # pragma: no cover - would mean the database lost a committed row
+            raise RuntimeError(f"{stage}: unit {key} missing after commit")
+        out.append(record)
+    return out
+
+
+def compute_units(
+    store: RunStore,
+    stage: str,
+    items: Sequence[T],
+    keys: Sequence[str],
+    compute: Callable[[list[T]], list[dict[str, Any]]],
+    *,
+    id_of: Callable[[T], str | None] | None = None,
+    batch_size: int = 1,
+    description: str | None = None,
+    total: int | None = None,
+    quiet: bool = False,
+) -> None:
+    """Compute ``items`` (none of them stored; ``keys[i]`` is item i's key) with the current executor and
+    commit each batch as it comes back. ``total``: the units of the whole stage, for the progress bar;
+    ``quiet``: no progress bar or lines (a single judge verdict inside an attack)."""
+    batches = chunks(list(range(len(items))), batch_size)
+    total = len(items) if total is None else total
     shown = 0 if quiet else total  # a progress bar of nothing draws and logs nothing
-    with progress_bar(shown, description or stage, completed=shown - len(todo) if shown else 0) as advance:
+    with progress_bar(shown, description or stage, completed=shown - len(items) if shown else 0) as advance:
         for result in current_executor().map_batches(stage, [[items[i] for i in b] for b in batches], compute,
                                                      store):
             batch_idx = batches[result.index]
@@ -57,10 +80,3 @@ def run_units(
                 store.put(stage, keys[i], record, example_id=id_of(items[i]) if id_of else None,
                           seconds=result.seconds)
             advance(len(batch_idx))
-    out = []
-    for key in keys:
-        record = store.get(stage, key)
-        if record is None:  # pragma: no cover - would mean the database lost a committed row
-            raise RuntimeError(f"{stage}: unit {key} missing after commit")
-        out.append(record)
-    return out

@@ -201,3 +201,20 @@ def test_sweep_points_run_on_the_same_pool(pool: Any, tiny_trained_dir: Path, tm
     for run_dir in local_runs:
         assert_same_runs(local / run_dir, remote / run_dir, stages={"matcha_clean", "matcha_attack"})
     shutil.rmtree(tmp_path)
+
+
+def test_a_users_error_on_a_worker_is_raised_by_the_driver_as_it_is(pool: Any, tmp_path: Path) -> None:
+    from robusteval.errors import UserError
+    from robusteval.runner import run_units
+
+    def compute(batch: list[str]) -> list[dict[str, Any]]:
+        if "bad" in batch:
+            raise UserError(f"item {batch[0]}: cannot be computed")
+        return [{"item": item} for item in batch]
+
+    with RunStore.open(tmp_path / "run") as store, use_executor(pool):
+        with pytest.raises(UserError, match=r"^item bad: cannot be computed$"):
+            run_units(store, "stage", ["a", "b", "bad", "c"], key_of=str, compute=compute)
+        assert "bad" not in store.keys("stage")
+        # The pool is still usable, and a re-run computes only what is missing.
+        assert run_units(store, "stage", ["a", "c"], key_of=str, compute=compute) == [{"item": "a"}, {"item": "c"}]

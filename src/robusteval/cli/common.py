@@ -96,10 +96,14 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
 
 def executor_from_args(args: argparse.Namespace) -> Any:
     """The executor a command's flags ask for (in-process when it has none)."""
+    from robusteval.errors import UserError
     from robusteval.executors import make_executor
 
-    return make_executor(getattr(args, "executor", None) or "inprocess", address=getattr(args, "ray_address", None),
-                         workers=getattr(args, "workers", None))
+    name = getattr(args, "executor", None) or "inprocess"
+    address, workers = getattr(args, "ray_address", None), getattr(args, "workers", None)
+    if name != "ray" and (address is not None or workers is not None):
+        raise UserError(f"{'--ray-address' if address is not None else '--workers'} is for --executor ray")
+    return make_executor(name, address=address, workers=workers)
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:

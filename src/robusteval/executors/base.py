@@ -12,7 +12,7 @@ workers resolve it) and gives the driver a stand-in for it (:meth:`Executor.load
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -119,7 +119,3 @@ def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     """``items`` in consecutive batches of ``size`` (at least 1)."""
     size = max(1, size)
     return [list(items[start : start + size]) for start in range(0, len(items), size)]
-
-
-def flatten(batches: Iterable[list[T]]) -> list[T]:
-    return [item for batch in batches for item in batch]

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections import Counter, deque
@@ -210,10 +211,8 @@ class RayExecutor:
                 fill(slot)
         finally:
             for ref in inflight:  # a failed run leaves nothing queued on the workers
-                try:
+                with contextlib.suppress(Exception):
                     ray.cancel(ref)
-                except Exception:  # noqa: S110 - best effort; the run is already failing
-                    pass
 
     # ------------------------------------------------------------------ bookkeeping
     def info(self) -> dict[str, Any]:
@@ -227,10 +226,8 @@ class RayExecutor:
         import ray
 
         for actor in self._actors:
-            try:
+            with contextlib.suppress(Exception):
                 ray.kill(actor)
-            except Exception:  # noqa: S110 - already gone
-                pass
         self._actors = []
         self._models.clear()
         if self._started_ray and ray.is_initialized():

@@ -241,25 +241,35 @@ class CachedJudge:
 
     def judge(self, items: Sequence[Any], example_id: str | None = None) -> list[Verdict]:
         from robusteval.executors import current_executor
-        from robusteval.runner import run_units
+        from robusteval.runner import compute_units
 
         check_items(self.task, items)
         keys = [self.key(item) for item in items]
-        unique = list(dict(zip(keys, items, strict=True)).values())
-        missing = sum(1 for key in dict.fromkeys(keys) if self.store.get(self.stage, key) is None)
-        identity = self.identity
+        found: dict[str, Verdict] = {}
+        for key in dict.fromkeys(keys):
+            record = self.store.get(self.stage, key)
+            if record is not None:
+                found[key] = Verdict.from_record(record["verdict"])
+        todo: dict[str, Any] = {}
+        for key, item in zip(keys, items, strict=True):
+            if key not in found:
+                todo.setdefault(key, item)
+        if todo:
+            identity = self.identity
 
-        def compute(batch: list[Any]) -> list[dict[str, Any]]:
-            verdicts = self.inner.judge(batch)
-            return [{"judge": self.name, "task": self.task, "identity": identity, "item": asdict(item),
-                     "verdict": verdict.to_record()} for item, verdict in zip(batch, verdicts, strict=True)]
+            def compute(batch: list[Any]) -> list[dict[str, Any]]:
+                verdicts = self.inner.judge(batch)
+                return [{"judge": self.name, "task": self.task, "identity": identity, "item": asdict(item),
+                         "verdict": verdict.to_record()} for item, verdict in zip(batch, verdicts, strict=True)]
 
-        # In process the missing items go to the judge in one call; workers share them in small batches.
-        batch_size = _DISTRIBUTED_BATCH if current_executor().distributed else max(1, missing)
-        records = run_units(self.store, self.stage, unique, self.key, compute, id_of=lambda _: example_id,
-                            batch_size=batch_size, description=f"judge {self.name}", quiet=missing < 2)
-        by_key = {self.key(item): record for item, record in zip(unique, records, strict=True)}
-        return [Verdict.from_record(by_key[key]["verdict"]) for key in keys]
+            # In process the missing items go to the judge in one call; workers share them in small batches.
+            batch_size = _DISTRIBUTED_BATCH if current_executor().distributed else len(todo)
+            compute_units(self.store, self.stage, list(todo.values()), list(todo), compute,
+                          id_of=lambda _: example_id, batch_size=batch_size, description=f"judge {self.name}",
+                          quiet=len(todo) < 2)
+            for key in todo:
+                found[key] = Verdict.from_record(self.store.get(self.stage, key)["verdict"])  # type: ignore[index]
+        return [found[key] for key in keys]
 
 
 #: Items per batch when a distributed executor's workers run a judge.
