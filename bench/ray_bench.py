@@ -3,7 +3,8 @@
 The target is the tiny trained Llama (built here, seed 0) attacked at the token level with the arithmetic
 judge: a CPU-bound run (forward and backward passes of a small model, one torch thread per worker). Each
 configuration gets a fresh run directory and computes the clean pass, the attack and the judge; the Ray
-pools are started and the model loaded on their workers before the clock starts (start-up is timed apart).
+pools are started and the model loaded on their workers before the clock starts (start-up is timed apart),
+and every configuration first attacks two examples with another seed, untimed (a warm-up).
 Every run must store the same units (timings aside): the script exits 1 otherwise.
 
     python bench/ray_bench.py --examples 30                       # the packaged math sample
@@ -17,6 +18,7 @@ the same two cores, and the last examples leave one worker idle, so the measured
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -51,8 +53,17 @@ def stored(out: Path) -> dict[tuple[str, str], Any]:
         return {(u["stage"], u["key"]): _untimed(u["record"]) for u in store.iter_units()}
 
 
+def busy_seconds(out: Path) -> float:
+    """Seconds the computing processes spent on the run's units (the stored per-unit times, summed)."""
+    with RunStore.open_existing(out) as store:
+        return sum(u["seconds"] or 0.0 for u in store.iter_units() if u["stage"] in ("matcha_clean", "matcha_attack"))
+
+
 def timed_run(config: rv.MatchaRunConfig, model: Any, out: Path) -> tuple[float, float, dict[str, Any]]:
-    """(wall seconds, 1-minute load average after, summary)."""
+    """(wall seconds, 1-minute load average after, summary), after an untimed warm-up run of two examples
+    (first calls pay for imports and allocations, in process and on every worker alike)."""
+    warm = dataclasses.replace(config, data=dataclasses.replace(config.data, limit=2), seed=config.seed + 1)
+    rv.attack_matcha(warm, model, out.with_name(out.name + "-warm-up"), batch_size=8)
     began = time.perf_counter()
     summary = rv.attack_matcha(config, model, out, batch_size=8)
     return time.perf_counter() - began, os.getloadavg()[0], summary
@@ -87,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict[str, Any]] = []
     wall, load, summary = timed_run(config, rv.load_model(spec), work / "inprocess")
-    rows.append({"executor": "in process", "startup_s": 0.0, "wall_s": wall, "load_after": load})
+    rows.append({"executor": "in process", "startup_s": 0.0, "wall_s": wall, "load_after": load,
+                 "busy": busy_seconds(work / "inprocess") / wall})
     print(f"in process: {wall:.1f} s ({summary['n_attacked']} attacked of {summary['n']})", flush=True)
     for workers in (1, 2):
         began = time.perf_counter()
@@ -97,18 +109,19 @@ def main(argv: list[str] | None = None) -> int:
             startup = time.perf_counter() - began
             wall, load, _ = timed_run(config, model, work / f"ray-{workers}")
         rows.append({"executor": f"ray, {workers} worker{'s' * (workers > 1)}", "startup_s": startup, "wall_s": wall,
-                     "load_after": load})
+                     "load_after": load, "busy": busy_seconds(work / f"ray-{workers}") / wall})
         print(f"ray {workers}: {wall:.1f} s (start-up and model load {startup:.1f} s)", flush=True)
 
     reference = stored(work / "inprocess")
     same = all(stored(work / f"ray-{w}") == reference for w in (1, 2))
     one, two = rows[1]["wall_s"], rows[2]["wall_s"]
     print()
-    print("| executor | start-up + load (s) | wall (s) | s / attacked example | load avg after |")
-    print("|---|---|---|---|---|")
+    # busy: unit compute seconds per wall second, i.e. how many processes were computing on average.
+    print("| executor | start-up + load (s) | wall (s) | s / attacked example | busy | load avg after |")
+    print("|---|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['executor']} | {row['startup_s']:.1f} | {row['wall_s']:.1f} | "
-              f"{row['wall_s'] / max(1, summary['n_attacked']):.2f} | {row['load_after']:.2f} |")
+              f"{row['wall_s'] / max(1, summary['n_attacked']):.2f} | {row['busy']:.2f} | {row['load_after']:.2f} |")
     print(f"\nspeed-up of 2 workers over 1: {one / two:.2f}x (ideal on 2 cores: 2.00x); "
           f"1 Ray worker vs in process: {one / rows[0]['wall_s']:.2f}x the time")
     print(f"stored units identical in all three runs: {'yes' if same else 'NO'}")

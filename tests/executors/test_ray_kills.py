@@ -5,6 +5,7 @@ units an uninterrupted in-process run stores."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sqlite3
@@ -100,8 +101,9 @@ def pool() -> Iterator[Any]:
 
 
 def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_stored_twice(
-        pool: Any, matcha_config: rv.MatchaRunConfig, tiny_trained_dir: Path, reference: Path, tmp_path: Path
-) -> None:
+        pool: Any, matcha_config: rv.MatchaRunConfig, tiny_trained_dir: Path, reference: Path, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="robusteval")
     out = tmp_path / "run"
     first = pool.worker_pids()
     killed: list[int] = []
@@ -122,6 +124,7 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_stored_twice(
     assert attack_count(out) == attack_count(reference) == summary["n_attacked"] > 2
     now = pool.worker_pids()
     assert first[0] not in now and first[1] in now and len(now) == 2, "the dead worker was not replaced"
+    assert any("a Ray worker died" in r.getMessage() for r in caplog.records), "no batch of the dead worker was redone"
     assert stored(out) == stored(reference)  # every unit, computed once: the keys are the primary key
     assert [row[:2] for row in units(out)] == list(dict.fromkeys(row[:2] for row in units(out)))
 
