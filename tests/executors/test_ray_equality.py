@@ -218,3 +218,18 @@ def test_a_users_error_on_a_worker_is_raised_by_the_driver_as_it_is(pool: Any, t
         assert "bad" not in store.keys("stage")
         # The pool is still usable, and a re-run computes only what is missing.
         assert run_units(store, "stage", ["a", "c"], key_of=str, compute=compute) == [{"item": "a"}, {"item": "c"}]
+
+
+def test_a_model_the_driver_lets_go_of_is_released_by_the_workers(pool: Any, tiny_llama_dir: Path) -> None:
+    import gc
+
+    def holding() -> list[bool]:
+        return [any(str(tiny_llama_dir) in key and "float32" in key for key in keys) for keys in pool.loaded_models()]
+
+    with use_executor(pool):
+        model = load_backend(f"hf:{tiny_llama_dir}", dtype="float32")
+        assert load_backend(f"hf:{tiny_llama_dir}", dtype="float32") is model  # loaded once
+        assert holding() == [True, True]
+        del model
+        gc.collect()
+        assert holding() == [False, False]

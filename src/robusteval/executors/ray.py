@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
+import weakref
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -53,6 +55,17 @@ class UnitWorker:
 
         return describe(shared_model(LoadRecipe(spec, dict(options), {})))
 
+    def models(self) -> list[str]:
+        from robusteval.executors.transport import loaded_models
+
+        return loaded_models()
+
+    def release(self, key: str) -> None:
+        from robusteval.executors.transport import release_model
+
+        self._computes = {}  # the last compute may hold the model too
+        release_model(key)
+
     def run(self, payload: list[Any], batch: list[Any]) -> tuple[list[dict[str, Any]], float, list[dict[str, Any]]]:
         """``payload``: ``[ObjectRef of the pickled compute]`` (wrapped, so Ray hands over the reference and
         the compute is unpickled once per call of run_units, not once per batch)."""
@@ -90,7 +103,8 @@ class RayExecutor:
         self.gpus_per_worker = 0
         self._actors: list[Any] = []
         self._started_ray = False
-        self._models: dict[str, Any] = {}
+        # The driver's stand-ins, weakly: a model the driver drops is released on the workers.
+        self._models: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
     # ------------------------------------------------------------------ pool
     def _ensure_started(self) -> None:
@@ -152,16 +166,34 @@ class RayExecutor:
     def load_model(self, spec: Any, options: dict[str, Any]) -> Any:
         import ray
 
-        from robusteval.executors.transport import WorkerModel
+        from robusteval.executors.transport import WorkerModel, model_key
         from robusteval.models.registry import LoadRecipe
-        from robusteval.store import canonical_json
 
-        key = canonical_json([str(spec), options])
-        if key not in self._models:
+        key = model_key(spec, options)
+        model = self._models.get(key)
+        if model is None:
+            gc.collect()  # stand-ins the driver dropped are released on the workers before this one loads
             described = _remote(lambda: ray.get([a.load.remote(spec, options) for a in self.workers]))
             _same_everywhere([d["identity"] for d in described], str(spec))
-            self._models[key] = WorkerModel(LoadRecipe(spec, dict(options), described[0]["identity"]), described[0])
-        return self._models[key]
+            model = self._models[key] = WorkerModel(LoadRecipe(spec, dict(options), described[0]["identity"]),
+                                                    described[0])
+            # When the driver lets go of the model (a sweep moving to the next one), so do the workers.
+            weakref.finalize(model, self._release, key)
+        return model
+
+    def _release(self, key: str) -> None:
+        import ray
+
+        if ray.is_initialized():
+            for actor in self._actors:  # queued behind their batches in flight: none of them loses the model
+                with contextlib.suppress(Exception):
+                    actor.release.remote(key)
+
+    def loaded_models(self) -> list[list[str]]:
+        """Each worker's loaded models (spec and options, as JSON)."""
+        import ray
+
+        return list(ray.get([actor.models.remote() for actor in self.workers]))
 
     # ------------------------------------------------------------------ batches
     def map_batches(self, stage: str, batches: Sequence[list[Any]], compute: Compute, store: Any

@@ -23,6 +23,7 @@ import io
 import itertools
 import json
 import os
+import sys
 import time
 import weakref
 from collections import OrderedDict
@@ -147,11 +148,31 @@ def describe(backend: Any) -> dict[str, Any]:
             "class": f"{cls.__module__}:{cls.__qualname__}", "attributes": sorted(vars(backend))}
 
 
+def model_key(spec: Any, options: dict[str, Any]) -> str:
+    """What names a loaded model in a worker: its spec and load options."""
+    return canonical_json([str(spec), options])
+
+
+def loaded_models() -> list[str]:
+    return sorted(_models)
+
+
+def release_model(key: str) -> None:
+    """Forget a model the driver no longer holds (its memory goes once nothing else refers to it)."""
+    if _models.pop(key, None) is not None:
+        import gc
+
+        gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
 def shared_model(recipe: LoadRecipe) -> Any:
     """The model of ``recipe``, loaded once per process; refused when it resolves to another identity here."""
     from robusteval.models.registry import load_here
 
-    key = canonical_json([str(recipe.spec), recipe.options])
+    key = model_key(recipe.spec, recipe.options)
     backend = _models.get(key)
     if backend is None:
         backend = _models[key] = load_here(recipe.spec, **recipe.options)
