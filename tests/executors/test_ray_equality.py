@@ -20,6 +20,7 @@ import pytest
 
 import robusteval as rv
 from helpers.datafiles import write_ocnli
+from helpers.runs import units
 from helpers.shared import needs_modules
 from robusteval.executors import use_executor
 from robusteval.models import load_backend
@@ -103,9 +104,14 @@ def _matcha(model: Path, level: str, **overrides: Any) -> Callable[[Callable[...
 @pytest.mark.parametrize("level", ["token", "embedding"])
 def test_matcha_stores_the_same_units_on_two_workers(pool: Any, tiny_trained_dir: Path, tmp_path: Path,
                                                      level: str) -> None:
-    local, remote = on_both(pool, tmp_path, _matcha(tiny_trained_dir, level))
+    run = _matcha(tiny_trained_dir, level)
+    local, remote = on_both(pool, tmp_path, run)
     assert_same_runs(local, remote, stages={"matcha_clean", "matcha_attack", "matcha_outcome"})
     assert rv.load_run(remote).summary["n_attacked"] > 0
+    # The executor is not part of the run: the Ray run resumes in process, with nothing left to compute.
+    before = units(remote)  # (stage, key, created)
+    run(load_backend, remote)
+    assert units(remote) == before and rv.load_run(remote).info["executor"] == {"name": "inprocess"}
 
 
 def test_matcha_with_model_judges_commits_the_workers_verdicts(pool: Any, tiny_trained_dir: Path,

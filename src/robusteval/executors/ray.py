@@ -30,6 +30,7 @@ from robusteval.extras import require_module
 MAX_DEATHS_PER_BATCH = 3
 #: Seconds the workers may take to start (a busy cluster may have no free device for them).
 STARTUP_TIMEOUT_S = 180.0
+_actor_class: Any = None  # ray.remote(UnitWorker), made once
 
 
 class UnitWorker:
@@ -140,7 +141,10 @@ class RayExecutor:
 
         # One intra-op thread per CPU worker: N workers then really use N cores instead of fighting over them.
         env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-        return ray.remote(UnitWorker).options(  # type: ignore[attr-defined]
+        global _actor_class
+        if _actor_class is None:
+            _actor_class = ray.remote(UnitWorker)
+        return _actor_class.options(  # type: ignore[attr-defined]
             num_cpus=1, num_gpus=self.gpus_per_worker, runtime_env={"env_vars": env},
         ).remote()
 
