@@ -33,6 +33,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Run": ("robusteval.runs", "Run"),
     "open_run": ("robusteval.lifecycle", "open_run"),
     "RunStore": ("robusteval.store", "RunStore"),
+    # where units run: in process (default) or on Ray workers (docs/scaling.md)
+    "make_executor": ("robusteval.executors", "make_executor"),
+    "use_executor": ("robusteval.executors", "use_executor"),
     # pipelines
     "EvalConfig": ("robusteval.evals.answer_first", "EvalConfig"),
     "evaluate": ("robusteval.evals.answer_first", "evaluate"),
