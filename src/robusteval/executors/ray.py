@@ -135,6 +135,9 @@ class RayExecutor:
         except ray.exceptions.GetTimeoutError:
             raise UserError(f"{count} Ray workers did not start within {STARTUP_TIMEOUT_S:.0f} s (free: "
                             f"{ray.available_resources()}); is another job holding the cluster's {unit}s?") from None
+        from robusteval.progress import status
+
+        status(f"ray: {count} workers, one {unit} each, on {self.address or 'a local cluster'}")
 
     def _new_actor(self) -> Any:
         import ray
