@@ -20,7 +20,8 @@ import pytest
 
 import robusteval as rv
 from helpers.datafiles import write_ocnli
-from helpers.runs import units
+from helpers.runs import stored_units as stored
+from helpers.runs import units, untimed
 from helpers.shared import needs_modules
 from robusteval.executors import use_executor
 from robusteval.models import load_backend
@@ -43,24 +44,10 @@ def pool() -> Iterator[Any]:
         executor.close()
 
 
-def _untimed(value: Any) -> Any:
-    """``value`` without wall-clock fields (``seconds``), which differ between any two runs."""
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def stored(out: Path) -> dict[tuple[str, str], tuple[str | None, Any]]:
-    with RunStore.open_existing(out) as store:
-        return {(u["stage"], u["key"]): (u["example_id"], _untimed(u["record"])) for u in store.iter_units()}
-
-
 def summary_of(out: Path) -> dict[str, Any]:
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     summary.pop("environment", None)
-    return _untimed(summary)  # type: ignore[no-any-return]
+    return untimed(summary)  # type: ignore[return-value]
 
 
 def assert_same_runs(local: Path, remote: Path, *, stages: set[str]) -> None:

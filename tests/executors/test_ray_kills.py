@@ -22,6 +22,7 @@ import pytest
 
 import robusteval as rv
 from helpers.runs import ENV, cli, units
+from helpers.runs import stored_units as stored
 from helpers.shared import needs_modules
 from robusteval.cli.main import main
 from robusteval.executors import use_executor
@@ -30,19 +31,6 @@ from robusteval.store import DB_NAME
 pytestmark = needs_modules("ray")
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
-
-
-def _untimed(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def stored(out: Path) -> dict[tuple[str, str], Any]:
-    with rv.RunStore.open_existing(out) as store:
-        return {(u["stage"], u["key"]): (u["example_id"], _untimed(u["record"])) for u in store.iter_units()}
 
 
 def attack_count(out: Path) -> int:
