@@ -35,6 +35,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "open_run": ("robusteval.lifecycle", "open_run"),
     "compare_runs": ("robusteval.report.compare", "compare_runs"),
     "RunStore": ("robusteval.store", "RunStore"),
+    # where units run: in process (default) or on Ray workers (docs/scaling.md)
+    "make_executor": ("robusteval.executors", "make_executor"),
+    "use_executor": ("robusteval.executors", "use_executor"),
     # pipelines
     "EvalConfig": ("robusteval.evals.answer_first", "EvalConfig"),
     "evaluate": ("robusteval.evals.answer_first", "evaluate"),

@@ -40,6 +40,7 @@ MODULE_EXTRAS = {
     "math_verify": "math-verify",
     "latex2sympy2_extended": "math-verify",
     "antlr4": "math-verify",
+    "ray": "ray",
 }
 
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from robusteval.config import identity_fields
 from robusteval.environment import run_environment
 from robusteval.errors import UserError
+from robusteval.executors import current_executor
 from robusteval.progress import log_to_file
 from robusteval.store import DB_NAME, RunLock, RunStore
 from robusteval.store.lock import LOCK_NAME
@@ -73,7 +74,8 @@ def open_run(
                 lock.release()
                 _remove_if_only_lock(path)
             raise
-        info = {**(info or {}), "environment": run_environment()}
+        # How the units were computed is recorded, not identity: results do not depend on the executor.
+        info = {**(info or {}), "environment": run_environment(), "executor": current_executor().info()}
         # A directory that cannot be written (a finished run on read-only media) simply gets no log.
         with RunStore.open(path, identity=identity, info=info, lock=lock) as store, log_to_file(path / LOG_NAME):
             yield store, loaded

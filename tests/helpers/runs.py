@@ -81,3 +81,20 @@ def run_and_kill(args: list[str], out: Path, *, stage: str, at_least: int, logs:
     assert proc.returncode == -signal.SIGKILL
     assert not (out / SUMMARY_NAME).exists()
     return units(out)
+
+
+def untimed(value: object) -> object:
+    """``value`` without wall-clock fields (``seconds``), which differ between any two runs."""
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [untimed(v) for v in value]
+    return value
+
+
+def stored_units(out: Path) -> dict[tuple[str, str], tuple[str | None, object]]:
+    """Every unit's (example id, record without timings), by (stage, key): what two runs must agree on."""
+    from robusteval.store import RunStore
+
+    with RunStore.open_existing(out) as store:
+        return {(u["stage"], u["key"]): (u["example_id"], untimed(u["record"])) for u in store.iter_units()}

@@ -81,6 +81,33 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="openai: how prompts are scored for soft labels, log-prob confidence and log-prob judges: "
                        "auto = probe the server once (echo+logprobs on /completions, then vLLM's prompt_logprobs) and "
                        "fall back to sampled labels / generated verdicts when it offers neither; off = never score")
+    add_executor_options(parser)
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """Where the units of work run (every command that loads a model): in this process, or on Ray workers."""
+    group = parser.add_argument_group("execution")
+    group.add_argument("--executor", default="inprocess", choices=("inprocess", "ray"),
+                       help="inprocess: everything in this process; ray: one worker per GPU (or CPU) of a Ray "
+                       "cluster, each loading the models once; results are the same (recorded in info, not in "
+                       "the run identity)")
+    group.add_argument("--ray-address", default=None, metavar="auto|ADDRESS",
+                       help="ray: the cluster to join (auto: the one `ray start` made here; ray://HOST:PORT); "
+                       "default: a local cluster of this machine's GPUs and CPUs")
+    group.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="ray: how many workers (default: one per GPU, else one per CPU)")
+
+
+def executor_from_args(args: argparse.Namespace) -> Any:
+    """The executor a command's flags ask for (in-process when it has none)."""
+    from robusteval.errors import UserError
+    from robusteval.executors import make_executor
+
+    name = getattr(args, "executor", None) or "inprocess"
+    address, workers = getattr(args, "ray_address", None), getattr(args, "workers", None)
+    if name != "ray" and (address is not None or workers is not None):
+        raise UserError(f"{'--ray-address' if address is not None else '--workers'} is for --executor ray")
+    return make_executor(name, address=address, workers=workers)
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -130,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:
         args = parse_args(argv)
-        return int(args.func(args) or 0)
+        from robusteval.cli.common import executor_from_args
+        from robusteval.executors import use_executor
+
+        with use_executor(executor_from_args(args), close=True):
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("robusteval: interrupted; stored results are kept, re-run the same command to resume", file=sys.stderr)
         return 130

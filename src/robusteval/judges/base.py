@@ -33,7 +33,6 @@ Judges never import a concrete backend: :func:`build_judge` receives a ``backend
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -242,6 +241,9 @@ class CachedJudge:
         return unit_key(self.stage, self.identity, type(item).__name__, asdict(item))
 
     def judge(self, items: Sequence[Any], example_id: str | None = None) -> list[Verdict]:
+        from robusteval.executors import current_executor
+        from robusteval.runner import compute_units
+
         check_items(self.task, items)
         keys = [self.key(item) for item in items]
         found: dict[str, Verdict] = {}
@@ -254,21 +256,25 @@ class CachedJudge:
             if key not in found:
                 todo.setdefault(key, item)
         if todo:
-            began = time.perf_counter()
-            fresh = self.inner.judge(list(todo.values()))
-            seconds = (time.perf_counter() - began) / len(todo)
             identity = self.identity
-            for (key, item), verdict in zip(todo.items(), fresh, strict=True):
-                record = {
-                    "judge": self.name,
-                    "task": self.task,
-                    "identity": identity,
-                    "item": asdict(item),
-                    "verdict": verdict.to_record(),
-                }
-                self.store.put(self.stage, key, record, example_id=example_id, seconds=seconds)
-                found[key] = verdict
+
+            def compute(batch: list[Any]) -> list[dict[str, Any]]:
+                verdicts = self.inner.judge(batch)
+                return [{"judge": self.name, "task": self.task, "identity": identity, "item": asdict(item),
+                         "verdict": verdict.to_record()} for item, verdict in zip(batch, verdicts, strict=True)]
+
+            # In process the missing items go to the judge in one call; workers share them in small batches.
+            batch_size = _DISTRIBUTED_BATCH if current_executor().distributed else len(todo)
+            compute_units(self.store, self.stage, list(todo.values()), list(todo), compute,
+                          id_of=lambda _: example_id, batch_size=batch_size, description=f"judge {self.name}",
+                          quiet=len(todo) < 2)
+            for key in todo:
+                found[key] = Verdict.from_record(self.store.get(self.stage, key)["verdict"])  # type: ignore[index]
         return [found[key] for key in keys]
+
+
+#: Items per batch when a distributed executor's workers run a judge.
+_DISTRIBUTED_BATCH = 8
 
 
 def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge:

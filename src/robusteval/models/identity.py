@@ -72,7 +72,16 @@ def parse_model_args(text: str | None) -> dict[str, Any]:
 
 
 def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
-    """The normalised identity of ``spec`` under ``options`` (dtype, device, model_args, endpoint, ...)."""
+    """The normalised identity of ``spec`` under ``options`` (dtype, device, model_args, endpoint, ...), as the
+    machines that will run it resolve it: here, or a distributed executor's workers (``device auto`` is the
+    workers' GPU even when this process has none)."""
+    from robusteval.executors import current_executor
+
+    return current_executor().describe_model(spec, options)
+
+
+def describe_here(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
+    """:func:`describe_model` resolved in this process."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
     if parsed.kind == "hf":
         return _describe_hf(parsed, options)

@@ -51,15 +51,35 @@ def parse_spec(spec: str) -> ModelSpec:
     return ModelSpec(kind, rest)
 
 
+@dataclass(frozen=True)
+class LoadRecipe:
+    """How a backend was loaded: enough for another process (a Ray worker) to load the same model and check
+    that it got the same ``identity``. Loaded backends carry it as ``backend.load_recipe``."""
+
+    spec: str | ModelSpec
+    options: dict[str, Any]
+    identity: dict[str, Any]
+
+
 def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
     """Build a backend from a spec; ``options`` are backend-specific (dtype, device, model_args, api_key_env...).
 
     The backend carries its normalised identity as ``backend.identity`` (see :mod:`robusteval.models.identity`).
+    Under a distributed executor (:func:`robusteval.executors.use_executor`) the workers load the model and
+    this returns the driver's stand-in for it.
     """
-    from robusteval.models.identity import describe_model
+    from robusteval.executors import current_executor
+
+    return current_executor().load_model(spec, options)  # type: ignore[no-any-return]
+
+
+def load_here(spec: str | ModelSpec, **options: Any) -> Backend:
+    """:func:`load_backend` in this process, whatever the executor."""
+    from robusteval.models.identity import describe_here
 
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
     backend = BACKENDS.get(parsed.kind).value(parsed, **options)
     if not getattr(backend, "identity", None):
-        backend.identity = describe_model(parsed, **options)  # type: ignore[attr-defined]
+        backend.identity = describe_here(parsed, **options)  # type: ignore[attr-defined]
+    backend.load_recipe = LoadRecipe(spec, dict(options), dict(backend.identity))  # type: ignore[attr-defined]
     return backend

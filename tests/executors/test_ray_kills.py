@@ -1,0 +1,169 @@
+"""A Ray run survives its processes dying: a worker SIGKILLed mid-run is replaced and its batches computed
+again (none lost, none stored twice), and a driver SIGKILLed mid-run resumes from its store, ending with the
+units an uninterrupted in-process run stores."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import robusteval as rv
+from helpers.runs import ENV, cli, units
+from helpers.runs import stored_units as stored
+from helpers.shared import needs_modules
+from robusteval.cli.main import main
+from robusteval.executors import use_executor
+from robusteval.store import DB_NAME
+
+pytestmark = needs_modules("ray")
+
+SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
+
+
+def attack_count(out: Path) -> int:
+    try:
+        db = sqlite3.connect(f"file:{out / DB_NAME}?mode=ro", uri=True, timeout=1.0)
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM units WHERE stage='matcha_attack'").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error:  # not created yet
+        return 0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (read from /proc: Ray's own processes, started by that driver)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, pp in parents.items() if pp == parent]
+        found += children
+        frontier += children
+    return found
+
+
+@pytest.fixture(scope="module")
+def matcha_config() -> rv.MatchaRunConfig:
+    # Ten examples at five steps: long enough on two workers for a kill to land mid-run.
+    return rv.MatchaRunConfig(data=rv.DataSpec("jsonl", SAMPLE, limit=10, answer_type="number"), level="token",
+                              target_answer="clean", steps=5, max_new_tokens=40)
+
+
+@pytest.fixture(scope="module")
+def reference(matcha_config: rv.MatchaRunConfig, tiny_trained_dir: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reference") / "run"
+    rv.attack_matcha(matcha_config, rv.load_model(f"hf:{tiny_trained_dir}"), out, batch_size=4)
+    return out
+
+
+@pytest.fixture
+def pool() -> Iterator[Any]:
+    from robusteval.executors.ray import RayExecutor
+
+    executor = RayExecutor(workers=2)
+    try:
+        yield executor
+    finally:
+        executor.close()
+
+
+def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_stored_twice(
+        pool: Any, matcha_config: rv.MatchaRunConfig, tiny_trained_dir: Path, reference: Path, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="robusteval")
+    out = tmp_path / "run"
+    first = pool.worker_pids()
+    killed: list[int] = []
+
+    def kill_a_worker_once_attacks_are_stored() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and attack_count(out) < 2:
+            time.sleep(0.02)
+        os.kill(first[0], signal.SIGKILL)
+        killed.append(first[0])
+
+    killer = threading.Thread(target=kill_a_worker_once_attacks_are_stored, daemon=True)
+    killer.start()
+    with use_executor(pool):
+        summary = rv.attack_matcha(matcha_config, rv.load_model(f"hf:{tiny_trained_dir}"), out, batch_size=4)
+    killer.join(timeout=10)
+    assert killed, "the run ended before a worker could be killed"
+    assert attack_count(out) == attack_count(reference) == summary["n_attacked"] > 2
+    now = pool.worker_pids()
+    assert first[0] not in now and first[1] in now and len(now) == 2, "the dead worker was not replaced"
+    assert any("a Ray worker died" in r.getMessage() for r in caplog.records), "no batch of the dead worker was redone"
+    assert stored(out) == stored(reference)  # every unit, computed once: the keys are the primary key
+    assert [row[:2] for row in units(out)] == list(dict.fromkeys(row[:2] for row in units(out)))
+
+
+def _args(model: Path, out: Path, *extra: str) -> list[str]:
+    return ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", SAMPLE,
+            "--answer-type", "number", "--level", "token", "--target-answer", "clean", "--judge", "arith",
+            "--semantic-judge", "none", "--limit", "10", "--steps", "5", "--max-new-tokens", "40",
+            "--batch-size", "4", "--out", str(out), *extra]
+
+
+def test_a_killed_driver_resumes_on_ray_with_the_units_of_an_uninterrupted_run(
+        tiny_trained_dir: Path, reference: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    ray_flags = ("--executor", "ray", "--workers", "2")
+    log = (tmp_path / "driver.log").open("w")
+    driver = subprocess.Popen([sys.executable, "-m", "robusteval.cli.main", *_args(tiny_trained_dir, out, *ray_flags)],
+                              stdout=log, stderr=subprocess.STDOUT, env=ENV)
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and driver.poll() is None and attack_count(out) < 2:
+            time.sleep(0.02)
+        assert driver.poll() is None, "the run ended before the driver could be killed"
+        started = descendants(driver.pid)  # its local Ray cluster: cleaned up below
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        before = {row[:2]: row[2] for row in units(out)}
+        assert 2 <= sum(1 for stage, _ in before if stage == "matcha_attack") < 10
+        assert not (out / "summary.json").exists()
+
+        resumed = cli(*_args(tiny_trained_dir, out, *ray_flags), timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert "already stored" in resumed.stderr
+        after = {row[:2]: row[2] for row in units(out)}
+        assert {key: after[key] for key in before} == before, "a unit stored before the kill was computed again"
+        assert stored(out) == stored(reference)
+        assert rv.load_run(out).info["executor"]["name"] == "ray"
+    finally:
+        log.close()
+        if driver.poll() is None:
+            driver.kill()
+        for pid in started:  # what the killed driver's Ray left behind (it exits by itself, eventually)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_ray_flags_are_checked_before_anything_runs(tiny_trained_dir: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_args(tiny_trained_dir, tmp_path / "run", "--executor", "ray", "--workers", "0")) == 2
+    assert capsys.readouterr().err.strip() == "robusteval: error: --workers 0: give at least 1"
+    assert main(_args(tiny_trained_dir, tmp_path / "run", "--workers", "2")) == 2
+    assert capsys.readouterr().err.strip() == "robusteval: error: --workers is for --executor ray"
+    assert not (tmp_path / "run").exists()
