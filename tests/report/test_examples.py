@@ -41,6 +41,10 @@ def test_marked_question_and_format() -> None:
     assert "an attack that succeeded" in shown and "[+purple]" in shown and "[*quickly]" in shown
     assert "SR: answer kept, reasoning judged wrong; arith: false equation 3 + 4 = 8" in shown
     assert "3 + 4 = 7." in shown  # the clean reasoning
+    assert "error type" not in shown  # a record without one (runs made before error types) shows none
+    record["error_type"] = {"category": "wrong calculation", "judge": "arith", "raw": "", "detail": {}}
+    shown = format_matcha_example(record, success=True)
+    assert "error type          wrong calculation (decided by arith)" in shown
 
 
 def test_pick_prefers_a_success_then_the_highest_loss_kept_answer() -> None:

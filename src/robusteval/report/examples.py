@@ -90,6 +90,9 @@ def format_matcha_example(record: dict[str, Any], *, success: bool, where: str =
     lines += _block("perturbed answer", str(record.get("perturbed_answer")))
     lines += _block("perturbed reasoning", record.get("perturbed_cot") or "-")
     lines += _block("verdict", f"{OUTCOME_WORDS.get(kind or '', kind)}; {verdict_reason(record.get('reasoning'))}")
+    error_type = record.get("error_type")
+    if error_type:
+        lines += _block("error type", f"{error_type.get('category')} (decided by {error_type.get('judge')})")
     return "\n".join(lines)
 
 

@@ -25,10 +25,12 @@ def format_value(value: Any) -> str:
 def print_summary_table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], *,
                         file: TextIO | None = None) -> None:
     """A rich table on stdout, or on ``file`` (plain text, 160 columns wide)."""
-    table = Table(title=title)
+    table = Table()
     for column in columns:
         table.add_column(column, justify="right" if column not in ("model", "dataset", "set", "method") else "left")
     for row in rows:
         table.add_row(*(format_value(row.get(c)) for c in columns))
     console = stdout if file is None or file is sys.stdout else Console(file=file, width=160, no_color=True)
+    # The title on a line of its own: as the table's caption rich folds it to the table's width.
+    console.print(title, style="bold", markup=False, highlight=False)
     console.print(table)
