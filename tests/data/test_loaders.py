@@ -596,3 +596,27 @@ def test_gsm8k_final_answer_must_be_a_number(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "g.jsonl", [gsm_record(), {"question": "q", "answer": "so\n#### lots"}])
     message = data_error(lambda: load_dataset("gsm8k", path, limit=1))
     assert "g.jsonl:2:" in message and "field 'answer'" in message and "'lots'" in message
+
+
+def test_read_json_names_file_and_line_for_every_fault(tmp_path: Path) -> None:
+    """One reader for whole-document JSON files (exemplar sets, sweep.json, ors.json): each fault is one line."""
+    from robusteval.data.loaders import read_json
+    from robusteval.errors import DataError
+    from robusteval.prompts.answer_first import load_exemplars
+
+    good = tmp_path / "good.json"
+    good.write_bytes(b"\xef\xbb\xbf" + json.dumps({"a": [1, 2]}).encode())  # a BOM is tolerated
+    assert read_json(good) == {"a": [1, 2]}
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "a": 1,\n  "b": \n}\n', encoding="utf-8")
+    cases = {broken: "broken.json:4: invalid JSON", tmp_path / "missing.json": "file not found",
+             tmp_path: "is a directory"}
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"a": "caf\xe9"}')
+    cases[latin] = "latin.json:1: not valid UTF-8"
+    for path, expected in cases.items():
+        with pytest.raises(DataError) as caught:
+            read_json(path)
+        assert expected in str(caught.value), str(caught.value)
+    with pytest.raises(DataError, match=r"broken\.json:4: invalid JSON"):
+        load_exemplars(str(broken))

@@ -91,13 +91,9 @@ def load_exemplars(name_or_path: str) -> ExemplarSet:
     path = Path(name_or_path)
     if not path.is_file():
         raise DataError(path, "exemplar file not found (built-in sets: math, yesno)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-    return parse_exemplars(data, str(path))
+    from robusteval.data.loaders.files import read_json
+
+    return parse_exemplars(read_json(path), str(path))
 
 
 def exemplar_source(exemplars: str | None, answer_type: str) -> str:

@@ -8,7 +8,6 @@ output directory holds one run per part). Nothing is written; a path that is non
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -65,14 +64,9 @@ class Inputs:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    from robusteval.data.loaders.files import read_json
+
+    data = read_json(path)
     if not isinstance(data, dict):
         raise DataError(path, "expected a JSON object")
     return data

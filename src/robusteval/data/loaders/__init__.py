@@ -58,6 +58,7 @@ from robusteval.data.loaders.files import (  # noqa: F401
     _LineIndex,
     _read_text,
     iter_jsonl,
+    read_json,
 )
 from robusteval.data.loaders.generic import _load_csv, _load_examples, _load_hf, _load_jsonl  # noqa: F401
 from robusteval.data.loaders.registry import (  # noqa: F401
@@ -80,5 +81,6 @@ __all__ = [
     "dataset_names",
     "iter_jsonl",
     "load_dataset",
+    "read_json",
     "register_dataset",
 ]

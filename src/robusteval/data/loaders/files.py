@@ -186,4 +186,13 @@ def _json_error(path: Path, exc: json.JSONDecodeError) -> DataError:
     return DataError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
 
 
+def read_json(path: Path) -> Any:
+    """A file holding one JSON document, parsed; a missing, unreadable, non-UTF-8 or invalid file raises a
+    :class:`DataError` naming it (and the line)."""
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise _json_error(path, exc) from None
+
+
 _iter_jsonl = iter_jsonl  # the name before it became public
