@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -170,11 +171,58 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     damaged = tmp_path / "damaged"
     damaged.mkdir()
     (damaged / "results.sqlite").write_bytes(b"not a database" * 100)
+    # sweep.json and ors.json that parse but have the wrong shape: a DataError naming the field.
+    bad_sweep = tmp_path / "bad-sweep"
+    bad_sweep.mkdir()
+    (bad_sweep / "sweep.json").write_text(json.dumps({"table": [], "runs": ["x"]}), encoding="utf-8")
+    bad_ors = tmp_path / "bad-ors"
+    bad_ors.mkdir()
+    (bad_ors / "ors.json").write_text(json.dumps({"rates": [], "success_percent": {}, "ors": [1, 2]}),
+                                      encoding="utf-8")
     for args, expected in (([str(tmp_path / "missing")], "no such directory"),
-                           ([str(empty)], "not a run directory"), ([str(damaged)], str(damaged))):
+                           ([str(empty)], "not a run directory"), ([str(damaged)], str(damaged)),
+                           ([str(bad_sweep)], "field 'runs[0]': expected an object, got string"),
+                           ([str(bad_ors)], "field 'ors': expected an object, got array")):
         done = cli("report", *args, "--out", str(tmp_path / "r.html"))
         assert done.returncode == 2, done.stderr
         assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "r.html").exists()
     with pytest.raises(UserError, match="at least one"):
         rv.report([], out=tmp_path / "r.html")
+
+
+@pytest.mark.parametrize(("name", "data", "field"), [
+    ("sweep.json", {"table": [], "runs": ["x"]}, "runs[0]"),
+    ("sweep.json", {"table": {}, "runs": []}, "table"),
+    ("sweep.json", {"table": [{"point": [1]}], "runs": []}, "table[0].point"),
+    ("sweep.json", {"table": [{"ur": {"mean": "high"}}], "runs": []}, "table[0].ur.mean"),
+    ("sweep.json", {"table": [], "runs": [{"run_dir": 3}]}, "runs[0].run_dir"),
+    ("sweep.json", {"grid": {"steps": 3}, "table": [], "runs": []}, "grid.steps"),
+    ("sweep.json", {"table": []}, "runs"),
+    ("ors.json", {"rates": [], "success_percent": {}, "ors": [1, 2]}, "ors"),
+    ("ors.json", {"rates": [], "success_percent": {}, "ors": {"m": "best"}}, "ors.m"),
+    ("ors.json", {"rates": {}, "success_percent": {}, "ors": {}}, "rates"),
+    ("ors.json", {"rates": [], "success_percent": {"m": [1]}, "ors": {}}, "success_percent.m"),
+    ("ors.json", {"rates": [], "success_percent": {}, "ors": {}, "rs": {"m": {"C-x": "1"}}}, "rs.m.C-x"),
+    ("ors.json", {"rates": [], "success_percent": {}, "ors": {}, "runs": {"m": []}}, "runs.m"),
+])
+def test_malformed_sweep_and_ors_name_the_field(tmp_path: Path, name: str, data: dict[str, Any], field: str
+                                                ) -> None:
+    from robusteval.errors import DataError
+    from robusteval.report.collect import collect
+
+    (tmp_path / name).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DataError, match=f"field '{re.escape(field)}'") as caught:
+        collect([tmp_path])
+    assert str(tmp_path / name) in str(caught.value)
+
+
+def test_a_sweep_row_without_the_grid_value_is_left_out_of_the_curve(tmp_path: Path) -> None:
+    stat = {"mean": 0.5, "std": 0.1}
+    rows = [{"model": "m", "point": {"steps": 1}, "n_seeds": 2, "ur": stat, "sr": stat},
+            {"model": "m", "point": {}, "n_seeds": 2, "ur": stat, "sr": stat}]
+    data = {"attack": "matcha", "grid": {"steps": [1, 3]}, "seeds": [0, 1], "models": ["m"], "table": rows,
+            "runs": []}
+    (tmp_path / "sweep.json").write_text(json.dumps(data), encoding="utf-8")
+    page = Page(rv.report([tmp_path], out=tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert page.marks == [0.5, 0.5]  # UR and SR at steps = 1; the row without steps is only in the table

@@ -72,6 +72,32 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _kind(value: Any) -> str:
+    from robusteval.data.loaders.fields import _type_name
+
+    return _type_name(value)
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _expect(path: Path, value: Any, kind: type, field: str, *, optional: bool = False) -> Any:
+    """``value`` when it is a ``kind`` (dict, list or str; ``None`` too when ``optional``), else a DataError
+    naming ``field``."""
+    if optional and value is None:
+        return value
+    if not isinstance(value, kind):
+        names = {dict: "an object", list: "an array", str: "a string"}
+        raise DataError(path, f"expected {names.get(kind, kind.__name__)}, got {_kind(value)}", field=field)
+    return value
+
+
+def _expect_number(path: Path, value: Any, field: str) -> None:
+    if not _is_number(value):
+        raise DataError(path, f"expected a number or null, got {_kind(value)}", field=field)
+
+
 def _sweep_member(sweep_dir: Path, run_dir: str) -> Path:
     """A member run's directory: as sweep.json names it, or at the same place below a moved sweep
     (members sit at ``<model>/<point>/seed-<s>``)."""
@@ -81,23 +107,65 @@ def _sweep_member(sweep_dir: Path, run_dir: str) -> Path:
     return sweep_dir.joinpath(*named.parts[-3:])
 
 
+def check_sweep(path: Path, data: dict[str, Any]) -> None:
+    """The shape of a sweep.json the report reads (as ``studies.sweep.sweep`` writes it), or a DataError."""
+    from robusteval.studies.sweep import METRICS
+
+    for key in ("table", "runs"):
+        if key not in data:
+            raise DataError(path, "missing field (not a sweep result?)", field=key)
+    grid = _expect(path, data.get("grid"), dict, "grid", optional=True) or {}
+    for name, values in grid.items():
+        _expect(path, values, list, f"grid.{name}")
+    for key in ("seeds", "models"):
+        _expect(path, data.get(key), list, key, optional=True)
+    for i, row in enumerate(_expect(path, data["table"], list, "table")):
+        _expect(path, row, dict, f"table[{i}]")
+        _expect(path, row.get("point"), dict, f"table[{i}].point", optional=True)
+        for metric in METRICS:
+            stat = _expect(path, row.get(metric), dict, f"table[{i}].{metric}", optional=True) or {}
+            for key in ("mean", "std"):
+                _expect_number(path, stat.get(key), f"table[{i}].{metric}.{key}")
+    for i, entry in enumerate(_expect(path, data["runs"], list, "runs")):
+        _expect(path, entry, dict, f"runs[{i}]")
+        _expect(path, entry.get("run_dir"), str, f"runs[{i}].run_dir")
+
+
 def load_sweep(path: Path) -> Sweep:
     data = _read_json(path / SWEEP_NAME)
-    if not isinstance(data.get("table"), list) or not isinstance(data.get("runs"), list):
-        raise DataError(path / SWEEP_NAME, "not a sweep result (no 'table' and 'runs' lists)")
+    check_sweep(path / SWEEP_NAME, data)
     members = []
     for entry in data["runs"]:
-        member = _sweep_member(path, str(entry.get("run_dir", "")))
+        member = _sweep_member(path, entry["run_dir"])
         if (member / DB_NAME).is_file():
             members.append(load_run(member))
     return Sweep(path, data, members)
 
 
-def load_ors(path: Path) -> OrsResult:
-    data = _read_json(path / ORS_NAME)
+def check_ors(path: Path, data: dict[str, Any]) -> None:
+    """The shape of an ors.json the report reads (as ``evals.ors`` writes it), or a DataError."""
     for key in ("rates", "success_percent", "ors"):
         if key not in data:
-            raise DataError(path / ORS_NAME, "missing field", field=key)
+            raise DataError(path, "missing field", field=key)
+    _expect(path, data["rates"], list, "rates")
+    for model, score in _expect(path, data["ors"], dict, "ors").items():
+        _expect_number(path, score, f"ors.{model}")
+    for model, by_method in _expect(path, data["success_percent"], dict, "success_percent").items():
+        for method, percents in _expect(path, by_method, dict, f"success_percent.{model}").items():
+            _expect(path, percents, list, f"success_percent.{model}.{method}")
+    for key in ("rs", "oad", "runs"):
+        table = _expect(path, data.get(key), dict, key, optional=True) or {}
+        for model, by_method in table.items():
+            for method, value in _expect(path, by_method, dict, f"{key}.{model}").items():
+                if key == "runs":
+                    _expect(path, value, str, f"runs.{model}.{method}")
+                elif key == "rs":
+                    _expect_number(path, value, f"rs.{model}.{method}")
+
+
+def load_ors(path: Path) -> OrsResult:
+    data = _read_json(path / ORS_NAME)
+    check_ors(path / ORS_NAME, data)
     return OrsResult(path / ORS_NAME, data)
 
 

@@ -205,12 +205,15 @@ def sweep_blocks(inputs: Inputs) -> list[Any]:
             lines: dict[str, list[tuple[float, Num]]] = {}
             for row in table:
                 point = row.get("point") or {}
+                at = point.get(name)
+                if not isinstance(at, int | float) or isinstance(at, bool):
+                    continue
                 others = ", ".join(f"{k}={v}" for k, v in point.items() if k != name)
                 for metric in ("ur", "sr"):
                     stat = row.get(metric) or {}
                     label = f"{LABELS[metric]} · {short_model(str(row.get('model')))}" + (f" ({others})" if others
                                                                                          else "")
-                    lines.setdefault(label, []).append((float(point[name]), Num(
+                    lines.setdefault(label, []).append((float(at), Num(
                         stat.get("mean"), std=stat.get("std"), percent=True, runs=(str(sweep.path),),
                         note=f"mean (std) over {row.get('n_seeds')} seed(s)")))
             blocks.append(LineChart(f"UR and SR against {name} (paper Fig. 4), mean and std over seeds",
