@@ -71,8 +71,9 @@ def _record(i: int, rng: random.Random, text: str | None) -> dict[str, Any]:
     return record
 
 
-def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None) -> Path:
-    """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output)."""
+def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, finished: bool = True) -> Path:
+    """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output;
+    ``finished=False``: the records only, no summary, as a run stopped before its end)."""
     rng = random.Random(seed)
     records = [_record(i, rng, text) for i in range(n)]
     model = {"source": "synthetic/matcha-format", "dtype": "float32", "device": "cpu", "backend": "hf"}
@@ -81,6 +82,8 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None) -
     with open_run(out, identity) as (store, _):
         for record in records:
             store.put("matcha_outcome", unit_key("matcha_outcome", record["id"]), record, example_id=record["id"])
+        if not finished:
+            return out
         successes = [r["error_type"]["category"] for r in records if r["error_type"]]
         error_types = {"n": len(successes), "counts": {c: successes.count(c) for c in ERROR_TYPES},
                        "shares": {c: successes.count(c) / len(successes) if successes else None

@@ -7,9 +7,12 @@ import contextlib
 import csv
 import json
 import sys
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
 
 from robusteval.cli.common import add_command
+from robusteval.errors import UserError
 from robusteval.store import RunStore
 
 
@@ -69,12 +72,29 @@ def _flatten(record: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+@contextlib.contextmanager
+def _open_output(name: str) -> Iterator[TextIO]:
+    """``--output``: stdout for ``-``, else the file (its missing parent directories created); a path that
+    cannot be written is a one-line UserError."""
+    if name == "-":
+        yield sys.stdout
+        return
+    target = Path(name)
+    if target.is_dir():
+        raise UserError(f"--output {name}: is a directory; give a file name")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle = target.open("w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise UserError(f"--output {name}: cannot write: {exc.strerror or exc}") from None
+    with handle:
+        yield handle
+
+
 def export_run(args: argparse.Namespace) -> int:
     with RunStore.open_existing(args.run_dir) as store:
         units = list(store.iter_units(args.stage))
-    with contextlib.ExitStack() as stack:
-        out = sys.stdout if args.output == "-" else stack.enter_context(
-            open(args.output, "w", encoding="utf-8", newline=""))
+    with _open_output(args.output) as out:
         if args.format == "jsonl":
             for unit in units:
                 out.write(json.dumps(unit, ensure_ascii=False) + "\n")
@@ -95,9 +115,7 @@ def compare_runs(args: argparse.Namespace) -> int:
     from robusteval.report.compare import compare_runs as leaderboards
 
     boards = leaderboards(args.run_dirs)
-    with contextlib.ExitStack() as stack:
-        out = sys.stdout if args.output == "-" else stack.enter_context(
-            open(args.output, "w", encoding="utf-8", newline=""))
+    with _open_output(args.output) as out:
         if args.format == "csv":
             rows = [row for board in boards for row in board.records()]
             columns = list(dict.fromkeys(c for row in rows for c in row))

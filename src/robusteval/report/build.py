@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from robusteval.errors import UserError
-from robusteval.report.collect import Inputs, collect
+from robusteval.report.collect import Inputs, collect, nothing_to_show
 from robusteval.report.model import Report, RunCard, Section
 from robusteval.runs import Run
 
@@ -71,11 +71,7 @@ def sections(inputs: Inputs) -> list[Section]:
                                          wordimportance_section)]
     present = [s for s in found if s is not None]
     if not present:
-        commands = sorted({str(run.command) for run in inputs.runs})
-        unfinished = sum(1 for run in inputs.runs if run.summary is None)
-        raise UserError("report: nothing to show: no finished run of a method the report knows (MATCHA, transfer, "
-                        "sweep, VAR-MATH eval, robustness, word-importance, ORS); found: "
-                        f"{', '.join(commands) or 'nothing'}" + (f" ({unfinished} unfinished)" if unfinished else ""))
+        raise nothing_to_show(inputs, "report: nothing to show")
     return [*present, comparison_section(inputs)]
 
 

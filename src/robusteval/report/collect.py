@@ -214,6 +214,15 @@ def _is_input(path: Path) -> bool:
     return any((path / name).is_file() for name in (DB_NAME, SWEEP_NAME, ORS_NAME))
 
 
+def nothing_to_show(inputs: Inputs, what: str) -> UserError:
+    """The error when no finished run of a method the report knows is among ``inputs``: what was found."""
+    found = sorted({str(run.command) for run in inputs.runs} | {f"sweep {s.attack}" for s in inputs.sweeps})
+    unfinished = sum(1 for run in inputs.runs if run.summary is None)
+    return UserError(f"{what}: no finished run of a method the report knows (MATCHA, transfer, sweep, VAR-MATH "
+                     "eval, robustness, word-importance, ORS); found: "
+                     f"{', '.join(found) or 'nothing'}" + (f" ({unfinished} unfinished)" if unfinished else ""))
+
+
 def run_label(run: Run, others: Sequence[Run] = ()) -> str:
     """A short name for a run: its model and dataset (the directory too when that is ambiguous)."""
     label = f"{model_name(run)} · {dataset_name(run)}"

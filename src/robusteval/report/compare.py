@@ -27,6 +27,7 @@ from robusteval.report.collect import (
     collect,
     dataset_name,
     model_name,
+    nothing_to_show,
     short_model,
 )
 from robusteval.report.model import Note, Num, Section, Table
@@ -173,8 +174,13 @@ def leaderboards(inputs: Inputs) -> list[Leaderboard]:
 
 
 def compare_runs(paths: Sequence[str | os.PathLike[str]]) -> list[Leaderboard]:
-    """The leaderboards of the runs (and sweeps, ORS results) found at ``paths``."""
-    return leaderboards(collect(paths))
+    """The leaderboards of the runs (and ORS results) found at ``paths``; a UserError when there is nothing to
+    rank (only unfinished runs, or runs of no method the report knows; sweeps have their own table)."""
+    inputs = collect(paths)
+    boards = leaderboards(inputs)
+    if not boards:
+        raise nothing_to_show(inputs, "runs compare: nothing to rank")
+    return boards
 
 
 #: Column headings in the page (the CSV keeps the plain names).
