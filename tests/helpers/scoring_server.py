@@ -42,7 +42,10 @@ class TinyLM:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        from robusteval.models.hf import cache_argument
+
         self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
+        self.cache_kwarg = cache_argument(self.model)  # transformers 5.24 renamed past_key_values to cache
         self.lock = threading.Lock()
 
     def text_ids(self, text: str) -> list[int]:
@@ -65,12 +68,14 @@ class TinyLM:
     def generate(self, ids: list[int], max_tokens: int, stops: list[str] | None = None) -> list[int]:
         """Greedy tokens after ``ids``, up to EOS or the token that completes a stop string (kept: the text is cut
         at the stop string by :meth:`text`)."""
+        from robusteval.models.hf import returned_cache
+
         out: list[int] = []
         with self.lock:
             cache, step = None, ids
             for _ in range(min(max_tokens, _MAX_GENERATED)):
-                result = self.model(torch.tensor([step]), past_key_values=cache, use_cache=True)
-                cache, token = result.past_key_values, int(result.logits[0, -1].argmax())
+                result = self.model(torch.tensor([step]), **{self.cache_kwarg: cache}, use_cache=True)
+                cache, token = returned_cache(result), int(result.logits[0, -1].argmax())
                 out.append(token)
                 if token == self.tokenizer.eos_token_id or any(s in self.text(out) for s in stops or ()):
                     break
