@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import pickle
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,19 @@ from robusteval.models.hf import HFBackend
 from robusteval.store import RunStore
 
 pytestmark = needs_modules("ray")  # the worker's pickler is Ray's cloudpickle
+
+
+@pytest.fixture(autouse=True)
+def _fresh_worker_state() -> Iterator[None]:
+    """This process plays the worker: every test starts with no scratch store and no loaded model, whatever ran
+    before it, and leaves none behind."""
+    def reset() -> None:
+        transport._scratch.clear()
+        transport._models.clear()
+
+    reset()
+    yield
+    reset()
 
 
 def test_scratch_store_serves_copies_and_collects_only_new_units() -> None:
@@ -54,7 +68,6 @@ def test_a_compute_travels_with_its_model_as_a_recipe_and_its_store_as_a_scratch
         payload = dumps_compute(compute, "stage")
         assert len(payload) < 200_000, "the model's weights travelled with the compute"
         expected = backend.generate([request])[0].text
-        transport._models.clear()
         shipped = pickle.loads(payload)
         assert shipped(["k-new"]) == [{"text": expected, "cached": {"verdict": "stored before"}}]
         assert [next(iter(transport._models.values())).identity] == [backend.identity]  # loaded from the recipe
