@@ -37,20 +37,11 @@ import robusteval as rv
 from robusteval.executors import use_executor
 from robusteval.store import RunStore
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers.runs import stored_units  # noqa: E402  (what the Ray tests compare: example ids, records untimed)
+
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
-
-
-def _untimed(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def stored(out: Path) -> dict[tuple[str, str], Any]:
-    with RunStore.open_existing(out) as store:
-        return {(u["stage"], u["key"]): _untimed(u["record"]) for u in store.iter_units()}
 
 
 def busy_seconds(out: Path) -> float:
@@ -112,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                      "load_after": load, "busy": busy_seconds(work / f"ray-{workers}") / wall})
         print(f"ray {workers}: {wall:.1f} s (start-up and model load {startup:.1f} s)", flush=True)
 
-    reference = stored(work / "inprocess")
-    same = all(stored(work / f"ray-{w}") == reference for w in (1, 2))
+    reference = stored_units(work / "inprocess")
+    same = all(stored_units(work / f"ray-{w}") == reference for w in (1, 2))
     one, two = rows[1]["wall_s"], rows[2]["wall_s"]
     print()
     # busy: unit compute seconds per wall second, i.e. how many processes were computing on average.
