@@ -35,6 +35,13 @@ class BatchResult:
     side_units: list[dict[str, Any]] = field(default_factory=list)
 
 
+def timed(compute: Compute, batch: list[Any]) -> tuple[list[dict[str, Any]], float]:
+    """``compute(batch)`` and the seconds it took per item (what every executor records with a batch's units)."""
+    began = time.perf_counter()
+    records = compute(batch)
+    return records, (time.perf_counter() - began) / max(1, len(batch))
+
+
 class Executor(Protocol):
     """Computes the batches of :func:`~robusteval.runner.run_units`; never writes the store itself."""
 
@@ -72,9 +79,8 @@ class InProcessExecutor:
     def map_batches(self, stage: str, batches: Sequence[list[Any]], compute: Compute, store: Any
                     ) -> Iterator[BatchResult]:
         for index, batch in enumerate(batches):
-            began = time.perf_counter()
-            records = compute(batch)
-            yield BatchResult(index, records, (time.perf_counter() - began) / max(1, len(batch)))
+            records, seconds = timed(compute, batch)
+            yield BatchResult(index, records, seconds)
 
     def describe_model(self, spec: Any, options: dict[str, Any]) -> dict[str, Any]:
         from robusteval.models.identity import describe_here

@@ -71,10 +71,10 @@ class UnitWorker:
         """``payload``: ``[ObjectRef of the pickled compute]`` (wrapped, so Ray hands over the reference and
         the compute is unpickled once per call of run_units, not once per batch)."""
         import pickle
-        import time
 
         import ray
 
+        from robusteval.executors.base import timed
         from robusteval.executors.transport import drain_side_units
 
         ref = payload[0]
@@ -82,9 +82,7 @@ class UnitWorker:
         if compute is None:
             self._computes = {ref.hex(): pickle.loads(ray.get(ref))}  # the previous call's is done with
             compute = self._computes[ref.hex()]
-        began = time.perf_counter()
-        records = compute(batch)
-        seconds = (time.perf_counter() - began) / max(1, len(batch))
+        records, seconds = timed(compute, batch)
         return records, seconds, drain_side_units()
 
 

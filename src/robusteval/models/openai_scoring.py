@@ -33,7 +33,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from robusteval.errors import BackendError, UserError
 from robusteval.models.base import Message
@@ -57,8 +57,6 @@ _AUTH_STATUS = frozenset({401, 403, 407})
 #: (None for the first token of a prompt).
 Token = tuple[object, float | None]
 
-T = TypeVar("T")
-R = TypeVar("R")
 #: POST a JSON payload to a URL and return the decoded body; raises BackendError (with ``status`` on a refusal).
 Post = Callable[[str, dict[str, Any], threading.Event], Any]
 #: Run ``work(item, abort)`` for every item, concurrently, results in order.
@@ -187,12 +185,11 @@ def continuation_logprob(context: Sequence[Token], full: Sequence[Token]) -> tup
 # ------------------------------------------------------------------------------------------------ scorer
 class PromptScorer:
     """Scores continuations through one backend's HTTP client, after a probe (once, on first use) of what the
-    server offers. ``post`` and ``run_all`` are the backend's: retries, key scrubbing and concurrency are its."""
+    server offers. ``post`` and ``run_all`` are the backend's: retries, key scrubbing and concurrency are its;
+    ``mode`` is one of :data:`LOGPROBS_MODES`, checked where the user gives it (the backend's config)."""
 
     def __init__(self, name: str, base_url: str, model: str, *, mode: str, text_endpoint: bool, post: Post,
                  run_all: RunAll) -> None:
-        if mode not in LOGPROBS_MODES:
-            raise UserError(f"openai backend: logprobs '{mode}': use one of {', '.join(LOGPROBS_MODES)}")
         self.name = name
         self.model = model
         self.mode = mode
