@@ -30,6 +30,7 @@ from robusteval.seeding import derive_seed
 from robusteval.store import RunStore, canonical_json, unit_key
 
 STAGE = "classify"
+SAMPLE_STAGE = "classify_sample"  # sampled labels (the word-importance attack's sampling confidence)
 BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json", "yesno": "yesno.json"}
 # What the generation is cut at: a label is one short line.
 _STOP = ("\n",)
@@ -261,16 +262,16 @@ class LabelClassifier:
     def sample_labels(
         self, items: Sequence[Mapping[str, str]], *, n: int, temperature: float, seed: int = 0
     ) -> list[list[str | None]]:
-        """``n`` sampled labels per item, cached like everything else (stage ``classify_sample``).
+        """``n`` sampled labels per item, cached like everything else (stage :data:`SAMPLE_STAGE`).
 
         The i-th sample of every item uses the same seed (common random numbers), so comparing two texts'
         label frequencies is not blurred by independent sampling noise.
         """
         seeds = [derive_seed(seed, "classify-sample", i) for i in range(n)]
-        keys = [unit_key("classify_sample", self._model_key, self.template.source_sha, self._asked(fields),
+        keys = [unit_key(SAMPLE_STAGE, self._model_key, self.template.source_sha, self._asked(fields),
                          temperature, seeds)
                 for fields in items]
-        stored = {key: self.store.get("classify_sample", key) for key in keys} if self.store is not None else {}
+        stored = {key: self.store.get(SAMPLE_STAGE, key) for key in keys} if self.store is not None else {}
         missing = list(dict.fromkeys(k for k in keys if stored.get(k) is None))
         if missing:  # every sample of every missing item in one generate call
             fields_of = dict(zip(keys, items, strict=True))
@@ -281,7 +282,7 @@ class LabelClassifier:
                 chunk = texts[j * n : (j + 1) * n]
                 stored[key] = {"labels": [self.template.parse(t) for t in chunk], "generations": chunk}
                 if self.store is not None:
-                    self.store.put("classify_sample", key, stored[key])
+                    self.store.put(SAMPLE_STAGE, key, stored[key])
         return [list(stored[key]["labels"]) for key in keys]
 
     def query(self, items: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:

@@ -31,11 +31,14 @@ from collections.abc import Callable
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.evals.classification import SAMPLE_STAGE as CLASSIFY_SAMPLE_STAGE
+from robusteval.evals.classification import STAGE as CLASSIFY_STAGE
+from robusteval.judges.base import JUDGE_STAGE
 from robusteval.models.registry import LoadRecipe
 from robusteval.store.sqlite import RunStore, canonical_json
 
 #: Stages that computes read and write as caches (judge verdicts, classifier answers and samples).
-CACHE_STAGES = ("judge", "classify", "classify_sample")
+CACHE_STAGES = (JUDGE_STAGE, CLASSIFY_STAGE, CLASSIFY_SAMPLE_STAGE)
 _MAX_SCRATCH = 8  # scratch stores a worker keeps (runs of a sweep, one after the other)
 
 
