@@ -1,0 +1,46 @@
+"""Reading a report back as a test sees it: sections, numbers with their tooltips, chart marks, browser data."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+
+class Page(HTMLParser):
+    """What a test reads back from a report: sections, numbers with their tooltips, chart marks, browser data."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.cells: list[tuple[float | None, str]] = []  # (data-value, data-tip) of every table number
+        self.marks: list[float] = []  # data-value of every drawn bar and point
+        self.data: dict[str, list[dict[str, Any]]] = {}
+        self._browser: str | None = None
+        self._in_data = False
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "section":
+            self.sections.append(str(a.get("id")))
+        elif tag == "td" and "num" in (a.get("class") or ""):
+            value = a.get("data-value")
+            self.cells.append((float(value) if value else None, str(a.get("data-tip"))))
+        elif tag in ("rect", "circle") and a.get("data-value"):
+            self.marks.append(float(str(a["data-value"])))
+        elif tag == "div" and "browser" in (a.get("class") or "").split():
+            self._browser = a.get("id")
+        elif tag == "script" and a.get("class") == "data":
+            self._in_data = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_data = self._in_data and tag != "script"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_data and self._browser:
+            self.data[self._browser] = self.data.get(self._browser, []) + json.loads(data)
+
+    def values_from(self, run: Path) -> set[float]:
+        return {value for value, tip in self.cells if value is not None and f"run: {run}" in tip}
