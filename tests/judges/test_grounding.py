@@ -4,6 +4,9 @@ self-correction."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from robusteval.errors import UserError
@@ -15,6 +18,7 @@ from robusteval.judges import (
     build_judge,
     check_grounding,
 )
+from robusteval.judges.audit import LabelledItem
 from robusteval.judges.grounding import question_values
 
 APPLES = "Tom has 3 apples. He buys 5 more apples. Each apple costs $2. How many apples does he have?"
@@ -138,3 +142,26 @@ def test_grounding_is_registered_alone_combined_and_in_votes() -> None:
     assert [v.label for v in both.judge([wrong, ReasoningItem(APPLES, APPLES_REF, APPLES_REF)])] == [False, True]
     with pytest.raises(UserError, match="grounding' checks reasoning only"):
         build_judge("grounding", no_models, task="semantic")
+
+
+# ------------------------------------------------------------------------------------------------ recorded issues
+GOLDEN = Path(__file__).with_name("grounding_golden.json")
+LABELLED = Path(__file__).parents[1] / "data" / "judge_audit.jsonl"
+
+
+def test_the_issues_on_the_labelled_set_and_on_long_chains_are_those_recorded() -> None:
+    """Every issue of every labelled item and of seeded synthetic chains of 10, 40 and 120 sentences
+    (bench/judges_bench.py's generator), recorded before the judge's lookups were made fast: speed-ups must
+    not change a verdict."""
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    labelled = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(labelled) == len(golden["labelled"]) == 96
+    for record in labelled:
+        item = LabelledItem(record["id"], record["question"], record["reference_cot"], record["perturbed_cot"],
+                            record["label"], record.get("category"), record.get("answer")).reasoning_item()
+        assert check_grounding(item.question, item.reference, item.candidate) == golden["labelled"][record["id"]], \
+            record["id"]
+    assert {c["sentences"] for c in golden["synthetic"]} == {10, 40, 120}
+    for chain in golden["synthetic"]:
+        found = check_grounding(chain["question"], chain["reference"], chain["candidate"])
+        assert found == chain["issues"], (chain["sentences"], chain["seed"])

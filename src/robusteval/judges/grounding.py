@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -149,10 +150,24 @@ def _written_fractions(toks: Sequence[Token]) -> dict[int, Fraction]:
 
 def question_values(question: str) -> set[Fraction]:
     """Every value the question states: its numbers, "3/4" as one value too, and multiplier words."""
-    text = normalize(question)
-    values = {v for q in quantities(text) for v in q.values}
-    values |= {Fraction(MULTIPLIER_WORDS[w]) for w in _WORD_RE.findall(text.lower()) if w in MULTIPLIER_WORDS}
-    return values
+    return _Question.read(question).values
+
+
+@dataclass(frozen=True)
+class _Question:
+    """The question read once: its normalised text, its numbers, and every value it states."""
+
+    text: str
+    quantities: list[Quantity]
+    values: set[Fraction]
+
+    @classmethod
+    def read(cls, question: str) -> _Question:
+        text = normalize(question)
+        found = quantities(text)
+        values = {v for q in found for v in q.values}
+        values |= {Fraction(MULTIPLIER_WORDS[w]) for w in _WORD_RE.findall(text.lower()) if w in MULTIPLIER_WORDS}
+        return cls(text, found, values)
 
 
 def parse_steps(cot: str) -> list[Step]:
@@ -202,13 +217,27 @@ class _Context:
     factors: tuple[Fraction, ...]
     question: set[Fraction]
     reference: set[Fraction]
+    _forms: dict[tuple[Fraction, bool], tuple[Fraction, ...]] = field(default_factory=dict, repr=False)
 
     def close(self, value: Fraction, target: Fraction, decimals: int) -> bool:
         # A number shown with decimals may be a rounding ("33.33" for 100/3).
         return value == target or (decimals > 0 and abs(value - target) * 2 * 10**decimals <= 1)
 
+    def forms(self, value: Fraction, convert: bool = True) -> tuple[Fraction, ...]:
+        """The targets an exact ``value`` matches: itself and (``convert``) every non-trivial known value a unit
+        factor in play turns into it (``value / f`` and ``value * f``)."""
+        key = (value, convert)
+        found = self._forms.get(key)
+        if found is None:
+            converted = [t for f in self.factors for t in (value / f, value * f)] if convert else []
+            found = self._forms[key] = (value, *(t for t in converted if t not in TRIVIAL))
+        return found
+
     def matches(self, q: Quantity, targets: Iterable[Fraction], *, convert: bool = True) -> bool:
         """``q`` is one of ``targets``, or one converted by a unit factor in play."""
+        if not q.decimals:  # exact: look the value and its conversions up instead of scanning the targets
+            lookup = targets if isinstance(targets, AbstractSet) else set(targets)
+            return any(form in lookup for value in q.values for form in self.forms(value, convert))
         for target in targets:
             for value in q.values:
                 if self.close(value, target, q.decimals):
@@ -219,19 +248,20 @@ class _Context:
                     return True
         return False
 
-    def derivation(self, q: Quantity, pool: Sequence[Fraction]) -> tuple[Fraction, Fraction] | None:
-        """Two different known quantities that give ``q`` in one ``+ - * /`` step, if any."""
+    def derivation(self, q: Quantity, pool: AbstractSet[Fraction]) -> tuple[Fraction, Fraction] | None:
+        """Two different known quantities of ``pool`` (0 and 1 left out) that give ``q`` in one ``+ - * /``
+        step, if any."""
         if not q.decimals:  # exact: for each operand a, the b each operation needs (linear in the pool)
-            members = set(pool)
             for v in q.values:
                 for a in pool:
                     partners = [v - a, a - v, a + v, v * a, *((v / a,) if a else ()), *((a / v,) if v else ())]
-                    b = next((b for b in partners if b != a and b in members), None)
+                    b = next((b for b in partners if b != a and b in pool), None)
                     if b is not None:
                         return a, b
             return None
-        for i, a in enumerate(pool):  # a rounded number ("33.33"): compare with every result
-            for b in pool[i + 1 :]:
+        ordered = sorted(pool)
+        for i, a in enumerate(ordered):  # a rounded number ("33.33"): compare with every result
+            for b in ordered[i + 1 :]:
                 combos = [a + b, a * b, a - b, b - a, *((a / b,) if b else ()), *((b / a,) if a else ())]
                 if self.matches(q, combos, convert=False):
                     return a, b
@@ -257,7 +287,8 @@ def check_grounding(question: str, reference: str, candidate: str) -> list[dict[
     ``reference`` is a correct solution of ``question`` (a response or a chain; may be empty). Each issue is
     ``{"category", "span" (the sentence), "quantity" (the number as written, or None), "reason"}``.
     """
-    q_values = question_values(question)
+    asked = _Question.read(question)
+    q_values = asked.values
     ref_cot, cand_cot = split_answer_and_cot(reference)[1], split_answer_and_cot(candidate)[1]
     ref_steps, steps = parse_steps(ref_cot), parse_steps(cand_cot)
     live = [s for s in steps if not s.retracted]
@@ -268,7 +299,8 @@ def check_grounding(question: str, reference: str, candidate: str) -> list[dict[
         ctx.known.update(step.results)
     _derive(ctx, live)
     answer = _answer(candidate, reference, ref_steps, live)
-    facts = _question_facts(question)
+    facts = _question_facts(asked)
+    counts = Counter(v for s in live for v in s.values)  # in how many live steps each value stands
 
     issues: list[dict[str, Any]] = []
     for index, step in enumerate(steps):
@@ -277,7 +309,7 @@ def check_grounding(question: str, reference: str, candidate: str) -> list[dict[
         # A correction repeats the numbers it corrects ("should be 12, not 13"): they are not used.
         before = steps[index - 1] if index and steps[index - 1].retracted else None
         retracted = before.values if before else set()
-        dead = _dead_end(ctx, step, live, answer)
+        dead = _dead_end(ctx, step, counts, answer)
         found: list[dict[str, Any]] = []
         seen: set[Fraction] = set()
         for q in step.quantities:
@@ -297,7 +329,7 @@ def check_grounding(question: str, reference: str, candidate: str) -> list[dict[
         if dead and not found:  # a dead end that restates a question fact with another value misstates it
             found.extend(_contradictions(ctx, facts, step, seen, any_value=True) or _irrelevant_step(ctx, step))
         issues.extend(found)
-    issues.extend(_dropped(ctx, question, steps) if ref_steps else [])
+    issues.extend(_dropped(ctx, asked, steps) if ref_steps else [])
     return issues
 
 
@@ -314,14 +346,15 @@ def _derive(ctx: _Context, live: list[Step]) -> None:
     while changed:
         changed = False
         known_written = {q.values[0] for s in live for q in s.quantities if ctx.matches(q, ctx.known)}
+        base = set(ctx.question) | written | known_written
+        shared = (base | set(results)) - set(TRIVIAL)  # one pool per pass; each step then drops its own results
         for step in live:
-            own = {r for r in step.results if results[r] == 1}  # results only this step has
-            pool = set(ctx.question) | written | known_written | (set(results) - own)
-            ordered = sorted(pool - set(TRIVIAL))
+            own = {r for r in step.results if results[r] == 1} - base  # results only this step has
+            pool = shared - own if own else shared
             for q in step.quantities:
                 if ctx.matches(q, ctx.known):
                     continue
-                if ctx.derivation(q, ordered):
+                if ctx.derivation(q, pool):
                     ctx.known.add(q.values[0])
                     changed = True
 
@@ -346,15 +379,19 @@ def _new_values(ctx: _Context, step: Step) -> set[Fraction]:
     return values - ctx.question - set(TRIVIAL) - set(ctx.factors)
 
 
-def _dead_end(ctx: _Context, step: Step, live: list[Step], answer: Fraction | None) -> bool:
-    """The step brings new values (not question numbers) and no other step uses them, nor is one the answer."""
+def _dead_end(ctx: _Context, step: Step, counts: Counter[Fraction], answer: Fraction | None) -> bool:
+    """The step brings new values (not question numbers) and no other step uses them, nor is one the answer.
+
+    ``counts``: in how many live steps each value stands (``step`` included), so another step uses a value
+    when its count exceeds the step's own share.
+    """
     new = _new_values(ctx, step)
     if not new:
         return _only_unused_question_numbers(ctx, step)
     if answer is not None and any(ctx.has(v, [answer]) for v in new):
         return False
-    used = {v for s in live if s is not step for v in s.values}
-    return not any(ctx.has(v, used) for v in new)
+    own = step.values
+    return not any(counts[form] > (form in own) for v in new for form in ctx.forms(v))
 
 
 def _only_unused_question_numbers(ctx: _Context, step: Step) -> bool:
@@ -386,12 +423,11 @@ def _context_words(text: str, start: int, length: int) -> tuple[tuple[str, ...],
     return before, (after[0].rstrip("s") if after else "")
 
 
-def _question_facts(question: str) -> dict[tuple[tuple[str, ...], str], set[Fraction]]:
+def _question_facts(asked: _Question) -> dict[tuple[tuple[str, ...], str], set[Fraction]]:
     """The question's numbers by context: (two words before, singular word after) -> values ("Tom has _ apple")."""
-    q_text = normalize(question)
     facts: dict[tuple[tuple[str, ...], str], set[Fraction]] = {}
-    for q in quantities(q_text):
-        before, after = _context_words(q_text, q.start, len(q.text))
+    for q in asked.quantities:
+        before, after = _context_words(asked.text, q.start, len(q.text))
         if len(before) == 2 and after:
             facts.setdefault((before, after), set()).update(q.values)
     return facts
@@ -420,14 +456,14 @@ def _contradictions(ctx: _Context, facts: dict[tuple[tuple[str, ...], str], set[
     return out
 
 
-def _dropped(ctx: _Context, question: str, steps: list[Step]) -> list[dict[str, Any]]:
+def _dropped(ctx: _Context, asked: _Question, steps: list[Step]) -> list[dict[str, Any]]:
     """Question numbers the reference uses and the candidate never writes, in any unit (retracted sentences
     included: a corrected step did use them)."""
-    q_text = normalize(question)
+    q_text = asked.text
     used = [q for s in steps for q in s.quantities]
     used += [Quantity((r,), "", 0) for r in {r for s in steps for r in s.results}]
     out, seen = [], set()
-    for q in quantities(q_text):
+    for q in asked.quantities:
         if q.values[0] in TRIVIAL or q.values[0] in seen or not set(q.values) & ctx.reference:
             continue
         seen.add(q.values[0])
