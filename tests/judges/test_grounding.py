@@ -19,7 +19,7 @@ from robusteval.judges import (
     check_grounding,
 )
 from robusteval.judges.audit import LabelledItem
-from robusteval.judges.grounding import question_values
+from robusteval.judges.grounding import quantities, question_values
 
 APPLES = "Tom has 3 apples. He buys 5 more apples. Each apple costs $2. How many apples does he have?"
 APPLES_REF = "The answer is 8. Tom starts with 3 apples and buys 5 more, so 3 + 5 = 8."
@@ -114,6 +114,17 @@ def test_a_retracted_number_is_ignored_but_an_unretracted_one_is_not() -> None:
 def test_question_values_read_digits_words_fractions_percentages_and_multipliers() -> None:
     values = question_values("Twice a week she gives three friends 3/4 of a pizza and 20% of $1,200.")
     assert {2, 3, 4, 20, 1200} <= values and {0.75, 0.2} <= {float(v) for v in values}
+
+
+def test_spelled_out_numbers_are_read_whole_as_the_answer_grader_reads_them() -> None:
+    question = "A farm has one hundred and five cows. It sells 7 cows. How many cows are left?"
+    assert 105 in question_values(question) and 5 not in question_values(question)
+    candidate = "The answer is 98. The farm has 105 cows and sells 7, so 105 - 7 = 98 cows are left."
+    assert check_grounding(question, "", candidate) == []
+    read = [(q.text, q.values) for q in quantities("twenty minus seven, negative four and a hundred and one")]
+    # A signed number keeps its sign first and its size as well ("minus" may be the operation).
+    assert read == [("twenty", (20,)), ("minus seven", (-7, 7)), ("negative four", (-4, 4)),
+                    ("a hundred and one", (101,))]
 
 
 # ------------------------------------------------------------------------------------------------ the judge

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from robusteval.data.answers import extract_answer_first, normalize_number, split_answer_and_cot
+from robusteval.data.answers import extract_answer_first, split_answer_and_cot
+from robusteval.data.answers.wordnumbers import find_word_number
 from robusteval.judges.arithmetic import Token, check_arithmetic, normalize, tokenize
 from robusteval.judges.base import REASONING, BackendLoader, Judge, Verdict, check_items, register_judge
 from robusteval.judges.errortypes import IRRELEVANT_INFORMATION, WRONG_INFORMATION
@@ -77,7 +78,6 @@ _CORRECTION_RE = re.compile(
 )
 _SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|\n+|[,:]\s+(?=(?:wait|oops|actually|correction|no,)\s)", re.IGNORECASE)
 _WORD_RE = re.compile(r"[a-z]+")
-_SPELLED_RE = re.compile(r"\b[a-z]+(?:-[a-z]+)?\b", re.IGNORECASE)
 _PERCENT_WORD_RE = re.compile(r"\s*percent\b", re.IGNORECASE)
 
 
@@ -130,11 +130,22 @@ def quantities(text: str) -> list[Quantity]:
         if index in fractions:
             values = (fractions[index], *values)
         out.append(Quantity(values, tok.text, tok.start, tok.decimals))
-    for match in _SPELLED_RE.finditer(text):
-        value = normalize_number(match.group(0))  # the answer grader's reading of "three", "twenty-one"
-        if value is not None:
-            out.append(Quantity((Fraction(int(value)),), match.group(0), match.start()))
+    out.extend(_spelled(text))
     return sorted(out, key=lambda q: q.start)
+
+
+def _spelled(text: str) -> Iterator[Quantity]:
+    """The spelled-out numbers of ``text``, read as the answer grader reads them ("one hundred and five" is 105).
+
+    A signed one ("minus seven") stands for its value and for its size: "minus" may be the operation in
+    "twenty minus seven", and a digit "-7" is read as 7 with the sign as an operator.
+    """
+    pos = 0
+    while (word := find_word_number(text, pos)) is not None:
+        value = Fraction(word.value)
+        out = (value, -value) if value < 0 else (value,)
+        yield Quantity(out, text[word.start : word.end], word.start)
+        pos = word.end
 
 
 def _written_fractions(toks: Sequence[Token]) -> dict[int, Fraction]:
