@@ -112,6 +112,17 @@ def test_a_bad_item_is_one_line_naming_file_line_and_field(tmp_path: Path, chang
     assert len(errors) == 1 and str(path) + fragment in errors[0], result.stderr
 
 
+def test_a_correct_item_needs_no_category_and_an_incorrect_one_does(tmp_path: Path) -> None:
+    plain = {k: v for k, v in GOOD.items() if k != "category"}
+    path = write_jsonl(tmp_path / "plain.jsonl", [plain])
+    assert [(i.label, i.category) for i in load_labelled(path)] == [("correct", None)]
+    summary = audit_judge(AuditConfig("arith", str(path)))
+    assert summary["false_alarms"] == {"other": {"n": 1, "flagged": 0, "rate": 0.0}}
+    missing = write_jsonl(tmp_path / "missing.jsonl", [{**plain, "label": "incorrect"}])
+    with pytest.raises(UserError, match=r"missing\.jsonl:1: field 'category': required field is missing"):
+        load_labelled(missing)
+
+
 def test_other_bad_files_and_specs_are_refused(tmp_path: Path) -> None:
     twice = write_jsonl(tmp_path / "twice.jsonl", [GOOD, GOOD])
     with pytest.raises(UserError, match=r"twice.jsonl:2: field 'id': duplicate id 'a' \(first on line 1\)"):

@@ -88,7 +88,7 @@ def load_labelled(path: str | os.PathLike[str]) -> list[LabelledItem]:
         label = text("label")
         if label not in LABELS:
             raise DataError(file, f"expected 'correct' or 'incorrect', got {label!r}", line=line, field="label")
-        category = text("category", required=label == "correct")
+        category = text("category", required=label == "incorrect")  # optional for correct items
         if label == "incorrect" and category not in ERROR_TYPES:
             raise DataError(file, f"an incorrect item's category is one of {', '.join(ERROR_TYPES)}; got "
                             f"{category!r}", line=line, field="category")
