@@ -22,6 +22,7 @@ from helpers.servers import fake_openai_server, free_port
 from robusteval.errors import BackendError, UserError
 from robusteval.judges import ReasoningItem, ReasoningJudge
 from robusteval.models import LOGPROBS, WHITEBOX, load_backend, require
+from robusteval.models.base import Backend, can_score, resolve_capabilities
 from robusteval.models.openai_api import OpenAIBackend
 from robusteval.models.openai_scoring import (
     PROBE_CONTEXT,
@@ -187,7 +188,10 @@ def test_unusable_prompt_logprobs_say_what_is_missing() -> None:
 @pytest.mark.parametrize("served", SCORING_MODES, indirect=True)
 def test_scores_equal_the_hf_backend(served: Any, tiny_backend: Any) -> None:
     backend = api(served)
-    assert LOGPROBS in backend.capabilities and backend.scoring.method == served.mode
+    # capabilities never asks the server: before the probe it says what is known, generate
+    assert backend.capabilities == frozenset({"generate"}) and served.requests == []
+    assert LOGPROBS in resolve_capabilities(backend) and backend.scoring.method == served.mode
+    assert LOGPROBS in backend.capabilities  # known from now on
     require(backend, LOGPROBS, "a test")
     for prefix, prompt, continuations in CASES:
         got = backend.continuation_logprobs(prompt, continuations, prefix=prefix)
@@ -247,7 +251,7 @@ def test_chat_conversations_are_scored_through_prompt_logprobs(served: Any, tiny
 @pytest.mark.parametrize("served", ["echo"], indirect=True)
 def test_a_server_that_scores_text_but_not_chats_says_so(served: Any) -> None:
     backend = api(served)
-    assert LOGPROBS in backend.capabilities
+    assert can_score(backend) and LOGPROBS in backend.capabilities
     with pytest.raises(UserError, match="cannot score a chat conversation"):
         backend.continuation_logprobs("", ["yes"], messages=[{"role": "user", "content": "Hi"}])
 
@@ -255,13 +259,16 @@ def test_a_server_that_scores_text_but_not_chats_says_so(served: Any) -> None:
 @pytest.mark.parametrize("served", ["plain"], indirect=True)
 def test_a_server_that_ignores_echo_is_detected(served: Any) -> None:
     backend = api(served)
-    assert backend.capabilities == frozenset({"generate"}) and backend.scoring.method is None
+    assert resolve_capabilities(backend) == frozenset({"generate"}) and backend.scoring.method is None
     assert "echo:" in backend.scoring.detail and "prompt_logprobs:" in backend.scoring.detail
     seen = len(served.requests)
     assert seen == 2  # one try per format
     assert backend.capabilities == frozenset({"generate"}) and len(served.requests) == seen  # remembered
+    assert not can_score(backend) and len(served.requests) == seen
     with pytest.raises(UserError, match="cannot score continuations"):
         backend.continuation_logprobs("Q:", [" 1"])
+    with pytest.raises(UserError, match=r"offers only: generate \(server: echo: "):
+        require(backend, LOGPROBS, "soft labels")
     with pytest.raises(UserError, match="whitebox"):
         require(backend, WHITEBOX, "MATCHA")
     assert len(served.requests) == seen
@@ -272,14 +279,16 @@ def test_off_and_the_chat_endpoint_never_probe(served: Any) -> None:
     for options in ({"logprobs": "off"}, {"endpoint": "chat"}):
         backend = api(served, **options)
         assert backend.capabilities == frozenset({"generate"}) and backend.scoring.method is None
+        assert not can_score(backend)
     assert served.requests == []
 
 
 @pytest.mark.parametrize("served", ["echo"], indirect=True)
 def test_a_forced_format_the_server_lacks_is_one_clear_error(served: Any) -> None:
     backend = api(served, logprobs="prompt_logprobs")
+    assert backend.capabilities == frozenset({"generate"})  # not asked yet
     with pytest.raises(UserError, match="logprobs=prompt_logprobs was asked for and cannot be had") as caught:
-        _ = backend.capabilities
+        backend.resolve_capabilities()
     assert "\n" not in str(caught.value)
     assert api(served, logprobs="echo").scoring.method == "echo"
 
@@ -287,7 +296,7 @@ def test_a_forced_format_the_server_lacks_is_one_clear_error(served: Any) -> Non
 def test_transformers_serve_offers_no_prompt_logprobs(tiny_served_model: tuple[str, str]) -> None:
     base_url, model = tiny_served_model
     backend = load_backend(f"openai:{model}@{base_url}", max_retries=0)
-    assert backend.capabilities == frozenset({"generate"})
+    assert resolve_capabilities(backend) == frozenset({"generate"})
     # It refuses a list prompt (400) and the unknown prompt_logprobs field (422): both are answers, not outages.
     assert "HTTP 400" in backend.scoring.detail and "HTTP 422" in backend.scoring.detail
 
@@ -308,15 +317,16 @@ def counted_posts(backend: OpenAIBackend) -> list[str]:
 def test_an_outage_or_a_bad_key_fails_instead_of_switching_scoring_off(tmp_path: Path) -> None:
     dead = load_backend(f"openai:m@http://127.0.0.1:{free_port()}/v1", max_retries=0)
     attempts = counted_posts(dead)
+    assert isinstance(dead, Backend) and dead.capabilities == frozenset({"generate"}) and attempts == []  # no I/O
     with pytest.raises(BackendError, match="connection error"):
-        _ = dead.capabilities
+        can_score(dead)
     # It fails at once: one attempt (max_retries=0), and the outage is not taken as the answer of the first format
     # (which would go on to try the next).
     assert attempts == [f"{dead.base_url}/completions"]
     with fake_openai_server(tmp_path, "401") as server:
         refused = load_backend(f"openai:m@{server.base_url}", max_retries=0)
         with pytest.raises(BackendError, match="HTTP 401") as caught:
-            _ = refused.capabilities
+            refused.resolve_capabilities()
         assert caught.value.status == 401
 
 

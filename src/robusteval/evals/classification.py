@@ -23,7 +23,7 @@ from typing import Any
 from robusteval.data.example import Example
 from robusteval.errors import DataError, UserError
 from robusteval.models import Backend, GenerationRequest
-from robusteval.models.base import LOGPROBS, Message, scoring_note
+from robusteval.models.base import Message, can_score, scoring_note
 from robusteval.models.identity import backend_key
 from robusteval.prompts.chat import check_chat_options, conversation, resolve_system_prompt
 from robusteval.seeding import derive_seed
@@ -204,13 +204,14 @@ class LabelClassifier:
 
     def __post_init__(self) -> None:
         check_chat_options(self.chat, self.system_prompt)
-        can_score = LOGPROBS in self.backend.capabilities
-        if self.soft and not can_score:
+        # Asked only when soft labels may be wanted: an API backend learns it from its server.
+        scores = self.soft is not False and can_score(self.backend)
+        if self.soft and not scores:
             raise UserError(
                 f"soft labels need a backend that scores continuations; {self.backend.name} returns text only"
                 f"{scoring_note(self.backend)} (use hard labels)"
             )
-        self.soft = can_score if self.soft is None else self.soft
+        self.soft = scores if self.soft is None else self.soft
         self._prefix = self.template.filled_prefix()
         self._model_key = backend_key(self.backend)  # changes with the weights, dtype, device...
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.judges.base import Verdict, check_items
-from robusteval.models.base import LOGPROBS, Backend, GenerationRequest, Message
+from robusteval.models.base import Backend, GenerationRequest, Message, can_score
 
 YES, NO = " 1", " 0"  # continuations scored on the log-prob path
 CHAT_YES, CHAT_NO = "1", "0"  # in a chat they start the assistant's reply: no separating space
@@ -89,7 +89,7 @@ class BinaryLLMJudge:
         first = min(m.start() for m in Template.pattern.finditer(self.template_text) if m.group("named"))
         self._head = self.template_text[:first]
         self._body = Template(self.template_text[first:])
-        self.uses_logprobs = LOGPROBS in backend.capabilities
+        self.uses_logprobs = can_score(backend)
         self._scores_with_prefix = self.uses_logprobs and _accepts_prefix(backend)
         if self.uses_chat_template and self.uses_logprobs and not _accepts(backend, "messages"):
             raise UserError(f"--judge-chat: {backend.name} cannot score a chat conversation; judge without it")

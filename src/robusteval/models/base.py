@@ -3,6 +3,11 @@
 Attacks, evaluators and judges talk to a :class:`Backend`; they never import a concrete backend.
 A backend declares what it can do in ``capabilities``; a caller that needs more than ``generate``
 checks with :func:`require` and fails early with a sentence instead of deep inside torch.
+
+``capabilities`` never does I/O (``isinstance(x, Backend)`` reads it before Python 3.12). Whether a backend can
+score continuations may have to be learnt from a server (``openai``: does it return prompt log-probs?): such a
+backend answers it in ``resolve_capabilities()``, and callers that would score ask :func:`can_score` (or
+``require(backend, LOGPROBS, ...)``), which is the one place the question reaches the server.
 """
 
 from __future__ import annotations
@@ -178,11 +183,25 @@ class WhiteBoxBackend(LogprobBackend, Protocol):
         ...
 
 
+def resolve_capabilities(backend: Backend) -> frozenset[str]:
+    """What ``backend`` can do, asking its server where the backend must (an API backend's probe, once per
+    backend: ``backend.resolve_capabilities()``); ``backend.capabilities`` for every other backend."""
+    resolve = getattr(backend, "resolve_capabilities", None)
+    return frozenset(resolve() if callable(resolve) else backend.capabilities)
+
+
+def can_score(backend: Backend) -> bool:
+    """Whether ``backend`` scores continuations (``LOGPROBS``), resolved as :func:`resolve_capabilities` does."""
+    return LOGPROBS in backend.capabilities or LOGPROBS in resolve_capabilities(backend)
+
+
 def scoring_note(backend: Backend) -> str:
     """Why ``backend`` cannot score continuations, where it can say (an API backend's probe of its server), as
     " (...)" for an error message; "" otherwise."""
+    if can_score(backend):
+        return ""
     detail = getattr(getattr(backend, "scoring", None), "detail", "")
-    return f" (server: {detail})" if detail and LOGPROBS not in backend.capabilities else ""
+    return f" (server: {detail})" if detail else ""
 
 
 @overload
@@ -194,11 +213,12 @@ def require(backend: Backend, capability: str, purpose: str) -> Backend: ...
 def require(backend: Backend, capability: str, purpose: str) -> Backend:
     """``backend``, narrowed to the protocol of ``capability``; a clear sentence when it lacks it.
 
-    A backend whose capabilities must be learnt from a server (``openai``: does it score prompts?) declares the
-    most it can ever offer as ``possible_capabilities``; a capability outside it is refused without asking the
-    server (a white-box attack on an API model fails at once, even when the server is down)."""
-    possible = getattr(backend, "possible_capabilities", None)
-    offered = possible if possible is not None and capability not in possible else backend.capabilities
+    ``LOGPROBS`` is resolved (:func:`resolve_capabilities`: an API backend may ask its server); any other
+    capability is what ``capabilities`` says, without I/O (a white-box attack on an API model fails at once,
+    even when the server is down)."""
+    offered = backend.capabilities
+    if capability == LOGPROBS and capability not in offered:
+        offered = resolve_capabilities(backend)
     if capability not in offered:
         have = ", ".join(sorted(offered))
         why = scoring_note(backend) if capability == LOGPROBS else ""

@@ -3,9 +3,11 @@
 Works with the OpenAI API and with local OpenAI-compatible servers (``transformers serve``, vLLM,
 llama.cpp, Ollama…). ``generate`` always; ``logprobs`` (teacher-forced scoring of continuations, as the hf
 backend offers) when the server returns prompt log-probs: ``echo`` + ``logprobs`` on ``/completions`` or vLLM's
-``prompt_logprobs``. Servers differ (``transformers serve`` offers neither), so the first caller that asks for
-``capabilities`` triggers a probe, a real scoring request, and its answer holds for this backend's life
-(:mod:`robusteval.models.openai_scoring`; ``logprobs=off`` skips it).
+``prompt_logprobs``. Servers differ (``transformers serve`` offers neither), so the first caller that needs to
+know (:meth:`OpenAIBackend.resolve_capabilities`, through :func:`~robusteval.models.base.can_score` or
+``require(backend, LOGPROBS, ...)``) triggers a probe, a real scoring request, and its answer holds for this
+backend's life (:mod:`robusteval.models.openai_scoring`; ``logprobs=off`` skips it). ``capabilities`` never asks:
+it says ``generate``, plus ``logprobs`` once the probe found it.
 
 Design notes:
 
@@ -187,9 +189,6 @@ class OpenAIBackend:
     """A :class:`~robusteval.models.base.Backend` that calls an OpenAI-compatible HTTP server, and a
     :class:`~robusteval.models.base.LogprobBackend` where the server returns prompt log-probs."""
 
-    #: The most this kind of backend offers; :attr:`capabilities` says what this server does.
-    possible_capabilities: frozenset[str] = _SCORING
-
     def __init__(self, model: str, base_url: str, config: OpenAIConfig | None = None) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
@@ -217,8 +216,16 @@ class OpenAIBackend:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """``generate``, plus ``logprobs`` when the server scores prompts (the first access runs the probe)."""
-        return _SCORING if self.scoring.method else _GENERATE_ONLY
+        """What this backend is known to offer, without asking the server: ``generate``, plus ``logprobs`` once
+        :meth:`resolve_capabilities` found that the server scores prompts. Never does I/O."""
+        known = self._scorer.known()
+        return _SCORING if known is not None and known.method else _GENERATE_ONLY
+
+    def resolve_capabilities(self) -> frozenset[str]:
+        """:attr:`capabilities` after asking the server whether it scores prompts (the probe, once per backend;
+        an outage or a rejected key raises :class:`~robusteval.errors.BackendError`)."""
+        self._scorer.support()
+        return self.capabilities
 
     @property
     def scoring(self) -> ScoringSupport:

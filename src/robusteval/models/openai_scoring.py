@@ -205,6 +205,10 @@ class PromptScorer:
         self.recut_tokens = 0  # context tokens re-cut by a straddling continuation token, over this scorer's life
 
     # ----- what the server offers -----
+    def known(self) -> ScoringSupport | None:
+        """How text prompts are scored if the probe has run, else None (never probes)."""
+        return self._text
+
     def support(self) -> ScoringSupport:
         """How text prompts are scored (probed on the first call, then remembered)."""
         with self._probe_lock:

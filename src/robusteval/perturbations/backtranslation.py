@@ -290,9 +290,7 @@ def _build(cls: type[BackTranslation], options: MethodOptions) -> Perturbation:
         from robusteval.models import load_backend
 
         translator = load_backend(translator, device=options.device)
-    # Not isinstance(translator, Backend): before Python 3.12 that reads every protocol attribute, and an API
-    # backend's ``capabilities`` asks its server whether it scores prompts, which a translator never needs.
-    if not callable(getattr(translator, "generate", None)):
+    if not isinstance(translator, Backend):
         raise UserError(f"{METHOD}: the translator option must be a model backend or spec, "
                         f"got {type(translator).__name__}")
     extra = options.extra

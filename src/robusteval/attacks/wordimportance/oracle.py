@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from robusteval.evals.classification import LabelClassifier
-from robusteval.models.base import LOGPROBS
+from robusteval.models.base import can_score
 
 ConfidenceMode = Literal["logprob", "sample", "greedy"]
 CONFIDENCE_MODES: tuple[str, ...] = ("logprob", "sample", "greedy")
@@ -37,7 +37,7 @@ class Judgement:
 
 def default_confidence(classifier: LabelClassifier) -> ConfidenceMode:
     """log-probs when the backend can score, else sampled label frequencies."""
-    return "logprob" if LOGPROBS in classifier.backend.capabilities else "sample"
+    return "logprob" if can_score(classifier.backend) else "sample"
 
 
 class _Oracle:

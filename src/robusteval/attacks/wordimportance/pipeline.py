@@ -19,7 +19,7 @@ from robusteval.config import nested, option
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.models.base import LOGPROBS, Backend, scoring_note
+from robusteval.models.base import Backend, can_score, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
 from robusteval.perturbations.registry import MethodOptions
 from robusteval.perturbations.spec import CandidateSpec
@@ -205,7 +205,7 @@ def attack_wordimportance(
     template = template_for(config.template, config.data.dataset, examples)
     spec = config.perturbation
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
-        if config.confidence == "logprob" and LOGPROBS not in backend.capabilities:
+        if config.confidence == "logprob" and not can_score(backend):
             raise UserError(f"--confidence logprob needs label log-probs; {backend.name} returns text only"
                             f"{scoring_note(backend)} (use --confidence sample)")
         classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None,
