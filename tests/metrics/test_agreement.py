@@ -37,6 +37,18 @@ def test_no_flags_give_undefined_precision() -> None:
     assert result["precision"] is None and result["recall"] == 0.0 and result["f1"] is None
 
 
+def test_f1_is_zero_when_precision_or_recall_is_zero_and_none_only_when_undefined() -> None:
+    # Two incorrect items, neither flagged; one correct item flagged: tp = 0, fp = 1, fn = 2, so
+    # precision = 0 / 1 = 0.0 and recall = 0 / 2 = 0.0, both defined: F1 = 0.0.
+    result = agreement([True, True, False], [False, False, True])
+    assert (result["precision"], result["recall"], result["f1"]) == (0.0, 0.0, 0.0)
+    # tp = 1, fp = 0, fn = 0 on one item, and one correct item not flagged: precision = recall = 1, F1 = 1.
+    assert agreement([True, False], [True, False])["f1"] == 1.0
+    # Only correct items, none flagged: recall = 0 / 0 is undefined, so F1 is too.
+    none = agreement([False, False], [False, False])
+    assert none["recall"] is None and none["f1"] is None
+
+
 def test_per_category_recall_and_precision_of_typed_flags() -> None:
     categories = ["calc", "calc", "info", None, None, None, None, None, "irrelevant", None]
     types = ["calc", "info", None, "info", None, None, None, None, "irrelevant", None]

@@ -9,7 +9,8 @@ flag on a kept answer is what makes a success.
   marginals; 1.0 when both raters use one and the same label throughout (nothing to disagree on), 0.0 when
   ``p_e == 1`` otherwise.
 * :func:`ratio`: a share that is None over an empty denominator.
-* :func:`agreement`: accuracy, kappa, precision, recall and F1 of "incorrect", and the confusion counts.
+* :func:`agreement`: accuracy, kappa, precision, recall and F1 of "incorrect", and the confusion counts. F1 is
+  0.0 when precision and recall are both defined and one of them is 0, None only when one is undefined.
 * :func:`category_table`: per gold category, how many items, how many were flagged (recall), and per
   predicted error type how many flagged items carry it and how many of those are truly incorrect (precision)
   and truly of that category (type precision).
@@ -55,7 +56,8 @@ def agreement(gold_incorrect: Sequence[bool], flagged: Sequence[bool]) -> dict[s
     counts = binary_confusion(gold_incorrect, flagged)
     tp, fp, fn, tn = counts["tp"], counts["fp"], counts["fn"], counts["tn"]
     precision, recall = ratio(tp, tp + fp), ratio(tp, tp + fn)
-    f1 = None if not precision or not recall else 2 * precision * recall / (precision + recall)
+    f1 = None if precision is None or recall is None else (
+        2 * precision * recall / (precision + recall) if precision + recall else 0.0)
     return {
         "n": len(flagged),
         "accuracy": ratio(tp + tn, len(flagged)),
