@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
-from robusteval.store import RunStore
+from robusteval.store import RunStore, file_sha256
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,24 @@ class Run:
             "seeds": (self.summary or {}).get("seeds") or {k: self.identity[k] for k in ("seed",)
                                                              if k in self.identity},
         }
+
+    def find_file(self, stored: str | os.PathLike[str], sha256: str | None = None) -> Path | None:
+        """A file the run recorded by path (its instances, its data), where it is now, or None.
+
+        A relative path was recorded relative to the working directory of the command that made the run, a
+        directory at or above the run directory when the run was named by a relative path: it is tried against
+        the run directory and each directory above it before the current directory, so a run read from
+        elsewhere (or a copy of one) finds its own file. With ``sha256`` (the identity's hash of that file) a
+        file whose content differs is not taken for it."""
+        named = Path(stored)
+        candidates = [named]
+        if not named.is_absolute():
+            here = self.path.resolve()
+            candidates = [base / named for base in (here, *here.parents)] + candidates
+        for candidate in candidates:
+            if candidate.is_file() and (sha256 is None or file_sha256(candidate) == sha256):
+                return candidate
+        return None
 
     def to_dataframe(self, stage: str) -> Any:
         """The records of ``stage`` as a pandas DataFrame (nested values stay Python objects)."""

@@ -99,12 +99,11 @@ def _expect_number(path: Path, value: Any, field: str) -> None:
 
 
 def _sweep_member(sweep_dir: Path, run_dir: str) -> Path:
-    """A member run's directory: as sweep.json names it, or at the same place below a moved sweep
-    (members sit at ``<model>/<point>/seed-<s>``)."""
+    """A member run's directory: at its place below this sweep directory (members sit at
+    ``<model>/<point>/seed-<s>``), so a moved or copied sweep reads its own runs; else as sweep.json names it."""
     named = Path(run_dir)
-    if (named / DB_NAME).is_file():
-        return named
-    return sweep_dir.joinpath(*named.parts[-3:])
+    below = sweep_dir.joinpath(*named.parts[-3:])
+    return below if (below / DB_NAME).is_file() else named
 
 
 def check_sweep(path: Path, data: dict[str, Any]) -> None:

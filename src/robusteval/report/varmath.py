@@ -116,9 +116,12 @@ def problem_items(run: Run, label: str) -> list[dict[str, Any]]:
     records = {(r["id"], r.get("sample", 0)): r for r in run.records(STAGE)} if STAGE in run.stages else {}
     graded = {(g["id"], g.get("sample", 0)): g for g in _read_jsonl(run.path / GRADED)}
     values = {}
-    instances_file = run.identity.get("instances") or (run.summary or {}).get("instances")
-    if instances_file:
-        values = {str(r.get("id")): r.get("values") or {} for r in _read_jsonl(Path(str(instances_file)))}
+    stored, sha = run.identity.get("instances"), run.identity.get("instances_sha256")
+    if not stored:
+        stored, sha = (run.summary or {}).get("instances"), None
+    found = run.find_file(str(stored), sha) if stored else None
+    if found is not None:
+        values = {str(r.get("id")): r.get("values") or {} for r in _read_jsonl(found)}
     items = []
     for pid, problem in _problems(run).items():
         n_right = sum(1 for acc in problem["instances"].values() if acc == 1)
