@@ -163,6 +163,48 @@ def test_robustness_and_wordimportance_store_the_same_units(pool: Any, tiny_nli_
     assert_same_runs(local, remote, stages={"wordimportance", "classify"})
 
 
+@needs_modules("pypinyin")
+@pytest.mark.parametrize("mode", ["echo", "plain"])
+def test_an_api_model_is_resolved_by_the_workers_and_never_loaded_by_the_driver(
+        pool: Any, tiny_nli_dir: Path, tmp_path: Path, mode: str) -> None:
+    """openai: the workers probe the server when they load the model; the driver's capability checks (the
+    classifier's soft-label decision, require, scoring_note) read what they found and never load it here."""
+    from helpers.scoring_server import TinyLM, scoring_server
+    from robusteval.errors import UserError
+    from robusteval.models import LOGPROBS, require
+    from robusteval.models.base import can_score, scoring_note
+    from robusteval.models.tiny import tiny_nli_pairs
+    from robusteval.perturbations.spec import PerturbationSpec
+
+    data = rv.DataSpec("ocnli", str(write_ocnli(tmp_path / "dev.json", tiny_nli_pairs(6, seed=5))))
+    template = str(tiny_nli_dir / "template.json")
+    with scoring_server(TinyLM(tiny_nli_dir), mode) as server, use_executor(pool):
+        model = load_backend(server.spec("tiny-nli"))
+        assert type(model).__name__ == "WorkerModel"
+        assert can_score(model) is (mode == "echo")
+        if mode == "echo":
+            require(model, LOGPROBS, "soft labels")
+        else:
+            with pytest.raises(UserError, match="soft labels"):
+                require(model, LOGPROBS, "soft labels")
+            assert "(server: echo: " in scoring_note(model)
+        probes = len(server.requests)
+        config = rv.RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets="C-homophone",
+                                     template=template, bootstrap=20, label_mode="soft" if mode == "echo" else "hard")
+        rv.robustness(config, model, tmp_path / "run", batch_size=3)
+        assert model._local is None, "the driver loaded the API model"
+        scoring = [r for r in server.requests[probes:] if r["body"].get("echo") or "prompt_logprobs" in r["body"]]
+        if mode == "echo":  # soft labels were scored, on the workers
+            assert scoring and all("label_logprobs" in r for r in records_of(tmp_path / "run", "classify"))
+        else:
+            assert scoring == [], "a probe was repeated after the workers had loaded the model"
+
+
+def records_of(out: Path, stage: str) -> list[dict[str, Any]]:
+    with RunStore.open_existing(out) as store:
+        return store.records(stage)
+
+
 def test_variants_eval_stores_the_same_units(pool: Any, tiny_llama_dir: Path, tmp_path: Path) -> None:
     import robusteval.variants as rvv
 

@@ -101,3 +101,50 @@ def test_the_drivers_stand_in_loads_the_model_only_when_it_is_called(tiny_backen
     assert stand_in._local is None
     assert stand_in.encode("2 + 3") == tiny_backend.encode("2 + 3")  # a call: loaded here, once
     assert stand_in._local is not None and stand_in.tokenizer is stand_in._local.tokenizer
+
+
+@pytest.mark.parametrize("mode", ["echo", "plain"])
+def test_the_stand_in_of_an_api_model_answers_capability_checks_without_loading_it(
+        tiny_llama_dir: Path, mode: str) -> None:
+    """The workers resolve what the server offers when they load the model; the driver's require(), can_score(),
+    scoring_note(), isinstance and the class's constants never load it (which would probe the server again)."""
+    from helpers.scoring_server import TinyLM, scoring_server
+    from robusteval.errors import UserError
+    from robusteval.models import LOGPROBS, WHITEBOX, require
+    from robusteval.models.base import Backend, can_score, scoring_note
+    from robusteval.models.openai_api import OpenAIBackend
+
+    with scoring_server(TinyLM(tiny_llama_dir), mode) as server:
+        on_worker = load_backend(server.spec(), max_retries=0)
+        description = describe(on_worker)  # what UnitWorker.load sends back
+        probes = len(server.requests)
+        assert probes >= 1 and description["scoring"] == on_worker.scoring.as_dict()
+        stand_in = WorkerModel(on_worker.load_recipe, description)
+        assert isinstance(stand_in, Backend) and stand_in.name == on_worker.name
+        assert stand_in.scoring == on_worker.scoring
+        assert stand_in.capabilities == on_worker.capabilities == on_worker.resolve_capabilities()
+        assert can_score(stand_in) is (mode == "echo")
+        with pytest.raises(UserError, match="whitebox"):
+            require(stand_in, WHITEBOX, "MATCHA")
+        if mode == "echo":
+            assert require(stand_in, LOGPROBS, "soft labels") is stand_in and scoring_note(stand_in) == ""
+        else:
+            with pytest.raises(UserError, match=r"offers only: generate \(server: echo: "):
+                require(stand_in, LOGPROBS, "soft labels")
+            assert scoring_note(stand_in).startswith(" (server: echo: ")
+        assert stand_in.__class__ is WorkerModel and OpenAIBackend.__name__ in stand_in._class_path
+        assert stand_in._local is None, "the driver loaded the model"
+        assert len(server.requests) == probes, "the driver asked the server again"
+
+
+class WithConstant(HFBackend):
+    family = "llama"  # a plain class-level value
+    nothing = None
+
+
+def test_the_stand_in_answers_class_constants_and_loads_for_properties(tiny_backend: Any) -> None:
+    stand_in = WorkerModel(tiny_backend.load_recipe, {**describe(tiny_backend),
+                                                      "class": f"{__name__}:{WithConstant.__qualname__}"})
+    assert stand_in.family == "llama" and stand_in.nothing is None and stand_in._local is None
+    assert stand_in.embed_scale == tiny_backend.embed_scale  # a property: the loaded model answers it
+    assert stand_in._local is not None

@@ -40,6 +40,7 @@ from robusteval.store.sqlite import RunStore, canonical_json
 #: Stages that computes read and write as caches (judge verdicts, classifier answers and samples).
 CACHE_STAGES = (JUDGE_STAGE, CLASSIFY_STAGE, CLASSIFY_SAMPLE_STAGE)
 _MAX_SCRATCH = 8  # scratch stores a worker keeps (runs of a sweep, one after the other)
+_MISSING = object()
 
 
 # ----------------------------------------------------------------------------------------------- driver side
@@ -88,19 +89,30 @@ def dumps_compute(compute: Callable[..., Any], stage: str) -> bytes:
 
 
 class WorkerModel:
-    """The driver's handle on a model that the workers load: ``name``, ``identity`` and ``capabilities`` (what
-    keys, identities and capability checks need) without loading it here. It travels to workers as its
-    ``load_recipe``. Methods keep their signatures; calling one (or reading any other attribute) loads the
-    model in the driver too, once, with a line saying so, so code that needs the model here still works."""
+    """The driver's handle on a model that the workers load: ``name``, ``identity``, ``capabilities`` as the
+    workers resolved them (an API backend's probe ran there) and, for a backend that has one, what its ``scoring``
+    probe found: what keys, identities, capability checks and their error messages need, without loading the
+    model here. It travels to workers as its ``load_recipe``. Plain class-level values of the backend's class are
+    answered as they are; methods keep their signatures; calling one (or reading any other attribute: an instance
+    attribute or a property of the loaded model) loads the model in the driver too, once, with a line saying so,
+    so code that needs the model here still works."""
 
     def __init__(self, recipe: LoadRecipe, description: dict[str, Any]):
         self.load_recipe = recipe
         self.name: str = description["name"]
         self.identity: dict[str, Any] = dict(description["identity"])
         self.capabilities = frozenset(description["capabilities"])
+        if description.get("scoring") is not None:
+            from robusteval.models.openai_scoring import ScoringSupport
+
+            self.scoring = ScoringSupport(**description["scoring"])
         self._class_path: str = description["class"]
         self._attributes = frozenset(description["attributes"])  # the loaded backend's own (instance) attributes
         self._local: Any = None
+
+    def resolve_capabilities(self) -> frozenset[str]:
+        """The capabilities the workers resolved when they loaded the model (nothing is asked here)."""
+        return self.capabilities
 
     def __repr__(self) -> str:
         return f"WorkerModel({self.name!r}, {self.identity.get('device', '?')} on the workers)"
@@ -124,9 +136,12 @@ class WorkerModel:
     def __getattr__(self, name: str) -> Any:  # only for what __init__ did not set
         if name.startswith("__") or name in ("_local", "_class_path", "_attributes", "load_recipe"):
             raise AttributeError(name)
-        member = inspect.getattr_static(self._class(), name, None)
-        if member is None and name not in self._attributes:  # the model has no such attribute: no need to load it
-            raise AttributeError(f"{self._class_path} has no attribute {name!r}")
+        member = inspect.getattr_static(self._class(), name, _MISSING)
+        if name not in self._attributes:  # a class-level member, or nothing: answered without loading the model
+            if member is _MISSING:
+                raise AttributeError(f"{self._class_path} has no attribute {name!r}")
+            if not inspect.isfunction(member) and not hasattr(type(member), "__get__"):
+                return member  # a plain value of the class (a constant): what the loaded model would give
         if inspect.isfunction(member):
             @functools.wraps(member)
             def call(*args: Any, **kwargs: Any) -> Any:
@@ -145,10 +160,15 @@ _scratch: OrderedDict[str, ScratchStore] = OrderedDict()
 
 
 def describe(backend: Any) -> dict[str, Any]:
-    """What the driver's :class:`WorkerModel` needs to know about a loaded backend."""
+    """What the driver's :class:`WorkerModel` needs to know about a loaded backend: its capabilities resolved
+    here (an API backend asks its server, once per worker) and what its ``scoring`` probe found, if it has one."""
+    from robusteval.models.base import resolve_capabilities
+
     cls = type(backend)
-    return {"name": backend.name, "identity": dict(backend.identity), "capabilities": sorted(backend.capabilities),
-            "class": f"{cls.__module__}:{cls.__qualname__}", "attributes": sorted(vars(backend))}
+    capabilities = resolve_capabilities(backend)
+    scoring = backend.scoring.as_dict() if inspect.getattr_static(cls, "scoring", None) is not None else None
+    return {"name": backend.name, "identity": dict(backend.identity), "capabilities": sorted(capabilities),
+            "scoring": scoring, "class": f"{cls.__module__}:{cls.__qualname__}", "attributes": sorted(vars(backend))}
 
 
 def model_key(spec: Any, options: dict[str, Any]) -> str:
