@@ -188,3 +188,23 @@ def test_a_sweep_row_without_the_grid_value_is_left_out_of_the_curve(tmp_path: P
     (tmp_path / "sweep.json").write_text(json.dumps(data), encoding="utf-8")
     page = Page(rv.report([tmp_path], out=tmp_path / "r.html").read_text(encoding="utf-8"))
     assert page.marks == [0.5, 0.5]  # UR and SR at steps = 1; the row without steps is only in the table
+
+
+def test_every_leaderboard_number_is_a_section_table_number(all_runs: dict[str, Path]) -> None:
+    """The leaderboards call the section builders: each of their numbers (value, n, interval, run, note) is one
+    a section's table shows, so the two can never disagree."""
+    from robusteval.report.build import sections
+    from robusteval.report.collect import collect
+    from robusteval.report.compare import leaderboards
+    from robusteval.report.model import Num, Table
+
+    inputs = collect(list(all_runs.values()))
+    shown = [cell for section in sections(inputs) if section.id != "compare" for block in section.blocks
+             if isinstance(block, Table) for row in block.rows for cell in row if isinstance(cell, Num)]
+    boards = leaderboards(inputs)
+    assert {b.method for b in boards} == {"matcha", "transfer", "variants", "robustness", "wordimportance", "ors"}
+    for board in boards:
+        for row in board.rows:
+            for column, cell in row.items():
+                if isinstance(cell, Num) and cell.value is not None:
+                    assert cell in shown, (board.method, column, cell)

@@ -1,7 +1,8 @@
 """Leaderboards: runs of one method side by side, ranked by the method's headline number.
 
 ``compare_runs(paths)`` is what ``robusteval runs compare`` prints (terminal table or CSV) and what the HTML
-report's comparison section shows, so the two never disagree. Models are ranked among runs of the same task
+report's comparison section shows, so the two never disagree; every number in it is the one the method's section
+builder makes (same value, n and interval), so the leaderboards never disagree with the section tables. Models are ranked among runs of the same task
 (dataset, attack level, perturbation method...), most robust first:
 
 * MATCHA: higher UR (answer and reasoning both survive) ranks first, then lower SR;
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robusteval.report import hardlabel, matcha, perturbed, varmath
 from robusteval.report.collect import (
     MATCHA,
     ROBUSTNESS,
@@ -24,6 +26,7 @@ from robusteval.report.collect import (
     VARIANTS,
     WORDIMPORTANCE,
     Inputs,
+    OrsResult,
     collect,
     dataset_name,
     model_name,
@@ -32,6 +35,8 @@ from robusteval.report.collect import (
 )
 from robusteval.report.model import Note, Num, Section, Table
 from robusteval.runs import Run
+
+Row = dict[str, Num | str]
 
 
 @dataclass(frozen=True)
@@ -51,19 +56,6 @@ class Leaderboard:
                                            for c in self.columns}} for row in self.rows]
 
 
-def _ranked(rows: list[dict[str, Num | str]], task: Sequence[str], key: Callable[[dict[str, Any]], Any]
-            ) -> list[dict[str, Num | str]]:
-    """Rows grouped by task, best first inside each group; ``rank`` counts within the group."""
-    groups: dict[tuple[str, ...], list[dict[str, Num | str]]] = {}
-    for row in rows:
-        groups.setdefault(tuple(str(row[c]) for c in task), []).append(row)
-    out = []
-    for task_key in sorted(groups):
-        ordered = sorted(groups[task_key], key=key)
-        out += [{"rank": str(i), **row} for i, row in enumerate(ordered, 1)]
-    return out
-
-
 def _value(row: dict[str, Any], name: str, *, descending: bool) -> tuple[bool, float]:
     """Sort key: missing values last, then by value in the direction asked."""
     num = row.get(name)
@@ -73,103 +65,101 @@ def _value(row: dict[str, Any], name: str, *, descending: bool) -> tuple[bool, f
     return False, -value if descending else value
 
 
-def _num(summary: dict[str, Any], key: str, run: Run, *, n: Any = None, ci: Any = None, percent: bool = True,
-         digits: int = 1) -> Num:
-    return Num(summary.get(key), n=n, ci=ci, runs=(str(run.path),), percent=percent, digits=digits)
+def _ranked(rows: list[Row], task: Sequence[str], order: Sequence[tuple[str, bool]]) -> list[Row]:
+    """Rows grouped by task, best first inside each group (by each (column, descending) of ``order`` in
+    turn); ``rank`` counts within the group."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
+    for row in rows:
+        groups.setdefault(tuple(str(row[c]) for c in task), []).append(row)
+    out = []
+    for task_key in sorted(groups):
+        ordered = sorted(groups[task_key], key=lambda r: tuple(_value(r, c, descending=d) for c, d in order))
+        out += [{"rank": str(i), **row} for i, row in enumerate(ordered, 1)]
+    return out
 
 
-def matcha_board(runs: Iterable[Run]) -> Leaderboard:
-    rows: list[dict[str, Num | str]] = []
-    for run in runs:
-        s = run.summary or {}
-        ci = s.get("ci95") or {}
-        rows.append({"model": model_name(run), "dataset": dataset_name(run), "level": str(s.get("level")),
-                     "variant": str(s.get("variant")), "n": str(s.get("n")),
-                     "acc": _num(s, "acc", run, n=s.get("n"), ci=ci.get("acc")),
-                     **{m: _num(s, m, run, n=s.get("n_rated"), ci=ci.get(m)) for m in ("ur", "sr", "wr")},
-                     "run": str(run.path)})
-    task = ("dataset", "level", "variant")
-    ranked = _ranked(rows, task, lambda r: (_value(r, "ur", descending=True), _value(r, "sr", descending=False)))
-    return Leaderboard("matcha", "MATCHA: higher UR (answer and reasoning survive) ranks first",
-                       ["rank", "model", *task, "n", "acc", "ur", "sr", "wr", "run"], ranked)
+# One row per run (per model of an ORS result); every number is the section builder's own Num, so the report's
+# tables and the leaderboards show the same value with the same n and interval.
+
+def _matcha_rows(run: Run) -> list[Row]:
+    summary = run.summary or {}
+    return [{"model": model_name(run), "dataset": dataset_name(run), "level": matcha.run_level(run),
+             "variant": matcha.run_variant(run), "n": str(summary.get("n")),
+             **{m: matcha.rate(summary, m, run) for m in matcha.METRICS}}]
 
 
-def transfer_board(runs: Iterable[Run]) -> Leaderboard:
-    rows: list[dict[str, Num | str]] = []
-    for run in runs:
-        s = run.summary or {}
-        rows.append({"model": short_model(str(s.get("model") or model_name(run))),
-                     "source": f"{short_model(str(s.get('source_model')))} · {s.get('source_dataset')}",
-                     "n_transferred": str(s.get("n_transferred")),
-                     "transfer_rate": _num(s, "transfer_rate", run, n=s.get("n_original_correct"),
-                                           ci=s.get("transfer_rate_ci95")), "run": str(run.path)})
-    ranked = _ranked(rows, ("source",), lambda r: _value(r, "transfer_rate", descending=False))
-    return Leaderboard("transfer", "Transfer: lower transfer rate ranks first",
-                       ["rank", "model", "source", "n_transferred", "transfer_rate", "run"], ranked)
+def _transfer_rows(run: Run) -> list[Row]:
+    return [{"model": model_name(run), "source": matcha.transfer_source(run),
+             "n_transferred": str((run.summary or {}).get("n_transferred")),
+             "transfer_rate": matcha.transfer_rate(run)}]
 
 
-def variants_board(runs: Iterable[Run]) -> Leaderboard:
-    rows: list[dict[str, Num | str]] = []
-    for run in runs:
-        s = run.summary or {}
-        rows.append({"model": model_name(run), "instances": Path(str(s.get("instances") or "?")).name,
-                     "n_problems": str(s.get("n_problems")),
-                     "strict": _num(s, "strict", run, n=s.get("n_problems"), ci=s.get("strict_ci95")),
-                     "loose": _num(s, "loose", run, n=s.get("n_problems"), ci=s.get("loose_ci95")),
-                     "run": str(run.path)})
-    ranked = _ranked(rows, ("instances",), lambda r: (_value(r, "strict", descending=True),
-                                                      _value(r, "loose", descending=True)))
-    return Leaderboard("variants", "VAR-MATH: higher strict score ranks first",
-                       ["rank", "model", "instances", "n_problems", "strict", "loose", "run"], ranked)
+def _variants_rows(run: Run) -> list[Row]:
+    summary = run.summary or {}
+    return [{"model": model_name(run), "instances": Path(str(summary.get("instances") or "?")).name,
+             "n_problems": str(summary.get("n_problems")), "strict": varmath.accuracy(run, "strict"),
+             "loose": varmath.accuracy(run, "loose")}]
 
 
-def robustness_board(runs: Iterable[Run]) -> Leaderboard:
-    rows: list[dict[str, Num | str]] = []
-    for run in runs:
-        s = run.summary or {}
-        rows.append({"model": model_name(run), "dataset": dataset_name(run), "sets": str(s.get("sets_spec")),
-                     "acc_original": _num(s, "acc_original", run, n=s.get("n"), ci=s.get("acc_original_ci95")),
-                     "rb_index": _num(s, "rb_index", run, n=s.get("n"), ci=s.get("rb_index_ci95")),
-                     "run": str(run.path)})
-    ranked = _ranked(rows, ("dataset", "sets"), lambda r: _value(r, "rb_index", descending=False))
-    return Leaderboard("robustness", "Perturbed benchmarks: lower RB-index ranks first",
-                       ["rank", "model", "dataset", "sets", "acc_original", "rb_index", "run"], ranked)
+def _robustness_rows(run: Run) -> list[Row]:
+    return [{"model": model_name(run), "dataset": dataset_name(run),
+             "sets": str((run.summary or {}).get("sets_spec")),
+             "acc_original": perturbed.accuracy(run, perturbed.ORIGINAL), "rb_index": perturbed.rb_index(run)}]
 
 
-def wordimportance_board(runs: Iterable[Run]) -> Leaderboard:
-    rows: list[dict[str, Num | str]] = []
-    for run in runs:
-        s = run.summary or {}
-        by_rate = s.get("by_rate") or {}
-        top = max(by_rate, key=float) if by_rate else None
-        entry = by_rate.get(top) or {}
-        rows.append({"model": model_name(run), "dataset": dataset_name(run), "method": str(s.get("method")),
-                     "rate": str(top), "asr": _num(entry, "attack_success_rate", run,
-                                                   n=(entry.get("n_success") or 0) + (entry.get("n_failed") or 0)),
-                     "queries_per_success": _num(entry, "avg_queries_per_success", run, percent=False),
-                     "run": str(run.path)})
-    ranked = _ranked(rows, ("dataset", "method", "rate"), lambda r: _value(r, "asr", descending=False))
-    return Leaderboard("wordimportance", "Hard-label attacks: lower success rate at the largest α ranks first",
-                       ["rank", "model", "dataset", "method", "rate", "asr", "queries_per_success", "run"], ranked)
+def _wordimportance_rows(run: Run) -> list[Row]:
+    top = hardlabel.top_rate(run)
+    return [{"model": model_name(run), "dataset": dataset_name(run), "method": hardlabel.method_name(run),
+             "rate": str(top), "asr": hardlabel.success_rate(run, top) if top else Num(None),
+             "queries_per_success": hardlabel.queries_per_success(run, top) if top else Num(None)}]
 
 
-def ors_board(inputs: Inputs) -> Leaderboard:
-    rows: list[dict[str, Num | str]] = []
-    for result in inputs.ors:
-        for model, score in (result.data.get("ors") or {}).items():
-            rows.append({"model": short_model(model), "beta": str(result.data.get("beta")),
-                         "ors": Num(score, runs=(str(result.path),), digits=2), "run": str(result.path)})
-    ranked = _ranked(rows, ("run",), lambda r: _value(r, "ors", descending=True))
-    return Leaderboard("ors", "ORS: higher score ranks first", ["rank", "model", "beta", "ors", "run"], ranked)
+def _ors_rows(result: OrsResult) -> list[Row]:
+    return [{"model": short_model(model), "beta": str(result.data.get("beta")),
+             "ors": hardlabel.ors_score(result, model)} for model in result.data.get("ors") or {}]
+
+
+@dataclass(frozen=True)
+class Board:
+    """How one method's leaderboard is made: whose rows, which columns group a task, what ranks first."""
+
+    method: str
+    command: str | None  # the runs' command; None: ORS results
+    title: str
+    task: tuple[str, ...]  # rows are ranked among rows with the same values here
+    shown: tuple[str, ...]  # columns between "model" and "run"
+    order: tuple[tuple[str, bool], ...]  # (column, descending), best first
+    rows: Callable[[Any], list[Row]]
+
+
+BOARDS = (
+    Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
+          ("dataset", "level", "variant"), ("dataset", "level", "variant", "n", "acc", "ur", "sr", "wr"),
+          (("ur", True), ("sr", False)), _matcha_rows),
+    Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first", ("source",),
+          ("source", "n_transferred", "transfer_rate"), (("transfer_rate", False),), _transfer_rows),
+    Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first", ("instances",),
+          ("instances", "n_problems", "strict", "loose"), (("strict", True), ("loose", True)), _variants_rows),
+    Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first", ("dataset", "sets"),
+          ("dataset", "sets", "acc_original", "rb_index"), (("rb_index", False),), _robustness_rows),
+    Board("wordimportance", WORDIMPORTANCE, "Hard-label attacks: lower success rate at the largest α ranks first",
+          ("dataset", "method", "rate"), ("dataset", "method", "rate", "asr", "queries_per_success"),
+          (("asr", False),), _wordimportance_rows),
+    Board("ors", None, "ORS: higher score ranks first", ("run",), ("beta", "ors"), (("ors", True),), _ors_rows),
+)
+
+
+def leaderboard(board: Board, inputs: Inputs) -> Leaderboard:
+    sources: Iterable[Any] = inputs.ors if board.command is None else [
+        run for run in inputs.of(board.command) if run.summary]
+    rows = [{**row, "run": str(source.path)} for source in sources for row in board.rows(source)]
+    return Leaderboard(board.method, board.title, ["rank", "model", *board.shown, "run"],
+                       _ranked(rows, board.task, board.order))
 
 
 def leaderboards(inputs: Inputs) -> list[Leaderboard]:
     """Every method's leaderboard that has at least one run (direct runs only: sweeps have their own table)."""
-    boards = [matcha_board(r for r in inputs.of(MATCHA) if r.summary),
-              transfer_board(r for r in inputs.of(TRANSFER) if r.summary),
-              variants_board(r for r in inputs.of(VARIANTS) if r.summary),
-              robustness_board(r for r in inputs.of(ROBUSTNESS) if r.summary),
-              wordimportance_board(r for r in inputs.of(WORDIMPORTANCE) if r.summary), ors_board(inputs)]
+    boards = [leaderboard(board, inputs) for board in BOARDS]
     return [board for board in boards if board.rows]
 
 

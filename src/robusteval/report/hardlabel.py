@@ -27,13 +27,30 @@ def success_rate(run: Run, rate: str) -> Num:
                runs=(str(run.path),), percent=True, note=f"{wins} successes, {entry.get('n_skipped')} skipped")
 
 
-def _method(run: Run) -> str:
+def queries_per_success(run: Run, rate: str) -> Num:
+    entry = ((run.summary or {}).get("by_rate") or {}).get(rate) or {}
+    return Num(entry.get("avg_queries_per_success"), n=entry.get("n_success"), runs=(str(run.path),),
+               note="mean queries of the successful attacks")
+
+
+def top_rate(run: Run) -> str | None:
+    """The largest perturbation rate α the run attacked at (the leaderboards rank by it)."""
+    rates = _rates(run)
+    return rates[-1] if rates else None
+
+
+def method_name(run: Run) -> str:
     summary = run.summary or {}
     return str(summary.get("method") or "+".join(summary.get("methods") or ()) or "?")
 
 
+def ors_score(result: OrsResult, model: str) -> Num:
+    return Num((result.data.get("ors") or {}).get(model), digits=2, runs=(str(result.path),),
+               note="mean rs over the methods")
+
+
 def curves(runs: Sequence[Run]) -> LineChart:
-    lines = [Line(f"{model_name(run)} · {_method(run)}", [(float(rate), success_rate(run, rate))
+    lines = [Line(f"{model_name(run)} · {method_name(run)}", [(float(rate), success_rate(run, rate))
                                                          for rate in _rates(run)]) for run in runs]
     return LineChart("Attack success rate against the perturbation rate α (per method and model)",
                      "perturbation rate α", "attack success rate %", lines)
@@ -44,13 +61,10 @@ def attack_table(runs: Sequence[Run]) -> Table:
     rows = []
     for run in runs:
         summary = run.summary or {}
-        cells: list[Num | str] = [model_name(run), _method(run), str(summary.get("budget")), str(summary.get("n")),
+        cells: list[Num | str] = [model_name(run), method_name(run), str(summary.get("budget")), str(summary.get("n")),
                                   str(summary.get("n_skipped"))]
         for rate in rates:
-            entry = (summary.get("by_rate") or {}).get(rate) or {}
-            cells += [success_rate(run, rate),
-                      Num(entry.get("avg_queries_per_success"), n=entry.get("n_success"), runs=(str(run.path),),
-                          note="mean queries of the successful attacks")]
+            cells += [success_rate(run, rate), queries_per_success(run, rate)]
         rows.append(cells)
     return Table("Hard-label word-importance attacks: success rate (%) and queries per success at each α",
                  ["Model", "Method", "budget", "n", "skipped", *(c for _ in rates for c in ("ASR %", "queries/success"))],
@@ -67,14 +81,14 @@ def ors_tables(results: Sequence[OrsResult]) -> list[Any]:
         methods = sorted({m for by_method in (data.get("rs") or {}).values() for m in by_method})
         runs = data.get("runs") or {}
         rows = []
-        for model, score in (data.get("ors") or {}).items():
+        for model in data.get("ors") or {}:
             cells: list[Num | str] = [short_model(model)]
             for method in methods:
                 percent = (data.get("success_percent") or {}).get(model, {}).get(method)
                 cells.append(Num((data.get("rs") or {}).get(model, {}).get(method), digits=2,
                                  runs=(str(runs.get(model, {}).get(method, result.path)),),
                                  note=f"success % per α {percent}; OAD {(data.get('oad') or {}).get(model, {}).get(method)}"))
-            cells.append(Num(score, digits=2, runs=(str(result.path),), note="mean rs over the methods"))
+            cells.append(ors_score(result, model))
             rows.append(cells)
         tables.append(Table(f"ORS (β = {data.get('beta')}, q = {data.get('q')}, η = {data.get('eta')}; rs per "
                             "method, higher is more robust)", ["Model", *methods, "ORS"], rows,

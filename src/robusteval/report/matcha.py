@@ -43,19 +43,32 @@ def rate(summary: dict[str, Any], name: str, run: Run) -> Num:
     return Num(summary.get(name), n=n, ci=ci, runs=(str(run.path),), percent=True)
 
 
-def _level(run: Run) -> str:
+def run_level(run: Run) -> str:
     return str((run.summary or {}).get("level") or (run.identity.get("config") or {}).get("level") or "token")
 
 
-def _variant(run: Run) -> str:
+def run_variant(run: Run) -> str:
     return str((run.summary or {}).get("variant") or (run.identity.get("config") or {}).get("variant") or "full")
+
+
+def transfer_source(run: Run) -> str:
+    """Where a transfer run's attacks came from: the source model and dataset."""
+    summary = run.summary or {}
+    return f"{short_model(str(summary.get('source_model') or '?'))} · {summary.get('source_dataset')}"
+
+
+def transfer_rate(run: Run) -> Num:
+    """Successes among the transferred questions the target answers correctly, with the summary's interval."""
+    summary = run.summary or {}
+    return Num(summary.get("transfer_rate"), n=summary.get("n_original_correct"),
+               ci=summary.get("transfer_rate_ci95"), runs=(str(run.path),), percent=True)
 
 
 def results_tables(runs: Sequence[Run]) -> list[Table]:
     """Table 1 (token level) and Table 2 (embedding level): rows are models, column groups datasets."""
     tables = []
     for level in ("token", "embedding"):
-        chosen = [r for r in runs if _level(r) == level and _variant(r) == "full" and r.summary]
+        chosen = [r for r in runs if run_level(r) == level and run_variant(r) == "full" and r.summary]
         if not chosen:
             continue
         datasets = list(dict.fromkeys(dataset_name(r) for r in chosen))
@@ -84,7 +97,7 @@ def outcome_chart(runs: Sequence[Run]) -> BarChart | None:
     chosen = [r for r in runs if r.summary and (r.summary.get("n_rated") or r.summary.get("n_attacked"))]
     if not chosen:
         return None
-    groups = [f"{run_label(r, chosen)} · {_level(r)}" + ("" if _variant(r) == "full" else f" · {_variant(r)}")
+    groups = [f"{run_label(r, chosen)} · {run_level(r)}" + ("" if run_variant(r) == "full" else f" · {run_variant(r)}")
               for r in chosen]
     values = {(g, LABELS[m]): rate(r.summary or {}, m, r) for g, r in zip(groups, chosen, strict=True)
               for m in ("ur", "sr", "wr")}
@@ -106,14 +119,14 @@ def _settings(run: Run) -> tuple[Any, ...]:
 def baselines_table(runs: Sequence[Run]) -> Table | Note:
     """Table 3: each variant's UR and SR per model x dataset, mean(std) over runs that differ only by seed."""
     done = [r for r in runs if r.summary]
-    if not any(_variant(r) != "full" for r in done):
+    if not any(run_variant(r) != "full" for r in done):
         return Note("No baseline runs were given: run `robusteval attack matcha --variant random-insert` (or "
                     "random-locs, cot-loss-only, gcg-suffix) beside the full attack, or sweep over --grid "
                     "variant=..., to fill the paper's Table 3.")
-    columns = list(dict.fromkeys((model_name(r), dataset_name(r), _level(r)) for r in done))
+    columns = list(dict.fromkeys((model_name(r), dataset_name(r), run_level(r)) for r in done))
     groups: dict[tuple[Any, ...], list[Run]] = {}
     for run in done:
-        groups.setdefault((_variant(run), _settings(run), (model_name(run), dataset_name(run), _level(run))),
+        groups.setdefault((run_variant(run), _settings(run), (model_name(run), dataset_name(run), run_level(run))),
                           []).append(run)
     common = max({_settings(r) for r in done}, key=lambda s: sum(_settings(r) == s for r in done))
     row_keys = sorted({(v, s) for v, s, _ in groups},
@@ -145,14 +158,12 @@ def transfer_blocks(runs: Sequence[Run]) -> list[Any]:
     if not done:
         return [Note("No transfer runs were given (`robusteval transfer --from MATCHA_RUN --model ...` replays a "
                      "run's successes on another model; paper Fig. 2).")]
-    sources = [f"{short_model(str(r.summary.get('source_model') or '?'))} · {r.summary.get('source_dataset')}"
-               for r in done if r.summary]
-    targets = [short_model(str(r.summary.get("model") or model_name(r))) for r in done if r.summary]
+    sources = [transfer_source(r) for r in done]
+    targets = [model_name(r) for r in done]
     values, rows = {}, []
     for run, source, target in zip(done, sources, targets, strict=True):
         summary = run.summary or {}
-        num = Num(summary.get("transfer_rate"), n=summary.get("n_original_correct"),
-                  ci=summary.get("transfer_rate_ci95"), runs=(str(run.path),), percent=True)
+        num = transfer_rate(run)
         values[(source, target)] = num
         rows.append([source, target, str(summary.get("n_source_successes")), str(summary.get("n_transferred")),
                      str(summary.get("n_original_correct")), num,

@@ -41,7 +41,8 @@ def original_for(run: Run, originals: Sequence[Run]) -> Run | None:
     return None
 
 
-def _score(run: Run, name: str) -> Num:
+def accuracy(run: Run, name: str) -> Num:
+    """The run's strict or loose score (``name``) over its problems, with the summary's interval."""
     summary = run.summary or {}
     return Num(summary.get(name), n=summary.get("n_problems"), ci=summary.get(f"{name}_ci95"),
                runs=(str(run.path),), percent=True,
@@ -74,7 +75,7 @@ def scores(runs: Sequence[Run]) -> tuple[Table, BarChart]:
     for run in runs:
         summary = run.summary or {}
         original = original_for(run, originals) if not is_original(run) else None
-        strict, loose = _score(run, "strict"), _score(run, "loose")
+        strict, loose = accuracy(run, "strict"), accuracy(run, "loose")
         base = _original_accuracy(original, list(_problems(run))) if original else Num(None, note="no original run")
         label = run_label(run, runs)
         kind = "original" if is_original(run) else "variants"
