@@ -115,6 +115,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 def problem_items(run: Run, label: str) -> list[dict[str, Any]]:
     """One item per problem: each instance's values, question, gold answer, prediction and verdict."""
     records = {(r["id"], r.get("sample", 0)): r for r in run.records(STAGE)} if STAGE in run.stages else {}
+    samples_of: dict[str, list[tuple[str, int]]] = {}
+    for key in sorted(records):
+        samples_of.setdefault(key[0], []).append(key)
     graded = {(g["id"], g.get("sample", 0)): g for g in _read_jsonl(run.path / GRADED)}
     values = {}
     stored, sha = run.identity.get("instances"), run.identity.get("instances_sha256")
@@ -130,7 +133,7 @@ def problem_items(run: Run, label: str) -> list[dict[str, Any]]:
         result = "all right" if n_right == total else "none right" if n_right == 0 else "some right"
         blocks: list[dict[str, Any]] = []
         for iid, accuracy in problem["instances"].items():
-            samples = sorted(k for k in records if k[0] == iid) or [(iid, 0)]
+            samples = samples_of.get(iid) or [(iid, 0)]
             first = records.get(samples[0], {})
             shown = ", ".join(f"{k} = {v}" for k, v in values.get(iid, {}).items()) or "(values not recorded)"
             rows = [["instance", f"{iid}: {shown}"], ["gold answer", str(first.get("gold", "?"))],
