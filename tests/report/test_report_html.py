@@ -208,3 +208,25 @@ def test_every_leaderboard_number_is_a_section_table_number(all_runs: dict[str, 
             for column, cell in row.items():
                 if isinstance(cell, Num) and cell.value is not None:
                     assert cell in shown, (board.method, column, cell)
+
+
+def test_a_bad_out_is_refused_before_any_run_is_read(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-run"  # collecting it would fail: --out is checked first
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    for out, expected in ((tmp_path, "is a directory"), (blocker / "r.html", f"{blocker} is not a directory"),
+                          (blocker / "deeper" / "r.html", f"{blocker} is not a directory")):
+        with pytest.raises(UserError, match=f"--out {re.escape(str(out))}: {re.escape(expected)}"):
+            rv.report([missing], out=out)
+    done = cli("report", str(missing), "--out", str(blocker / "r.html"))
+    assert done.returncode == 2 and "is not a directory" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_out_in_a_directory_without_write_permission_is_refused(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import robusteval.report.build as build
+
+    monkeypatch.setattr(build.os, "access", lambda path, mode: False)  # as a non-root user in a 0o555 folder
+    with pytest.raises(UserError, match=r"cannot write in .* \(permission denied\)"):
+        rv.report([tmp_path / "no-such-run"], out=tmp_path / "new" / "r.html")

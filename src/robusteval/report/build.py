@@ -83,10 +83,23 @@ def build_report(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[
     from robusteval.report.html import render
     from robusteval.store import write_text_atomic
 
+    target = Path(out)
+    check_out(target)  # before any run is read: a bad --out is said at once
     paths = [run_dirs] if isinstance(run_dirs, str | os.PathLike) else list(run_dirs)
     inputs = collect(paths)
     report = Report(title or "robusteval report", sections(inputs), run_cards(inputs), __version__)
-    target = Path(out)
+    return write_text_atomic(target, render(report))
+
+
+def check_out(target: Path) -> None:
+    """A UserError unless the report can be written at ``target``: not a directory, and its nearest existing
+    parent a directory this process may write in (missing directories below it are created)."""
     if target.is_dir():
         raise UserError(f"--out {target}: is a directory; give a file name such as {target / 'report.html'}")
-    return write_text_atomic(target, render(report))
+    parent = target.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"--out {target}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"--out {target}: cannot write in {parent} (permission denied); choose another --out")
