@@ -15,10 +15,13 @@ class Page(HTMLParser):
         super().__init__()
         self.sections: list[str] = []
         self.cells: list[tuple[float | None, str]] = []  # (data-value, data-tip) of every table number
+        self.tables: dict[str, list[tuple[float | None, str]]] = {}  # the same, per table caption
         self.marks: list[float] = []  # data-value of every drawn bar and point
         self.data: dict[str, list[dict[str, Any]]] = {}
         self._browser: str | None = None
         self._in_data = False
+        self._caption: list[str] | None = None  # the text of the table caption being read
+        self._table = ""
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -28,6 +31,9 @@ class Page(HTMLParser):
         elif tag == "td" and "num" in (a.get("class") or ""):
             value = a.get("data-value")
             self.cells.append((float(value) if value else None, str(a.get("data-tip"))))
+            self.tables.setdefault(self._table, []).append(self.cells[-1])
+        elif tag == "h4" and a.get("class") == "caption":
+            self._caption = []
         elif tag in ("rect", "circle") and a.get("data-value"):
             self.marks.append(float(str(a["data-value"])))
         elif tag == "div" and "browser" in (a.get("class") or "").split():
@@ -37,10 +43,16 @@ class Page(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         self._in_data = self._in_data and tag != "script"
+        if tag == "h4" and self._caption is not None:
+            self._table, self._caption = "".join(self._caption), None
 
     def handle_data(self, data: str) -> None:
+        if self._caption is not None:
+            self._caption.append(data)
         if self._in_data and self._browser:
             self.data[self._browser] = self.data.get(self._browser, []) + json.loads(data)
 
-    def values_from(self, run: Path) -> set[float]:
-        return {value for value, tip in self.cells if value is not None and f"run: {run}" in tip}
+    def values_from(self, run: Path, *, table: str = "") -> set[float]:
+        """The numbers of ``run`` (of the tables whose caption starts with ``table``)."""
+        cells = [c for caption, cells in self.tables.items() if caption.startswith(table) for c in cells]
+        return {value for value, tip in cells if value is not None and f"run: {run}" in tip}
