@@ -75,3 +75,45 @@ def test_a_rerun_recomputes_nothing(run: Path, tiny_trained_dir: Path) -> None:
     assert units(run) == before
     again = json.loads((run / SUMMARY_NAME).read_text(encoding="utf-8"))
     assert again["error_types"] == summary["error_types"]
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err.strip()
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--error-classifier", "tiny", "--error-classifier tiny: give one model spec"),
+    ("--error-classifier", "hff:model", "--error-classifier: model spec 'hff:model' not understood"),
+    ("--judge", "nonsense", "unknown judge 'nonsense'"),
+    ("--judge", "arith+hff:model", "judge spec 'arith+hff:model': model spec 'hff:model' not understood"),
+    ("--semantic-judge", "arith", "judge 'arith' checks reasoning only"),
+])
+def test_a_bad_judge_or_classifier_spec_is_refused_before_the_run_directory_is_made(
+        tiny_trained_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str,
+        message: str) -> None:
+    out = tmp_path / "run"
+    assert main(attack(tiny_trained_dir, out, flag, value, "--limit", "1")) == 2
+    assert message in one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_the_corrected_classifier_spec_runs_where_the_typo_was_refused(
+        tiny_trained_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(attack(tiny_trained_dir, out, "--error-classifier", "tiny", "--limit", "1")) == 2
+    one_error_line(capsys)
+    assert main(attack(tiny_trained_dir, out, "--error-classifier", f"hf:{tiny_trained_dir}", "--limit", "1")) == 0
+    summary = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    assert summary["judges"]["error_classifier"] == f"errortype:hf:{tiny_trained_dir}"
+
+
+def test_transfer_refuses_a_bad_classifier_spec_before_its_run_directory_is_made(
+        run: Path, tiny_trained_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "transfer"
+    for flag, value in (("--error-classifier", "tiny"), ("--judge", "nonsense")):
+        assert main(["transfer", "--from", str(run), "--model", f"hf:{tiny_trained_dir}", flag, value,
+                     "--out", str(out)]) == 2
+        assert value in one_error_line(capsys)
+        assert not out.exists()

@@ -32,6 +32,7 @@ Judges never import a concrete backend: :func:`build_judge` receives a ``backend
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -340,9 +341,6 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
     """
     if task not in TASKS:
         raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
-    spec = spec.strip()
-    if not spec:
-        raise UserError("empty judge spec; use arith, grounding, none, a model spec, a+b or vote:a,b,c")
     loaded: dict[str, Backend] = {}
 
     def load(model_spec: str) -> Backend:
@@ -350,17 +348,57 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
             loaded[model_spec] = backend_loader(model_spec)
         return loaded[model_spec]
 
-    terms = [_build_term(term.strip(), task, load, spec, chat) for term in _split(spec, "+")]
-    return terms[0] if len(terms) == 1 else AllMustPass(terms)
+    built: list[Judge] = []
+    for vote, atoms in _terms(spec):
+        members = [_build_atom(atom, task, load, spec, chat) for atom in atoms]
+        built.append(MajorityVote(members) if vote else members[0])
+    return built[0] if len(built) == 1 else AllMustPass(built)
 
 
-def _build_term(term: str, task: str, load: BackendLoader, spec: str, chat: bool | None = None) -> Judge:
-    if term.startswith("vote:"):
-        atoms = [a.strip() for a in _split(term[len("vote:") :], ",")]
-        if len(atoms) < 2:
-            raise UserError(f"judge spec '{spec}': vote needs at least two judges (vote:a,b,c)")
-        return MajorityVote([_build_atom(a, task, load, spec, chat) for a in atoms])
-    return _build_atom(term, task, load, spec, chat)
+class _WouldLoad(Exception):
+    """Raised by :func:`check_judge_spec`'s loader: the factory got as far as asking for its model."""
+
+
+def check_judge_spec(spec: str, *, task: str = REASONING) -> None:
+    """Refuse, with the error :func:`build_judge` would give, a spec that cannot build, without loading a model.
+
+    Checked: the grammar, unknown judge names, judges of the other kind (``arith`` as a semantic judge), and
+    model specs that name no backend kind (``hff:PATH``). Pipelines call it before a run directory is made, so a
+    typo leaves nothing behind that a corrected command would be refused as a different run.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+
+    def refuse(model_spec: str) -> Backend:
+        from robusteval.models.registry import parse_spec
+
+        try:
+            parse_spec(model_spec)
+        except UserError as exc:
+            raise UserError(f"judge spec '{spec.strip()}': {exc}") from None
+        raise _WouldLoad
+
+    for _, atoms in _terms(spec):
+        for atom in atoms:
+            with contextlib.suppress(_WouldLoad):
+                _build_atom(atom, task, refuse, spec)
+
+
+def _terms(spec: str) -> list[tuple[bool, list[str]]]:
+    """The spec's ``+`` terms as (is a vote, its atoms)."""
+    spec = spec.strip()
+    if not spec:
+        raise UserError("empty judge spec; use arith, grounding, none, a model spec, a+b or vote:a,b,c")
+    out = []
+    for term in (t.strip() for t in _split(spec, "+")):
+        if term.startswith("vote:"):
+            atoms = [a.strip() for a in _split(term[len("vote:") :], ",")]
+            if len(atoms) < 2:
+                raise UserError(f"judge spec '{spec}': vote needs at least two judges (vote:a,b,c)")
+            out.append((True, atoms))
+        else:
+            out.append((False, [term]))
+    return out
 
 
 def _takes_chat(factory: JudgeFactory) -> bool:
@@ -375,16 +413,17 @@ def _takes_chat(factory: JudgeFactory) -> bool:
 
 def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, chat: bool | None = None) -> Judge:
     if not atom:
-        raise UserError(f"judge spec '{spec}': empty judge name")
+        raise UserError(f"judge spec '{spec.strip()}': empty judge name")
     if atom.startswith("vote:"):
-        raise UserError(f"judge spec '{spec}': a vote cannot be nested inside another vote")
+        raise UserError(f"judge spec '{spec.strip()}': a vote cannot be nested inside another vote")
     factories = _factories()
     factory = factories.get(atom)
     if factory is None and re.match(_MODEL_PREFIX, atom):
         factory = factories.get(MODEL)
     if factory is None:
         names = ", ".join(sorted(k for k in factories if k != MODEL))
-        raise UserError(f"judge spec '{spec}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, openai:MODEL@URL)")
+        raise UserError(f"judge spec '{spec.strip()}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, "
+                        "openai:MODEL@URL)")
     if chat is not None and _takes_chat(factory):  # plug-in factories written before chat keep working
         return factory(task, atom, load, chat=chat)
     return factory(task, atom, load)

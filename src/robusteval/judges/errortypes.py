@@ -209,13 +209,34 @@ class ErrorTypeClassifier(BinaryLLMJudge):
         return out
 
 
+def check_error_classifier_spec(spec: str | None) -> None:
+    """Refuse an ``--error-classifier`` value that names no model (unset is fine), without loading anything.
+
+    Accepted: ``embedded`` or a model spec of a known backend kind (``hf:PATH``, ``openai:MODEL@URL``). Pipelines
+    call it before a run directory is made: the value is part of the run identity, so a typo caught later would
+    leave a run that the corrected command is refused to resume.
+    """
+    if not spec:
+        return
+    spec = spec.strip()
+    if spec == "embedded":
+        return
+    if not re.match(r"[a-z][a-z0-9_-]*:", spec):
+        raise UserError(f"--error-classifier {spec}: give one model spec (hf:PATH, openai:MODEL@URL, embedded)")
+    from robusteval.models.registry import parse_spec
+
+    try:
+        parse_spec(spec)
+    except UserError as exc:
+        raise UserError(f"--error-classifier: {exc}") from None
+
+
 def build_error_classifier(spec: str, load: BackendLoader, *, chat: bool | None = None) -> ErrorTypeClassifier:
     """An :class:`ErrorTypeClassifier` on the model ``spec`` (loaded with ``load``; ``embedded`` is the shipped model)."""
+    check_error_classifier_spec(spec)
     spec = spec.strip()
     if spec == "embedded":
         from robusteval.models.embedded import embedded_model_spec
 
         spec = embedded_model_spec()
-    if not re.match(r"[a-z][a-z0-9_-]*:", spec):
-        raise UserError(f"--error-classifier {spec}: give one model spec (hf:PATH, openai:MODEL@URL, embedded)")
     return ErrorTypeClassifier(load(spec), chat=chat)

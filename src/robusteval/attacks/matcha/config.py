@@ -165,7 +165,14 @@ class MatchaRunConfig:
         return PAPER_STRATEGYQA_SAMPLE if self.preset == "paper" and self.data.dataset == "strategyqa" else None
 
     def check(self, answer_type: str) -> None:
-        """Refuse settings that cannot measure what the summary would claim (before any model loads)."""
+        """Refuse settings that cannot build or cannot measure what the summary would claim (before any model
+        loads or any run directory is made: judge specs are part of the run identity)."""
+        from robusteval.judges.base import REASONING, SEMANTIC, check_judge_spec
+        from robusteval.judges.errortypes import check_error_classifier_spec
+
+        check_judge_spec(self.judge, task=REASONING)
+        check_judge_spec(self.semantic_judge, task=SEMANTIC)
+        check_error_classifier_spec(self.error_classifier)
         judges = [atom for term in self.judge.split("+") for atom in term.removeprefix("vote:").split(",")]
         if answer_type == "yesno" and all(atom.strip() in OFFLINE_JUDGES for atom in judges):
             raise UserError(f"--judge {self.judge} cannot judge yes/no reasoning: the offline checkers only find "

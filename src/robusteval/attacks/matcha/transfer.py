@@ -28,7 +28,9 @@ from robusteval.config import option
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
-from robusteval.judges import Judge, ReasoningItem, attach_error_types, error_type_summary
+from robusteval.judges import REASONING, Judge, ReasoningItem, attach_error_types, error_type_summary
+from robusteval.judges.base import check_judge_spec
+from robusteval.judges.errortypes import check_error_classifier_spec
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
@@ -379,6 +381,10 @@ class TransferConfig:
         if not self.temperature >= 0:
             raise UserError("--temperature must be >= 0")
         check_chat_options(self.chat, self.system_prompt)
+        # Part of the run identity: refused before a run directory is made (see MatchaRunConfig.check).
+        if self.judge is not None:
+            check_judge_spec(self.judge, task=REASONING)
+        check_error_classifier_spec(self.error_classifier)
 
     def load_source(self) -> SourceRun:
         self.validate()
