@@ -54,6 +54,39 @@ def test_an_llm_verdict_is_typed_by_the_checkers_it_did_not_run() -> None:
     assert not_wrong.category == "unclassified" and "not judged wrong" in not_wrong.detail["reason"]
 
 
+def test_each_checker_is_asked_once_for_all_untyped_items_and_never_when_the_verdict_included_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from robusteval.judges.arithmetic import ArithmeticJudge
+    from robusteval.judges.grounding import GroundingJudge
+
+    asked: list[tuple[str, int]] = []
+    for cls in (ArithmeticJudge, GroundingJudge):
+        def counted(self: Any, items: Any, _judge: Any = cls.judge) -> Any:
+            asked.append((self.name, len(items)))
+            return _judge(self, items)
+
+        monkeypatch.setattr(cls, "judge", counted)
+    # Three LLM verdicts without a reason: arith is asked once about all three, grounding once about the two
+    # arith could not type.
+    types = classify_errors([CALC, INFO, LOGIC], [WRONG, WRONG, WRONG])
+    assert [t.category for t in types] == ["wrong calculation", "wrong information", "unclassified"]
+    assert asked == [("arith", 3), ("grounding", 2)]
+    # A combination that included arith (it found nothing): only grounding is asked, once.
+    asked.clear()
+    passed = build_judge("arith", no_models).judge([INFO])[0]
+    combined = Verdict(False, "arith+llm:judge", "", {"rule": "all_must_pass",
+                                                       "members": [passed.to_record(), WRONG.to_record()]})
+    asked.clear()
+    assert [t.category for t in classify_errors([INFO, INFO], [combined, combined])] == ["wrong information"] * 2
+    assert asked == [("grounding", 2)]
+    # arith+grounding said why: no checker is asked again.
+    asked.clear()
+    verdicts = build_judge("arith+grounding", no_models).judge([CALC, INFO])
+    asked.clear()
+    classify_errors([CALC, INFO], verdicts)
+    assert asked == []
+
+
 def test_the_llm_classifier_types_what_no_checker_can_and_its_answers_are_cached(
         tiny_backend: Any, tmp_path: Path) -> None:
     store = RunStore.open(tmp_path / "run")

@@ -97,6 +97,14 @@ def _collect(verdict: Verdict, found: list[ErrorType]) -> None:
         found.append(ErrorType(detail["category"], verdict.judge, verdict.raw, keep))
 
 
+def judges_in(verdict: Verdict) -> set[str]:
+    """The names of the judges behind ``verdict``: its own and, for a combination, every member's (recursively)."""
+    names = {verdict.judge}
+    for member in (verdict.detail or {}).get("members") or ():
+        names |= judges_in(Verdict.from_record(member))
+    return names
+
+
 def classify_errors(items: Sequence[ReasoningItem], reasoning_verdicts: Sequence[Verdict], *,
                     llm_classifier: Judge | None = None) -> list[ErrorType]:
     """One :class:`ErrorType` per item, in order (sources and their order in the module docstring).
@@ -111,20 +119,20 @@ def classify_errors(items: Sequence[ReasoningItem], reasoning_verdicts: Sequence
 
     if len(items) != len(reasoning_verdicts):
         raise ValueError(f"{len(items)} items but {len(reasoning_verdicts)} verdicts")
-    checkers: list[Judge] = [ArithmeticJudge(), GroundingJudge()]
     out: list[ErrorType | None] = []
-    todo: list[int] = []
-    for index, (item, verdict) in enumerate(zip(items, reasoning_verdicts, strict=True)):
+    for verdict in reasoning_verdicts:
         if verdict.label is not False:
             out.append(ErrorType(UNCLASSIFIED, "none", "", {"reason": "the reasoning was not judged wrong"}))
-            continue
-        named = named_error(verdict)
-        for checker in checkers:  # the deciding judge did not say why: ask the checkers it did not include
-            if named is None:
-                named = named_error(checker.judge([item])[0])
-        out.append(named)
-        if named is None:
-            todo.append(index)
+        else:
+            out.append(named_error(verdict))
+    # The deciding judge did not say why: ask the checkers it did not include (a checker it included found
+    # nothing, and would find nothing again), each once, on all the items still untyped.
+    for checker in (ArithmeticJudge(), GroundingJudge()):
+        ask = [i for i, (found, verdict) in enumerate(zip(out, reasoning_verdicts, strict=True))
+               if found is None and checker.name not in judges_in(verdict)]
+        for index, verdict in zip(ask, checker.judge([items[i] for i in ask]) if ask else [], strict=True):
+            out[index] = named_error(verdict)
+    todo = [i for i, found in enumerate(out) if found is None]
     if todo and llm_classifier is not None:
         answers = llm_classifier.judge([items[i] for i in todo])
         for index, answer in zip(todo, answers, strict=True):
