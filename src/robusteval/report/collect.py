@@ -9,12 +9,13 @@ output directory holds one run per part). Nothing is written; a path that is non
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from robusteval.errors import DataError, UserError
+from robusteval.report.model import Browser, Filter
 from robusteval.runs import Run, load_run
 from robusteval.store import DB_NAME
 
@@ -54,6 +55,10 @@ class Inputs:
 
     def of(self, command: str) -> list[Run]:
         return [run for run in self.runs if run.command == command]
+
+    def finished(self, command: str) -> list[Run]:
+        """Runs of ``command`` given directly that have a summary (what a section's tables show)."""
+        return [run for run in self.of(command) if run.summary]
 
     def all_runs(self, command: str) -> list[Run]:
         """Runs of ``command`` given directly and inside sweeps (repeats and grids included)."""
@@ -220,6 +225,19 @@ def nothing_to_show(inputs: Inputs, what: str) -> UserError:
     return UserError(f"{what}: no finished run of a method the report knows (MATCHA, transfer, sweep, VAR-MATH "
                      "eval, robustness, word-importance, ORS); found: "
                      f"{', '.join(found) or 'nothing'}" + (f" ({unfinished} unfinished)" if unfinished else ""))
+
+
+def runs_browser(browser_id: str, title: str, runs: Sequence[Run],
+                 items_of: Callable[[Run, str], Iterable[dict[str, Any]]],
+                 filters: Callable[[list[dict[str, Any]]], list[Filter]], **options: Any) -> Browser:
+    """A section's example browser over ``runs``: each run's items (``items_of(run, its label)``), the filters
+    made from all items, and a "Run" filter when there are several runs."""
+    labels = [run_label(run, runs) for run in runs]
+    items = [item for run, label in zip(runs, labels, strict=True) for item in items_of(run, label)]
+    chosen = filters(items)
+    if len(runs) > 1:
+        chosen.append(Filter("run", "Run", labels))
+    return Browser(browser_id, title, items, chosen, **options)
 
 
 def run_label(run: Run, others: Sequence[Run] = ()) -> str:

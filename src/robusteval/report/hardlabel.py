@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.metrics.stats import wilson_interval
-from robusteval.report.collect import WORDIMPORTANCE, Inputs, OrsResult, model_name, run_label, short_model
+from robusteval.report.collect import WORDIMPORTANCE, Inputs, OrsResult, model_name, runs_browser, short_model
 from robusteval.report.highlight import perturbation_marks, text_block
-from robusteval.report.model import Browser, Filter, Line, LineChart, Note, Num, Section, Table
+from robusteval.report.model import Filter, Line, LineChart, Note, Num, Section, Table
 from robusteval.runs import Run
 
 STAGE = "wordimportance"
@@ -118,8 +118,14 @@ def _adversarial_item(record: Mapping[str, Any], label: str) -> dict[str, Any]:
             "search": " ".join(str(v) for v in (record.get("original") or {}).values()), "blocks": blocks}
 
 
+def adversarial_items(run: Run, label: str) -> list[dict[str, Any]]:
+    if STAGE not in run.stages:
+        return []
+    return [_adversarial_item(r, label) for r in run.records(STAGE) if r.get("status") != "skipped"]
+
+
 def wordimportance_section(inputs: Inputs) -> Section | None:
-    runs = [r for r in inputs.of(WORDIMPORTANCE) if r.summary]
+    runs = inputs.finished(WORDIMPORTANCE)
     if not (runs or inputs.ors):
         return None
     section = Section("hardlabel", "Hard-label attacks and ORS",
@@ -129,12 +135,10 @@ def wordimportance_section(inputs: Inputs) -> Section | None:
     if runs:
         section.add(curves(runs), attack_table(runs))
     section.add(*ors_tables(inputs.ors))
-    labels = [run_label(r, runs) for r in runs]
-    items = [_adversarial_item(r, label) for run, label in zip(runs, labels, strict=True)
-             if STAGE in run.stages for r in run.records(STAGE) if r.get("status") != "skipped"]
-    statuses = sorted({i["filters"]["status"] for i in items}, key=lambda s: (s != "success", s))
-    filters = [Filter("status", "Attack", statuses)]
-    if len(runs) > 1:
-        filters.append(Filter("run", "Run", labels))
-    section.add(Browser("hardlabel-examples", "Adversarial examples", items, filters))
+
+    def filters(items: list[dict[str, Any]]) -> list[Filter]:
+        statuses = sorted({i["filters"]["status"] for i in items}, key=lambda s: (s != "success", s))
+        return [Filter("status", "Attack", statuses)]
+
+    section.add(runs_browser("hardlabel-examples", "Adversarial examples", runs, adversarial_items, filters))
     return section

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from robusteval.report.collect import run_label
+from robusteval.report.collect import runs_browser
 from robusteval.report.highlight import matcha_edit_marks, text_block, verdict_marks
 from robusteval.report.model import Browser, Filter
 from robusteval.runs import Run
@@ -105,20 +105,16 @@ def matcha_item(record: Mapping[str, Any], label: str) -> dict[str, Any]:
             "blocks": blocks}
 
 
+def matcha_items(run: Run, label: str) -> list[dict[str, Any]]:
+    return [matcha_item(r, label) for r in run.records(OUTCOME_STAGE) if r.get("attacked")]
+
+
 def matcha_browser(runs: Sequence[Run]) -> Browser:
-    items = []
-    labels = []
-    for run in runs:
-        if OUTCOME_STAGE not in run.stages:
-            continue
-        label = run_label(run, runs)
-        labels.append(label)
-        items += [matcha_item(r, label) for r in run.records(OUTCOME_STAGE) if r.get("attacked")]
-    outcomes = [v[0] for v in OUTCOMES.values() if any(i["filters"]["outcome"] == v[0] for i in items)]
-    errors = sorted({i["filters"]["error"] for i in items} - {"none"})
-    filters = [Filter("outcome", "Outcome", outcomes),
-               Filter("error", "Error type", [*errors, "none"] if errors else ["none"])]
-    if len(labels) > 1:
-        filters.append(Filter("run", "Run", labels))
-    return Browser("matcha-examples", "Attacked questions", items, filters,
-                   empty="no attacked questions in these runs")
+    def filters(items: list[dict[str, Any]]) -> list[Filter]:
+        outcomes = [v[0] for v in OUTCOMES.values() if any(i["filters"]["outcome"] == v[0] for i in items)]
+        errors = sorted({i["filters"]["error"] for i in items} - {"none"})
+        return [Filter("outcome", "Outcome", outcomes),
+                Filter("error", "Error type", [*errors, "none"] if errors else ["none"])]
+
+    return runs_browser("matcha-examples", "Attacked questions", [r for r in runs if OUTCOME_STAGE in r.stages],
+                        matcha_items, filters, empty="no attacked questions in these runs")

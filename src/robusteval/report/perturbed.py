@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from robusteval.report.collect import ROBUSTNESS, Inputs, run_label
+from robusteval.report.collect import ROBUSTNESS, Inputs, run_label, runs_browser
 from robusteval.report.highlight import perturbation_marks, text_block
-from robusteval.report.model import BarChart, Browser, Filter, Num, Section, Table
+from robusteval.report.model import BarChart, Filter, Num, Section, Table
 from robusteval.runs import Run
 
 OUTCOME_STAGE = "robustness_outcome"
@@ -105,18 +105,17 @@ def example_items(run: Run, label: str) -> list[dict[str, Any]]:
 
 
 def robustness_section(inputs: Inputs) -> Section | None:
-    runs = [r for r in inputs.of(ROBUSTNESS) if r.summary]
+    runs = inputs.finished(ROBUSTNESS)
     if not runs:
         return None
     section = Section("robustness", "Perturbed benchmarks and the RB-index",
                       "Accuracy on character-, word- and sentence-level perturbed copies of a benchmark; the "
                       "RB-index is the mean relative drop from the original accuracy.")
     section.add(*tables(runs))
-    labels = [run_label(r, runs) for r in runs]
-    items = [item for run, label in zip(runs, labels, strict=True) for item in example_items(run, label)]
-    verdicts = [v for v in [*VERDICTS.values(), "not graded"] if any(i["filters"]["verdict"] == v for i in items)]
-    filters = [Filter("set", "Set", set_names(runs)), Filter("verdict", "Outcome", verdicts)]
-    if len(runs) > 1:
-        filters.append(Filter("run", "Run", labels))
-    section.add(Browser("robustness-examples", "Perturbed examples (changed ones)", items, filters))
+
+    def filters(items: list[dict[str, Any]]) -> list[Filter]:
+        verdicts = [v for v in [*VERDICTS.values(), "not graded"] if any(i["filters"]["verdict"] == v for i in items)]
+        return [Filter("set", "Set", set_names(runs)), Filter("verdict", "Outcome", verdicts)]
+
+    section.add(runs_browser("robustness-examples", "Perturbed examples (changed ones)", runs, example_items, filters))
     return section

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from robusteval.report.collect import VARIANTS, Inputs, model_name, run_label
+from robusteval.report.collect import VARIANTS, Inputs, model_name, run_label, runs_browser
 from robusteval.report.highlight import text_block
-from robusteval.report.model import BarChart, Browser, Filter, Note, Num, Section, Table
+from robusteval.report.model import BarChart, Filter, Note, Num, Section, Table
 from robusteval.runs import Run
 
 STAGE = "variants_generation"
@@ -158,7 +158,7 @@ def problem_items(run: Run, label: str) -> list[dict[str, Any]]:
 
 
 def variants_section(inputs: Inputs) -> Section | None:
-    runs = [r for r in inputs.of(VARIANTS) if r.summary]
+    runs = inputs.finished(VARIANTS)
     if not runs:
         return None
     section = Section("varmath", "VAR-MATH: symbolic variants",
@@ -169,10 +169,7 @@ def variants_section(inputs: Inputs) -> Section | None:
     if not any(is_original(r) for r in runs):
         section.add(Note("No run on the original problems was given: evaluate them too (`robusteval variants "
                          "eval` on the originals, one instance per problem) to see the relative drop."))
-    labels = [run_label(r, runs) for r in runs]
-    items = [item for run, label in zip(runs, labels, strict=True) for item in problem_items(run, label)]
-    filters = [Filter("result", "Instances right", ["all right", "some right", "none right"])]
-    if len(runs) > 1:
-        filters.append(Filter("run", "Run", labels))
-    section.add(Browser("varmath-problems", "Problems and their instances", items, filters))
+    section.add(runs_browser("varmath-problems", "Problems and their instances", runs, problem_items,
+                             lambda items: [Filter("result", "Instances right", ["all right", "some right",
+                                                                                  "none right"])]))
     return section
