@@ -37,9 +37,12 @@ def asset(name: str) -> str:
     return (resources.files("robusteval.report") / "assets" / name).read_text(encoding="utf-8")
 
 
-def script_json(data: Any) -> str:
-    """JSON that is safe inside ``<script type="application/json">``: nothing in it can end the element."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _script_safe(text: str) -> str:
+    """JSON text made safe inside ``<script type="application/json">``: nothing in it can end the element."""
     for char, code in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"),
                        ("\u2029", "\\u2029")):
         text = text.replace(char, code)
@@ -72,10 +75,10 @@ COMPRESS_ABOVE = 256_000
 
 def browser_data(items: list[dict[str, Any]]) -> tuple[str, str]:
     """(encoding, text) of a browser's items inside its ``<script type="application/json">`` block."""
-    text = script_json(items)
+    text = _dumps(items)  # serialised once, whichever way it is stored
     if len(text) <= COMPRESS_ABOVE:
-        return "json", text
-    packed = gzip.compress(json.dumps(items, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), mtime=0)
+        return "json", _script_safe(text)
+    packed = gzip.compress(text.encode("utf-8"), mtime=0)
     return "gzip-base64", base64.b64encode(packed).decode("ascii")
 
 
