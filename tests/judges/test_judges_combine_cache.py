@@ -23,6 +23,7 @@ from robusteval.judges import (
     register_judge,
     with_cache,
 )
+from robusteval.judges.base import check_judge_spec
 from robusteval.store import RunStore
 
 GOOD = ReasoningItem("q", "The answer is 8. 5 + 3 = 8.", "The answer is 8. 5 + 3 = 8.")
@@ -136,6 +137,8 @@ def test_plus_and_comma_inside_a_model_spec_do_not_split(tiny_backend: Any) -> N
 def test_bad_specs_fail_with_a_sentence(spec: str, task: str, message: str) -> None:
     with pytest.raises(UserError, match=message):
         build_judge(spec, lambda s: pytest.fail("nothing should load"), task=task)
+    with pytest.raises(UserError, match=message):  # the same refusal before any run directory is made
+        check_judge_spec(spec, task=task)
 
 
 def test_registered_judges_join_the_grammar() -> None:
@@ -206,3 +209,25 @@ def test_cache_keys_separate_roles_and_items(tmp_path: Path, tiny_backend: Any) 
         assert reasoning.key(GOOD) != reasoning.key(BAD_ARITH)
         assert semantic.key(SemanticItem("a", "b")) != semantic.key(SemanticItem("b", "a"))
         assert reasoning.identity != semantic.identity
+
+
+def test_the_cached_compute_holds_no_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a Ray worker is sent: the inner judge and plain values, not the CachedJudge and its store snapshot."""
+    import robusteval.runner
+
+    sent: list[Any] = []
+    real = robusteval.runner.compute_units
+
+    def capture(store: Any, stage: str, units: Any, keys: Any, compute: Any, **options: Any) -> Any:
+        sent.append(compute)
+        return real(store, stage, units, keys, compute, **options)
+
+    monkeypatch.setattr(robusteval.runner, "compute_units", capture)
+    inner = Fixed("scripted", [True, False])
+    with RunStore.open(tmp_path / "run") as store:
+        judge = CachedJudge(inner, store)
+        assert [v.label for v in judge.judge([GOOD, BAD_ARITH])] == [True, False]
+    (compute,) = sent
+    held = [cell.cell_contents for cell in compute.__closure__ or ()]
+    assert inner in held
+    assert not [x for x in held if isinstance(x, RunStore | CachedJudge)]

@@ -36,7 +36,7 @@ import contextlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from robusteval.errors import UserError
 from robusteval.models.base import Backend
@@ -131,6 +131,45 @@ def check_items(task: str, items: Sequence[Any]) -> None:
     for item in items:
         if not isinstance(item, expected):
             raise TypeError(f"a {task} judge takes {expected.__name__} items, got {type(item).__name__}")
+
+
+# ----------------------------------------------------------------------------------------------- model-free judges
+class DeterministicReasoningJudge:
+    """Base of the reasoning judges that need no model (``arith``, ``grounding``): one :meth:`verdict` per item.
+
+    Subclasses set ``name`` (the spec atom) and ``version`` (bumped when verdicts change); ``identity`` follows.
+    ``deterministic``: :func:`with_cache` leaves them uncached, since recomputing a verdict is cheap.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+    task = REASONING
+    deterministic = True
+    identity: ClassVar[dict[str, Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            cls.identity = {"name": cls.name, "task": REASONING, "version": cls.version}
+
+    def judge(self, items: Sequence[Any]) -> list[Verdict]:
+        check_items(self.task, items)
+        return [self.verdict(item) for item in items]
+
+    def verdict(self, item: ReasoningItem) -> Verdict:
+        raise NotImplementedError
+
+
+def reasoning_only(judge_type: Callable[[], Judge]) -> JudgeFactory:
+    """The registry factory of a model-free reasoning judge: builds ``judge_type()``, refuses the semantic task."""
+    name = getattr(judge_type, "name", getattr(judge_type, "__name__", "judge"))
+
+    def factory(task: str, spec: str, load: BackendLoader) -> Judge:
+        if task != REASONING:
+            raise UserError(f"judge '{name}' checks reasoning only; it cannot judge whether two questions mean the same")
+        return judge_type()
+
+    return factory
 
 
 # ----------------------------------------------------------------------------------------------- combinations
@@ -257,11 +296,13 @@ class CachedJudge:
             if key not in found:
                 todo.setdefault(key, item)
         if todo:
-            identity = self.identity
+            # The compute travels to Ray workers: it holds the inner judge and plain values, never ``self``
+            # (whose store is a snapshot of every cached stage).
+            inner, name, task, identity = self.inner, self.name, self.task, self.identity
 
             def compute(batch: list[Any]) -> list[dict[str, Any]]:
-                verdicts = self.inner.judge(batch)
-                return [{"judge": self.name, "task": self.task, "identity": identity, "item": asdict(item),
+                verdicts = inner.judge(batch)
+                return [{"judge": name, "task": task, "identity": identity, "item": asdict(item),
                          "verdict": verdict.to_record()} for item, verdict in zip(batch, verdicts, strict=True)]
 
             # In process the missing items go to the judge in one call; workers share them in small batches.
@@ -282,7 +323,8 @@ def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge
     """Cache ``judge``'s model calls in ``store``.
 
     Combinations are rebuilt with cached members (so a resumed vote re-asks only the members that had not
-    answered yet); deterministic judges (``arith``, ``none``) are left uncached since recomputing them is free.
+    answered yet); deterministic judges (``deterministic = True``: ``arith``, ``grounding``, ``none``) are left
+    uncached since recomputing them is cheap.
     """
     members = getattr(judge, "members", None)
     if members is not None and hasattr(judge, "with_members"):

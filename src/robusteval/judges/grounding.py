@@ -39,12 +39,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any
 
 from robusteval.data.answers import extract_answer_first, split_answer_and_cot
 from robusteval.data.answers.wordnumbers import find_word_number
 from robusteval.judges.arithmetic import Token, check_arithmetic, normalize, tokenize
-from robusteval.judges.base import REASONING, BackendLoader, Judge, Verdict, check_items, register_judge
+from robusteval.judges.base import (
+    DeterministicReasoningJudge,
+    ReasoningItem,
+    Verdict,
+    reasoning_only,
+    register_judge,
+)
 from robusteval.judges.errortypes import IRRELEVANT_INFORMATION, WRONG_INFORMATION
 
 TRIVIAL = (Fraction(0), Fraction(1))
@@ -488,33 +494,21 @@ def _show(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
 
 
-class GroundingJudge:
+class GroundingJudge(DeterministicReasoningJudge):
     """The ``grounding`` reasoning judge (rules in the module docstring). ``label`` True = nothing ungrounded."""
 
     name = "grounding"
-    task = REASONING
-    deterministic = True
-    identity: ClassVar[dict[str, Any]] = {"name": "grounding", "task": REASONING, "version": 1}
 
-    def judge(self, items: Sequence[Any]) -> list[Verdict]:
-        check_items(self.task, items)
-        verdicts = []
-        for item in items:
-            issues = check_grounding(item.question, item.reference, item.candidate)
-            first = issues[0] if issues else {}
-            raw = f"{len(issues)} grounding issue(s)" + "".join(
-                f"; {i['category']}: {i['quantity']} in '{i['span']}'" for i in issues)
-            detail = {"method": "grounding", **{k: first.get(k) for k in ("category", "span", "quantity", "reason")},
-                      "issues": issues}
-            verdicts.append(Verdict(not issues, self.name, raw, detail))
-        return verdicts
+    def verdict(self, item: ReasoningItem) -> Verdict:
+        issues = check_grounding(item.question, item.reference, item.candidate)
+        first = issues[0] if issues else {}
+        raw = f"{len(issues)} grounding issue(s)" + "".join(
+            f"; {i['category']}: {i['quantity']} in '{i['span']}'" for i in issues)
+        detail = {"method": "grounding", **{k: first.get(k) for k in ("category", "span", "quantity", "reason")},
+                  "issues": issues}
+        return Verdict(not issues, self.name, raw, detail)
 
 
-@register_judge("grounding", summary="deterministic: the reasoning is wrong when it uses a quantity the question "
-                "does not give, drops one it needs, or spends steps on unrelated quantities")
-def _grounding_judge(task: str, spec: str, load: BackendLoader) -> Judge:
-    from robusteval.errors import UserError
-
-    if task != REASONING:
-        raise UserError("judge 'grounding' checks reasoning only; it cannot judge whether two questions mean the same")
-    return GroundingJudge()
+_grounding_judge = register_judge(
+    "grounding", summary="deterministic: the reasoning is wrong when it uses a quantity the question does not "
+    "give, drops one it needs, or spends steps on unrelated quantities")(reasoning_only(GroundingJudge))
