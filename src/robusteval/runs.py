@@ -5,14 +5,13 @@ Never writes: a run on read-only media, or one another process is still writing,
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.errors import UserError
-from robusteval.store import RunStore, file_sha256
+from robusteval.errors import DataError, UserError
+from robusteval.store import SUMMARY_NAME, RunStore, file_sha256
 
 
 @dataclass(frozen=True)
@@ -89,6 +88,16 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     """Open a run directory read-only and return what it holds; a damaged store is a one-line UserError."""
     with RunStore.open_existing(path) as store:
         summary = store.get_meta("summary")
-        if summary is None and (Path(path) / "summary.json").is_file():
-            summary = json.loads((Path(path) / "summary.json").read_text(encoding="utf-8"))
+        if summary is None and (Path(path) / SUMMARY_NAME).is_file():
+            summary = _read_summary(Path(path) / SUMMARY_NAME)
         return Run(Path(path), store.identity, store.get_meta("info") or {}, summary, store.stages())
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    """summary.json beside the store; invalid JSON, or JSON that is not an object, is a one-line DataError."""
+    from robusteval.data.loaders.files import read_json
+
+    summary = read_json(path)
+    if not isinstance(summary, dict):
+        raise DataError(path, "expected a JSON object (a run summary)")
+    return summary

@@ -6,8 +6,12 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from helpers.reportstores import matcha_store
 from helpers.runs import cli
+from robusteval.errors import DataError
+from robusteval.runs import load_run
 
 
 def _one_line_error(done, expected: str) -> None:  # type: ignore[no-untyped-def]
@@ -42,3 +46,14 @@ def test_compare_of_only_unfinished_runs_says_so(tmp_path: Path) -> None:
     done = cli("runs", "compare", str(run))
     _one_line_error(done, "runs compare: nothing to rank")
     assert "attack matcha (1 unfinished)" in done.stderr and done.stdout == ""
+
+
+def test_an_invalid_summary_json_is_one_line(tmp_path: Path) -> None:
+    run = matcha_store(tmp_path / "run", 2, finished=False)  # no summary in the store: summary.json is read
+    for text, expected in (("{not json", "invalid JSON"), ("[1, 2]", "expected a JSON object")):
+        (run / "summary.json").write_text(text, encoding="utf-8")
+        with pytest.raises(DataError, match=expected):
+            load_run(run)
+        _one_line_error(cli("runs", "show", str(run)), f"{run / 'summary.json'}")
+    (run / "summary.json").write_text('{"model": "m"}', encoding="utf-8")
+    assert load_run(run).summary == {"model": "m"}
