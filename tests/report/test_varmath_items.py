@@ -45,3 +45,14 @@ def test_many_instances_take_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     items = problem_items(run, "run")  # type: ignore[arg-type]
     assert len(items) == 20_000 and time.perf_counter() - started < 15
+
+
+def test_a_damaged_jsonl_beside_the_run_gives_the_rows_before_the_damage(tmp_path: Path) -> None:
+    from robusteval.report.varmath import _read_jsonl
+
+    path = tmp_path / "graded.jsonl"
+    path.write_text('{"id": "a"}\n\n{"id": "b"}\n{broken\n{"id": "c"}\n', encoding="utf-8")
+    assert _read_jsonl(path) == [{"id": "a"}, {"id": "b"}]
+    assert _read_jsonl(tmp_path / "missing.jsonl") == []
+    path.write_bytes(b"\xff\xfe")
+    assert _read_jsonl(path) == []

@@ -249,11 +249,7 @@ def run_label(run: Run, others: Sequence[Run] = ()) -> str:
 
 def model_name(run: Run) -> str:
     """The model's display name: the summary's, else the identity's source."""
-    summary = run.summary or {}
-    name = summary.get("model")
-    if not name:
-        model = run.identity.get("model")
-        name = (model.get("source") or model.get("model")) if isinstance(model, dict) else model
+    name = (run.summary or {}).get("model") or run.overview()["model"]
     return short_model(str(name or "?"))
 
 

@@ -8,11 +8,12 @@ variants are compared with.
 
 from __future__ import annotations
 
-import json
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from robusteval.errors import DataError
 from robusteval.report.collect import VARIANTS, Inputs, model_name, run_label, runs_browser
 from robusteval.report.highlight import text_block
 from robusteval.report.model import BarChart, Filter, Note, Num, Section, Table
@@ -96,18 +97,13 @@ def scores(runs: Sequence[Run]) -> tuple[Table, BarChart]:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSON Lines file the run wrote beside its store; an unreadable file gives none."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    rows = []
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict):
+    """Rows of a JSON Lines file the run wrote beside its store (up to a line that cannot be read); a missing or
+    unreadable file gives none."""
+    from robusteval.data.loaders.files import iter_jsonl
+
+    rows: list[dict[str, Any]] = []
+    with contextlib.suppress(DataError):
+        for _, row in iter_jsonl(path):
             rows.append(row)
     return rows
 
