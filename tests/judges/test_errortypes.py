@@ -21,6 +21,7 @@ from robusteval.judges import (
     with_cache,
 )
 from robusteval.judges.errortypes import ERROR_TYPES, ErrorTypeClassifier, parse_category
+from robusteval.models import GENERATE, LOGPROBS
 from robusteval.store import RunStore
 
 Q = "Tom has 3 apples. He buys 5 more apples. How many apples does he have?"
@@ -106,6 +107,58 @@ def test_the_llm_classifier_types_what_no_checker_can_and_its_answers_are_cached
     assert rows[0]["error_type"] == first[1].to_record() and found["counts"][first[1].category] == 1
     assert len(store.records(JUDGE_STAGE)) == 1
     store.close()
+
+
+class Scoring:
+    """A scoring backend that records what it is asked and returns fixed log-probabilities."""
+
+    name = "scoring"
+    capabilities = frozenset({GENERATE, LOGPROBS})
+
+    def __init__(self, scores: list[float]):
+        self.scores = scores
+        self.calls: list[dict[str, Any]] = []
+
+    def generate(self, requests: Any) -> Any:
+        raise AssertionError("a scoring backend is not asked to generate")
+
+    def continuation_logprobs(self, prompt: str, continuations: Any, prefix: str = "", messages: Any = None
+                              ) -> list[float]:
+        self.calls.append({"prompt": prompt, "continuations": list(continuations), "prefix": prefix,
+                           "messages": messages})
+        return self.scores[: len(continuations)]
+
+
+class TwoArgumentScoring(Scoring):
+    """The base protocol's form: no prefix, no chat."""
+
+    def continuation_logprobs(self, prompt: str, continuations: Any) -> list[float]:  # type: ignore[override]
+        return super().continuation_logprobs(prompt, continuations)
+
+
+def test_the_classifier_scores_the_four_category_numbers_as_the_judges_score_their_digits() -> None:
+    # One length per choice: a number, never the names (whose token counts differ).
+    backend = Scoring([-5.0, -1.0, -3.0, -4.0])
+    classifier = ErrorTypeClassifier(backend)  # type: ignore[arg-type]
+    verdict = classifier.judge([LOGIC])[0]
+    assert (verdict.label, verdict.detail["category"]) == (True, "wrong reasoning")
+    assert verdict.detail["logprobs"] == dict(zip(ERROR_TYPES, [-5.0, -1.0, -3.0, -4.0], strict=True))
+    prefix, prompt = classifier.render(LOGIC)
+    assert backend.calls == [{"prompt": prompt, "continuations": [" 1", " 2", " 3", " 4"], "prefix": prefix,
+                              "messages": None}]
+    assert "1. wrong calculation" in prefix and "4. irrelevant information" in prefix
+    assert prompt.endswith("1, 2, 3 or 4.\nCategory:")
+    # The same dispatch as the yes/no judges: a chat scores the reply's start, the two-argument form the
+    # whole prompt.
+    chat = Scoring([-2.0, -1.0, -3.0, -4.0])
+    ErrorTypeClassifier(chat, chat=True).judge([LOGIC])  # type: ignore[arg-type]
+    assert chat.calls[0]["continuations"] == ["1", "2", "3", "4"] and chat.calls[0]["messages"]
+    plain = TwoArgumentScoring([-2.0, -1.0, -3.0, -4.0])
+    ErrorTypeClassifier(plain).judge([LOGIC])  # type: ignore[arg-type]
+    assert plain.calls == [{"prompt": prefix + prompt, "continuations": [" 1", " 2", " 3", " 4"], "prefix": "",
+                            "messages": None}]
+    judge = build_judge("hf:any", lambda spec: Scoring([-1.0, -2.0]))
+    assert judge.judge([LOGIC])[0].label is True and judge.backend.calls[0]["continuations"] == [" 1", " 0"]
 
 
 @pytest.mark.parametrize(("text", "category"), [

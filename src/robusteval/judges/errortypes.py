@@ -8,8 +8,9 @@ reasoning verdicts and gives one :class:`ErrorType` per item, deciding with the 
 2. a grounding issue (the ``grounding`` verdict's ``detail.category``, or the grounding judge run on the
    item) -> ``"wrong information"`` or ``"irrelevant information"``;
 3. an LLM classifier (:class:`ErrorTypeClassifier`, prompt ``prompts/errortype.txt``) asked which of the four
-   categories it is: log-probabilities of the four names where the backend can score, else a few generated
-   tokens. Pass it through :func:`~robusteval.judges.base.with_cache` so every answer is stored in the run;
+   numbered categories it is: log-probabilities of the four numbers where the backend can score (one length
+   each, so no name wins for being short), else a few generated tokens read as a number or a name. Pass it
+   through :func:`~robusteval.judges.base.with_cache` so every answer is stored in the run;
 4. otherwise ``"unclassified"``.
 
 "Wrong reasoning" (right arithmetic, wrong operation or logic) has no deterministic checker: only the LLM
@@ -159,6 +160,8 @@ def attach_error_types(rows: list[dict[str, Any]], item_of: Callable[[dict[str, 
 
 # ----------------------------------------------------------------------------------------------- LLM classifier
 _DIGIT_RE = re.compile(r"^\W*([1-4])\b")
+#: What the classifier's prompt asks for: the number of a category (``ERROR_TYPES[int(choice) - 1]``).
+CHOICES = tuple(str(i) for i, _ in enumerate(ERROR_TYPES, 1))
 _KEYWORDS = (("calculat", WRONG_CALCULATION), ("irrelevant", IRRELEVANT_INFORMATION),
              ("reasoning", WRONG_REASONING), ("logic", WRONG_REASONING), ("information", WRONG_INFORMATION))
 
@@ -192,15 +195,9 @@ class ErrorTypeClassifier(BinaryLLMJudge):
         self.name = f"errortype:{backend.name}"
 
     def _judge_logprobs(self, item: Any) -> Verdict:
-        prefix, prompt = self.render(item)
-        score = self.backend.continuation_logprobs  # type: ignore[attr-defined]
-        if self.uses_chat_template:
-            scores = score("", list(ERROR_TYPES), messages=self.messages(item))
-        elif self._scores_with_prefix:
-            scores = score(prompt, [" " + c for c in ERROR_TYPES], prefix=prefix)
-        else:
-            scores = score(prefix + prompt, [" " + c for c in ERROR_TYPES])
-        logprobs = dict(zip(ERROR_TYPES, (float(x) for x in scores), strict=True))
+        # The category numbers, not the names: four continuations of one length, so no category is favoured
+        # for having fewer tokens (the sum of a name's token log-probs falls with every token it has).
+        logprobs = dict(zip(ERROR_TYPES, self._score(item, CHOICES), strict=True))
         best = max(logprobs.values())
         top = [c for c, lp in logprobs.items() if lp == best]
         category = top[0] if len(top) == 1 and math.isfinite(best) else None

@@ -37,8 +37,8 @@ from robusteval.errors import UserError
 from robusteval.judges.base import Verdict, check_items
 from robusteval.models.base import Backend, GenerationRequest, Message, can_score
 
-YES, NO = " 1", " 0"  # continuations scored on the log-prob path
 CHAT_YES, CHAT_NO = "1", "0"  # in a chat they start the assistant's reply: no separating space
+YES, NO = " " + CHAT_YES, " " + CHAT_NO  # continuations scored after the raw prompt's cue
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -131,16 +131,22 @@ class BinaryLLMJudge:
             return [self._judge_logprobs(item) for item in items]
         return self._judge_generate(items)
 
-    def _judge_logprobs(self, item: Any) -> Verdict:
+    def _score(self, item: Any, continuations: Sequence[str]) -> list[float]:
+        """Log-probabilities of each continuation after ``item``'s prompt: in a chat, as the start of the
+        assistant's reply (``"1"``); otherwise after a space that continues the prompt's cue (``" 1"``), the
+        instructions sent as the cacheable ``prefix`` where the backend takes one."""
         prefix, prompt = self.render(item)
         score = self.backend.continuation_logprobs  # type: ignore[attr-defined]
         if self.uses_chat_template:
-            scores = score("", [CHAT_YES, CHAT_NO], messages=self.messages(item))
+            scores = score("", list(continuations), messages=self.messages(item))
         elif self._scores_with_prefix:
-            scores = score(prompt, [YES, NO], prefix=prefix)
+            scores = score(prompt, [" " + c for c in continuations], prefix=prefix)
         else:  # the base protocol's two-argument form
-            scores = score(prefix + prompt, [YES, NO])
-        lp_yes, lp_no = (float(x) for x in scores)
+            scores = score(prefix + prompt, [" " + c for c in continuations])
+        return [float(x) for x in scores]
+
+    def _judge_logprobs(self, item: Any) -> Verdict:
+        lp_yes, lp_no = self._score(item, [CHAT_YES, CHAT_NO])
         label: bool | None = None
         if math.isfinite(lp_yes) and math.isfinite(lp_no) and lp_yes != lp_no:
             label = lp_yes > lp_no
