@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from robusteval.attacks.wordimportance.pipeline import STAGE
 from robusteval.metrics.stats import wilson_interval
 from robusteval.report.collect import WORDIMPORTANCE, Inputs, OrsResult, model_name, runs_browser, short_model
 from robusteval.report.highlight import perturbation_marks, text_block
 from robusteval.report.model import Filter, Line, LineChart, Note, Num, Section, Table
 from robusteval.runs import Run
-
-STAGE = "wordimportance"
 
 
 def _rates(run: Run) -> list[str]:

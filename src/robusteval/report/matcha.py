@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from robusteval.judges.errortypes import CATEGORIES
 from robusteval.report.collect import (
     MATCHA,
     TRANSFER,
@@ -29,11 +30,12 @@ from robusteval.studies.sweep import mean_std
 
 METRICS = ("acc", "ur", "sr", "wr")
 LABELS = {"acc": "ACC", "ur": "UR", "sr": "SR", "wr": "WR"}
-#: Table 3's rows, in the paper's order, with its names.
+#: Table 3's rows, in the paper's order, with its names: one per ``attacks.matcha.config.VARIANTS`` (a test
+#: pins the two together).
 VARIANT_NAMES = {"random-insert": "Random insertion", "gcg-suffix": "GCG-style suffix",
                  "random-locs": "MATCHA, random locations", "cot-loss-only": "MATCHA, L_c only", "full": "MATCHA"}
-ERROR_TYPES = ("wrong calculation", "wrong reasoning", "wrong information", "irrelevant information",
-               "unclassified")
+#: Fig. 3's categories, in the classifier's order.
+ERROR_TYPES = CATEGORIES
 
 
 def rate(summary: dict[str, Any], name: str, run: Run) -> Num:

@@ -11,6 +11,7 @@ from robusteval.report.highlight import matcha_edit_marks, text_block, verdict_m
 from robusteval.report.model import Browser, Filter
 from robusteval.runs import Run
 
+#: ``attacks.matcha.pipeline.OUTCOME_STAGE`` (that module imports torch; a test pins the two together).
 OUTCOME_STAGE = "matcha_outcome"
 OUTCOMES = {"success": ("SR", "sr", "answer kept, reasoning judged wrong"),
             "unsuccessful": ("UR", "ur", "answer kept, reasoning judged fine"),

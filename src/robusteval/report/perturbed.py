@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from robusteval.evals.robustness import OUTCOME_STAGE
+from robusteval.perturbations.dataset import PERTURB_STAGE as PERTURBED_STAGE
 from robusteval.report.collect import ROBUSTNESS, Inputs, run_label, runs_browser
 from robusteval.report.highlight import perturbation_marks, text_block
 from robusteval.report.model import BarChart, Filter, Num, Section, Table
 from robusteval.runs import Run
 
-OUTCOME_STAGE = "robustness_outcome"
-PERTURBED_STAGE = "perturbed_example"
 ORIGINAL = "original"
 VERDICTS = {(True, False): "broken (right → wrong)", (True, True): "still right", (False, False): "still wrong",
             (False, True): "fixed (wrong → right)"}

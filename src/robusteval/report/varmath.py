@@ -18,8 +18,8 @@ from robusteval.report.collect import VARIANTS, Inputs, model_name, run_label, r
 from robusteval.report.highlight import text_block
 from robusteval.report.model import BarChart, Filter, Note, Num, Section, Table
 from robusteval.runs import Run
+from robusteval.variants.pipeline import STAGE
 
-STAGE = "variants_generation"
 GRADED = "graded.jsonl"
 
 

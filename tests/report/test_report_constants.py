@@ -1,0 +1,25 @@
+"""The report reads runs by the names their pipelines write. Where the pipeline's module is light it imports
+the name; where that module imports torch (which ``robusteval report`` must not), it keeps a copy, pinned
+here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_local_copies_equal_their_sources() -> None:
+    from robusteval.attacks.matcha import pipeline as matcha_pipeline
+    from robusteval.attacks.matcha.config import VARIANTS
+    from robusteval.report import collect, matcha, matcha_examples
+
+    assert matcha_examples.OUTCOME_STAGE == matcha_pipeline.OUTCOME_STAGE
+    assert collect.MATCHA == matcha_pipeline.COMMAND
+    assert set(matcha.VARIANT_NAMES) == set(VARIANTS)  # Table 3 names every variant the attack knows
+
+
+def test_the_report_imports_no_torch() -> None:
+    code = ("import sys, robusteval.report.build, robusteval.report.compare, robusteval.cli.runs; "
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False"], done.stderr
