@@ -245,3 +245,27 @@ def test_not_a_matcha_run_is_a_one_line_error(
         assert cli_main.main(transfer_args(source, spec, tmp_path / "out")) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_the_summary_types_the_successes_of_the_rows_it_is_given(tmp_path: Path) -> None:
+    """summary() reads the error types from its rows (as outcomes() stored them), not from state an earlier
+    outcomes() call left on the runner: rows read back from a store summarise the same."""
+    from robusteval.attacks.matcha.transfer import SourceRun, TransferRunner
+    from robusteval.prompts.answer_first import load_exemplars
+
+    class Named:
+        name = "target"
+
+    source = SourceRun(tmp_path, {"command": "attack matcha"}, load_exemplars("math"), "math", "number", [], 3, 3)
+    with RunStore.open(tmp_path / "run") as store:
+        runner = TransferRunner(Named(), store, source, reasoning_judge=lambda items: [])  # type: ignore[arg-type]
+        row = {"original_correct": True, "answer_kept": True, "reasoning_wrong": True, "outcome": "success"}
+        rows = [{**row, "error_type": {"category": "wrong calculation", "judge": "arith", "raw": "", "detail": {}}},
+                {**row, "error_type": {"category": "irrelevant information", "judge": "grounding", "raw": "",
+                                       "detail": {}}},
+                {**row, "error_type": None},  # a success stored without a type counts as unclassified
+                {**row, "reasoning_wrong": False, "outcome": "unsuccessful", "error_type": None}]
+        types = runner.summary(rows, {"reasoning": "arith"})["error_types"]
+    assert types["n"] == 3
+    assert {c: n for c, n in types["counts"].items() if n} == {
+        "wrong calculation": 1, "irrelevant information": 1, "unclassified": 1}

@@ -28,7 +28,14 @@ from robusteval.config import option
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
-from robusteval.judges import REASONING, Judge, ReasoningItem, attach_error_types, error_type_summary
+from robusteval.judges import (
+    REASONING,
+    UNCLASSIFIED,
+    Judge,
+    ReasoningItem,
+    attach_error_types,
+    error_type_summary,
+)
 from robusteval.judges.base import check_judge_spec
 from robusteval.judges.errortypes import check_error_classifier_spec
 from robusteval.metrics.matcha import transfer_metrics
@@ -183,7 +190,6 @@ class TransferRunner:
     ):
         self.backend = backend
         self.error_classifier = error_classifier
-        self.error_types: dict[str, Any] = error_type_summary(())
         self.chat = chat
         self.system_prompt = system_prompt
         self.store = store
@@ -278,15 +284,22 @@ class TransferRunner:
             row = {**row, "reasoning": verdict, "reasoning_wrong": None if correct is None else not correct}
             row["outcome"] = transfer_outcome(row)
             out.append(row)
-        self.error_types = attach_error_types(out, _judged_item, self.error_classifier)
+        attach_error_types(out, _judged_item, self.error_classifier)
         for row in out:
             self.store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, row["id"]), row, example_id=row["id"])
         return out
 
     def summary(self, rows: list[dict[str, Any]], judge_names: dict[str, str]) -> dict[str, Any]:
+        """summary.json of ``rows`` (:meth:`outcomes`); the error types are those the rows' successes carry."""
         return {**transfer_summary(self.source, rows, model=self.backend.name, temperature=self.temperature,
                                    seed=self.seed, max_new_tokens=self.max_new_tokens, judges=judge_names),
-                "error_types": self.error_types}
+                "error_types": success_error_types(rows)}
+
+
+def success_error_types(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The distribution of the successes' ``error_type`` categories (a success without one is unclassified)."""
+    return error_type_summary((r.get("error_type") or {}).get("category", UNCLASSIFIED)
+                              for r in rows if r.get("outcome") == "success")
 
 
 def transfer_summary(
