@@ -32,53 +32,55 @@ class Check:
         }
 
 
-def _original_row(template: Template) -> tuple[int | None, str | None]:
-    """The aligned row whose values are the original ones (None, reason) when it cannot be found."""
+def _original_row(template: Template) -> tuple[int | None, Status, str | None]:
+    """(the aligned row whose values are the original ones, status, why not): status ``ok`` when found (or when
+    the template has no aligned lists), ``unchecked`` when no original value is given for them, ``mismatch``
+    when the given ones are not among the rows."""
     rows = template.aligned_length()
     if rows is None:
-        return None, None
+        return None, "ok", None
     original = template.original or {}
     aligned = [v for v in template.independent if v.kind == "values"]
     given = [v for v in aligned if v.name in original]
     if not given:
-        return None, "no original value for the aligned variables " + ", ".join(v.name for v in aligned)
+        return None, "unchecked", "no original value for the aligned variables " + ", ".join(v.name for v in aligned)
     for j in range(rows):
         if all(same_value(v.items[j], original[v.name]) for v in given):
-            return j, None
+            return j, "ok", None
     shown = ", ".join(f"{v.name}={original[v.name]!r}" for v in given)
-    return None, f"the original values ({shown}) are not among the aligned rows"
+    return None, "mismatch", f"the original values ({shown}) are not among the aligned rows"
 
 
-def original_assignment(template: Template) -> tuple[dict[str, Any], int | None, str | None, bool]:
-    """(independent values, aligned row, why not, whether the originals are missing rather than wrong) of the
-    template's original problem; ``why`` is None when the assignment was found."""
+def original_assignment(template: Template) -> tuple[dict[str, Any], int | None, Status, str | None]:
+    """(independent values, aligned row, status, why not) of the template's original problem. Status ``ok``:
+    found (``why`` is None); ``unchecked``: original values are missing; ``mismatch``: they were given but are
+    not among the aligned rows."""
     original = template.original or {}
     base: dict[str, Any] = {}
     for var in template.independent:
         if var.kind == "values":
             continue
         if var.name not in original:
-            return base, None, f"no original value for {var.name}", True
+            return base, None, "unchecked", f"no original value for {var.name}"
         base[var.name] = original[var.name]
-    row, why = _original_row(template)
-    if why is not None:
-        return base, None, why, "not among" not in why
+    row, status, why = _original_row(template)
+    if status != "ok":
+        return base, None, status, why
     if row is not None:
         for var in template.independent:
             if var.kind == "values":
                 base[var.name] = var.items[row]
-    return base, row, None, False
+    return base, row, "ok", None
 
 
 def original_instance(template: Template) -> Instance | None:
     """The template's own problem (its original values) as an instance whose id is the template's, so VAR-MATH
-    scores can be compared with the original accuracy; None when the template gives no original values."""
-    base, row, why, _ = original_assignment(template)
-    if why is not None:
+    scores can be compared with the original accuracy; None unless the template checks ok
+    (:func:`check_template`: its original values are given, meet its constraints and give its original answer)."""
+    if check_template(template).status != "ok":
         return None
-    values, answer, ok = compute_native(template, base, row)
-    if not ok:
-        return None
+    base, row, _, _ = original_assignment(template)
+    values, answer, _ = compute_native(template, base, row)
     shown = shown_values(template, values)
     return Instance(template.id, render_question(template, shown), answer, template.id, shown)
 
@@ -89,10 +91,10 @@ def check_template(template: Template) -> Check:
 
     if template.original_answer is None:
         return result("unchecked", "no original_answer to compare with")
-    base, row, why, unchecked = original_assignment(template)
-    if why is not None:
+    base, row, status, why = original_assignment(template)
+    if status != "ok":
         # A mismatch when originals were given but are not in the lists; unchecked when none were given.
-        return result("unchecked" if unchecked else "mismatch", why, expected=template.original_answer)
+        return result(status, str(why), expected=template.original_answer)
     try:
         _, answer, ok = compute_native(template, base, row)
     except TemplateError as exc:
