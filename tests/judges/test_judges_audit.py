@@ -96,6 +96,35 @@ def test_a_model_judge_audit_is_a_resumable_run(tiny_llama_dir: Path, tmp_path: 
         robusteval.audit_judge(AuditConfig("grounding", str(small)), out=tmp_path / "run")
 
 
+def test_without_a_run_directory_the_classifier_is_asked_once_per_item(tmp_path: Path) -> None:
+    """A model judge that flags everything without saying why: the flagged items no checker types go to the
+    classifier, which is then scored on every incorrect item; no item reaches the model twice."""
+    from robusteval.models import GENERATE, LOGPROBS
+
+    asked: list[str] = []
+
+    class Scoring:
+        name = "scoring"
+        capabilities = frozenset({GENERATE, LOGPROBS})
+
+        def generate(self, requests: Any) -> Any:
+            raise AssertionError("not asked to generate")
+
+        def continuation_logprobs(self, prompt: str, continuations: Any, prefix: str = "") -> list[float]:
+            if len(continuations) == 4:  # the classifier; the judge scores two digits ("1" below "0": wrong)
+                asked.append(prompt)
+            return [-2.0, -1.0, -3.0, -4.0][: len(continuations)]
+
+    small = write_jsonl(tmp_path / "small.jsonl", [json.loads(line) for line in
+                                                   LABELLED.read_text(encoding="utf-8").splitlines()[:12]])
+    summary = audit_judge(AuditConfig("hf:judge", str(small), error_classifier="hf:judge"),
+                          load_model=lambda spec: Scoring())
+    assert summary["agreement"]["confusion"]["fn"] == 0 and summary["classifier"]["n"] == summary["n_incorrect"]
+    # The flagged items the checkers could not type got the classifier's answer ("wrong reasoning").
+    assert summary["per_category"]["wrong reasoning"]["n_typed"] > 0
+    assert asked and len(asked) == len(set(asked))
+
+
 @pytest.mark.parametrize(("change", "fragment"), [
     ({"label": "wrong"}, ":1: field 'label': expected 'correct' or 'incorrect', got 'wrong'"),
     ({"perturbed_cot": None}, ":1: field 'perturbed_cot': required field is missing"),

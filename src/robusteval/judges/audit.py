@@ -168,6 +168,9 @@ def audit_items(judge: Judge, items: Sequence[LabelledItem], classifier: Judge |
     """The audit's figures for ``judge`` on ``items`` (keys listed in the module docstring)."""
     if not items:
         raise UserError("judges audit: the labelled set has no items")
+    # The classifier types flagged items no checker can, then is scored alone on every incorrect item: the
+    # flagged incorrect ones would be asked twice (without --out, no store remembers the first answer).
+    classifier = _AskedOnce(classifier) if classifier is not None else None
     questions = [item.reasoning_item() for item in items]
     verdicts = judge.judge(questions)
     flagged = [v.label is False for v in verdicts]
@@ -199,6 +202,22 @@ def audit_items(judge: Judge, items: Sequence[LabelledItem], classifier: Judge |
     if classifier is not None:
         summary["classifier"] = classifier_accuracy(classifier, items)
     return summary
+
+
+class _AskedOnce:
+    """A judge that remembers its verdicts: an item it is asked about again gets the first answer."""
+
+    def __init__(self, inner: Judge):
+        self.inner = inner
+        self.name = inner.name
+        self.task = inner.task
+        self._answers: dict[Any, Verdict] = {}
+
+    def judge(self, items: Sequence[Any]) -> list[Verdict]:
+        new = list(dict.fromkeys(item for item in items if item not in self._answers))
+        if new:
+            self._answers.update(zip(new, self.inner.judge(new), strict=True))
+        return [self._answers[item] for item in items]
 
 
 def classifier_accuracy(classifier: Judge, items: Sequence[LabelledItem]) -> dict[str, Any]:
