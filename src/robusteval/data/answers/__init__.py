@@ -38,8 +38,8 @@ Modules, one concern each:
 
 Every name this module held before it became a package (private helpers included) is still importable from
 here, except ``_pool``, the worker pool's mutable state, which lives in :mod:`robusteval.workers`, and
-``_WORD_NUM_RE``, replaced by the grammar of :mod:`.wordnumbers` (``_word_number`` now returns a
-:class:`~.wordnumbers.WordNumber`).
+``_WORD_NUM_RE`` and ``_word_number``, replaced by the grammar of :mod:`.wordnumbers` (use
+:func:`~.wordnumbers.find_word_number`).
 """
 
 # Besides the public API (``__all__``), the private helpers are re-exported (hence the noqa): whatever was
@@ -112,7 +112,6 @@ from robusteval.data.answers.numbers import (  # noqa: F401
     _parse_number_strict,
     _scale10,
     _to_float,
-    _word_number,
     normalize_number,
     parse_number,
 )

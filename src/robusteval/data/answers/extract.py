@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 from robusteval.data.answers.markup import _last_boxed, _prep_light, _strip_markup
-from robusteval.data.answers.numbers import _iter_numbers, _Num, _word_number
+from robusteval.data.answers.numbers import _iter_numbers, _Num
 from robusteval.data.answers.phrases import _ANSWER_PHRASE_RE, _sentence_end
+from robusteval.data.answers.wordnumbers import find_word_number
 from robusteval.data.answers.yesno import _YESNO, _YESNO_RE
 
 # "!" is a factorial, not an exclamation mark, when math mode closes right after it ("$5!$", "\\(5!\\)",
@@ -40,7 +41,7 @@ def _answer_from_segment(segment: str, answer_type: str, *, math_mode: bool = Fa
         num = next(_iter_numbers(prepared), None)
         if num is not None:
             return _token_text(prepared, num, math_mode=math_mode)
-        word = _word_number(prepared)
+        word = find_word_number(prepared)
         return prepared[word.start : word.end] if word else None
     if answer_type == "yesno":
         m = _YESNO_RE.search(segment)

@@ -152,11 +152,6 @@ def _iter_numbers(text: str) -> Iterator[_Num]:
         pos = num.end
 
 
-def _word_number(text: str) -> WordNumber | None:
-    """First spelled-out whole number ("eighteen", "one hundred and five"): a fallback when no digits exist."""
-    return find_word_number(text)
-
-
 def _word_num(text: str, word: WordNumber) -> _Num:
     """A spelled-out number as a :class:`_Num`, with a following "percent" ("fifty percent")."""
     pm = _PCT_RE.match(text, word.end)
@@ -168,7 +163,7 @@ def _first_number(text: str) -> _Num | None:
     num = next(_iter_numbers(prepared), None)
     if num is not None:
         return num
-    word = _word_number(prepared)
+    word = find_word_number(prepared)  # spelled out ("one hundred and five"): only where no digits are
     return None if word is None else _word_num(prepared, word)
 
 

@@ -23,11 +23,11 @@ from robusteval.data.loaders.fields import (
 )
 from robusteval.data.loaders.files import (
     _check_file,
-    _iter_jsonl,
     _json_error,
     _JsonScanner,
     _LineIndex,
     _read_text,
+    iter_jsonl,
 )
 from robusteval.data.loaders.registry import register_dataset
 from robusteval.errors import DataError
@@ -41,7 +41,7 @@ def _load_gsm8k(path: str | Path, *, limit: int | None = None) -> list[Example]:
     if limit == 0:
         return out
     ids = _Ids()
-    for lineno, record in _iter_jsonl(path):
+    for lineno, record in iter_jsonl(path):
         loc = _Loc(path, lineno)
         question = _text(_require(record, "question", loc), "question", loc)
         solution = _text(_require(record, "answer", loc), "answer", loc)
@@ -168,7 +168,7 @@ def _load_ocnli(path: str | Path, *, limit: int | None = None) -> list[Example]:
     if limit == 0:
         return out
     ids = _Ids()
-    for lineno, record in _iter_jsonl(path):  # JSON Lines despite the .json name
+    for lineno, record in iter_jsonl(path):  # JSON Lines despite the .json name
         loc = _Loc(path, lineno)
         label = _text(_require(record, "label", loc), "label", loc)
         if label == "-":

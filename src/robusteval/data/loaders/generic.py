@@ -23,7 +23,7 @@ from robusteval.data.loaders.fields import (
     _text,
     _type_name,
 )
-from robusteval.data.loaders.files import _check_file, _iter_jsonl, _iter_text_lines
+from robusteval.data.loaders.files import _check_file, _iter_text_lines, iter_jsonl
 from robusteval.data.loaders.registry import register_dataset
 from robusteval.errors import DataError, UserError
 
@@ -43,7 +43,7 @@ def _load_jsonl(
     if limit == 0:
         return out
     ids = _Ids()
-    for lineno, record in _iter_jsonl(path):
+    for lineno, record in iter_jsonl(path):
         loc = _Loc(path, lineno)
         example = _generic_example(
             record, fields=fields, answer_type=answer_type, fallback_id=f"{path.stem}-{lineno - 1}", loc=loc
@@ -177,7 +177,7 @@ def _load_examples(path: str | Path, *, limit: int | None = None) -> list[Exampl
     if limit == 0:
         return out
     ids = _Ids()
-    for lineno, record in _iter_jsonl(path):
+    for lineno, record in iter_jsonl(path):
         loc = _Loc(path, lineno)
         ident = _ident(_require(record, "id", loc), "id", loc)
         ids.add(ident, loc, "id")

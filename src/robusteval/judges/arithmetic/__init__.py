@@ -31,7 +31,8 @@ A leading ``- `` or ``* `` at the start of a line is a list bullet, not a minus 
 
 Modules: :mod:`.tokens` (normalisation and tokenizer), :mod:`.evaluate` (exact evaluation and equality),
 :mod:`.equations` (finding and checking equations) and :mod:`.judge` (the ``arith`` judge, registered on
-import). Every name this module held before it became a package is still importable from here.
+import). Every name this module held before it became a package is still importable from here, except the
+tokenizer's private names ``_Tok`` and ``_tokenize``, public since as :class:`Token` and :func:`tokenize`.
 """
 
 # Besides the public API, the private helpers are re-exported (hence the noqa): whatever was importable from
@@ -77,8 +78,6 @@ from robusteval.judges.arithmetic.tokens import (  # noqa: F401
     _TOKEN_RE,
     Token,
     _mark_labels,
-    _Tok,
-    _tokenize,
     _vulgar,
     normalize,
     tokenize,

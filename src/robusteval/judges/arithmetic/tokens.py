@@ -135,8 +135,3 @@ def _mark_labels(tokens: list[Token]) -> None:
         prev = tokens[i - 1]
         if (prev.kind == "word" and prev.text.lower() in _LABEL_WORDS) or (prev.kind == "other" and prev.text == "#"):
             tok.kind = "label"
-
-
-# The names before the tokenizer became public (kept for code that imported them).
-_Tok = Token
-_tokenize = tokenize
