@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.browser import open_report
+from helpers.browser import open_report, wait_until_ready
 from helpers.runs import units
 from robusteval.models import load_backend
 from robusteval.runs import load_run
@@ -34,7 +34,7 @@ def test_tour_runs_every_part_resumes_and_reports(tiny_trained_dir: Path, tmp_pa
     assert report == tmp_path / "tour" / "report.html"
     with open_report(report, profile=tmp_path / "profile") as opened:
         page = opened.page
-        page.wait_for_function("Array.from(document.querySelectorAll('.browser')).every(b => b.dataset.ready)")
+        wait_until_ready(page)
         sections = page.eval_on_selector_all("main > section", "s => s.map(e => e.id)")
         assert sections == ["matcha", "varmath", "robustness", "hardlabel", "compare"]
         for section in ("matcha", "varmath", "robustness"):  # the tiny model's attacks are all skipped

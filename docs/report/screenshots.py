@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
-from helpers.browser import open_report  # noqa: E402
+from helpers.browser import open_report, wait_until_ready  # noqa: E402
 
 #: element id -> (file name, height in pixels)
 SECTIONS = {
@@ -36,7 +36,7 @@ def main(report: Path) -> int:
         return 2
     with tempfile.TemporaryDirectory() as profile, open_report(report, profile=Path(profile), width=1100) as opened:
         page = opened.page
-        page.wait_for_function("Array.from(document.querySelectorAll('.browser')).every(b => b.dataset.ready)")
+        wait_until_ready(page)
         for element, (name, height) in SECTIONS.items():
             # The section's place on the whole page (bounding boxes are relative to the scrolled viewport).
             top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top + window.scrollY",

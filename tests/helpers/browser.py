@@ -60,5 +60,14 @@ def open_report(path: Path, *, profile: Path, width: int = 1280, height: int = 9
             context.close()
 
 
+#: True once every example browser of the page has read its items and drawn its first page.
+BROWSERS_READY = "Array.from(document.querySelectorAll('.browser')).every(b => b.dataset.ready)"
+
+
+def wait_until_ready(page: Any, **options: Any) -> None:
+    """Wait until every example browser of the page is drawn (``options``: Playwright's, e.g. ``timeout``)."""
+    page.wait_for_function(BROWSERS_READY, **options)
+
+
 def visible_titles(page: Any, browser_id: str) -> list[str]:
     return page.locator(f"#{browser_id} .item-title").all_inner_texts()

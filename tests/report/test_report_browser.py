@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import robusteval as rv
-from helpers.browser import open_report, visible_titles
+from helpers.browser import open_report, visible_titles, wait_until_ready
 from helpers.reportstores import matcha_store
 from helpers.runs import summary
 
@@ -23,15 +23,11 @@ def report(all_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
     return rv.report(list(all_runs.values()), out=tmp_path_factory.mktemp("browser") / "report.html")
 
 
-def _ready(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_function("Array.from(document.querySelectorAll('.browser')).every(b => b.dataset.ready)")
-
-
 def test_every_section_drawn_without_errors_or_requests(report: Path, all_runs: dict[str, Path],
                                                         tmp_path: Path) -> None:
     with open_report(report, profile=tmp_path / "profile") as opened:
         page = opened.page
-        _ready(page)
+        wait_until_ready(page)
         assert page.eval_on_selector_all("main > section", "s => s.map(e => e.id)") == SECTIONS
         for section in SECTIONS:
             page.locator(f"#{section}").screenshot(path=str(tmp_path / f"{section}.png"))
@@ -65,7 +61,7 @@ def test_every_section_drawn_without_errors_or_requests(report: Path, all_runs: 
 def test_filters_search_and_hover(report: Path, all_runs: dict[str, Path], tmp_path: Path) -> None:
     with open_report(report, profile=tmp_path / "profile") as opened:
         page = opened.page
-        _ready(page)
+        wait_until_ready(page)
         everything = visible_titles(page, "matcha-examples")
         page.select_option("#matcha-examples select[data-key=outcome]", "SR")
         successes = visible_titles(page, "matcha-examples")
@@ -115,7 +111,7 @@ def test_hostile_text_is_shown_not_run(tmp_path: Path) -> None:
     out = rv.report([matcha_store(tmp_path / "hostile", 3, text=hostile)], out=tmp_path / "hostile.html")
     with open_report(out, profile=tmp_path / "profile") as opened:
         page = opened.page
-        _ready(page)
+        wait_until_ready(page)
         assert hostile in page.inner_text("#matcha-examples .item")
         assert page.locator("img").count() == 0
         assert opened.errors == [] and opened.requests == [out.resolve().as_uri()]
