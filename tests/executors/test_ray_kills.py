@@ -117,6 +117,54 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_stored_twice(
     assert [row[:2] for row in units(out)] == list(dict.fromkeys(row[:2] for row in units(out)))
 
 
+def newest_ready_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the driver's ray.wait hand back the most recently submitted of the refs ready by then: Ray reports a
+    dead actor's batches in no particular order, and this is the order that blames a batch queued behind the one
+    that killed the worker, if anything does."""
+    import ray
+
+    wait = ray.wait
+
+    def newest_first(refs: list[Any], *, num_returns: int = 1, **options: Any) -> tuple[list[Any], list[Any]]:
+        wait(refs, num_returns=1, **options)
+        ready, _ = wait(refs, num_returns=len(refs), timeout=1.0)  # whatever the same event settled
+        return [ready[-1]], [ref for ref in refs if ref is not ready[-1]]
+
+    monkeypatch.setattr(ray, "wait", newest_first)
+
+
+@pytest.mark.parametrize("allowed", [1, 3])
+def test_a_batch_that_kills_its_workers_is_the_one_named_not_the_batch_behind_it(
+        pool: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        allowed: int) -> None:
+    from robusteval.executors import ray as ray_executor
+    from robusteval.runner import run_units
+    from robusteval.store import RunStore
+
+    caplog.set_level(logging.INFO, logger="robusteval")
+    monkeypatch.setattr(ray_executor, "MAX_DEATHS_PER_BATCH", allowed)
+    newest_ready_first(monkeypatch)
+
+    def compute(batch: list[str]) -> list[dict[str, Any]]:
+        if "killer" in batch:
+            # Only ever on a worker (the driver never computes under Ray), after computing a while, as a batch that
+            # runs out of memory does: dying at once could lose the reply of the batch the worker had just finished,
+            # which Ray then reports as unfinished, and the driver cannot tell it from one that never ran.
+            time.sleep(0.5)
+            os._exit(1)
+        return [{"item": item} for item in batch]
+
+    # Batch size 1, two batches per worker: "killer" and "behind" go to the first worker, "behind" queued after it.
+    items = ["killer", "behind", "a", "b", "c", "d"]
+    with RunStore.open(tmp_path / "run") as store, use_executor(pool):
+        with pytest.raises(RuntimeError, match=rf"^stage: batch 0 killed {allowed} workers; giving up"):
+            run_units(store, "stage", items, key_of=str, compute=compute)
+        deaths = [r.getMessage() for r in caplog.records if "a Ray worker died" in r.getMessage()]
+        assert len(deaths) == allowed - 1 and all("died computing batch 0 " in line for line in deaths)
+        if allowed > 1:  # the run went on until batch 0 had killed 3 workers: everything else was computed
+            assert store.keys("stage") == set(items) - {"killer"}
+
+
 def _args(model: Path, out: Path, *extra: str) -> list[str]:
     return ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", SAMPLE,
             "--answer-type", "number", "--level", "token", "--target-answer", "clean", "--judge", "arith",

@@ -215,7 +215,8 @@ class RayExecutor:
         payload = ray.put(dumps_compute(compute, stage))
         queue = deque(range(len(batches)))
         deaths: Counter[int] = Counter()
-        inflight: dict[Any, tuple[int, Any, int]] = {}  # ref -> (slot, actor, batch index)
+        # ref -> (slot, actor, batch index); a dict keeps submission order, which is each actor's computing order
+        inflight: dict[Any, tuple[int, Any, int]] = {}
 
         def fill(slot: int) -> None:
             actor = actors[slot]
@@ -223,28 +224,50 @@ class RayExecutor:
                 index = queue.popleft()
                 inflight[actor.run.remote([payload], batches[index])] = (slot, actor, index)
 
+        def result(index: int, value: Any) -> BatchResult:
+            records, seconds, side_units = value
+            return BatchResult(index, records, seconds, [u for u in side_units if u["token"] == token])
+
         try:
             for slot in range(len(actors)):
                 fill(slot)
             while inflight:
                 (ready,), _ = ray.wait(list(inflight), num_returns=1)
-                slot, actor, index = inflight.pop(ready)
+                slot, actor, _ = inflight[ready]
                 try:
-                    records, seconds, side_units = _remote(lambda ref=ready: ray.get(ref))
+                    value = _remote(lambda ref=ready: ray.get(ref))
                 except RayActorError as exc:
-                    deaths[index] += 1
-                    if deaths[index] >= MAX_DEATHS_PER_BATCH:
-                        raise RuntimeError(f"{stage}: batch {index} killed {deaths[index]} workers; giving up "
+                    # Every batch queued on the dead actor fails with it, in whatever order Ray reports them. An
+                    # actor computes its batches in submission order, so the one it was computing is the oldest
+                    # that did not finish: only that one is charged with the death. (A worker that dies the instant
+                    # after finishing a batch may lose that batch's reply; Ray then reports it unfinished, and it is
+                    # the one charged.)
+                    mine = [(ref, index) for ref, (_, owner, index) in inflight.items() if owner is actor]
+                    for ref, _ in mine:
+                        del inflight[ref]
+                    finished, unfinished = _settle(mine)
+                    for index, done in finished:  # done before the worker died: as good as any result
+                        yield result(index, done)
+                    if not unfinished:  # pragma: no cover - the failed batch itself is always unfinished
+                        continue
+                    culprit = unfinished[0]
+                    deaths[culprit] += 1
+                    if deaths[culprit] >= MAX_DEATHS_PER_BATCH:
+                        raise RuntimeError(f"{stage}: batch {culprit} killed {deaths[culprit]} workers; giving up "
                                            f"(last: {exc})") from exc
-                    queue.appendleft(index)  # computed again by whichever worker is free first
-                    if actors[slot] is actor:  # its other batches come back as errors too: replace it once
-                        actors[slot] = self._actors[slot] = self._new_actor()
-                        from robusteval.progress import status
+                    # Computed again first, by whichever worker is free; the innocent ones before the culprit, so they
+                    # are not queued behind it again.
+                    queue.extendleft(reversed([*unfinished[1:], culprit]))
+                    actors[slot] = self._actors[slot] = self._new_actor()
+                    from robusteval.progress import status
 
-                        status(f"{stage}: a Ray worker died; started a new one, batch {index} is computed again")
+                    others = f"; so are the batches queued behind it: {unfinished[1:]}" if len(unfinished) > 1 else ""
+                    status(f"{stage}: a Ray worker died computing batch {culprit} (death {deaths[culprit]} of "
+                           f"{MAX_DEATHS_PER_BATCH} allowed); started a new one, the batch is computed again{others}")
                     fill(slot)
                     continue
-                yield BatchResult(index, records, seconds, [u for u in side_units if u["token"] == token])
+                _, _, index = inflight.pop(ready)
+                yield result(index, value)
                 fill(slot)
         finally:
             for ref in inflight:  # a failed run leaves nothing queued on the workers
@@ -270,6 +293,24 @@ class RayExecutor:
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
         self._started_ray = False
+
+
+def _settle(refs: list[tuple[Any, int]], timeout: float = 60.0) -> tuple[list[tuple[int, Any]], list[int]]:
+    """The batches of a dead actor (``(ref, batch index)`` in submission order): ``(finished, unfinished)``, the
+    results of those it completed before dying and, in order, the indices of the others (the first of them is
+    the one it died computing)."""
+    import ray
+    from ray.exceptions import RayActorError
+
+    ray.wait([ref for ref, _ in refs], num_returns=len(refs), timeout=timeout)  # a dead actor's refs settle at once
+    finished: list[tuple[int, Any]] = []
+    unfinished: list[int] = []
+    for ref, index in refs:
+        try:
+            finished.append((index, _remote(lambda ref=ref: ray.get(ref, timeout=0))))
+        except (RayActorError, ray.exceptions.GetTimeoutError):
+            unfinished.append(index)
+    return finished, unfinished
 
 
 def _remote(call: Any) -> Any:
