@@ -116,3 +116,20 @@ def test_hostile_text_is_shown_not_run(tmp_path: Path) -> None:
         assert page.locator("img").count() == 0
         assert opened.errors == [] and opened.requests == [out.resolve().as_uri()]
         assert json.loads(page.evaluate("JSON.stringify(document.title)")) == "robusteval report"
+
+
+def test_marks_stay_on_their_words_after_non_bmp_text(tmp_path: Path) -> None:
+    """Mark offsets count code points (Python's str); an emoji is two UTF-16 units in JavaScript, so the page
+    must not slice the text by those units or every mark after an emoji shifts."""
+    text = "🙂 Tom has 👩‍👩‍👧 apples and buys 𝟙𝟚 more at the 🛒 market today."
+    run = matcha_store(tmp_path / "emoji", 3, text=text)
+    out = rv.report([run], out=tmp_path / "emoji.html")
+    with open_report(out, profile=tmp_path / "profile") as opened:
+        page = opened.page
+        wait_until_ready(page)
+        marked = page.eval_on_selector_all("#matcha-examples .items :is(mark.ins, mark.rep)",
+                                           "ms => ms.map(m => m.textContent)")
+        assert marked and set(marked) <= {"purple", "quickly", "seven", "river"}
+        shown = page.eval_on_selector_all("#matcha-examples .pair pre.text", "ps => ps.map(p => p.textContent)")
+        assert text in shown  # the text itself is whole: nothing lost or doubled around the marks
+        assert opened.errors == []

@@ -1,6 +1,6 @@
 """Marks over text for the example browsers: what an attack changed and what a judge flagged.
 
-A text block is ``{"t": text, "m": [[start, end, css_class, tooltip], ...]}`` (character offsets into ``t``,
+A text block is ``{"t": text, "m": [[start, end, css_class, tooltip], ...]}`` (code-point offsets into ``t``,
 sorted, non-overlapping); the page's script renders each mark as a highlighted span with its tooltip and
 never parses the text as HTML.
 """

@@ -10,18 +10,26 @@
     return node;
   }
 
+  // Mark offsets count code points (as Python indexes a str); JavaScript strings index UTF-16 units, in which
+  // an emoji or any character beyond the BMP is two, so the text is split into code points before slicing.
   function textBlock(block) {
     var pre = el("pre", "text");
-    var text = block.t || "", marks = block.m || [], cursor = 0;
+    var text = block.t || "", marks = block.m || [];
+    if (!marks.length) {
+      pre.appendChild(document.createTextNode(text));
+      return pre;
+    }
+    var chars = Array.from(text), cursor = 0;
+    function part(start, end) { return chars.slice(start, end).join(""); }
     for (var i = 0; i < marks.length; i++) {
       var m = marks[i];
-      if (m[0] > cursor) pre.appendChild(document.createTextNode(text.slice(cursor, m[0])));
-      var mark = el("mark", m[2], text.slice(m[0], m[1]));
+      if (m[0] > cursor) pre.appendChild(document.createTextNode(part(cursor, m[0])));
+      var mark = el("mark", m[2], part(m[0], m[1]));
       mark.title = m[3];
       pre.appendChild(mark);
       cursor = m[1];
     }
-    if (cursor < text.length) pre.appendChild(document.createTextNode(text.slice(cursor)));
+    if (cursor < chars.length) pre.appendChild(document.createTextNode(part(cursor)));
     return pre;
   }
 
