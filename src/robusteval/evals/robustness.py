@@ -241,16 +241,18 @@ def store_outcomes(store: RunStore, examples: Sequence[Example], sets: dict[str,
     identical rows are not rewritten, so a finished run re-run writes nothing."""
     from robusteval.store import unit_key
 
+    originals = [example_fields(example) for example in examples]  # once per example, not once per set
+    labels_before = [predicted_label(row, mode) for row in by_set["original"]]
     for name, versions in sets.items():
-        for example, version, before, after in zip(examples, versions, by_set["original"], by_set[name],
-                                                   strict=True):
-            original, perturbed = example_fields(example), example_fields(version)
+        for example, original, label_before, version, after in zip(examples, originals, labels_before, versions,
+                                                                   by_set[name], strict=True):
+            perturbed = example_fields(version)
             recorded = ((version.meta.get("perturbation") or {}).get("fields") or {})
             fields = {key: {"original": original.get(key, ""), "perturbed": value,
                             "edits": (recorded.get(key) or {}).get("edits") or [],
                             "method": (recorded.get(key) or {}).get("method")}
                       for key, value in perturbed.items() if key != "premise"}
-            label_before, label_after = predicted_label(before, mode), predicted_label(after, mode)
+            label_after = predicted_label(after, mode)
             row = {"id": example.id, "set": name, "gold": example.answer, "fields": fields,
                    "changed": original != perturbed, "label_original": label_before, "label": label_after,
                    "correct_original": label_before == example.answer, "correct": label_after == example.answer}
