@@ -5,6 +5,7 @@ units an uninterrupted in-process run stores."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -88,11 +90,38 @@ def pool() -> Iterator[Any]:
         executor.close()
 
 
+def count_commits(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[tuple[str, str]], list[tuple[int, int, int]]]:
+    """The driver runs here: count its store writes per (stage, key), and every batch result the executor hands
+    it as (map_batches call, batch index, batches in that call)."""
+    from robusteval.executors.ray import RayExecutor
+    from robusteval.store import RunStore
+
+    puts: Counter[tuple[str, str]] = Counter()
+    results: list[tuple[int, int, int]] = []
+    calls = itertools.count()
+    put, map_batches = RunStore.put, RayExecutor.map_batches
+
+    def counted_put(self: Any, stage: str, key: str, *args: Any, **kwargs: Any) -> None:
+        puts[(stage, key)] += 1
+        put(self, stage, key, *args, **kwargs)
+
+    def counted_map_batches(self: Any, stage: str, batches: Any, *args: Any) -> Iterator[Any]:
+        call = next(calls)
+        for result in map_batches(self, stage, batches, *args):
+            results.append((call, result.index, len(batches)))
+            yield result
+
+    monkeypatch.setattr(RunStore, "put", counted_put)
+    monkeypatch.setattr(RayExecutor, "map_batches", counted_map_batches)
+    return puts, results
+
+
 def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_stored_twice(
         pool: Any, matcha_config: rv.MatchaRunConfig, tiny_trained_dir: Path, reference: Path, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     caplog.set_level(logging.INFO, logger="robusteval")
     out = tmp_path / "run"
+    puts, results = count_commits(monkeypatch)
     first = pool.worker_pids()
     killed: list[int] = []
 
@@ -115,6 +144,11 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_stored_twice(
     assert any("a Ray worker died" in r.getMessage() for r in caplog.records), "no batch of the dead worker was redone"
     assert stored(out) == stored(reference)  # every unit, computed once: the keys are the primary key
     assert [row[:2] for row in units(out)] == list(dict.fromkeys(row[:2] for row in units(out)))
+    # The store cannot hold a unit twice (INSERT OR REPLACE on the primary key), so count the commits themselves:
+    # every batch came back exactly once, and every unit was written exactly once.
+    assert results and sorted(results) == sorted({(call, index, n) for call, _, n in results for index in range(n)})
+    assert set(puts) == {row[:2] for row in units(out)}
+    assert [key for key, n in puts.items() if n != 1] == []
 
 
 def newest_ready_first(monkeypatch: pytest.MonkeyPatch) -> None:

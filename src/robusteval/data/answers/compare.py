@@ -16,6 +16,7 @@ from robusteval.data.answers.numbers import (
     _parse_number_strict,
 )
 from robusteval.data.answers.setforms import (
+    _LETTER_VAR,
     canonical_form,
     expand_plus_minus,
     rewrite_assignment_list,
@@ -28,7 +29,7 @@ from robusteval.data.answers.yesno import normalize_yesno
 from robusteval.workers import run_with_timeout as _run_with_timeout
 
 _MAX_MATH_CHARS = 1000
-_ASSIGN_RE = re.compile(r"^\s*[A-Za-z](?:_\{?\w+\}?)?\s*=\s*(?=\S)")
+_ASSIGN_RE = re.compile(rf"^\s*{_LETTER_VAR}\s*=\s*(?=\S)")  # "x = 3", "a_1 = 3": the letter is dropped
 
 
 def _clean_math(text: str) -> str:

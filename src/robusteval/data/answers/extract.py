@@ -7,14 +7,13 @@ from __future__ import annotations
 import re
 
 from robusteval.data.answers.markup import _last_boxed, _prep_light, _strip_markup
-from robusteval.data.answers.numbers import _iter_numbers, _Num
+from robusteval.data.answers.numbers import _FACTORIAL_RE, _iter_numbers, _Num
 from robusteval.data.answers.phrases import _ANSWER_PHRASE_RE, _sentence_end
 from robusteval.data.answers.wordnumbers import find_word_number
 from robusteval.data.answers.yesno import _YESNO, _YESNO_RE
 
-# "!" is a factorial, not an exclamation mark, when math mode closes right after it ("$5!$", "\\(5!\\)",
-# "\\boxed{5!}"); "!=" and "!!" are other operators.
-_FACTORIAL_RE = re.compile(r"!(?![=!])")
+# "!" (numbers._FACTORIAL_RE) is a factorial, not an exclamation mark, when math mode closes right after it
+# ("$5!$", "\\(5!\\)", "\\boxed{5!}").
 _MATH_CLOSE_RE = re.compile(r"\s*(?:\$|\\\)|\\\]|\})")
 _TRAILING_FACTORIAL_RE = re.compile(r"!\s*(?:\$|\\\)|\\\]|\})[\s.,;:!?*_]*$")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from robusteval.data.answers.compare import answers_match
 from robusteval.errors import UserError
-from robusteval.extras import install_hint
+from robusteval.extras import missing_module_error
 from robusteval.workers import run_with_timeout
 
 #: The graders ``--math-grader`` offers; the first is the default.
@@ -51,8 +51,7 @@ def check_math_grader(name: str) -> None:
     if name not in MATH_GRADERS:
         raise UserError(f"--math-grader: unknown grader {name!r} (known: {', '.join(MATH_GRADERS)})")
     if name == "math-verify" and (missing := _missing_math_verify_module()):
-        raise UserError(f"--math-grader math-verify needs the '{missing}' package, which is not installed; "
-                        f"install it with: {install_hint('math-verify')}")
+        raise missing_module_error(missing, "--math-grader math-verify")
 
 
 @functools.cache

@@ -207,6 +207,10 @@ def _units_only(rest: str) -> bool:
     return bool(_UNITS_TAIL_RE.match(rest)) and all(_is_unit_word(w) for w in re.findall(r"[A-Za-z]+", rest))
 
 
+# A factorial sign after a number; "!=" and "!!" are other operators.
+_FACTORIAL_RE = re.compile(r"!(?![=!])")
+
+
 def _factorial(text: str, num: _Num) -> _Num | None:
     """``num`` followed by "!" read as a factorial ("5!" is 120, "-3!" is -6); None unless ``num`` is a
     small non-negative integer literal."""
@@ -229,7 +233,7 @@ def _parse_number_strict(text: str) -> _Num | None:
     if num is None:
         word = find_word_number(s, anchored=True)
         num = _word_num(s, word) if word else None
-    if num is not None and s.startswith("!", num.end) and not s.startswith(("!=", "!!"), num.end):
+    if num is not None and _FACTORIAL_RE.match(s, num.end):
         num = _factorial(s, num)
     scale = _SCALE_RE.match(s, num.end) if num is not None and num.exact is not None else None
     if num is not None and num.exact is not None and scale:  # "2.5 million"

@@ -11,7 +11,8 @@ import itertools
 import re
 
 # One variable, as an answer names it: "x", "t", "x_1", "\theta" (not the constants "\pi", "\infty").
-_VAR = r"(?:[A-Za-z](?:_\{?\w+\}?)?|\\(?!(?:pi|infty)(?![A-Za-z]))[A-Za-z]+)"
+_LETTER_VAR = r"[A-Za-z](?:_\{?\w+\}?)?"  # a letter, maybe with a subscript: "x", "x_1", "a_{10}"
+_VAR = rf"(?:{_LETTER_VAR}|\\(?!(?:pi|infty)(?![A-Za-z]))[A-Za-z]+)"
 _MEMBERSHIP_RE = re.compile(rf"^\s*{_VAR}\s*(?:\\in(?![A-Za-z])|∈)\s*(?=\S)")
 _LESS = {"<": "<", r"\lt": "<", "≤": "<=", "<=": "<=", r"\le": "<=", r"\leq": "<=", r"\leqslant": "<="}
 _GREATER = {">": ">", r"\gt": ">", "≥": ">=", ">=": ">=", r"\ge": ">=", r"\geq": ">=", r"\geqslant": ">="}
