@@ -175,6 +175,19 @@ class PrefixCache:
 
 
 @dataclass
+class PaddedBatch:
+    """Rows after one shared prefix, left-padded after it (:meth:`HFBackend._padded`)."""
+
+    prefix: PrefixCache | None  # the cached prefix (forked by whoever feeds the batch), None when not cached
+    embeds: torch.Tensor  # [B, T, H]: the uncached prefix ids (when not cached), the padding, the suffixes
+    mask: torch.Tensor  # [B, P + T] long: 0 on the padding
+    positions: torch.Tensor  # [B, T]: positions of the fed inputs, skipping the padding
+    key_positions: torch.Tensor  # [B, P + T]: positions of every key (cached prefix included)
+    next_pos: torch.Tensor  # [B]: the position of each row's first generated token
+    lengths: list[int]  # each row's suffix length
+
+
+@dataclass
 class DecodedRow:
     token_ids: list[int]
     text: str
@@ -363,41 +376,79 @@ class HFBackend:
         self._prefixes[key] = entry
         return entry
 
-    def _start(self, prefix_ids: list[int], batch_size: int) -> tuple[Any, int, list[int]]:
-        """(past cache or None, past length, ids still to feed before the suffix)."""
+    # ------------------------------------------------------------------ padded batches
+    def _padded(self, prefix_ids: Sequence[int],
+                suffixes: Sequence[Sequence[int]] | Sequence[torch.Tensor] | torch.Tensor) -> PaddedBatch:
+        """Rows of token ids or embeddings [L_i, H] after one shared prefix, left-padded *after* the prefix.
+
+        The padding is a hole in the attention mask and the positions skip it, so every row sees exactly the
+        positions it would see alone; all rows end in the last column.
+        """
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        if isinstance(suffixes, torch.Tensor) or (suffixes and isinstance(suffixes[0], torch.Tensor)):
+            rows = [row.to(self.device, self.dtype) for row in suffixes]
+            lengths = [row.shape[0] for row in rows]
+            width = max(lengths)
+            if min(lengths) == width:
+                embeds = torch.stack(rows)
+            else:  # the pad embedding fills the holes, as for token rows (never attended to)
+                pad = self.embed(torch.tensor([pad_id], device=self.device))[0].detach()
+                embeds = torch.stack([torch.cat([pad.expand(width - row.shape[0], -1), row]) for row in rows])
+        else:
+            lengths = [len(s) for s in suffixes]
+            width = max(lengths)
+            padded = [[pad_id] * (width - len(s)) + list(s) for s in suffixes]
+            embeds = self.embed(torch.tensor(padded, device=self.device))
+        batch = len(lengths)
+        prefix: PrefixCache | None = None
+        rest: list[int] = list(prefix_ids)
         if self.use_prefix_cache and prefix_ids:
-            entry = self.prefix_cache(prefix_ids)
-            return entry.fork(batch_size), entry.length, []
-        return None, 0, list(prefix_ids)
+            prefix, rest = self.prefix_cache(prefix_ids), []
+        if rest:
+            head = self.embed(torch.tensor([rest], device=self.device)).expand(batch, -1, -1)
+            embeds = torch.cat([head, embeds], dim=1)
+        past_len = prefix.length if prefix is not None else 0
+        start = len(rest) if rest else past_len  # the position of every row's first suffix token
+        # Mask over [cached prefix | rest | left padding | suffix].
+        mask = torch.ones(batch, past_len + embeds.shape[1], dtype=torch.long, device=self.device)
+        positions = torch.zeros(batch, embeds.shape[1], dtype=torch.long, device=self.device)
+        if rest:
+            positions[:, : len(rest)] = torch.arange(len(rest), device=self.device)
+        for row, length in enumerate(lengths):
+            mask[row, past_len + len(rest) : past_len + len(rest) + width - length] = 0
+            positions[row, embeds.shape[1] - length :] = torch.arange(start, start + length, device=self.device)
+        key_positions = positions if prefix is None else torch.cat(
+            [torch.arange(past_len, device=self.device).expand(batch, -1), positions], dim=1)
+        next_pos = torch.tensor([start + length for length in lengths], device=self.device)
+        return PaddedBatch(prefix, embeds, mask, positions, key_positions, next_pos, lengths)
 
     # ------------------------------------------------------------------ forward (white-box)
     def forward(
         self,
         prefix_ids: Sequence[int],
-        suffix_embeds: torch.Tensor,
+        suffix_embeds: torch.Tensor | Sequence[torch.Tensor],
         logits_to_keep: int = 0,
     ) -> torch.Tensor:
-        """Logits for every suffix position given input *embeddings* of equal-length rows after a shared prefix.
+        """Logits for the suffix positions given input *embeddings* after a shared prefix.
 
-        Gradients flow to ``suffix_embeds``; the prefix comes from the cache (or is re-encoded when the cache
-        is off), so each call costs a forward over the suffix only. ``logits_to_keep=m`` returns only the
-        last m positions' logits (the LM head over a large vocabulary dominates memory otherwise).
+        ``suffix_embeds`` is [B, L, H], or a list of rows [L_i, H] of different lengths (left-padded after the
+        prefix, see :meth:`_padded`: row i's own positions are its last L_i). Gradients flow to the embeddings;
+        the prefix comes from the cache (or is re-encoded when the cache is off), so each call costs a forward
+        over the suffixes only. ``logits_to_keep=m`` returns only the last m positions' logits (the LM head over
+        a large vocabulary dominates memory otherwise).
         """
-        batch, length, _ = suffix_embeds.shape
-        past, past_len, rest = self._start(list(prefix_ids), batch)
-        if rest:
-            head = self.embed(torch.tensor([rest], device=self.device)).expand(batch, -1, -1)
-            suffix_embeds = torch.cat([head, suffix_embeds], dim=1)
-        positions = torch.arange(past_len, past_len + suffix_embeds.shape[1], device=self.device)
+        batch = self._padded(prefix_ids, suffix_embeds)
+        keep = logits_to_keep or max(batch.lengths)
+        past = batch.prefix.fork(len(batch.lengths)) if batch.prefix is not None else None
         out = self.model(
-            inputs_embeds=suffix_embeds,
+            inputs_embeds=batch.embeds,
             **{self._cache_kwarg: past},
-            position_ids=positions.unsqueeze(0).expand(batch, -1),
-            attention_mask=torch.ones(batch, past_len + suffix_embeds.shape[1], device=self.device, dtype=torch.long),
+            position_ids=batch.positions,
+            attention_mask=self._attention(batch.mask, batch.key_positions, batch.embeds.shape[1]),
             use_cache=past is not None,
-            logits_to_keep=logits_to_keep or length,
+            logits_to_keep=keep,
         )
-        return out.logits[:, -(logits_to_keep or length) :, :]
+        return out.logits[:, -keep:, :]
 
     # ------------------------------------------------------------------ scoring
     @torch.no_grad()
@@ -494,7 +545,7 @@ class HFBackend:
     def decode_batch(
         self,
         prefix_ids: list[int],
-        suffixes: Sequence[Sequence[int]] | torch.Tensor,
+        suffixes: Sequence[Sequence[int]] | Sequence[torch.Tensor] | torch.Tensor,
         *,
         max_new_tokens: int,
         temperatures: Sequence[float] | None = None,
@@ -502,26 +553,18 @@ class HFBackend:
         stops: Sequence[Sequence[str]] | None = None,
         seeds: Sequence[int | None] | None = None,
     ) -> list[DecodedRow]:
-        """Decode a batch after a shared prefix. ``suffixes`` are token-id lists, or embeddings [B, L, H].
+        """Decode a batch after a shared prefix. ``suffixes`` are token-id lists, embeddings [B, L, H], or
+        embedding rows [L_i, H] of different lengths.
 
         Rows stop at end-of-sequence or at their first stop string (the text is cut before it).
         """
-        if isinstance(suffixes, torch.Tensor):
-            batch = suffixes.shape[0]
-            lengths = [suffixes.shape[1]] * batch
-            suffix_embeds = suffixes.to(self.device, self.dtype)
-        else:
-            batch = len(suffixes)
-            lengths = [len(s) for s in suffixes]
-            width = max(lengths)
-            pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-            padded = [[pad_id] * (width - len(s)) + list(s) for s in suffixes]
-            suffix_embeds = self.embed(torch.tensor(padded, device=self.device))
-        temperatures = list(temperatures or [0.0] * batch)
-        top_ps = list(top_ps or [1.0] * batch)
-        stops = [tuple(s) for s in (stops or [()] * batch)]
+        batch = self._padded(prefix_ids, suffixes)
+        size = len(batch.lengths)
+        temperatures = list(temperatures or [0.0] * size)
+        top_ps = list(top_ps or [1.0] * size)
+        stops = [tuple(s) for s in (stops or [()] * size)]
         generators = []
-        for temperature, seed in zip(temperatures, seeds or [None] * batch, strict=True):
+        for temperature, seed in zip(temperatures, seeds or [None] * size, strict=True):
             gen = None
             if temperature > 0:
                 gen = torch.Generator(device="cpu")
@@ -529,49 +572,13 @@ class HFBackend:
                 gen.manual_seed(int(seed) if seed is not None else secrets.randbits(63))
             generators.append(gen)
 
-        past, past_len, rest = self._start(prefix_ids, batch)
-        width = suffix_embeds.shape[1]
-        if rest:
-            head = self.embed(torch.tensor([rest], device=self.device)).expand(batch, -1, -1)
-            suffix_embeds = torch.cat([head, suffix_embeds], dim=1)
-            prefix_len = len(rest)
-        else:
-            prefix_len = past_len
-        # Attention mask over [prefix | left padding | suffix]; positions skip the padding so every row sees
-        # exactly the positions it would see alone.
-        mask = torch.ones(batch, prefix_len + width, dtype=torch.long, device=self.device)
-        positions = torch.zeros(batch, suffix_embeds.shape[1], dtype=torch.long, device=self.device)
-        for row, length in enumerate(lengths):
-            mask[row, prefix_len : prefix_len + width - length] = 0
-            offset = past_len if past is not None else 0
-            if rest:
-                positions[row, :prefix_len] = torch.arange(prefix_len)
-            positions[row, -length:] = torch.arange(prefix_len, prefix_len + length) if rest else torch.arange(
-                offset, offset + length
-            )
-        next_pos = torch.tensor([prefix_len + length for length in lengths], device=self.device)
-        key_positions = positions if past is None else torch.cat(
-            [torch.arange(past_len, device=self.device).expand(batch, -1), positions], dim=1)
-        if past is None:
-            # Never let the model build its own cache: a sliding-window cache keeps only the last window of
-            # positions and no longer matches our full-length masks.
-            from transformers import DynamicCache
-
-            past = DynamicCache()
-        out = self.model(
-            inputs_embeds=suffix_embeds,
-            **{self._cache_kwarg: past},
-            attention_mask=self._attention(mask, key_positions, suffix_embeds.shape[1]),
-            position_ids=positions,
-            use_cache=True,
-        )
-        past = returned_cache(out)
-        logits = out.logits[:, -1, :]
-        generated: list[list[int]] = [[] for _ in range(batch)]
-        texts = [""] * batch
-        finish = [""] * batch
-        active = list(range(batch))
-        for _step in range(max_new_tokens):
+        decoder = self._decoder(batch, max_new_tokens)
+        logits = decoder.start()
+        generated: list[list[int]] = [[] for _ in range(size)]
+        texts = [""] * size
+        finish = [""] * size
+        active = list(range(size))
+        for step in range(max_new_tokens):
             chosen = self._choose(logits, temperatures, top_ps, generators)
             for row in active:
                 token = int(chosen[row])
@@ -580,38 +587,47 @@ class HFBackend:
                     continue
                 generated[row].append(token)
                 if stops[row]:
-                    text = self.decode(generated[row])
-                    cut = _first_stop(text, stops[row])
+                    cut = self._stopped_text(generated[row], stops[row])
                     if cut is not None:
-                        texts[row] = text[:cut]
+                        texts[row] = cut
                         finish[row] = "stop"
             active = [row for row in active if not finish[row]]
-            if not active:
+            if not active or step == max_new_tokens - 1:
                 break
-            if _step == max_new_tokens - 1:
-                break
-            mask = torch.cat([mask, torch.ones(batch, 1, dtype=torch.long, device=self.device)], dim=1)
-            key_positions = torch.cat([key_positions, next_pos.view(batch, 1)], dim=1)
-            out = self.model(
-                input_ids=chosen.view(batch, 1).to(self.device),
-                **{self._cache_kwarg: past},
-                attention_mask=self._attention(mask, key_positions, 1),
-                position_ids=next_pos.view(batch, 1),
-                use_cache=True,
-            )
-            next_pos = next_pos + 1
-            past = returned_cache(out)
-            logits = out.logits[:, -1, :]
+            logits = decoder.step(chosen)
         rows = []
-        for row in range(batch):
+        for row in range(size):
             if finish[row] == "stop" and texts[row]:
                 text = texts[row]
             else:
                 text = self.decode(generated[row])
-                cut = _first_stop(text, stops[row])
-                text = text if cut is None else text[:cut]
+                cut_at = _first_stop(text, stops[row])
+                text = text if cut_at is None else text[:cut_at]
             rows.append(DecodedRow(generated[row], text, finish[row] or "length"))
         return rows
+
+    def _decoder(self, batch: PaddedBatch, max_new_tokens: int) -> DynamicDecoder:
+        return DynamicDecoder(self, batch)
+
+    def _stopped_text(self, ids: list[int], stops: Sequence[str]) -> str | None:
+        """The text of ``ids`` cut before its first stop string when the newest token completed one, else None.
+
+        Only the tail is decoded at every step (a window of the last tokens long enough to hold the longest stop
+        string and the newest token's text, with a margin for the window's own first characters, which may
+        differ from the full text's: a dropped prefix space, a split UTF-8 character); the whole text is
+        decoded only when the tail shows a stop, and the cut is made on it, exactly as a full decode would.
+        """
+        need = max(len(s) for s in stops) + len(self.decode(ids[-1:])) + _STOP_MARGIN
+        window = 8
+        tail = self.decode(ids[-window:])
+        while len(tail) < need and window < len(ids):
+            window *= 2
+            tail = self.decode(ids[-window:])
+        if _first_stop(tail, stops) is None:
+            return None
+        text = self.decode(ids)
+        cut = _first_stop(text, stops)
+        return None if cut is None else text[:cut]
 
     def _attention(self, mask: torch.Tensor, key_positions: torch.Tensor, query_len: int) -> Any:
         """The 2-D padding mask, or for sliding-window models exact 4-D masks per layer type.
@@ -676,6 +692,55 @@ def _template_error(exc: Exception) -> bool:
     except ImportError:  # pragma: no cover - transformers needs jinja2 for chat templates
         return False
     return isinstance(exc, TemplateError | ValueError | TypeError)
+
+
+#: Characters of the decoded tail beyond the longest stop string and the newest token (see ``_stopped_text``).
+_STOP_MARGIN = 8
+
+
+class DynamicDecoder:
+    """Feeds a :class:`PaddedBatch` to the model and then one token per row per step, growing a DynamicCache
+    (the prefix's cache forked per row): exact for every model, sliding-window layers included."""
+
+    def __init__(self, backend: HFBackend, batch: PaddedBatch):
+        self.backend = backend
+        self.batch = batch
+        size = len(batch.lengths)
+        if batch.prefix is not None:
+            self.past = batch.prefix.fork(size)
+        else:
+            # Never let the model build its own cache: a sliding-window cache keeps only the last window of
+            # positions and no longer matches our full-length masks.
+            from transformers import DynamicCache
+
+            self.past = DynamicCache()
+        self.mask = batch.mask
+        self.key_positions = batch.key_positions
+        self.next_pos = batch.next_pos
+
+    def _run(self, **inputs: Any) -> torch.Tensor:
+        backend = self.backend
+        out = backend.model(**inputs, **{backend._cache_kwarg: self.past}, use_cache=True)
+        self.past = returned_cache(out)
+        return out.logits[:, -1, :]
+
+    def start(self) -> torch.Tensor:
+        """Logits [B, V] after the whole prompt."""
+        batch = self.batch
+        attention = self.backend._attention(self.mask, self.key_positions, batch.embeds.shape[1])
+        return self._run(inputs_embeds=batch.embeds, attention_mask=attention, position_ids=batch.positions)
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits [B, V] after feeding ``tokens`` [B] (one per row)."""
+        device = self.backend.device
+        size = tokens.shape[0]
+        self.mask = torch.cat([self.mask, torch.ones(size, 1, dtype=torch.long, device=device)], dim=1)
+        self.key_positions = torch.cat([self.key_positions, self.next_pos.view(size, 1)], dim=1)
+        logits = self._run(input_ids=tokens.view(size, 1).to(device),
+                           attention_mask=self.backend._attention(self.mask, self.key_positions, 1),
+                           position_ids=self.next_pos.view(size, 1))
+        self.next_pos = self.next_pos + 1
+        return logits
 
 
 def _first_stop(text: str, stops: Sequence[str]) -> int | None:
