@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from robusteval.attacks.matcha.lockstep import AttackSteps, Gradient, Score, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective
 
 
@@ -50,6 +51,14 @@ def embedding_scale(objective: MatchaObjective) -> float:
 def embedding_attack(
     objective: MatchaObjective, config: EmbeddingAttackConfig, seed: int = 0
 ) -> EmbeddingAttackResult:
+    """The embedding attack on one example (:func:`embedding_attack_steps` driven alone)."""
+    return run_lockstep([objective], [embedding_attack_steps(objective, config, seed)])[0]
+
+
+def embedding_attack_steps(
+    objective: MatchaObjective, config: EmbeddingAttackConfig, seed: int = 0
+) -> AttackSteps[EmbeddingAttackResult]:
+    """PGD on one example as lock-step steps (:mod:`.lockstep`): yields its gradients and final score."""
     with torch.no_grad():
         clean = objective.embed_question([objective.reference.question_ids])[0].detach()
     epsilon = config.eps_fraction * embedding_scale(objective)
@@ -64,15 +73,14 @@ def embedding_attack(
         perturbed = clean32 + (noise * epsilon).to(clean.device)
     history: list[dict[str, Any]] = []
     for index in range(config.steps):
-        grad, terms = objective.embedding_gradient_of_embeds(perturbed.to(clean.dtype))
+        grad, terms = yield Gradient(perturbed.to(clean.dtype))
         history.append({"step": index, "loss": {"total": float(terms.total), "cot": float(terms.cot),
                                                 "answer": float(terms.answer)}})
         # grad is d(-L_opt); ascend L_opt.
         perturbed = perturbed - step * grad.float().sign()
         perturbed = torch.max(torch.min(perturbed, clean32 + epsilon), clean32 - epsilon).detach()
     final = perturbed.to(clean.dtype)  # what the model sees
-    with torch.no_grad():
-        terms = objective.loss(final.unsqueeze(0))
+    terms = yield Score(final.unsqueeze(0))
     history.append({"step": config.steps, "loss": {"total": float(terms.total[0]), "cot": float(terms.cot[0]),
                                                    "answer": float(terms.answer[0])}})
     return EmbeddingAttackResult(final, epsilon, float((final.float() - clean32).abs().max()), history)

@@ -99,17 +99,20 @@ class MatchaObjective:
     def embed_question(self, batch_ids: Sequence[Sequence[int]]) -> torch.Tensor:
         return self.backend.embed(torch.tensor([list(ids) for ids in batch_ids]))
 
+    def suffix(self, question_embeds: torch.Tensor) -> torch.Tensor:
+        """The input embeddings after the prefix, [head | question | tail + continuation[:-1]]: [L, H]."""
+        return torch.cat([self.head, question_embeds.to(self.head.dtype), self.tail])
+
     def logits(self, question_embeds: torch.Tensor) -> torch.Tensor:
         """Logits [B, m, V] at the positions that predict the continuation tokens."""
-        batch = question_embeds.shape[0]
-        suffix = torch.cat(
-            [self.head.expand(batch, -1, -1), question_embeds, self.tail.expand(batch, -1, -1)], dim=1
-        )
-        return self.backend.forward(self.prefix_ids, suffix, logits_to_keep=self.m)
+        return _logits([self] * question_embeds.shape[0], list(question_embeds))[0]
 
     def loss(self, question_embeds: torch.Tensor) -> LossTerms:
-        return matcha_loss(self.logits(question_embeds), self.reference_logits, self.reference.n_answer, self.lam,
-                           self.answer_norm)
+        return self.terms(self.logits(question_embeds))
+
+    def terms(self, logits: torch.Tensor) -> LossTerms:
+        """L_opt terms [B] of continuation logits [B, m, V]."""
+        return matcha_loss(logits, self.reference_logits, self.reference.n_answer, self.lam, self.answer_norm)
 
     # ------------------------------------------------------------------ attack primitives
     def embedding_gradient(self, question_ids: Sequence[int]) -> tuple[torch.Tensor, LossTerms]:
@@ -122,17 +125,87 @@ class MatchaObjective:
 
     def embedding_gradient_of_embeds(self, question_embeds: torch.Tensor) -> tuple[torch.Tensor, LossTerms]:
         """d(-L_opt)/d(question embeddings) at arbitrary embeddings [Lq, H] (the embedding attack's step)."""
-        embeds = question_embeds.detach().unsqueeze(0).requires_grad_(True)
-        terms = self.loss(embeds)
-        (grad,) = torch.autograd.grad(-terms.total.sum(), embeds)
-        return grad[0], LossTerms(terms.total.detach()[0], terms.cot.detach()[0], terms.answer.detach()[0])
+        return gradients([self], [question_embeds])[0]
 
-    @torch.no_grad()
     def losses(self, batch_ids: Sequence[Sequence[int]]) -> torch.Tensor:
         """L_opt of many equal-length candidate questions, in chunks that bound logit memory."""
-        vocab = self.reference_logits.shape[-1]
-        chunk = self.candidate_chunk or max(1, _LOGIT_BUDGET // max(1, self.m * vocab))
-        out = []
-        for start in range(0, len(batch_ids), chunk):
-            out.append(self.loss(self.embed_question(batch_ids[start : start + chunk])).total)
-        return torch.cat(out) if out else torch.empty(0)
+        if not batch_ids:
+            return torch.empty(0)
+        return scores([self], [self.embed_question(batch_ids)])[0].total
+
+
+def _logits(objectives: Sequence[MatchaObjective], question_embeds: Sequence[torch.Tensor]
+            ) -> tuple[torch.Tensor, list[int]]:
+    """Continuation logits of one row per (objective, question [Lq, H]) in one padded forward per shared prefix:
+    ([rows, max m, V], each row's m). Row i's own logits are its last m_i (rows are left-padded)."""
+    backend = objectives[0].backend
+    ms = [o.m for o in objectives]
+    keep = max(ms)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, objective in enumerate(objectives):
+        groups.setdefault(tuple(objective.prefix_ids), []).append(i)
+    if len(groups) == 1:
+        rows = [o.suffix(q) for o, q in zip(objectives, question_embeds, strict=True)]
+        return backend.forward(objectives[0].prefix_ids, rows, logits_to_keep=keep), ms
+    out: list[torch.Tensor | None] = [None] * len(objectives)
+    for prefix, indices in groups.items():
+        logits = backend.forward(list(prefix), [objectives[i].suffix(question_embeds[i]) for i in indices],
+                                 logits_to_keep=keep)
+        for row, i in enumerate(indices):
+            out[i] = logits[row]
+    return torch.stack([t for t in out if t is not None]), ms
+
+
+def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[torch.Tensor]
+              ) -> list[tuple[torch.Tensor, LossTerms]]:
+    """For each (objective, question embeddings [Lq_i, H]): d(-L_opt)/d(question embeddings) [Lq_i, H] and the
+    loss terms there, all from one padded forward and backward (rows do not interact, so the gradient of the
+    summed losses is each row's own)."""
+    leaves = [q.detach().requires_grad_(True) for q in question_embeds]
+    with torch.enable_grad():
+        logits, ms = _logits(objectives, leaves)
+        terms = [o.terms(logits[i : i + 1, logits.shape[1] - ms[i] :]) for i, o in enumerate(objectives)]
+        grads = torch.autograd.grad(-torch.stack([t.total[0] for t in terms]).sum(), leaves)
+    return [(g, LossTerms(t.total.detach()[0], t.cot.detach()[0], t.answer.detach()[0]))
+            for g, t in zip(grads, terms, strict=True)]
+
+
+@torch.no_grad()
+def scores(objectives: Sequence[MatchaObjective], questions: Sequence[torch.Tensor]) -> list[LossTerms]:
+    """L_opt terms [C_j] of each objective's equal-length candidate questions [C_j, Lq_j, H], all in padded
+    forwards over every candidate of every objective, chunked to bound the logit memory (batch x m x vocab;
+    an objective's ``candidate_chunk`` caps the rows per forward)."""
+    rows = [(j, c) for j, batch in enumerate(questions) for c in range(batch.shape[0])]
+    vocab = objectives[0].reference_logits.shape[-1]
+    cap = min((o.candidate_chunk for o in objectives if o.candidate_chunk), default=None)
+    totals: list[list[torch.Tensor]] = [[] for _ in objectives]
+    cots: list[list[torch.Tensor]] = [[] for _ in objectives]
+    answers: list[list[torch.Tensor]] = [[] for _ in objectives]
+    start = 0
+    while start < len(rows):
+        end, widest = start, 0
+        # Greedy chunks: the padded logits hold rows x (largest m) x vocab floats.
+        while end < len(rows):
+            widest_next = max(widest, objectives[rows[end][0]].m)
+            if end > start and ((end - start + 1) * widest_next * vocab > _LOGIT_BUDGET or
+                                (cap is not None and end - start >= cap)):
+                break
+            widest, end = widest_next, end + 1
+        chunk = rows[start:end]
+        logits, ms = _logits([objectives[j] for j, _ in chunk], [questions[j][c] for j, c in chunk])
+        # Consecutive rows of one objective share its m: their loss is one call over the block.
+        block = 0
+        while block < len(chunk):
+            j = chunk[block][0]
+            stop = block
+            while stop < len(chunk) and chunk[stop][0] == j:
+                stop += 1
+            terms = objectives[j].terms(logits[block:stop, logits.shape[1] - ms[block]:])
+            totals[j].append(terms.total)
+            cots[j].append(terms.cot)
+            answers[j].append(terms.answer)
+            block = stop
+        start = end
+    return [LossTerms(torch.cat(t), torch.cat(c), torch.cat(a)) if t else
+            LossTerms(torch.empty(0), torch.empty(0), torch.empty(0))
+            for t, c, a in zip(totals, cots, answers, strict=True)]

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 
 from robusteval.attacks.matcha.config import VARIANTS
+from robusteval.attacks.matcha.lockstep import AttackSteps, Gate, Gradient, Score, run_lockstep
+from robusteval.attacks.matcha.loss import LossTerms
 from robusteval.attacks.matcha.objective import MatchaObjective
 
 #: Called with the perturbed question text; returns (accepted, verdict record).
@@ -105,6 +107,21 @@ def token_attack(
     semantic_gate: SemanticGate,
     slots: Sequence[int] | None = None,
 ) -> TokenAttackResult:
+    """The token attack on one example (:func:`token_attack_steps` driven alone)."""
+    steps = token_attack_steps(objective, question_ids, allowed, config, rng, slots)
+    return run_lockstep([objective], [steps], gate=lambda asked: [semantic_gate(ids) for _, ids in asked])[0]
+
+
+def token_attack_steps(
+    objective: MatchaObjective,
+    question_ids: list[int],
+    allowed: torch.Tensor,
+    config: TokenAttackConfig,
+    rng: np.random.Generator,
+    slots: Sequence[int] | None = None,
+) -> AttackSteps[TokenAttackResult]:
+    """The token attack on one example, as lock-step steps (:mod:`.lockstep`): it yields its semantic gates,
+    gradients and candidate scores and receives their answers."""
     if config.variant not in VARIANTS:
         raise ValueError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
     n_insert = max(1, round(config.insert_ratio * len(question_ids)))
@@ -113,7 +130,7 @@ def token_attack(
     for _ in range(config.max_redraws + 1):
         ids, inserted = _insert(question_ids, n_insert, allowed_ids, rng, at_end=config.variant == "gcg-suffix",
                                 slots=slots)
-        accepted, verdict = semantic_gate(ids)
+        accepted, verdict = yield Gate(ids)
         draws.append({"inserted_positions": inserted, "tokens": [ids[p] for p in inserted], "accepted": accepted,
                       "semantic": verdict})
         if accepted:
@@ -123,7 +140,7 @@ def token_attack(
                                  skipped=f"the semantic judge rejected all {len(draws)} random insertions")
     result = TokenAttackResult(ids, inserted, [], insertions=draws)
     if config.variant == "random-insert":
-        result.steps.append({"step": 0, "loss": _loss_record(objective, ids)})
+        result.steps.append({"step": 0, "loss": _loss_record((yield Score([ids])))})
         return result
 
     embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
@@ -133,7 +150,7 @@ def token_attack(
     k = max(1, math.ceil(config.topk_ratio * len(inserted)))
     replaced: set[int] = set()
     for step in range(config.steps):
-        grad, terms = objective.embedding_gradient(ids)
+        grad, terms = yield Gradient(ids)
         record: dict[str, Any] = {
             "step": step,
             "loss": {"total": float(terms.total), "cot": float(terms.cot), "answer": float(terms.answer)},
@@ -166,7 +183,7 @@ def token_attack(
             candidate = list(ids)
             candidate[position] = token
             candidates.append(candidate)
-        losses = objective.losses(candidates)
+        losses = (yield Score(candidates)).total
         # Best true loss per position; gcg-suffix keeps only the single best swap (one per step, as GCG).
         best: dict[int, tuple[float, int]] = {}
         for (position, token), loss in zip(proposals, losses.tolist(), strict=True):
@@ -178,7 +195,7 @@ def token_attack(
         for position, (loss, token) in ranked:
             proposal = list(ids)
             proposal[position] = token
-            accepted, verdict = semantic_gate(proposal)
+            accepted, verdict = yield Gate(proposal)
             record["proposals"].append(
                 {"position": position, "old": ids[position], "new": token, "loss": loss, "accepted": accepted,
                  "semantic": verdict}
@@ -189,7 +206,7 @@ def token_attack(
         result.steps.append(record)
     result.question_ids = ids
     result.replaced_positions = sorted(replaced)
-    result.steps.append({"step": config.steps, "loss": _loss_record(objective, ids)})
+    result.steps.append({"step": config.steps, "loss": _loss_record((yield Score([ids])))})
     return result
 
 
@@ -231,7 +248,5 @@ def _gcg_proposals(
     return sorted(proposals)
 
 
-def _loss_record(objective: MatchaObjective, ids: list[int]) -> dict[str, float]:
-    with torch.no_grad():
-        terms = objective.loss(objective.embed_question([ids]))
+def _loss_record(terms: LossTerms) -> dict[str, float]:
     return {"total": float(terms.total[0]), "cot": float(terms.cot[0]), "answer": float(terms.answer[0])}

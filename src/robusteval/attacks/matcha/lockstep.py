@@ -1,0 +1,96 @@
+"""Many examples attacked together, in lock-step.
+
+Each example's attack is written as a plain sequential algorithm, a generator that *yields* what it needs from
+the model or the judge and receives the answer (``grad, terms = yield Gradient(ids)``). :func:`run_lockstep`
+advances all examples of a batch at once: every round it collects the requests of every example still running,
+serves each kind in one batched call (one padded forward/backward for all gradients, one for all candidate
+losses, one semantic-judge call for all gates), and sends each example its own answer.
+
+An example's own decisions depend only on its own answers and its own seeded generator, so a batch decides
+exactly what each example would decide alone (up to the float rounding of padded batched kernels); with one
+example the driver is simply the sequential algorithm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+
+from robusteval.attacks.matcha.loss import LossTerms
+from robusteval.attacks.matcha.objective import MatchaObjective, gradients, scores
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Ask the semantic gate whether the question with these ids keeps its meaning -> (accepted, verdict)."""
+
+    ids: list[int]
+
+
+@dataclass(frozen=True)
+class Gradient:
+    """d(-L_opt)/d(question embeddings) at a question (ids, or embeddings [Lq, H]) -> (grad [Lq, H], terms)."""
+
+    question: list[int] | torch.Tensor
+
+
+@dataclass(frozen=True)
+class Score:
+    """L_opt terms (no gradient) of equal-length questions (id lists, or embeddings [C, Lq, H]) -> LossTerms [C]."""
+
+    questions: list[list[int]] | torch.Tensor
+
+
+Request = Gate | Gradient | Score
+R = TypeVar("R")
+#: An example's attack: yields requests, receives their answers, returns its result.
+AttackSteps = Generator[Request, Any, R]
+#: Many gate requests at once, as (example index, question ids) -> (accepted, verdict) each, in order.
+GateMany = Callable[[list[tuple[int, list[int]]]], list[tuple[bool, dict[str, Any]]]]
+
+
+def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[AttackSteps[R]],
+                 gate: GateMany | None = None) -> list[R]:
+    """Run ``attacks[i]`` (against ``objectives[i]``) together; their results in order."""
+    if len(objectives) != len(attacks):
+        raise ValueError(f"{len(objectives)} objectives for {len(attacks)} attacks")
+    results: list[Any] = [None] * len(attacks)
+    pending: dict[int, Request] = {}
+
+    def advance(index: int, reply: Any) -> None:
+        try:
+            pending[index] = attacks[index].send(reply)
+        except StopIteration as done:
+            results[index] = done.value
+
+    for index in range(len(attacks)):
+        advance(index, None)
+    while pending:
+        asked, replies = dict(pending), {}
+        pending.clear()
+        gates = [(i, r.ids) for i, r in asked.items() if isinstance(r, Gate)]
+        if gates:
+            if gate is None:
+                raise ValueError("an attack asked the semantic gate, but none was given")
+            replies.update(zip((i for i, _ in gates), gate(gates), strict=True))
+        wanted = [(i, r.question) for i, r in asked.items() if isinstance(r, Gradient)]
+        if wanted:
+            embeds = [_embeds(objectives[i], [q])[0] if not isinstance(q, torch.Tensor) else q for i, q in wanted]
+            replies.update(zip((i for i, _ in wanted), gradients([objectives[i] for i, _ in wanted], embeds),
+                               strict=True))
+        scored = [(i, r.questions) for i, r in asked.items() if isinstance(r, Score)]
+        if scored:
+            embeds = [_embeds(objectives[i], q) if not isinstance(q, torch.Tensor) else q for i, q in scored]
+            terms: list[LossTerms] = scores([objectives[i] for i, _ in scored], embeds)
+            replies.update(zip((i for i, _ in scored), terms, strict=True))
+        for index in asked:
+            advance(index, replies[index])
+    return results
+
+
+def _embeds(objective: MatchaObjective, questions: Sequence[Sequence[int]]) -> torch.Tensor:
+    with torch.no_grad():
+        return objective.embed_question(questions)
