@@ -48,10 +48,10 @@ def clean_pass(trained, tmp_path_factory: pytest.TempPathFactory):  # type: igno
 
 
 def runner_for(backend: Any, path: Path, config: MatchaConfig, judged: list[Any] | None = None) -> MatchaRunner:
-    def semantic(original: str, perturbed: str) -> dict[str, Any]:
+    def semantic(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
         if judged is not None:
-            judged.append(perturbed)
-        return {"same_meaning": True}
+            judged.extend(perturbed for _, perturbed in pairs)
+        return [{"same_meaning": True} for _ in pairs]
 
     hyper = dataclasses.replace(config, max_new_tokens=32, steps=2)
     return MatchaRunner(backend, RunStore.open(path), AnswerFirstPrompt(default_exemplars("number")), hyper,

@@ -20,7 +20,7 @@ def test_chat_layout_is_the_rendered_conversation(tiny_trained_dir: Path, tmp_pa
     prompt = AnswerFirstPrompt(default_exemplars("number"))
     runner = MatchaRunner(backend, RunStore.open(tmp_path / "run"), prompt, MatchaConfig(), chat=True,
                           reasoning_judge=lambda items: [{} for _ in items],
-                          semantic_judge=lambda a, b: {"same_meaning": True})
+                          semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
     question = "Tom has 3 apples and buys 4 more. How many apples does he have?"
     layout = runner.layout(question)
     messages = prompt.messages(question)

@@ -32,7 +32,7 @@ def runner(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return MatchaRunner(
         backend, store, AnswerFirstPrompt(default_exemplars("number")), config,
         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
-        semantic_judge=lambda original, perturbed: {"same_meaning": True},
+        semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs],
     )  # fmt: skip
 
 

@@ -37,7 +37,7 @@ def runner_for(backend: Any, tmp_path: Path) -> MatchaRunner:
     return MatchaRunner(backend, RunStore.open(tmp_path / "run"), AnswerFirstPrompt(default_exemplars("number")),
                         MatchaConfig(target_answer="clean", steps=2, max_new_tokens=8),
                         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
-                        semantic_judge=lambda a, b: {"same_meaning": True})
+                        semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
 
 
 def test_prompt_ids_are_the_whole_prompt_ids(family: tuple[str, Any], tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_the_whole_runner_is_device_clean(tiny_trained_dir: Path, tmp_path: Path
                 default_exemplars("number")), MatchaConfig(level=level, target_answer="clean", steps=2,
                                                            max_new_tokens=24),
                 reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
-                semantic_judge=lambda a, b: {"same_meaning": True})
+                semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
             clean = runner.clean_records(examples)
             attacked = runner.judge(runner.attack_records(examples, clean))
             assert attacked, "nothing was attacked: the audit would have checked only the clean pass"

@@ -31,7 +31,7 @@ def runner(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     config = MatchaConfig(target_answer="clean", max_new_tokens=32, steps=2)
     return MatchaRunner(backend, store, AnswerFirstPrompt(default_exemplars("number")), config,
                         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
-                        semantic_judge=lambda original, perturbed: {"same_meaning": True})
+                        semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +174,7 @@ def test_pgd_state_is_fp32_in_a_bf16_model(tiny_trained_dir: Path, tmp_path: Pat
     run = MatchaRunner(backend, store, AnswerFirstPrompt(default_exemplars("number")),
                        MatchaConfig(target_answer="clean", max_new_tokens=24),
                        reasoning_judge=lambda items: [{} for _ in items],
-                       semantic_judge=lambda a, b: {"same_meaning": True})
+                       semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
     sample = resources.files("robusteval.data") / "samples" / "math.jsonl"
     examples = load_dataset("jsonl", str(sample), limit=4, answer_type="number")
     record = next(r for r in run.clean_records(examples) if run.attackable(r)[0])

@@ -60,7 +60,7 @@ def setup(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> S
     runner = MatchaRunner(
         backend, store, AnswerFirstPrompt(default_exemplars("number")), config,
         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
-        semantic_judge=lambda original, perturbed: {"same_meaning": True},
+        semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs],
     )  # fmt: skip
     clean = [r for r in runner.clean_records(examples) if runner.attackable(r)[0]]
     assert clean, "the trained tiny model should produce at least one answer + CoT to attack"

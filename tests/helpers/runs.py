@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -98,3 +99,21 @@ def stored_units(out: Path) -> dict[tuple[str, str], tuple[str | None, object]]:
 
     with RunStore.open_existing(out) as store:
         return {(u["stage"], u["key"]): (u["example_id"], untimed(u["record"])) for u in store.iter_units()}
+
+
+def differences(a: object, b: object, *, rel: float = 1e-5, path: str = "") -> list[str]:
+    """Where ``a`` and ``b`` differ (paths), timings ignored: everything exactly equal except floats, which may
+    differ by ``rel`` (relative): a padded batched kernel sums in another order than a lone row's, so a loss
+    logged from a batch of examples differs from the same loss computed alone in its last bits."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
+        return [d for k in a if k != "seconds" for d in differences(a[k], b[k], rel=rel, path=f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} items against {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for d in differences(x, y, rel=rel, path=f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, float):
+        return [] if math.isclose(a, b, rel_tol=rel, abs_tol=rel) else [f"{path}: {a} != {b}"]
+    return [] if a == b and type(a) is type(b) else [f"{path}: {a!r} != {b!r}"]

@@ -508,7 +508,7 @@ class HFBackend:
     def decode_many(
         self,
         prefix_ids: list[int],
-        suffixes: Sequence[Sequence[int]],
+        suffixes: Sequence[Sequence[int]] | Sequence[torch.Tensor],
         *,
         max_new_tokens: int,
         temperatures: Sequence[float] | None = None,
@@ -516,7 +516,8 @@ class HFBackend:
         stops: Sequence[Sequence[str]] | None = None,
         seeds: Sequence[int | None] | None = None,
     ) -> list[DecodedRow]:
-        """:meth:`decode_batch` over any number of rows, in batches of ``batch_size`` (same order out)."""
+        """:meth:`decode_batch` over any number of rows (token-id lists or embeddings [L, H]), in batches of
+        ``batch_size`` (same order out)."""
         n = len(suffixes)
         per_row = {
             "temperatures": list(temperatures or [0.0] * n),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -93,7 +94,14 @@ class MatchaObjective:
             self.head = backend.embed(torch.tensor(list(head_ids)))
             # The last continuation token is never an input: nothing after it is predicted.
             self.tail = backend.embed(torch.tensor(list(tail_ids) + reference.continuation_ids[:-1]))
-            self.reference_logits = self.logits(self.embed_question([reference.question_ids]))[0]
+        self._reference_logits: torch.Tensor | None = None  # computed on first use, or for many by prepare()
+
+    @property
+    def reference_logits(self) -> torch.Tensor:
+        """The clean question's continuation logits [m, V], the target distributions of the loss."""
+        if self._reference_logits is None:
+            prepare([self])
+        return cast(torch.Tensor, self._reference_logits)
 
     # ------------------------------------------------------------------ building blocks
     def embed_question(self, batch_ids: Sequence[Sequence[int]]) -> torch.Tensor:
@@ -154,6 +162,17 @@ def _logits(objectives: Sequence[MatchaObjective], question_embeds: Sequence[tor
         for row, i in enumerate(indices):
             out[i] = logits[row]
     return torch.stack([t for t in out if t is not None]), ms
+
+
+@torch.no_grad()
+def prepare(objectives: Sequence[MatchaObjective]) -> None:
+    """Compute the reference logits of every objective that lacks them, in one padded forward."""
+    todo = [o for o in objectives if o._reference_logits is None]
+    if not todo:
+        return
+    logits, ms = _logits(todo, [o.embed_question([o.reference.question_ids])[0] for o in todo])
+    for row, objective in enumerate(todo):
+        objective._reference_logits = logits[row, logits.shape[1] - ms[row]:]
 
 
 def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[torch.Tensor]

@@ -99,10 +99,10 @@ def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load
         verdicts = reasoning.judge([ReasoningItem(q, ref, cand) for q, ref, cand in items])
         return [{"reasoning_correct": v.label, **v.to_record()} for v in verdicts]
 
-    def judge_semantic(original: str, perturbed: str) -> dict[str, Any]:
-        verdict = semantic.judge([SemanticItem(original, perturbed)])[0]
+    def judge_semantic(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        verdicts = semantic.judge([SemanticItem(original, perturbed) for original, perturbed in pairs])
         # An unreadable semantic verdict rejects the replacement: meaning preservation is never assumed.
-        return {"same_meaning": verdict.decided(False), **verdict.to_record()}
+        return [{"same_meaning": v.decided(False), **v.to_record()} for v in verdicts]
 
     return judge_reasoning, judge_semantic, {"reasoning": reasoning.name, "semantic": semantic.name}
 

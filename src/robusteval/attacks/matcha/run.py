@@ -17,10 +17,11 @@ from typing import Any
 import torch
 
 from robusteval.attacks.matcha.config import MatchaConfig
-from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack
+from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack_steps
 from robusteval.attacks.matcha.layout import PromptLayout, chat_layout, layout_from_text
-from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids
-from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack, word_boundaries
+from robusteval.attacks.matcha.lockstep import run_lockstep
+from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids, prepare
+from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack_steps, word_boundaries
 from robusteval.data.answers import answers_match
 from robusteval.data.example import Example
 from robusteval.errors import UserError
@@ -35,8 +36,8 @@ from robusteval.store import RunStore, unit_key
 
 #: (question, reference completion, perturbed completion) -> {"reasoning_correct": bool|None, ...}
 ReasoningJudgeFn = Callable[[list[tuple[str, str, str]]], list[dict[str, Any]]]
-#: (original question, perturbed question) -> {"same_meaning": bool, ...}
-SemanticJudgeFn = Callable[[str, str], dict[str, Any]]
+#: [(original question, perturbed question), ...] -> [{"same_meaning": bool, ...}, ...], in order
+SemanticJudgeFn = Callable[[list[tuple[str, str]]], list[dict[str, Any]]]
 
 
 def answer_token_count(backend, continuation_ids: Sequence[int], answer_sentence: str) -> int:  # type: ignore[no-untyped-def]
@@ -80,6 +81,7 @@ class MatchaRunner:
         self.system_prompt = system_prompt
         self._layouts: dict[str, PromptLayout] = {}
         self._allowed: torch.Tensor | None = None
+        self._drift_meter: Any = None
         self.hyper = asdict(config)
 
     # ------------------------------------------------------------------ prompts
@@ -98,21 +100,16 @@ class MatchaRunner:
         return found
 
     def _decode(self, rows: Sequence[tuple[list[int], Any]]) -> list[Any]:
-        """Greedy completions (cut at the stop strings) of (prefix ids, suffix ids or embeddings [1, L, H])
-        rows; rows sharing a prefix are decoded together after its cached KV."""
+        """Greedy completions (cut at the stop strings) of (prefix ids, suffix ids or embeddings [L, H]) rows;
+        rows sharing a prefix are decoded together after its cached KV."""
         out: list[Any] = [None] * len(rows)
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (prefix, _) in enumerate(rows):
             groups.setdefault(tuple(prefix), []).append(i)
-        limit = self.config.max_new_tokens
         for prefix, indices in groups.items():
-            suffixes = [rows[i][1] for i in indices]
-            if isinstance(suffixes[0], torch.Tensor):
-                decoded = [self.backend.decode_batch(list(prefix), s, max_new_tokens=limit, stops=[STOP_STRINGS])[0]
-                           for s in suffixes]
-            else:
-                decoded = self.backend.decode_many(list(prefix), suffixes, max_new_tokens=limit,
-                                                   stops=[STOP_STRINGS] * len(suffixes))
+            decoded = self.backend.decode_many(list(prefix), [rows[i][1] for i in indices],
+                                               max_new_tokens=self.config.max_new_tokens,
+                                               stops=[STOP_STRINGS] * len(indices))
             for i, row in zip(indices, decoded, strict=True):
                 out[i] = row
         return out
@@ -170,6 +167,15 @@ class MatchaRunner:
             self._allowed = ordinary_token_ids(self.backend.tokenizer).to(self.backend.device)
         return self._allowed
 
+    @property
+    def drift_meter(self) -> Any:
+        """The text-drift measure of the run identity, on the attacked model's device (built once)."""
+        if self._drift_meter is None:
+            from robusteval.analysis.drift import DriftMeter
+
+            self._drift_meter = DriftMeter(self.config.drift_measure or "auto", device=self.backend.device)
+        return self._drift_meter
+
     def attack_records(self, examples: Sequence[Example], clean: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         by_id = {ex.id: ex for ex in examples}
         todo = []
@@ -182,81 +188,126 @@ class MatchaRunner:
             return unit_key("matcha_attack", self.backend_key, record["id"], record["completion"], self.hyper)
 
         def compute(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [self.attack_one(by_id[record["id"]], record) for record in batch]
+            return self.attack_many([by_id[record["id"]] for record in batch], batch)
 
         return run_units(self.store, "matcha_attack", todo, key_of, compute, id_of=lambda r: r["id"],
-                         description=f"MATCHA {self.config.level}/{self.config.variant}")
+                         batch_size=self.batch_size, description=f"MATCHA {self.config.level}/{self.config.variant}")
 
     def attack_one(self, example: Example, clean: dict[str, Any]) -> dict[str, Any]:
+        return self.attack_many([example], [clean])[0]
+
+    def attack_many(self, examples: Sequence[Example], cleans: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Attack ``examples`` together, in lock-step (:mod:`.lockstep`): one record per example, each what the
+        example would get attacked alone. ``seconds`` holds each example's share of the batch's phases."""
         cfg = self.config
-        timings: dict[str, float] = {}
         began = time.perf_counter()
-        layout = self.layout(example.question)
-        if layout.question != list(clean["question_ids"]):
-            raise UserError(f"{example.id}: the question tokenises differently than in the stored clean pass (was "
-                            "the tokenizer changed?); start a new run directory")
-        reference = Reference(clean["question_ids"], clean["continuation_ids"], clean["n_answer_tokens"])
-        lam = 0.0 if cfg.variant == "cot-loss-only" else None
-        objective = MatchaObjective(self.backend, layout.prefix, layout.head, layout.tail, reference, lam=lam,
-                                    candidate_chunk=self.candidate_chunk, answer_loss=cfg.answer_loss)
-        timings["reference"] = time.perf_counter() - began
-        record: dict[str, Any] = {
-            "id": example.id,
-            "level": cfg.level,
-            "variant": cfg.variant,
-            "clean_question": example.question,
-            "clean_completion": clean["completion"],
-            "clean_answer": clean["predicted"],
-            "gold": example.answer,
-            "gold_reasoning": _gold_reasoning(example),
-            "target": example.answer if cfg.target_answer == "gold" else clean["predicted"],
-            "lambda": objective.lam,
-            "n3": objective.n3,
-            "n4": objective.n4,
-            "question_span": [len(layout.prefix) + len(layout.head),
-                              len(layout.prefix) + len(layout.head) + len(clean["question_ids"])],
-        }
+        layouts, objectives, records = [], [], []
+        for example, clean in zip(examples, cleans, strict=True):
+            layout = self.layout(example.question)
+            if layout.question != list(clean["question_ids"]):
+                raise UserError(f"{example.id}: the question tokenises differently than in the stored clean pass "
+                                "(was the tokenizer changed?); start a new run directory")
+            reference = Reference(clean["question_ids"], clean["continuation_ids"], clean["n_answer_tokens"])
+            objective = MatchaObjective(self.backend, layout.prefix, layout.head, layout.tail, reference,
+                                        lam=0.0 if cfg.variant == "cot-loss-only" else None,
+                                        candidate_chunk=self.candidate_chunk, answer_loss=cfg.answer_loss)
+            layouts.append(layout)
+            objectives.append(objective)
+            records.append({
+                "id": example.id,
+                "level": cfg.level,
+                "variant": cfg.variant,
+                "clean_question": example.question,
+                "clean_completion": clean["completion"],
+                "clean_answer": clean["predicted"],
+                "gold": example.answer,
+                "gold_reasoning": _gold_reasoning(example),
+                "target": example.answer if cfg.target_answer == "gold" else clean["predicted"],
+                "lambda": objective.lam,
+                "n3": objective.n3,
+                "n4": objective.n4,
+                "question_span": [len(layout.prefix) + len(layout.head),
+                                  len(layout.prefix) + len(layout.head) + len(clean["question_ids"])],
+            })
+        prepare(objectives)
+        timings = {"reference": time.perf_counter() - began}
         began = time.perf_counter()
-        semantic_log: list[dict[str, Any]] = []
         if cfg.level == "token":
-            from robusteval.analysis.drift import DriftMeter
+            suffixes = self._token_attacks(examples, cleans, objectives, records)
+        else:
+            suffixes = self._embedding_attacks(examples, objectives, records)
+        timings["optimise"] = time.perf_counter() - began
+        began = time.perf_counter()
+        live = [i for i, suffix in enumerate(suffixes) if suffix is not None]
+        rows = self._decode([(layouts[i].prefix, suffixes[i]) for i in live])
+        timings["generate"] = time.perf_counter() - began
+        share = {name: seconds / len(examples) for name, seconds in timings.items()}
+        for i, row in zip(live, rows, strict=True):
+            read = read_completion(row.text, examples[i].answer_type)
+            records[i].update({
+                "perturbed_completion": row.text,
+                "perturbed_answer": read["predicted"],
+                "perturbed_cot": read["cot"],
+                "answer_kept": answers_match(read["predicted"], records[i]["target"], examples[i].answer_type),
+            })
+        for record in records:
+            record["seconds"] = {**share, "batch": len(examples)}
+        return records
 
-            # On the attacked model's device; the measure is the one the run identity recorded.
-            meter = DriftMeter(cfg.drift_measure or "auto", device=self.backend.device)
-            # Drift against the question as the model reads it, so tokenizer round-trip artefacts do not count.
-            original = self.backend.decode(list(clean["question_ids"])).strip()
+    def _token_attacks(self, examples: Sequence[Example], cleans: Sequence[dict[str, Any]],
+                       objectives: Sequence[MatchaObjective], records: list[dict[str, Any]]) -> list[Any]:
+        """Token attacks of a batch; fills ``records``; returns each example's suffix ids to generate from (None
+        for an example whose every insertion was refused: it is skipped)."""
+        cfg = self.config
+        meter = self.drift_meter
+        # Drift against the question as the model reads it, so tokenizer round-trip artefacts do not count.
+        originals = [self.backend.decode(list(clean["question_ids"])).strip() for clean in cleans]
+        verdicts: list[list[dict[str, Any]]] = [[] for _ in examples]  # each example's semantic verdicts
 
-            def gate(ids: list[int]) -> tuple[bool, dict[str, Any]]:
-                text = self.backend.decode(ids).strip()
-                drift = None
-                if cfg.max_drift is not None:
-                    drift = meter.drifts([original], [text])[0]
-                    if drift > cfg.max_drift:  # refused before the (costly) semantic judge is asked
-                        return False, {"same_meaning": False, "rejected_by": "max_drift", "drift": drift,
-                                       "max_drift": cfg.max_drift, "drift_measure": meter.kind}
-                verdict = self.semantic_judge(example.question, text)
-                semantic_log.append(verdict)
-                return bool(verdict["same_meaning"]), verdict if drift is None else {**verdict, "drift": drift}
+        def gate(asked: list[tuple[int, list[int]]]) -> list[tuple[bool, dict[str, Any]]]:
+            texts = [self.backend.decode(ids).strip() for _, ids in asked]
+            drifts: list[float | None] = [None] * len(asked)
+            if cfg.max_drift is not None:
+                drifts = list(meter.drifts([originals[i] for i, _ in asked], texts))
+            out: list[tuple[bool, dict[str, Any]]] = [(False, {})] * len(asked)
+            judged = []
+            for k, drift in enumerate(drifts):
+                if drift is not None and cfg.max_drift is not None and drift > cfg.max_drift:
+                    # Refused before the (costly) semantic judge is asked.
+                    out[k] = (False, {"same_meaning": False, "rejected_by": "max_drift", "drift": drift,
+                                      "max_drift": cfg.max_drift, "drift_measure": meter.kind})
+                else:
+                    judged.append(k)
+            answers = self.semantic_judge([(examples[asked[k][0]].question, texts[k]) for k in judged]) if judged else []
+            for k, verdict in zip(judged, answers, strict=True):
+                verdicts[asked[k][0]].append(verdict)
+                out[k] = (bool(verdict["same_meaning"]),
+                          verdict if drifts[k] is None else {**verdict, "drift": drifts[k]})
+            return out
 
-            result = token_attack(
-                objective, list(clean["question_ids"]), self.allowed_tokens,
-                TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates,
-                                  cfg.max_redraws),
-                derive_rng(cfg.seed, "matcha-token", example.id), gate,
-                slots=word_boundaries(self.backend.decode, clean["question_ids"]),
-            )
-            timings["optimise"] = time.perf_counter() - began
+        attack_config = TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates,
+                                          cfg.max_redraws)
+        steps = [token_attack_steps(objective, list(clean["question_ids"]), self.allowed_tokens, attack_config,
+                                    derive_rng(cfg.seed, "matcha-token", example.id),
+                                    slots=word_boundaries(self.backend.decode, clean["question_ids"]))
+                 for example, clean, objective in zip(examples, cleans, objectives, strict=True)]
+        results = run_lockstep(objectives, steps, gate)
+        suffixes: list[Any] = [None] * len(examples)
+        perturbed = {}
+        for i, (result, record) in enumerate(zip(results, records, strict=True)):
             record["insertions"] = result.insertions
             drifted = sum(1 for d in result.insertions if (d.get("semantic") or {}).get("rejected_by") == "max_drift")
             record["drift_rejections"] = drifted + sum(
                 1 for step in result.steps for p in step.get("proposals", ())
                 if (p.get("semantic") or {}).get("rejected_by") == "max_drift")
+            record["semantic_verdicts"] = len(verdicts[i])
             if result.skipped is not None:
-                return {**record, "skipped": _skip_reason(result.skipped, len(result.insertions), drifted, cfg),
-                        "semantic_verdicts": len(semantic_log), "drift": None, "seconds": timings}
-            perturbed_text = self.backend.decode(result.question_ids).strip()
+                record.update({"skipped": _skip_reason(result.skipped, len(result.insertions), drifted, cfg),
+                               "drift": None})
+                continue
+            perturbed[i] = self.backend.decode(result.question_ids).strip()
             record.update({
-                "perturbed_question": perturbed_text,
+                "perturbed_question": perturbed[i],
                 "perturbed_question_ids": result.question_ids,
                 "inserted_positions": result.inserted_positions,
                 "replaced_positions": result.replaced_positions,
@@ -265,42 +316,40 @@ class MatchaRunner:
                 "perturbed_question_span": [record["question_span"][0],
                                             record["question_span"][0] + len(result.question_ids)],
                 "steps": result.steps,
-                "drift": meter.measure([original], [perturbed_text])[0],
             })
-            began = time.perf_counter()
-            row = self._decode([(layout.prefix, layout.head + result.question_ids + layout.tail)])[0]
-        else:
-            seed = derive_seed(cfg.seed, "matcha-embedding", example.id)
-            result_e = embedding_attack(
-                objective,
-                EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, cfg.random_start),
-                seed=seed,
-            )
-            timings["optimise"] = time.perf_counter() - began
+            layout = self.layout(examples[i].question)
+            suffixes[i] = layout.head + result.question_ids + layout.tail
+        if perturbed:
+            measured = meter.measure([originals[i] for i in perturbed], list(perturbed.values()))
+            for i, drift in zip(perturbed, measured, strict=True):
+                records[i]["drift"] = drift
+        return suffixes
+
+    def _embedding_attacks(self, examples: Sequence[Example], objectives: Sequence[MatchaObjective],
+                           records: list[dict[str, Any]]) -> list[Any]:
+        """Embedding attacks of a batch; fills ``records``; returns each example's input embeddings [L, H]."""
+        cfg = self.config
+        attack_config = EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, cfg.random_start)
+        steps = [embedding_attack_steps(objective, attack_config, seed=derive_seed(cfg.seed, "matcha-embedding",
+                                                                                   example.id))
+                 for example, objective in zip(examples, objectives, strict=True)]
+        suffixes = []
+        for example, objective, result, record in zip(examples, objectives, run_lockstep(objectives, steps), records,
+                                                      strict=True):
             record.update({
                 "perturbed_question": None,  # an embedding perturbation has no text
                 "drift": None,  # so no text drift either
-                "epsilon": result_e.epsilon,
+                "epsilon": result.epsilon,
                 "eps_fraction": cfg.eps_fraction,
-                "max_abs_delta": result_e.max_abs_delta,
-                "steps": result_e.steps,
+                "max_abs_delta": result.max_abs_delta,
+                "steps": result.steps,
+                "semantic_verdicts": 0,
             })
-            began = time.perf_counter()
+            tail = self.layout(example.question).tail
             with torch.no_grad():
-                embeds = torch.cat([objective.head, result_e.question_embeds, self.backend.embed(
-                    torch.tensor(layout.tail, device=self.backend.device))]).unsqueeze(0)
-            row = self._decode([(layout.prefix, embeds)])[0]
-        timings["generate"] = time.perf_counter() - began
-        read = read_completion(row.text, example.answer_type)
-        record.update({
-            "perturbed_completion": row.text,
-            "perturbed_answer": read["predicted"],
-            "perturbed_cot": read["cot"],
-            "answer_kept": answers_match(read["predicted"], record["target"], example.answer_type),
-            "semantic_verdicts": len(semantic_log),
-            "seconds": timings,
-        })
-        return record
+                suffixes.append(torch.cat([objective.head, result.question_embeds,
+                                           self.backend.embed(torch.tensor(tail, device=self.backend.device))]))
+        return suffixes
 
     # ------------------------------------------------------------------ judging
     def judge(self, attacked: list[dict[str, Any]]) -> list[dict[str, Any]]:
