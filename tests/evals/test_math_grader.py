@@ -14,7 +14,6 @@ import robusteval as rv
 from helpers.runs import units
 from helpers.shared import needs_modules
 from robusteval.cli.main import build_parser
-from robusteval.data.answers import grade_answer
 from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import grade_completion
