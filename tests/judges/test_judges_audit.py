@@ -86,7 +86,7 @@ def test_a_model_judge_audit_is_a_resumable_run(tiny_llama_dir: Path, tmp_path: 
         from robusteval.models import load_backend
 
         backend = load_backend(spec)
-        backend.continuation_logprobs = None  # a second run must not score anything
+        backend.continuation_logprobs = backend.continuation_logprobs_many = None  # a second run scores nothing
         return backend
 
     again = robusteval.audit_judge(config, out=tmp_path / "run", load_model=refuse)

@@ -77,8 +77,10 @@ def test_reasoning_verdict_is_read_from_the_models_logprobs(tiny_backend: Any) -
     for item, verdict in zip(ITEMS, verdicts, strict=True):
         prefix, prompt = judge.render(item)
         lp_yes, lp_no = tiny_backend.continuation_logprobs(prompt, [YES, NO], prefix=prefix)
-        assert json.loads(verdict.raw) == {"1": lp_yes, "0": lp_no}
-        assert verdict.detail == {"method": "logprobs", "logprob_1": lp_yes, "logprob_0": lp_no}
+        # The items were scored together (rows padded to one length): equal up to float rounding.
+        assert json.loads(verdict.raw) == pytest.approx({"1": lp_yes, "0": lp_no}, abs=1e-4)
+        assert verdict.detail == {"method": "logprobs", "logprob_1": json.loads(verdict.raw)["1"],
+                                  "logprob_0": json.loads(verdict.raw)["0"]}
         assert verdict.label is (lp_yes > lp_no)
         assert verdict.judge == f"llm:{tiny_backend.name}"
     assert judge.identity["method"] == "logprobs" and len(judge.identity["prompt_sha256"]) == 16
@@ -91,7 +93,7 @@ def test_semantic_verdict_is_read_from_the_models_logprobs(tiny_backend: Any) ->
         assert item.original in prompt and item.perturbed in prompt
         lp_yes, lp_no = tiny_backend.continuation_logprobs(prompt, [YES, NO], prefix=prefix)
         assert verdict.label is (lp_yes > lp_no)
-        assert json.loads(verdict.raw) == {"1": lp_yes, "0": lp_no}
+        assert json.loads(verdict.raw) == pytest.approx({"1": lp_yes, "0": lp_no}, abs=1e-4)
 
 
 def test_generation_path_reads_only_the_generated_text(tiny_backend: Any) -> None:
@@ -176,3 +178,75 @@ def test_backend_without_a_prefix_argument_scores_the_full_prompt(tiny_backend: 
     assert backend.prompts == [judge.full_prompt(ITEMS[0])]
     lp_yes, lp_no = tiny_backend.continuation_logprobs(judge.full_prompt(ITEMS[0]), [YES, NO])
     assert json.loads(verdict.raw) == {"1": lp_yes, "0": lp_no}
+
+
+# ----------------------------------------------------------------------------------------- batched scoring
+MANY = [*ITEMS, ReasoningItem("What is 7 * 8?", "The answer is 56. 7 * 8 = 56.", "The answer is 56. 7 * 8 = 54."),
+        *(ReasoningItem(f"What is {n} + {n}?", f"The answer is {2 * n}.", f"The answer is {2 * n}. {n} doubled.")
+          for n in range(3, 9))]
+
+
+def _scores(verdict: Any) -> list[float]:
+    detail = verdict.detail
+    return list(detail["logprobs"].values()) if "logprobs" in detail else [detail["logprob_1"], detail["logprob_0"]]
+
+
+@pytest.mark.parametrize("chat", [None, True])
+@pytest.mark.parametrize("kind", ["reasoning", "semantic", "errortype"])
+def test_a_judge_scores_all_its_items_at_once_as_one_at_a_time(
+    tiny_llama_dir: Any, monkeypatch: pytest.MonkeyPatch, kind: str, chat: bool | None
+) -> None:
+    """Every item in one call of the backend, which runs ceil(rows / batch_size) forwards: the same verdicts
+    (labels, categories; scores up to float rounding) as judging one item at a time, and the same identity."""
+    from robusteval.judges.errortypes import ErrorTypeClassifier
+    from robusteval.models import load_backend
+    from robusteval.models.hf import HFBackend
+
+    backend = load_backend(f"hf:{tiny_llama_dir}", batch_size=4, device="cpu")
+    assert isinstance(backend, HFBackend)
+    items = MANY if kind != "semantic" else [SemanticItem(i.question, i.question + " zq" * n)
+                                             for n, i in enumerate(MANY)]
+    judge_type = {"reasoning": ReasoningJudge, "semantic": SemanticJudge, "errortype": ErrorTypeClassifier}[kind]
+    judge = judge_type(backend, chat=chat)
+    identity = dict(judge.identity)
+    alone = [judge.judge([item])[0] for item in items]
+    forwards: list[int] = []
+    forward = backend.forward
+
+    def counting(prefix_ids: Any, suffix_embeds: Any, logits_to_keep: int = 0) -> Any:
+        forwards.append(len(suffix_embeds))
+        return forward(prefix_ids, suffix_embeds, logits_to_keep)
+
+    monkeypatch.setattr(backend, "forward", counting)
+    together = judge.judge(items)
+    rows = len(items) * len(judge.choices)
+    assert forwards == [4] * (rows // 4) + ([rows % 4] if rows % 4 else [])  # not one forward per item
+    assert [v.label for v in together] == [v.label for v in alone]
+    assert [v.detail.get("category") for v in together] == [v.detail.get("category") for v in alone]
+    for batched, single in zip(together, alone, strict=True):
+        assert _scores(batched) == pytest.approx(_scores(single), abs=1e-4)
+        assert batched.judge == single.judge and batched.detail.keys() == single.detail.keys()
+    assert judge.identity == identity  # verdict cache keys do not change
+
+
+def test_a_backend_without_the_batched_method_is_asked_once_per_item(tiny_backend: Any) -> None:
+    class PerRequest:
+        """The hf backend's one-request method only, with every call recorded."""
+
+        def __init__(self) -> None:
+            self.name = tiny_backend.name
+            self.capabilities = tiny_backend.capabilities
+            self.calls: list[tuple[str, str]] = []
+
+        def generate(self, requests: Any) -> Any:
+            raise AssertionError("not asked to generate")
+
+        def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "") -> list[float]:
+            self.calls.append((prefix, prompt))
+            return tiny_backend.continuation_logprobs(prompt, continuations, prefix=prefix)
+
+    backend = PerRequest()
+    judge = ReasoningJudge(backend)  # type: ignore[arg-type]
+    verdicts = judge.judge(ITEMS)
+    assert backend.calls == [judge.render(item) for item in ITEMS]
+    assert [v.label for v in verdicts] == [v.label for v in ReasoningJudge(tiny_backend).judge(ITEMS)]

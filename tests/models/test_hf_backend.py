@@ -7,12 +7,13 @@ The model is random, so outputs are gibberish; what is checked are exact equalit
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from robusteval.errors import UserError
-from robusteval.models import GenerationRequest, ModelSpec, load_backend, parse_spec
+from robusteval.models import GenerationRequest, ModelSpec, ScoreRequest, load_backend, parse_spec
 from robusteval.models.hf import HFBackend
 
 PREFIX = "Q: What is 2 + 3?\nA: The answer is 5. 2 + 3 = 5.\n\n"
@@ -364,3 +365,140 @@ def test_kv_cache_passed_under_the_name_the_installed_transformers_expects(tiny_
         logger.removeHandler(handler)
         hf_logging.get_logger("transformers.utils.generic").removeHandler(handler)
     assert not [m for m in seen if "deprecated" in m], seen
+
+
+# ----------------------------------------------------------------------------------------- batched scoring
+CHAT = [{"role": "system", "content": "Answer with one number."},
+        {"role": "user", "content": "What is 2 + 3?"}, {"role": "assistant", "content": "5"},
+        {"role": "user", "content": "What is 7 * 8?"}]
+# Prompts of different lengths, continuations of different lengths (an empty one scores 0), two text prefixes (two
+# cached prefixes, so two groups), no prefix, chat conversations with and without earlier turns (a cached chat
+# prefix, and none).
+SCORE_REQUESTS = [
+    ScoreRequest(PROMPTS[0], (" The answer is 56.", " 56", "", "!"), PREFIX),
+    ScoreRequest(PROMPTS[1], (" 13", " The answer is 13. 16 - 3 = 13."), PREFIX),
+    ScoreRequest(PROMPTS[2], (" yes", " no")),
+    ScoreRequest(PROMPTS[3], (" 7",), "Q: 1 + 1?\nA: 2\n\n"),
+    ScoreRequest("", ("56", "5", "The answer is 56."), messages=tuple(CHAT)),
+    ScoreRequest("ignored", ("1", "0"), "ignored", messages=({"role": "user", "content": "Is 7 > 5?"},)),
+    ScoreRequest(PROMPTS[4], ()),
+    ScoreRequest(PROMPTS[2], (" yes", " no", " maybe so")),
+]
+
+
+def _manual_scores(backend: HFBackend, request: ScoreRequest) -> list[float]:
+    """Each continuation scored by a full forward of the whole sequence alone: no cache, no padding, no batch."""
+    if request.messages:
+        context = backend.encode(backend.chat_text(request.messages))
+    else:
+        prefix_ids, prompt_ids = backend.prompt_ids(request.prefix, request.prompt)
+        context = prefix_ids + prompt_ids
+    scores = []
+    for continuation in request.continuations:
+        cont = backend.encode(continuation)
+        logp = torch.log_softmax(_full_logits(backend, context + cont), dim=-1) if cont else None
+        scores.append(sum(float(logp[len(context) - 1 + i, tok]) for i, tok in enumerate(cont)) if cont else 0.0)
+    return scores
+
+
+def _flat(scores: list[list[float]]) -> list[float]:
+    return [score for row in scores for score in row]
+
+
+class Forwards(list[int]):
+    """The rows of every ``backend.forward`` call (``kept``: the logits each returned)."""
+
+    def __init__(self, backend: HFBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+        super().__init__()
+        self.kept: list[int] = []
+        forward = backend.forward
+
+        def counting(prefix_ids: Any, suffix_embeds: Any, logits_to_keep: int = 0) -> torch.Tensor:
+            self.append(len(suffix_embeds))
+            logits = forward(prefix_ids, suffix_embeds, logits_to_keep)
+            self.kept.append(logits.numel())
+            return logits
+
+        monkeypatch.setattr(backend, "forward", counting)
+
+
+@pytest.mark.parametrize(("batch_size", "prefix_cache"), [(4, True), (3, False), (64, True)])
+def test_many_requests_score_as_one_at_a_time(
+    tiny_llama_dir: Path, single: HFBackend, batch_size: int, prefix_cache: bool
+) -> None:
+    backend = load_backend(f"hf:{tiny_llama_dir}", batch_size=batch_size, prefix_cache=prefix_cache, device="cpu")
+    assert isinstance(backend, HFBackend)
+    many = backend.continuation_logprobs_many(SCORE_REQUESTS)
+    assert [len(scores) for scores in many] == [len(r.continuations) for r in SCORE_REQUESTS]
+    for request, scores in zip(SCORE_REQUESTS, many, strict=True):
+        alone = single.continuation_logprobs(request.prompt, request.continuations, request.prefix,
+                                             messages=request.messages)
+        assert scores == pytest.approx(alone, abs=1e-4)
+        assert scores == pytest.approx(_manual_scores(backend, request), abs=1e-4)
+        assert [s == 0.0 for s in scores] == [not c for c in request.continuations]
+    assert backend.continuation_logprobs_many([]) == []
+    with pytest.raises(UserError, match="non-empty prompt"):
+        backend.continuation_logprobs_many([SCORE_REQUESTS[2], ScoreRequest("", (" 1",))])
+
+
+def test_many_requests_cost_one_forward_per_batch_of_rows(
+    tiny_llama_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = load_backend(f"hf:{tiny_llama_dir}", batch_size=4, device="cpu")
+    assert isinstance(backend, HFBackend)
+    requests = [ScoreRequest(p, (" 1", " 0", " 12"), PREFIX) for p in PROMPTS]  # 15 rows after one prefix
+    rows = Forwards(backend, monkeypatch)
+    many = backend.continuation_logprobs_many(requests)
+    assert rows == [4, 4, 4, 3]  # ceil(15 / 4) forwards, not one per request
+    rows.clear()
+    alone = [backend.continuation_logprobs(r.prompt, r.continuations, r.prefix) for r in requests]
+    assert _flat(alone) == pytest.approx(_flat(many), abs=1e-4)
+    assert rows == [3] * len(PROMPTS)
+    # Two prefixes are two groups (each its own cache): ceil(6 / 4) + ceil(9 / 4) forwards.
+    rows.clear()
+    backend.continuation_logprobs_many([*requests[:2], *(ScoreRequest(r.prompt, r.continuations) for r in requests[2:])])
+    assert sorted(rows) == [1, 2, 4, 4, 4]
+
+
+def test_scoring_keeps_kept_logits_within_the_budget(
+    tiny_llama_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import robusteval.models.hf as hf
+
+    backend = load_backend(f"hf:{tiny_llama_dir}", batch_size=64, device="cpu")
+    assert isinstance(backend, HFBackend)
+    requests = [ScoreRequest(p, (" 1", " The answer is 56."), PREFIX) for p in PROMPTS]
+    want = backend.continuation_logprobs_many(requests)
+    vocab = backend.embedding_matrix.shape[0]
+    longest = len(backend.encode(" The answer is 56.")) + 1
+    budget = 3 * longest * vocab  # three rows of the longest continuation, more of the shortest
+    monkeypatch.setattr(hf, "_LOGIT_BUDGET", budget)
+    rows = Forwards(backend, monkeypatch)
+    assert _flat(backend.continuation_logprobs_many(requests)) == pytest.approx(_flat(want), abs=1e-4)
+    assert sum(rows) == 10 and len(rows) > 1 and max(rows.kept) <= budget
+    assert any(n > 3 for n in rows)  # short continuations keep fewer positions: more of them fit
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_sliding_window_models_score_many_as_one_at_a_time(tiny_backend: HFBackend, attention: str) -> None:
+    """Rows of different lengths leave holes after the prefix; a sliding window must count positions, not
+    columns (the per-layer masks of ``_attention``)."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    tokenizer = tiny_backend.tokenizer
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        attn_implementation=attention,
+    )  # fmt: skip
+    model = Gemma3ForCausalLM(config)
+    backend = HFBackend(model, tokenizer, "tiny-gemma3", batch_size=16)
+    alone = HFBackend(model, tokenizer, "tiny-gemma3", batch_size=1, use_prefix_cache=False)
+    requests = [r for r in SCORE_REQUESTS if not r.messages]
+    for request, scores in zip(requests, backend.continuation_logprobs_many(requests), strict=True):
+        assert scores == pytest.approx(alone.continuation_logprobs(request.prompt, request.continuations,
+                                                                   request.prefix), abs=1e-4)
+        assert scores == pytest.approx(_manual_scores(backend, request), abs=1e-4)

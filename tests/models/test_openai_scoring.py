@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,7 @@ from helpers.servers import fake_openai_server, free_port
 from robusteval.errors import BackendError, UserError
 from robusteval.judges import ReasoningItem, ReasoningJudge
 from robusteval.models import LOGPROBS, WHITEBOX, load_backend, require
-from robusteval.models.base import Backend, can_score, resolve_capabilities
+from robusteval.models.base import Backend, ScoreRequest, can_score, resolve_capabilities
 from robusteval.models.openai_api import OpenAIBackend
 from robusteval.models.openai_scoring import (
     PROBE_CONTEXT,
@@ -246,6 +248,46 @@ def test_chat_conversations_are_scored_through_prompt_logprobs(served: Any, tiny
     replies = [c for c in chats if not c["add_generation_prompt"]]
     assert all(c["continue_final_message"] and c["messages"][:-1] == messages for c in replies)
     assert sorted(c["messages"][-1]["content"] for c in replies) == ["no", "yes", "yes, it is"]
+
+
+@pytest.mark.parametrize("served", ["prompt_logprobs"], indirect=True)
+def test_many_requests_share_one_bounded_pool_and_score_as_one_at_a_time(served: Any, tiny_backend: Any) -> None:
+    backend = api(served, max_concurrency=3)
+    messages = ({"role": "system", "content": "Answer yes or no."}, {"role": "user", "content": "Is 3 + 4 = 7?"})
+    requests = [ScoreRequest(prompt, tuple(continuations), prefix) for prefix, prompt, continuations in CASES]
+    requests.insert(1, ScoreRequest("", ("yes", "", "no, it is not"), messages=messages))
+    backend.resolve_capabilities()
+    backend.continuation_logprobs("", ["yes"], messages=messages)  # the chat probe, before counting
+    pools: list[int] = []
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+    run_all, post = backend._scorer._run_all, backend._scorer._post
+
+    def counting_run_all(work: Any, items: Any) -> Any:
+        pools.append(len(items))
+        return run_all(work, items)
+
+    def tracking_post(url: str, payload: Any, abort: Any) -> Any:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            time.sleep(0.05)  # long enough for the pool's other workers to start theirs
+            return post(url, payload, abort)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    backend._scorer._run_all, backend._scorer._post = counting_run_all, tracking_post
+    got = backend.continuation_logprobs_many(requests)
+    # Text requests: one /completions request each (context + texts); the chat: the context and one per reply.
+    assert pools == [len(CASES) + 1 + 2]
+    assert 1 < most[0] <= 3
+    for request, scores in zip(requests, got, strict=True):
+        want = tiny_backend.continuation_logprobs(request.prompt, request.continuations, request.prefix,
+                                                  messages=request.messages)
+        assert scores == pytest.approx(want, abs=1e-4)
+    assert backend.continuation_logprobs_many([]) == []
 
 
 @pytest.mark.parametrize("served", ["echo"], indirect=True)

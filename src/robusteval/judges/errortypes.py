@@ -189,15 +189,16 @@ class ErrorTypeClassifier(BinaryLLMJudge):
 
     task = REASONING
     prompt_name = "errortype"
+    # The category numbers, not the names: four continuations of one length, so no category is favoured for
+    # having fewer tokens (the sum of a name's token log-probs falls with every token it has).
+    choices = CHOICES
 
     def __init__(self, backend: Backend, *, max_new_tokens: int = 8, chat: bool | None = None):
         super().__init__(backend, max_new_tokens=max_new_tokens, chat=chat)
         self.name = f"errortype:{backend.name}"
 
-    def _judge_logprobs(self, item: Any) -> Verdict:
-        # The category numbers, not the names: four continuations of one length, so no category is favoured
-        # for having fewer tokens (the sum of a name's token log-probs falls with every token it has).
-        logprobs = dict(zip(ERROR_TYPES, self._score(item, CHOICES), strict=True))
+    def _logprob_verdict(self, scores: Sequence[float]) -> Verdict:
+        logprobs = dict(zip(ERROR_TYPES, scores, strict=True))
         best = max(logprobs.values())
         top = [c for c, lp in logprobs.items() if lp == best]
         category = top[0] if len(top) == 1 and math.isfinite(best) else None

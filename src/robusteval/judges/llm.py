@@ -3,8 +3,10 @@
 Reading the verdict (only ever from the judge model's own output, never from the prompt):
 
 * backends with the ``logprobs`` capability: the prompt is scored with the two continuations ``" 1"`` and
-  ``" 0"`` (two teacher-forced forwards, no sampling); the label is whichever is more likely, and ``raw`` keeps
-  both log-probabilities as JSON. Equal scores give an unparsed verdict.
+  ``" 0"`` (teacher-forced, no sampling; all items of one ``judge`` call in one
+  :func:`~robusteval.models.base.score_requests` call, which the hf backend runs in batched forwards); the label
+  is whichever is more likely, and ``raw`` keeps both log-probabilities as JSON. Equal scores give an unparsed
+  verdict.
 * other backends (APIs): greedy generation of at most ``max_new_tokens`` (default 3) tokens; the label is read
   from the first number in the output, which must be exactly ``0`` or ``1`` (``"1"``, ``" 1."``, ``"**0**"``
   and ``"Rating: 1"`` parse; ``"10"``, ``"0.5"`` and ``"Correct"`` do not and give an unparsed verdict).
@@ -35,7 +37,14 @@ from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.judges.base import Verdict, check_items
-from robusteval.models.base import Backend, GenerationRequest, Message, can_score
+from robusteval.models.base import (
+    Backend,
+    GenerationRequest,
+    Message,
+    ScoreRequest,
+    can_score,
+    score_requests,
+)
 
 CHAT_YES, CHAT_NO = "1", "0"  # in a chat they start the assistant's reply: no separating space
 YES, NO = " " + CHAT_YES, " " + CHAT_NO  # continuations scored after the raw prompt's cue
@@ -74,6 +83,8 @@ class BinaryLLMJudge:
     task: str
     prompt_name: str
     deterministic = False
+    #: What the log-prob path scores after every item's prompt, read by :meth:`_logprob_verdict`.
+    choices: tuple[str, ...] = (CHAT_YES, CHAT_NO)
 
     def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None):
         self.backend = backend
@@ -128,25 +139,27 @@ class BinaryLLMJudge:
         if not items:
             return []
         if self.uses_logprobs:
-            return [self._judge_logprobs(item) for item in items]
+            return [self._logprob_verdict(scores) for scores in self._score(items, self.choices)]
         return self._judge_generate(items)
 
-    def _score(self, item: Any, continuations: Sequence[str]) -> list[float]:
-        """Log-probabilities of each continuation after ``item``'s prompt: in a chat, as the start of the
-        assistant's reply (``"1"``); otherwise after a space that continues the prompt's cue (``" 1"``), the
-        instructions sent as the cacheable ``prefix`` where the backend takes one."""
-        prefix, prompt = self.render(item)
-        score = self.backend.continuation_logprobs  # type: ignore[attr-defined]
+    def _score_request(self, item: Any, continuations: Sequence[str]) -> ScoreRequest:
+        """What to score for ``item``: in a chat, ``continuations`` as the start of the assistant's reply
+        (``"1"``); otherwise after a space that continues the prompt's cue (``" 1"``), the instructions sent as
+        the cacheable ``prefix`` where the backend takes one, else the whole prompt (the two-argument form)."""
         if self.uses_chat_template:
-            scores = score("", list(continuations), messages=self.messages(item))
-        elif self._scores_with_prefix:
-            scores = score(prompt, [" " + c for c in continuations], prefix=prefix)
-        else:  # the base protocol's two-argument form
-            scores = score(prefix + prompt, [" " + c for c in continuations])
-        return [float(x) for x in scores]
+            return ScoreRequest("", tuple(continuations), messages=tuple(self.messages(item)))
+        prefix, prompt = self.render(item)
+        spaced = tuple(" " + c for c in continuations)
+        if self._scores_with_prefix:
+            return ScoreRequest(prompt, spaced, prefix)
+        return ScoreRequest(prefix + prompt, spaced)
 
-    def _judge_logprobs(self, item: Any) -> Verdict:
-        lp_yes, lp_no = self._score(item, [CHAT_YES, CHAT_NO])
+    def _score(self, items: Sequence[Any], continuations: Sequence[str]) -> list[list[float]]:
+        """Log-probabilities of each continuation after every item's prompt, all items in one backend call."""
+        return score_requests(self.backend, [self._score_request(item, continuations) for item in items])
+
+    def _logprob_verdict(self, scores: Sequence[float]) -> Verdict:
+        lp_yes, lp_no = scores
         label: bool | None = None
         if math.isfinite(lp_yes) and math.isfinite(lp_no) and lp_yes != lp_no:
             label = lp_yes > lp_no

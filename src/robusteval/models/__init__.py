@@ -8,8 +8,10 @@ from robusteval.models.base import (
     Generation,
     GenerationRequest,
     LogprobBackend,
+    ScoreRequest,
     WhiteBoxBackend,
     require,
+    score_requests,
 )
 from robusteval.models.registry import BACKENDS, ModelSpec, load_backend, parse_spec, register_backend
 
@@ -23,9 +25,11 @@ __all__ = [
     "GenerationRequest",
     "LogprobBackend",
     "ModelSpec",
+    "ScoreRequest",
     "WhiteBoxBackend",
     "load_backend",
     "parse_spec",
     "register_backend",
     "require",
+    "score_requests",
 ]

@@ -90,6 +90,24 @@ class GenerationRequest:
         return key
 
 
+@dataclass(frozen=True)
+class ScoreRequest:
+    """One ``continuation_logprobs(prompt, continuations, prefix, messages=messages)`` call as data, so that many
+    can be scored at once (:meth:`LogprobBackend.continuation_logprobs_many`, :func:`score_requests`)."""
+
+    prompt: str = ""
+    continuations: tuple[str, ...] = ()
+    prefix: str = ""
+    messages: tuple[Message, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.continuations, str):
+            raise TypeError("ScoreRequest.continuations: give a sequence of strings, not one string")
+        object.__setattr__(self, "continuations", tuple(self.continuations))
+        if self.messages:
+            object.__setattr__(self, "messages", freeze_messages(self.messages))
+
+
 @dataclass
 class Generation:
     """A finished completion: the text up to (not including) the first stop string."""
@@ -123,6 +141,14 @@ class LogprobBackend(Backend, Protocol):
         when ``messages`` is given, after that conversation rendered with its generation prompt (the
         continuation is the start of the assistant's reply; ``prompt`` and ``prefix`` are then ignored)."""
         ...
+
+    # Optional, and so not a member of this protocol (``isinstance`` would refuse backends without it):
+    #
+    #     def continuation_logprobs_many(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
+    #
+    # what ``continuation_logprobs`` gives for every request, in request order, scored together as the backend
+    # can (hf: all (request, continuation) rows in as few forwards as its batch size allows; openai: the requests'
+    # HTTP calls concurrently). Callers go through :func:`score_requests`, which loops where it is missing.
 
 
 @runtime_checkable
@@ -181,6 +207,28 @@ class WhiteBoxBackend(LogprobBackend, Protocol):
         """The start of :meth:`chat_text` rendered from the turns before the final user turn (what a prefix cache
         holds); "" when the template does not render them as a prefix of the whole."""
         ...
+
+
+def score_requests(backend: Backend, requests: Sequence[ScoreRequest]) -> list[list[float]]:
+    """``continuation_logprobs`` of every request, in order: one ``continuation_logprobs_many`` call where the
+    backend has it, else one ``continuation_logprobs`` call per request (passing ``prefix`` and ``messages`` only
+    when set, so a backend of the base protocol's two-argument form is served too)."""
+    requests = list(requests)
+    if not requests:
+        return []
+    many = getattr(backend, "continuation_logprobs_many", None)
+    if callable(many):
+        return [[float(x) for x in scores] for scores in many(requests)]
+    score = backend.continuation_logprobs  # type: ignore[attr-defined]
+    out = []
+    for request in requests:
+        options: dict[str, Any] = {}
+        if request.prefix:
+            options["prefix"] = request.prefix
+        if request.messages:
+            options["messages"] = request.messages
+        out.append([float(x) for x in score(request.prompt, list(request.continuations), **options)])
+    return out
 
 
 def resolve_capabilities(backend: Backend) -> frozenset[str]:

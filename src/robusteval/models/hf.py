@@ -40,6 +40,7 @@ from robusteval.models.base import (
     Generation,
     GenerationRequest,
     Message,
+    ScoreRequest,
     freeze_messages,
 )
 from robusteval.models.registry import ModelSpec, register_backend
@@ -185,6 +186,21 @@ class PaddedBatch:
     key_positions: torch.Tensor  # [B, P + T]: positions of every key (cached prefix included)
     next_pos: torch.Tensor  # [B]: the position of each row's first generated token
     lengths: list[int]  # each row's suffix length
+
+
+@dataclass
+class _ScoreRow:
+    """One (request, continuation) pair to score: the request's prompt ids (after its prefix) and the
+    continuation's own ids."""
+
+    request: int
+    column: int
+    prompt: list[int]
+    ids: list[int]
+
+
+#: Floats of kept logits per scoring forward (rows x positions x vocabulary), ~256 MB in float32.
+_LOGIT_BUDGET = 1 << 26
 
 
 @dataclass
@@ -451,38 +467,80 @@ class HFBackend:
         return out.logits[:, -keep:, :]
 
     # ------------------------------------------------------------------ scoring
-    @torch.no_grad()
     def continuation_logprobs(self, prompt: str, continuations: Sequence[str], prefix: str = "", *,
                               messages: Sequence[Message] = ()) -> list[float]:
         """Summed log-probs of each continuation after ``prefix + prompt`` (or after the conversation
-        ``messages``, rendered with its generation prompt), all scored in one forward.
+        ``messages``, rendered with its generation prompt): the one-request case of
+        :meth:`continuation_logprobs_many`."""
+        request = ScoreRequest(prompt, tuple(continuations), prefix, tuple(messages))
+        return self.continuation_logprobs_many([request])[0]
 
-        Rows are right-padded: under causal attention a pad only follows the tokens that are scored, so it
-        cannot change their logits.
+    @torch.no_grad()
+    def continuation_logprobs_many(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
+        """:meth:`continuation_logprobs` of every request, in order, all (request, continuation) rows scored
+        together: grouped by their cached prefix ids, then in forwards of at most ``batch_size`` rows whose kept
+        logits fit :data:`_LOGIT_BUDGET`.
+
+        A row is the prompt's ids followed by the continuation's (encoded on its own); rows of different lengths
+        are left-padded after the prefix (:meth:`_padded`), so each row's continuation ends in the last column and
+        only the last ``longest continuation + 1`` positions go through the LM head.
         """
-        prefix_ids, prompt_ids = self.chat_ids(messages) if messages else self.prompt_ids(prefix, prompt)
-        # Logit at position t predicts token t+1; the first continuation token is predicted by the last prompt
-        # token, so the prompt must not be empty.
-        start = len(prompt_ids) - 1
-        if start < 0:
-            raise UserError("continuation_logprobs needs a non-empty prompt")
-        encoded = [self.encode(continuation) for continuation in continuations]
-        scored = [i for i, cont in enumerate(encoded) if cont]
-        scores = [0.0] * len(continuations)
-        if not scored:
-            return scores
-        width = max(len(encoded[i]) for i in scored)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        ids = torch.tensor([prompt_ids + encoded[i] + [pad] * (width - len(encoded[i])) for i in scored],
-                           device=self.device)
-        # Only the positions that predict continuation tokens go through the LM head (the last width + 1
-        # positions; the final one predicts past the end): with a large vocabulary the head dominates the cost.
-        logits = self.forward(prefix_ids, self.embed(ids), logits_to_keep=width + 1)
-        logp = torch.log_softmax(logits[:, :width].float(), dim=-1)
-        for row, i in enumerate(scored):
-            cont = torch.tensor(encoded[i], device=self.device)
-            scores[i] = float(logp[row, : len(encoded[i])].gather(1, cont[:, None]).sum())
+        scores = [[0.0] * len(request.continuations) for request in requests]
+        groups: dict[tuple[int, ...], list[_ScoreRow]] = {}
+        for index, request in enumerate(requests):
+            prefix_ids, prompt_ids = (self.chat_ids(request.messages) if request.messages
+                                      else self.prompt_ids(request.prefix, request.prompt))
+            # Logit at position t predicts token t+1; the first continuation token is predicted by the last prompt
+            # token, so the prompt must not be empty.
+            if not prompt_ids:
+                raise UserError("continuation_logprobs needs a non-empty prompt")
+            for column, continuation in enumerate(request.continuations):
+                ids = self.encode(continuation)
+                if ids:  # an empty continuation scores 0
+                    groups.setdefault(tuple(prefix_ids), []).append(_ScoreRow(index, column, prompt_ids, ids))
+        vocab = int(self.embedding_matrix.shape[0])
+        for prefix_ids, rows in groups.items():
+            for chunk in self._score_chunks(rows, vocab):
+                for row, score in zip(chunk, self._score_rows(list(prefix_ids), chunk), strict=True):
+                    scores[row.request][row.column] = score
         return scores
+
+    def _score_chunks(self, rows: list[_ScoreRow], vocab: int) -> list[list[_ScoreRow]]:
+        """``rows`` in forwards of at most ``batch_size`` rows whose kept logits (rows x (longest continuation + 1)
+        x vocab) fit :data:`_LOGIT_BUDGET` (one row always goes); rows of like length together, so little is
+        padding. Sliding-window models that cannot batch exactly across lengths get rows of one length only."""
+        rows = sorted(rows, key=lambda r: (len(r.prompt) + len(r.ids), len(r.ids)))
+        buckets: dict[int, list[_ScoreRow]] = {}
+        for row in rows:
+            buckets.setdefault(len(row.prompt) + len(row.ids) if self.exact_batching_only else 0, []).append(row)
+        chunks: list[list[_ScoreRow]] = []
+        for bucket in buckets.values():
+            chunk: list[_ScoreRow] = []
+            keep = 0
+            for row in bucket:
+                wider = max(keep, len(row.ids) + 1)
+                if chunk and (len(chunk) >= self.batch_size or (len(chunk) + 1) * wider * vocab > _LOGIT_BUDGET):
+                    chunks.append(chunk)
+                    chunk, wider = [], len(row.ids) + 1
+                chunk.append(row)
+                keep = wider
+            if chunk:
+                chunks.append(chunk)
+        return chunks
+
+    def _score_rows(self, prefix_ids: list[int], rows: Sequence[_ScoreRow]) -> list[float]:
+        """Summed log-probs of each row's continuation after its prompt, in one forward after ``prefix_ids``."""
+        full = [row.prompt + row.ids for row in rows]
+        embeds = self.embed(torch.tensor([i for ids in full for i in ids], device=self.device))
+        keep = max(len(row.ids) for row in rows) + 1  # the last position predicts past the end
+        logits = self.forward(prefix_ids, list(embeds.split([len(ids) for ids in full])), logits_to_keep=keep)
+        out = []
+        for b, row in enumerate(rows):
+            # Row b's continuation fills its last len(ids) columns; they are predicted by the column before each.
+            predicting = logits[b, keep - 1 - len(row.ids) : keep - 1].float()
+            target = torch.tensor(row.ids, device=predicting.device)
+            out.append(float(torch.log_softmax(predicting, dim=-1).gather(1, target[:, None]).sum()))
+        return out
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:

@@ -50,7 +50,15 @@ from typing import Any, TypeVar
 import httpx
 
 from robusteval.errors import BackendError, UserError
-from robusteval.models.base import GENERATE, LOGPROBS, Generation, GenerationRequest, Message, freeze_messages
+from robusteval.models.base import (
+    GENERATE,
+    LOGPROBS,
+    Generation,
+    GenerationRequest,
+    Message,
+    ScoreRequest,
+    freeze_messages,
+)
 from robusteval.models.openai_scoring import LOGPROBS_MODES, PromptScorer, ScoringSupport
 from robusteval.models.registry import ModelSpec, register_backend
 
@@ -241,10 +249,15 @@ class OpenAIBackend:
         """Summed log-probs of each continuation after ``prefix + prompt`` (one ``/completions`` request for up to
         32 of them), or as the start of the assistant's reply to ``messages`` (vLLM's chat ``prompt_logprobs``).
         A token the server's tokenizer merges across the boundary counts as the continuation's (see
-        :mod:`robusteval.models.openai_scoring`); empty continuations score 0."""
-        if messages:
-            return self._scorer.score_chat(freeze_messages(messages), continuations)
-        return self._scorer.score(prefix + prompt, continuations)
+        :mod:`robusteval.models.openai_scoring`); empty continuations score 0. The one-request case of
+        :meth:`continuation_logprobs_many`."""
+        return self.continuation_logprobs_many([ScoreRequest(prompt, tuple(continuations), prefix,
+                                                             freeze_messages(messages))])[0]
+
+    def continuation_logprobs_many(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
+        """:meth:`continuation_logprobs` of every request, in order: all their HTTP requests in one pool, at most
+        ``max_concurrency`` in flight, each retried as any other request of this backend."""
+        return self._scorer.score_many(requests)
 
     def _run_all(self, work: Callable[[T, threading.Event], R], items: Sequence[T]) -> list[R]:
         """``work(item, abort)`` for every item with at most ``max_concurrency`` in flight; results in order."""

@@ -1,5 +1,5 @@
 """Prompt log-probabilities from OpenAI-compatible servers: the capability probe, the response formats, and which
-of the server's tokens belong to a continuation. The openai backend's ``continuation_logprobs`` runs on this.
+of the server's tokens belong to a continuation. The openai backend's ``continuation_logprobs`` and ``continuation_logprobs_many`` run on this.
 
 Formats (text prompts go to ``/completions``, whose ``prompt`` may be a list, so one request scores many texts):
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robusteval.errors import BackendError, UserError
-from robusteval.models.base import Message
+from robusteval.models.base import Message, ScoreRequest
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +183,15 @@ def continuation_logprob(context: Sequence[Token], full: Sequence[Token]) -> tup
 
 
 # ------------------------------------------------------------------------------------------------ scorer
+@dataclass(frozen=True)
+class _Plan:
+    """The HTTP requests that score one :class:`ScoreRequest` (``(url, payload)`` each) and how their answers,
+    in the same order, become its scores."""
+
+    jobs: list[tuple[str, dict[str, Any]]]
+    read: Callable[[Sequence[Any]], list[float]]
+
+
 class PromptScorer:
     """Scores continuations through one backend's HTTP client, after a probe (once, on first use) of what the
     server offers. ``post`` and ``run_all`` are the backend's: retries, key scrubbing and concurrency are its;
@@ -275,53 +284,76 @@ class PromptScorer:
         return ScoringSupport(None, detail)
 
     # ----- scoring -----
-    def score(self, context: str, continuations: Sequence[str]) -> list[float]:
-        """Summed log-prob of each continuation after ``context``."""
-        support = self.support()
-        if support.method is None:
-            raise UserError(f"{self.name} cannot score continuations: {support.detail}")
-        return self._checked(lambda: self._score_text(support.method or "", context, continuations))
-
-    def score_chat(self, messages: Sequence[Message], continuations: Sequence[str]) -> list[float]:
-        """Summed log-prob of each continuation as the start of the assistant's reply to ``messages``."""
-        support = self.chat_support()
-        if support.method is None:
-            raise UserError(f"{self.name} scores text prompts but cannot score a chat conversation "
-                            f"({support.detail}); drop --chat / --judge-chat to score the raw prompt")
-        return self._checked(lambda: self._score_chat(messages, continuations))
-
-    def _checked(self, score: Callable[[], list[float]]) -> list[float]:
+    def score_many(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
+        """Summed log-prob of each request's continuations: after ``prefix + prompt``, or as the start of the
+        assistant's reply to ``messages``. Every HTTP request of every scoring request goes through one
+        ``run_all`` (the backend's bounded concurrency and retries)."""
+        plans = []
+        for request in requests:
+            if request.messages:
+                chat = self.chat_support()
+                if chat.method is None:
+                    raise UserError(f"{self.name} scores text prompts but cannot score a chat conversation "
+                                    f"({chat.detail}); drop --chat / --judge-chat to score the raw prompt")
+                plans.append(self._chat_plan(request.messages, request.continuations))
+            else:
+                text = self.support()
+                if text.method is None:
+                    raise UserError(f"{self.name} cannot score continuations: {text.detail}")
+                plans.append(self._text_plan(text.method, request.prefix + request.prompt, request.continuations))
         try:
-            return score()
+            return self._run(plans)
         except ScoringFormatError as exc:  # the probe passed, so the server changed or answered oddly
             raise BackendError(f"{self.name}: unusable prompt log-probs: {exc}") from None
 
+    def _run(self, plans: Sequence[_Plan]) -> list[list[float]]:
+        """Post every plan's payloads concurrently (one ``run_all``), then read each plan's answers."""
+        jobs = [job for plan in plans for job in plan.jobs]
+        bodies = self._run_all(lambda job, abort: self._post(job[0], job[1], abort), jobs)
+        out, at = [], 0
+        for plan in plans:
+            out.append(plan.read(bodies[at : at + len(plan.jobs)]))
+            at += len(plan.jobs)
+        return out
+
     def _score_text(self, method: str, context: str, continuations: Sequence[str]) -> list[float]:
+        return self._run([self._text_plan(method, context, continuations)])[0]
+
+    def _score_chat(self, messages: Sequence[Message], continuations: Sequence[str]) -> list[float]:
+        return self._run([self._chat_plan(messages, continuations)])[0]
+
+    def _text_plan(self, method: str, context: str, continuations: Sequence[str]) -> _Plan:
+        """/completions requests of up to :data:`PROMPTS_PER_REQUEST` texts, each with the context first."""
         if not context:
             raise UserError("continuation_logprobs needs a non-empty prompt")
         todo = [i for i, text in enumerate(continuations) if text]
         groups = [todo[k : k + PROMPTS_PER_REQUEST] for k in range(0, len(todo), PROMPTS_PER_REQUEST)]
         prompts = [[context, *(context + continuations[i] for i in group)] for group in groups]
-        bodies = self._run_all(
-            lambda texts, abort: self._post(self._completions_url, self._text_payload(method, texts), abort), prompts)
-        scores = [0.0] * len(continuations)
-        for group, texts, body in zip(groups, prompts, bodies, strict=True):
-            context_tokens, *fulls = completion_tokens(body, method, texts)
-            for i, tokens in zip(group, fulls, strict=True):
-                scores[i] = self._aligned(context_tokens, tokens)
-        return scores
 
-    def _score_chat(self, messages: Sequence[Message], continuations: Sequence[str]) -> list[float]:
-        todo = [i for i, text in enumerate(continuations) if text]
-        scores = [0.0] * len(continuations)
-        if not todo:
+        def read(bodies: Sequence[Any]) -> list[float]:
+            scores = [0.0] * len(continuations)
+            for group, texts, body in zip(groups, prompts, bodies, strict=True):
+                context_tokens, *fulls = completion_tokens(body, method, texts)
+                for i, tokens in zip(group, fulls, strict=True):
+                    scores[i] = self._aligned(context_tokens, tokens)
             return scores
+
+        return _Plan([(self._completions_url, self._text_payload(method, texts)) for texts in prompts], read)
+
+    def _chat_plan(self, messages: Sequence[Message], continuations: Sequence[str]) -> _Plan:
+        """The context (the conversation up to the reply) and one /chat/completions request per reply."""
+        todo = [i for i, text in enumerate(continuations) if text]
+
+        def read(bodies: Sequence[Any]) -> list[float]:
+            scores = [0.0] * len(continuations)
+            if todo:
+                context_tokens = chat_tokens(bodies[0])
+                for i, body in zip(todo, bodies[1:], strict=True):
+                    scores[i] = self._aligned(context_tokens, chat_tokens(body))
+            return scores
+
         payloads = [self._chat_payload(messages, None), *(self._chat_payload(messages, continuations[i]) for i in todo)]
-        bodies = self._run_all(lambda payload, abort: self._post(self._chat_url, payload, abort), payloads)
-        context_tokens = chat_tokens(bodies[0])
-        for i, body in zip(todo, bodies[1:], strict=True):
-            scores[i] = self._aligned(context_tokens, chat_tokens(body))
-        return scores
+        return _Plan([(self._chat_url, payload) for payload in payloads] if todo else [], read)
 
     def _aligned(self, context: Sequence[Token], full: Sequence[Token]) -> float:
         score, recut = continuation_logprob(context, full)
