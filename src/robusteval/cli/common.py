@@ -69,7 +69,9 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model-args", default=None, metavar="KEY=VALUE,…",
                        help="hf: from_pretrained options: revision, trust_remote_code, attn_implementation, "
                        "device_map, low_cpu_mem_usage (recorded in the run identity)")
-    group.add_argument("--batch-size", type=int, default=8, help="examples per batch (hf) ")
+    group.add_argument("--batch-size", type=int, default=8,
+                       help="examples per batch: rows per forward and generation (hf); attack matcha attacks "
+                            "this many examples together, in lock-step (same outcomes as 1)")
     group.add_argument("--max-concurrency", type=int, default=8, help="openai: parallel requests")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
     group.add_argument("--request-timeout", type=float, default=60.0, help="openai: seconds per request")
