@@ -779,7 +779,9 @@ class DynamicDecoder:
 
     def _run(self, **inputs: Any) -> torch.Tensor:
         backend = self.backend
-        out = backend.model(**inputs, **{backend._cache_kwarg: self.past}, use_cache=True)
+        # Only the last position's logits are read: the LM head over a 128k vocabulary for every prompt position
+        # would cost more than the rest of the prefill.
+        out = backend.model(**inputs, **{backend._cache_kwarg: self.past}, use_cache=True, logits_to_keep=1)
         self.past = returned_cache(out)
         return out.logits[:, -1, :]
 
