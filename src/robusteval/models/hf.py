@@ -7,7 +7,8 @@ from there afterwards.
 Speed comes from three habits:
 * the shared prompt prefix (in-context exemplars) is encoded once and its KV cache reused for every
   generation, forward and backward pass (:class:`PrefixCache`);
-* generation is our own batched decode loop over that cache, which stops each row at its stop strings;
+* generation is our own batched decode loop over that cache, which stops each row at its stop strings; on a GPU
+  its steps run over a static KV cache as one CUDA graph each (:mod:`robusteval.models.static_decode`);
 * requests are batched; rows of different length are left-padded *after* the prefix (a hole in the
   attention mask) so one cached prefix serves the whole batch.
 

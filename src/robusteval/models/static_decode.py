@@ -140,6 +140,7 @@ class StaticEngine:
         except (TypeError, ValueError):
             parameters = {}  # type: ignore[assignment]
         self.takes_cache_position = "cache_position" in parameters
+        self.takes_logits_to_keep = "logits_to_keep" in parameters
         self.caches: dict[tuple[int, int], Any] = {}
         self._step: Any = None
         self.failed: str | None = None  # why the static path was given up, once it was
@@ -193,6 +194,9 @@ class StaticEngine:
 
     def fail(self, where: str, exc: BaseException) -> None:
         """Give up the static path for the rest of the backend's life; say so once."""
+        # The caches (and the compiled step) are never used again: give their memory back.
+        self.caches.clear()
+        self._step = None
         if self.failed is None:
             detail = (str(exc).strip().splitlines() or [""])[0][:200]
             self.failed = f"{where}: {type(exc).__name__}: {detail}".rstrip(": ")
@@ -235,7 +239,7 @@ class StaticDecoder:
             self._copy_prefix(batch.prefix.cache)
         mask = torch.zeros(self.width, self.length, dtype=torch.long, device=device)
         mask[:, : self.prompt] = batch.mask.index_select(0, self.index)
-        extra = {}
+        extra: dict[str, Any] = {"logits_to_keep": 1} if self.engine.takes_logits_to_keep else {}
         if self.engine.takes_cache_position:
             extra["cache_position"] = torch.arange(self.past, self.prompt, device=device)
         out = backend.model(
@@ -243,7 +247,6 @@ class StaticDecoder:
             attention_mask=mask,
             position_ids=batch.positions.index_select(0, self.index),
             use_cache=True,
-            logits_to_keep=1,
             **{backend._cache_kwarg: cache},
             **extra,
         )
