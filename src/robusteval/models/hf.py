@@ -7,7 +7,8 @@ from there afterwards.
 Speed comes from three habits:
 * the shared prompt prefix (in-context exemplars) is encoded once and its KV cache reused for every
   generation, forward and backward pass (:class:`PrefixCache`);
-* generation is our own batched decode loop over that cache, which stops each row at its stop strings;
+* generation is our own batched decode loop over that cache, which stops each row at its stop strings; on a GPU
+  its steps run over a static KV cache as one CUDA graph each (:mod:`robusteval.models.static_decode`);
 * requests are batched; rows of different length are left-padded *after* the prefix (a hole in the
   attention mask) so one cached prefix serves the whole batch.
 
@@ -28,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -47,6 +48,12 @@ from robusteval.models.registry import ModelSpec, register_backend
 from robusteval.models.tokenization import split_by_offsets, tokenize_with_offsets
 from robusteval.paths import cache_root
 from robusteval.progress import status
+
+if TYPE_CHECKING:
+    from robusteval.models.static_decode import StaticDecoder, StaticEngine
+
+#: ``HFBackend(decoder=...)``: see :meth:`HFBackend._static_engine`.
+DECODERS = ("auto", "static", "dynamic")
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
@@ -215,7 +222,8 @@ class HFBackend:
 
     capabilities = frozenset({GENERATE, LOGPROBS, WHITEBOX})
 
-    def __init__(self, model: Any, tokenizer: Any, name: str, *, batch_size: int = 8, use_prefix_cache: bool = True):
+    def __init__(self, model: Any, tokenizer: Any, name: str, *, batch_size: int = 8, use_prefix_cache: bool = True,
+                 decoder: str = "auto", step_compile: str = "auto"):
         # Attacks need gradients w.r.t. inputs only; frozen weights keep backward passes from ever building
         # (or accumulating) weight gradients, e.g. a dense [vocab, hidden] embedding gradient.
         self.model = model.eval().requires_grad_(False)
@@ -245,6 +253,59 @@ class HFBackend:
         self.explicit_masks = has_sliding and attn in ("sdpa", "eager")
         self.additive_masks = attn == "eager"
         self.exact_batching_only = has_sliding and not self.explicit_masks
+        self._static = self._static_engine(decoder, step_compile)
+
+    def _static_engine(self, decoder: str, step_compile: str) -> StaticEngine | None:
+        """The static-cache decoder's engine when ``decoder`` asks for it and the model allows it, else None.
+
+        ``auto``: static on cuda where eligible, dynamic elsewhere (CPU decoding is not launch-bound). ``static``:
+        the static path on any device (on CPU without CUDA graphs). ``dynamic``: never.
+        """
+        from robusteval.models.static_decode import COMPILE_MODES, StaticEngine, static_ineligible
+
+        if decoder not in DECODERS:
+            raise UserError(f"decoder {decoder!r}: use one of {', '.join(DECODERS)}")
+        if step_compile not in COMPILE_MODES:
+            raise UserError(f"step_compile {step_compile!r}: use one of {', '.join(COMPILE_MODES)}")
+        if decoder == "dynamic" or (decoder == "auto" and self.device.type != "cuda"):
+            return None
+        reason = static_ineligible(self.model)
+        if reason is not None:
+            status(f"{self.name}: decoding with the dynamic KV cache, not a static one with CUDA graphs: {reason}")
+            return None
+        return StaticEngine(self.model, self._cache_kwarg, self.batch_size, step_compile)
+
+    @property
+    def decoder(self) -> str:
+        """``static`` while decoding runs over the static cache, else ``dynamic`` (also after a failure)."""
+        return "static" if self._static is not None and self._static.failed is None else "dynamic"
+
+    @torch.no_grad()
+    def warm_up(self, length: int | None = None) -> None:
+        """Compile (and on cuda capture) the static decoder's step for the default bucket now, at load time,
+        rather than inside the first batch: a throwaway decode of ``batch_size`` rows over a cache of ``length``
+        slots (default :data:`~robusteval.models.static_decode.WARM_UP_LENGTH`). A no-op on the dynamic path."""
+        from robusteval.models.static_decode import WARM_UP_LENGTH, StaticDecoder
+
+        engine = self._static
+        if engine is None or engine.failed is not None or engine.compile_mode == "off":
+            return  # nothing to compile
+        import time
+
+        length = length or WARM_UP_LENGTH
+        began = time.monotonic()
+        status(f"{self.name}: compiling the static-cache decode step ({engine.compile_mode}, "
+               f"{self.batch_size} rows, {length} slots)")
+        token = self.bos_ids[0] if self.bos_ids else (self.tokenizer.pad_token_id or 0)
+        batch = self._padded([], [[token]])
+        decoder = StaticDecoder(self, engine, batch, length - batch.embeds.shape[1])
+        decoder.start()
+        tokens = torch.tensor([token])
+        # CUDA graph trees run a new graph eagerly once, record it on the second call and replay from the third.
+        for _ in range(3):
+            decoder.step(tokens)
+        if engine.failed is None:
+            status(f"{self.name}: decode step ready in {time.monotonic() - began:.1f} s")
 
     def __repr__(self) -> str:
         return f"HFBackend({self.name!r}, device={self.device}, dtype={self.dtype})"
@@ -665,7 +726,11 @@ class HFBackend:
             rows.append(DecodedRow(generated[row], text, finish[row] or "length"))
         return rows
 
-    def _decoder(self, batch: PaddedBatch, max_new_tokens: int) -> DynamicDecoder:
+    def _decoder(self, batch: PaddedBatch, max_new_tokens: int) -> DynamicDecoder | StaticDecoder:
+        if self._static is not None and self._static.failed is None:
+            from robusteval.models.static_decode import StaticDecoder
+
+            return StaticDecoder(self, self._static, batch, max_new_tokens)
         return DynamicDecoder(self, batch)
 
     def _stopped_text(self, ids: list[int], stops: Sequence[str]) -> str | None:
@@ -861,8 +926,16 @@ def build_hf_backend(
     batch_size: int = 8,
     prefix_cache: bool = True,
     model_args: dict[str, Any] | None = None,
+    decoder: str = "auto",
+    step_compile: str = "auto",
     **_ignored: Any,
 ) -> HFBackend:
+    """``decoder``: ``auto`` (a static KV cache with a CUDA-graph step on cuda where the model allows it, the
+    dynamic cache elsewhere), ``static`` or ``dynamic``; ``step_compile``: how the static step is compiled
+    (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time."""
     model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, model_args=model_args)
     torch.set_grad_enabled(True)
-    return HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache)
+    backend = HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache,
+                        decoder=decoder, step_compile=step_compile)
+    backend.warm_up()
+    return backend
