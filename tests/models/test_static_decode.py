@@ -21,7 +21,7 @@ from torch._dynamo.utils import counters
 from robusteval.errors import UserError
 from robusteval.models import GenerationRequest, load_backend
 from robusteval.models.hf import HFBackend
-from robusteval.models.static_decode import MIN_LENGTH_BUCKET, length_bucket, row_bucket
+from robusteval.models.static_decode import MIN_LENGTH_BUCKET, StaticDecoder, length_bucket, row_bucket
 
 PREFIX = "Q: What is 2 + 3?\nA: The answer is 5. 2 + 3 = 5.\n\nQ: What is 4 + 4?\nA: The answer is 8. 4 + 4 = 8.\n\n"
 PROMPTS = [
@@ -174,7 +174,7 @@ def test_warm_up_compiles_the_step_as_one_graph(compiled: tuple[HFBackend, int],
     engine = backend._static
     assert engine.failed is None, engine.failed  # fullgraph=True: a graph break would have raised
     assert counters["stats"]["unique_graphs"] == before + 1  # compiled at warm-up, before any request
-    assert engine.steps == 3 and list(engine.caches) == [(4, MIN_LENGTH_BUCKET)]
+    assert engine.steps == 6 and list(engine.caches) == [(4, MIN_LENGTH_BUCKET)]
     _same(dynamic, backend, _requests(max_new_tokens=16))
     assert counters["stats"]["unique_graphs"] == before + 1
 
@@ -210,7 +210,7 @@ def test_load_backend_threads_the_decoder_and_warms_up(tiny_trained_dir: Path,
     backend = load_backend(f"hf:{tiny_trained_dir}", device="cpu", batch_size=2, decoder="static",
                            step_compile="eager")
     assert isinstance(backend, HFBackend) and backend.decoder == "static"
-    assert backend._static.steps == 3 and len(_status_lines(caplog, "decode step ready")) == 1
+    assert backend._static.steps == 6 and len(_status_lines(caplog, "decode step ready")) == 1
     assert load_backend(f"hf:{tiny_trained_dir}", device="cpu", decoder="dynamic").decoder == "dynamic"
 
 
@@ -291,3 +291,18 @@ def test_failure_in_the_middle_of_a_batch_is_replayed_exactly(
     backend.generate(_requests(max_new_tokens=4))
     assert backend._static.steps == 5
     assert len(_status_lines(caplog, FAILED)) == 1
+
+
+def test_a_static_path_that_disagrees_with_the_dynamic_cache_is_given_up_at_load(
+        tiny_trained_dir: Path, dynamic: HFBackend, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The CUDA-graph path cannot run in CI: a static path that decodes wrongly where it does run (here: the
+    cached prefix never copied in) is caught by the load-time self-check and never used."""
+    caplog.set_level(logging.INFO, logger="robusteval")
+    monkeypatch.setattr(StaticDecoder, "_copy_prefix", lambda self, prefix: None)
+    backend = _backend(tiny_trained_dir, "static", step_compile="eager", warm_up=MIN_LENGTH_BUCKET)
+    assert backend.decoder == "dynamic" and "self-check" in (backend._static.failed or "")
+    lines = _status_lines(caplog, FAILED)
+    assert len(lines) == 1 and "differ from the dynamic cache" in lines[0]
+    requests = _requests(max_new_tokens=8)
+    assert [g.text for g in backend.generate(requests)] == [g.text for g in dynamic.generate(requests)]

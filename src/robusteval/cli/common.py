@@ -72,6 +72,9 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--batch-size", type=int, default=8,
                        help="examples per batch: rows per forward and generation (hf); attack matcha attacks "
                             "this many examples together, in lock-step (same outcomes as 1)")
+    group.add_argument("--decoder", default="auto", choices=("auto", "static", "dynamic"),
+                       help="hf: auto = a static KV cache with a compiled CUDA-graph step on a GPU where the model "
+                       "allows it (compiled once at load), the dynamic cache elsewhere; dynamic = never compile")
     group.add_argument("--max-concurrency", type=int, default=8, help="openai: parallel requests")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
     group.add_argument("--request-timeout", type=float, default=60.0, help="openai: seconds per request")
@@ -120,6 +123,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         "device": args.device,
         "model_args": parse_model_args(getattr(args, "model_args", None)),
         "batch_size": args.batch_size,
+        "decoder": getattr(args, "decoder", "auto"),
         "max_concurrency": args.max_concurrency,
         "api_key_env": args.api_key_env,
         "timeout": args.request_timeout,

@@ -284,28 +284,35 @@ class HFBackend:
     def warm_up(self, length: int | None = None) -> None:
         """Compile (and on cuda capture) the static decoder's step for the default bucket now, at load time,
         rather than inside the first batch: a throwaway decode of ``batch_size`` rows over a cache of ``length``
-        slots (default :data:`~robusteval.models.static_decode.WARM_UP_LENGTH`). A no-op on the dynamic path."""
-        from robusteval.models.static_decode import WARM_UP_LENGTH, StaticDecoder
+        slots (default :data:`~robusteval.models.static_decode.WARM_UP_LENGTH`); then check it against the
+        dynamic cache in that bucket (:func:`~robusteval.models.static_decode.self_check`: on a disagreement the
+        backend decodes with the dynamic cache from then on, said in run.log). A no-op on the dynamic path."""
+        from robusteval.models.static_decode import WARM_UP_LENGTH, StaticDecoder, self_check
 
         engine = self._static
-        if engine is None or engine.failed is not None or engine.compile_mode == "off":
-            return  # nothing to compile
-        import time
-
+        if engine is None or engine.failed is not None:
+            return
         length = length or WARM_UP_LENGTH
-        began = time.monotonic()
-        status(f"{self.name}: compiling the static-cache decode step ({engine.compile_mode}, "
-               f"{self.batch_size} rows, {length} slots)")
-        token = self.bos_ids[0] if self.bos_ids else (self.tokenizer.pad_token_id or 0)
-        batch = self._padded([], [[token]])
-        decoder = StaticDecoder(self, engine, batch, length - batch.embeds.shape[1])
-        decoder.start()
-        tokens = torch.tensor([token])
-        # CUDA graph trees run a new graph eagerly once, record it on the second call and replay from the third.
-        for _ in range(3):
-            decoder.step(tokens)
-        if engine.failed is None:
-            status(f"{self.name}: decode step ready in {time.monotonic() - began:.1f} s")
+        if engine.compile_mode != "off":
+            import time
+
+            began = time.monotonic()
+            status(f"{self.name}: compiling the static-cache decode step ({engine.compile_mode}, "
+                   f"{self.batch_size} rows, {length} slots)")
+            token = self.bos_ids[0] if self.bos_ids else (self.tokenizer.pad_token_id or 0)
+            batch = self._padded([], [[token]])
+            decoder = StaticDecoder(self, engine, batch, length - batch.embeds.shape[1])
+            decoder.start()
+            tokens = torch.tensor([token])
+            # CUDA graph trees run a new graph eagerly once, record it on the second call and replay from the third.
+            for _ in range(3):
+                decoder.step(tokens)
+            if engine.failed is None:
+                status(f"{self.name}: decode step ready in {time.monotonic() - began:.1f} s")
+        # Then the replayed step (the same bucket) against the dynamic cache.
+        disagreement = self_check(self, engine, length) if engine.failed is None else None
+        if disagreement is not None:
+            engine.fail("self-check", ValueError(disagreement))
 
     def __repr__(self) -> str:
         return f"HFBackend({self.name!r}, device={self.device}, dtype={self.dtype})"

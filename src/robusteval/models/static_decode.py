@@ -301,3 +301,38 @@ class StaticDecoder:
             logits = dynamic.step(tokens)
         self.fallback = dynamic
         return logits
+
+
+#: A static step's logits may differ from the dynamic cache's by this fraction of the largest logit (bf16 sums in
+#: another order over another number of keys); a broken static path (a missing prefix, a wrong mask) is far off.
+SELF_CHECK_TOLERANCE = 0.02
+
+
+@torch.no_grad()
+def self_check(backend: HFBackend, engine: StaticEngine, length: int, steps: int = 3) -> str | None:
+    """Decode a short prompt after a cached prefix, two rows of different lengths, on the static path and on the
+    dynamic cache, feeding both the same tokens, in the cache bucket of ``length`` slots (the one warmed up: its
+    compiled graph is replayed); None when their logits agree at every step, else why not.
+
+    The static path cannot be tested in CI (no GPU): this check runs where it runs, at load time, and a
+    disagreement sends the backend back to the dynamic cache instead of decoding wrongly."""
+    from robusteval.models.hf import DynamicDecoder
+
+    prefix = backend.bos_ids + backend.encode("Q: 2 + 3 = ?\nA: The answer is 5.\n\n")
+    batch = backend._padded(prefix, [backend.encode("Q: 7 - 4 = ?\nA:"), backend.encode("Q: 10 + 1 = ?\nA:")])
+    room = length - (len(prefix) if backend.use_prefix_cache else 0) - batch.embeds.shape[1]
+    static, dynamic = StaticDecoder(backend, engine, batch, max(steps, room)), DynamicDecoder(backend, batch)
+    expected, got = dynamic.start(), static.start()
+    for step in range(steps + 1):
+        if engine.failed is not None:
+            return None  # the static path already gave up (and said why)
+        scale = float(expected.float().abs().max()) or 1.0
+        worst = float((got.float() - expected.float()).abs().max())
+        if not worst <= SELF_CHECK_TOLERANCE * scale:  # also catches NaN
+            return (f"its logits differ from the dynamic cache's by {worst:.3g} (largest logit {scale:.3g}) at step "
+                    f"{step}")
+        if step == steps:
+            return None
+        tokens = expected.argmax(dim=-1).cpu()
+        expected, got = dynamic.step(tokens), static.step(tokens)
+    return None
