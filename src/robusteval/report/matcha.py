@@ -10,6 +10,7 @@ Every number is read from a summary (``summary.json`` / ``sweep.json``), never r
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,10 +128,12 @@ def baselines_table(runs: Sequence[Run]) -> Table | Note:
                     "variant=..., to fill the paper's Table 3.")
     columns = list(dict.fromkeys((model_name(r), dataset_name(r), run_level(r)) for r in done))
     groups: dict[tuple[Any, ...], list[Run]] = {}
-    for run in done:
-        groups.setdefault((run_variant(run), _settings(run), (model_name(run), dataset_name(run), run_level(run))),
+    settings_of = [_settings(run) for run in done]
+    for run, settings in zip(done, settings_of, strict=True):
+        groups.setdefault((run_variant(run), settings, (model_name(run), dataset_name(run), run_level(run))),
                           []).append(run)
-    common = max({_settings(r) for r in done}, key=lambda s: sum(_settings(r) == s for r in done))
+    # The setting most runs share (counted once per run, not by comparing every setting with every run).
+    common = Counter(settings_of).most_common(1)[0][0]
     row_keys = sorted({(v, s) for v, s, _ in groups},
                       key=lambda k: (list(VARIANT_NAMES).index(k[0]) if k[0] in VARIANT_NAMES else 99, k[1]))
     body = []
