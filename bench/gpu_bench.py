@@ -477,13 +477,22 @@ def decode_prompt(backend: HFBackend, batch: int, prompt_tokens: int) -> tuple[l
     return prefix, suffixes
 
 
+def per_step(t_full: float, t_half: float, steps_full: int, steps_half: int) -> float:
+    """Seconds per decode step: the difference of two runs from the same prompt (N and N/2 new tokens), so the
+    prefill and any per-call overhead cancel."""
+    if steps_full > steps_half and t_full > t_half:
+        return (t_full - t_half) / (steps_full - steps_half)
+    return t_full / max(steps_full, 1)  # timing noise larger than the difference (tiny models): the plain mean
+
+
 def run_decode(args: argparse.Namespace, model: Any, tokenizer: Any, device: torch.device, results: Results) -> None:
     out = results.data.setdefault("decode", {"rows": {}})
     new = args.max_new_tokens
     compile_on = args.compile if args.compile is not None else device.type == "cuda"
     out.update({"prompt_tokens": args.prompt_tokens, "new_tokens": new, "compile": compile_on,
-                "method": "ms/step = (time for N new tokens - time for 1) / (N - 1), after a warm-up; "
+                "method": "ms/step = (time for N new tokens - time for N/2) / (N - N/2), after a warm-up; "
                           "robusteval: the prefix is cached, its suffix prefilled; generate: the whole prompt"})
+    half = max(new // 2, 1)
     for batch in args.decode_batches:
         backend = make_backend(model, tokenizer, f"random:{args.shape}", batch)
         prefix, suffixes = decode_prompt(backend, batch, args.prompt_tokens)
@@ -494,11 +503,12 @@ def run_decode(args: argparse.Namespace, model: Any, tokenizer: Any, device: tor
             return backend.decode_many(prefix, suffixes, max_new_tokens=limit)
 
         ours(min(8, new))  # warm-up (also encodes the prefix into its cache)
-        t1, _ = timed(device, lambda: ours(1))
         tn, rows = timed(device, lambda: ours(new))
+        th, rows_half = timed(device, lambda: ours(half))
         steps = max(len(r.token_ids) for r in rows)
-        row["robusteval"] = {"prefill_s": t1, "total_s": tn, "steps": steps,
-                             "ms_per_step": (tn - t1) / max(steps - 1, 1) * 1000}
+        per = per_step(tn, th, steps, max(len(r.token_ids) for r in rows_half))
+        row["robusteval"] = {"total_s": tn, "half_s": th, "steps": steps, "ms_per_step": per * 1000,
+                             "prefill_s": th - per * max(len(r.token_ids) for r in rows_half)}
         print(f"decode batch {batch:>3}: robusteval decode_many {row['robusteval']['ms_per_step']:.2f} ms/step "
               f"({steps} steps, {tn:.2f} s)", flush=True)
 
@@ -516,10 +526,11 @@ def run_decode(args: argparse.Namespace, model: Any, tokenizer: Any, device: tor
             generate(new)  # warm-up: compiles the decode step for this batch size (static cache of N tokens)
             warm = time.perf_counter() - began
             tn, seqs = timed(device, lambda: generate(new))
-            t1, _ = timed(device, lambda: generate(1))  # reuses the larger static cache: no recompilation
-            steps = seqs.shape[1] - ids.shape[1]
-            row["generate_static"] = {"warmup_s": warm, "prefill_s": t1, "total_s": tn, "steps": steps,
-                                      "ms_per_step": (tn - t1) / max(steps - 1, 1) * 1000,
+            th, seqs_half = timed(device, lambda: generate(half))  # reuses the larger static cache
+            steps, steps_half = seqs.shape[1] - ids.shape[1], seqs_half.shape[1] - ids.shape[1]
+            per = per_step(tn, th, steps, steps_half)
+            row["generate_static"] = {"warmup_s": warm, "total_s": tn, "half_s": th, "steps": steps,
+                                      "ms_per_step": per * 1000, "prefill_s": th - per * steps_half,
                                       "compiled": hasattr(model, "_compiled_call")}
             print(f"decode batch {batch:>3}: generate(static{', compiled' if hasattr(model, '_compiled_call') else ''}) "
                   f"{row['generate_static']['ms_per_step']:.2f} ms/step (warm-up {warm:.1f} s)", flush=True)
