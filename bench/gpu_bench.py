@@ -118,6 +118,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default="auto", help="auto (cuda when available), cuda, cpu")
     parser.add_argument("--parts", default="eval,decode,attack", help="comma list of eval, decode, attack")
     parser.add_argument("--out", default="gpu_bench.json", help="JSON file of every figure (gpu_bench.json)")
+    parser.add_argument("--decoder", choices=("auto", "static", "dynamic"), default="auto",
+                        help="robusteval's hf decoder (auto: the static cache with a CUDA-graph step on cuda); when it "
+                        "is static, decode also measures the dynamic cache beside it")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget everywhere (256)")
@@ -310,8 +313,20 @@ def build_model(args: argparse.Namespace, tokenizer: Any, device: torch.device, 
     return model.eval()
 
 
-def make_backend(model: Any, tokenizer: Any, name: str, batch_size: int) -> HFBackend:
-    backend = HFBackend(model, tokenizer, name, batch_size=batch_size, use_prefix_cache=True)
+#: --decoder for every backend the bench builds (set by main): auto is the static cache on cuda.
+DECODER = {"decoder": "auto"}
+#: Seconds each backend's load-time warm-up (compile, capture, self-check) took, by (decoder, batch size).
+WARM_UPS: dict[str, float] = {}
+
+
+def make_backend(model: Any, tokenizer: Any, name: str, batch_size: int, decoder: str | None = None) -> HFBackend:
+    """The hf backend as ``load_model`` builds it, warm-up included (on cuda: the static decode step compiled and
+    captured, then checked against the dynamic cache), timed apart in :data:`WARM_UPS`."""
+    decoder = decoder or DECODER["decoder"]
+    backend = HFBackend(model, tokenizer, name, batch_size=batch_size, use_prefix_cache=True, decoder=decoder)
+    began = time.perf_counter()
+    backend.warm_up()
+    WARM_UPS.setdefault(f"{backend.decoder}-b{batch_size}", time.perf_counter() - began)
     backend.eos_ids = set()  # BENCH ONLY: never stop at a random model's end-of-sequence token
     return backend
 
@@ -502,15 +517,29 @@ def run_decode(args: argparse.Namespace, model: Any, tokenizer: Any, device: tor
                  suffixes: list[list[int]] = suffixes) -> Any:
             return backend.decode_many(prefix, suffixes, max_new_tokens=limit)
 
-        ours(min(8, new))  # warm-up (also encodes the prefix into its cache)
-        tn, rows = timed(device, lambda: ours(new))
-        th, rows_half = timed(device, lambda: ours(half))
-        steps = max(len(r.token_ids) for r in rows)
-        per = per_step(tn, th, steps, max(len(r.token_ids) for r in rows_half))
-        row["robusteval"] = {"total_s": tn, "half_s": th, "steps": steps, "ms_per_step": per * 1000,
-                             "prefill_s": th - per * max(len(r.token_ids) for r in rows_half)}
-        print(f"decode batch {batch:>3}: robusteval decode_many {row['robusteval']['ms_per_step']:.2f} ms/step "
-              f"({steps} steps, {tn:.2f} s)", flush=True)
+        def measure(ours: Callable[[int], Any]) -> dict[str, Any]:
+            ours(min(8, new))  # warm-up (also encodes the prefix into its cache)
+            tn, rows = timed(device, lambda: ours(new))
+            th, rows_half = timed(device, lambda: ours(half))
+            steps = max(len(r.token_ids) for r in rows)
+            per = per_step(tn, th, steps, max(len(r.token_ids) for r in rows_half))
+            return {"total_s": tn, "half_s": th, "steps": steps, "ms_per_step": per * 1000,
+                    "prefill_s": th - per * max(len(r.token_ids) for r in rows_half)}
+
+        row["robusteval"] = {**measure(ours), "decoder": backend.decoder}
+        print(f"decode batch {batch:>3}: robusteval decode_many ({backend.decoder} cache) "
+              f"{row['robusteval']['ms_per_step']:.2f} ms/step ({row['robusteval']['steps']} steps, "
+              f"{row['robusteval']['total_s']:.2f} s)", flush=True)
+        if backend.decoder == "static":  # the dynamic cache beside it: what the static path gains
+            dynamic = make_backend(model, tokenizer, f"random:{args.shape}", batch, decoder="dynamic")
+            def theirs(limit: int, dynamic: HFBackend = dynamic, prefix: list[int] = prefix,
+                       suffixes: list[list[int]] = suffixes) -> Any:
+                return dynamic.decode_many(prefix, suffixes, max_new_tokens=limit)
+
+            row["robusteval_dynamic"] = {**measure(theirs), "decoder": "dynamic"}
+            print(f"decode batch {batch:>3}: robusteval decode_many (dynamic cache) "
+                  f"{row['robusteval_dynamic']['ms_per_step']:.2f} ms/step", flush=True)
+            del dynamic
 
         ids = torch.tensor([prefix + s for s in suffixes], device=device)
         mask = torch.ones_like(ids)
@@ -760,8 +789,13 @@ def report(data: dict[str, Any]) -> None:
         for key, row in dec["rows"].items():
             gen = row["generate_static"]
             how = "error" if "error" in gen else ("static, compiled" if gen.get("compiled") else "static, eager")
+            dynamic = row.get("robusteval_dynamic", {}).get("ms_per_step")
             print(f"{key:>5} {row['robusteval']['ms_per_step']:>11.2f} {fmt(gen.get('ms_per_step')):>9} "
-                  f"{fmt(row['ratio_vs_generate'], '.2f', 'x'):>7}  {how}")
+                  f"{fmt(row['ratio_vs_generate'], '.2f', 'x'):>7}  {how}; robusteval's decoder: "
+                  f"{row['robusteval'].get('decoder')}" + (f" (dynamic cache: {dynamic:.2f})" if dynamic else ""))
+    if data.get("warm_up_s"):
+        print("load-time warm-up (compile, capture, self-check) by decoder and batch: " + ", ".join(
+            f"{k} {v:.1f} s" for k, v in data["warm_up_s"].items()))
     fl = data["floor"]
     print(f"\nfloor: {fl['param_bytes'] / 1e9:.3f} GB of parameters / "
           f"{fmt(fl['bandwidth_Bps'] and fl['bandwidth_Bps'] / 1e12, '.2f', ' TB/s')} = "
@@ -798,6 +832,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    DECODER["decoder"] = args.decoder
     torch.set_grad_enabled(True)
     began = time.perf_counter()
     tokenizer, tokenizer_file = (llama3_tokenizer() if SHAPES[args.shape]["tokenizer"] == "llama3"
@@ -836,6 +871,7 @@ def main(argv: list[str] | None = None) -> int:
             run_attack(args, model, tokenizer, device, root, results)
         if args.profile:
             run_profile(args, model, tokenizer, device, root, results)
+    results.data["warm_up_s"] = dict(WARM_UPS)
     results.data["environment"]["load_after"] = os.getloadavg()
     results.data["wall_s"] = time.perf_counter() - began
     report(results.data)
