@@ -3,7 +3,7 @@ defaults per dataset, and the run config behind ``robusteval attack matcha`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from robusteval.config import nested, option
@@ -12,6 +12,9 @@ from robusteval.errors import UserError
 from robusteval.seeding import DEFAULT_SEED
 
 VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix")
+#: When the token level generates and judges (see attacks/matcha/token.py): once after the last step (the
+#: paper's text), or also right after the insertions (the authors' implementation, the published tables).
+SUCCESS_CHECKS = ("final", "insertion-and-final")
 
 #: Paper defaults per dataset: (top-k ratio, epsilon fraction).
 DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
@@ -47,6 +50,7 @@ class MatchaConfig:
     max_redraws: int = 5  # insertions the semantic judge rejects are drawn again this many times
     max_drift: float | None = None  # token level: candidates drifting further are rejected before the judge
     drift_measure: str | None = None  # what max_drift bounds: "embedding" (1 - cosine) or "char" (edit ratio)
+    success_check: str = "final"  # token level: "final" or "insertion-and-final" (SUCCESS_CHECKS)
 
     @classmethod
     def for_dataset(cls, dataset: str, **overrides: Any) -> MatchaConfig:
@@ -79,6 +83,19 @@ class MatchaConfig:
             raise UserError("--max-drift bounds the drift of perturbed question text; the embedding level has none")
         if self.max_drift is not None and self.drift_measure not in ("embedding", "char"):
             raise UserError(f"drift measure {self.drift_measure!r}: use embedding or char")
+        if self.success_check not in SUCCESS_CHECKS:
+            raise UserError(f"--success-check {self.success_check}: use {' or '.join(SUCCESS_CHECKS)}")
+        if self.success_check != "final" and self.level == "embedding":
+            raise UserError("--success-check insertion-and-final is for the token level (the embedding level inserts "
+                            "nothing)")
+
+    def identity_record(self) -> dict[str, Any]:
+        """The hyper-parameters as the run identity and unit keys record them: every field, except a
+        ``success_check`` left at ``final`` (runs made before the option existed keep their identity)."""
+        record = asdict(self)
+        if record["success_check"] == "final":
+            del record["success_check"]
+        return record
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,12 @@ class MatchaRunConfig:
                                      "of all-MiniLM-L6-v2 embeddings with the drift extra, else the character "
                                      "edit ratio; the summary records which)")
     max_new_tokens: int = option(256, help="generation budget per answer")
+    success_check: str | None = option(None, choices=SUCCESS_CHECKS,
+                                       help="token level: when to generate and judge: final (once, after the last "
+                                       "step: the paper's text) or insertion-and-final (also right after the "
+                                       "insertions, stopping there on a success or a changed answer: the authors' "
+                                       "implementation, which produced the published tables; --preset paper's "
+                                       "default). Default: final")
     exemplars: str | None = option(None, metavar="math|yesno|PATH",
                                    help="in-context exemplars (default: built-in set matching the answer type; "
                                    "--preset paper needs a file, e.g. the Wei et al. sets)")
@@ -155,6 +178,8 @@ class MatchaRunConfig:
             # Resolved here, so the run identity records the measure and an environment that lost the
             # embedding model cannot resume a run that bounded the cosine.
             drift_measure=drift_measure() if self.max_drift is not None else None,
+            success_check=self.success_check or ("insertion-and-final" if self.preset == "paper"
+                                                 and self.level == "token" else "final"),
         )
         config.validate()
         return config
@@ -223,6 +248,9 @@ class MatchaRunConfig:
             out.append("prompted through the chat template (the paper prompts the raw model)")
         if hyper.max_drift is not None:
             out.append(f"perturbations bounded by --max-drift {hyper.max_drift} ({hyper.drift_measure} measure)")
+        if hyper.level == "token" and hyper.variant != "random-insert" and hyper.success_check == "final":
+            out.append("success judged only after the last step (the authors' implementation, behind the published "
+                       "tables, also judges right after the insertions: --success-check insertion-and-final)")
         return out
 
 

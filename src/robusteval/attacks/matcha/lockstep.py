@@ -44,17 +44,28 @@ class Score:
     questions: list[list[int]] | torch.Tensor
 
 
-Request = Gate | Gradient | Score
+@dataclass(frozen=True)
+class Checkpoint:
+    """Generate from the question with these ids and judge the completion -> "success" (answer kept, reasoning
+    judged wrong), "wrong" (answer changed) or None (neither: the attack goes on)."""
+
+    ids: list[int]
+
+
+Request = Gate | Gradient | Score | Checkpoint
 R = TypeVar("R")
 #: An example's attack: yields requests, receives their answers, returns its result.
 AttackSteps = Generator[Request, Any, R]
 #: Many gate requests at once, as (example index, question ids) -> (accepted, verdict) each, in order.
 GateMany = Callable[[list[tuple[int, list[int]]]], list[tuple[bool, dict[str, Any]]]]
+#: Many checkpoints at once, as (example index, question ids) -> "success", "wrong" or None each, in order.
+CheckMany = Callable[[list[tuple[int, list[int]]]], list[str | None]]
 
 
 def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[AttackSteps[R]],
-                 gate: GateMany | None = None) -> list[R]:
-    """Run ``attacks[i]`` (against ``objectives[i]``) together; their results in order."""
+                 gate: GateMany | None = None, check: CheckMany | None = None) -> list[R]:
+    """Run ``attacks[i]`` (against ``objectives[i]``) together; their results in order. ``gate`` answers the
+    semantic gates, ``check`` the checkpoints (both batched over the examples asking in a round)."""
     if len(objectives) != len(attacks):
         raise ValueError(f"{len(objectives)} objectives for {len(attacks)} attacks")
     results: list[Any] = [None] * len(attacks)
@@ -76,6 +87,11 @@ def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[Attack
             if gate is None:
                 raise ValueError("an attack asked the semantic gate, but none was given")
             replies.update(zip((i for i, _ in gates), gate(gates), strict=True))
+        checks = [(i, r.ids) for i, r in asked.items() if isinstance(r, Checkpoint)]
+        if checks:
+            if check is None:
+                raise ValueError("an attack asked for a checkpoint, but no checker was given")
+            replies.update(zip((i for i, _ in checks), check(checks), strict=True))
         wanted = [(i, r.question) for i, r in asked.items() if isinstance(r, Gradient)]
         if wanted:
             embeds = [_embeds(objectives[i], [q])[0] if not isinstance(q, torch.Tensor) else q for i, q in wanted]

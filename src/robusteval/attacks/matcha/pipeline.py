@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
@@ -65,7 +66,7 @@ def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examp
     config.check(answer_type)  # refused here, before any model loads
     ref = exemplar_source(config.exemplars, answer_type)
     prompt = AnswerFirstPrompt(load_exemplars(ref))
-    hyper = {k: v for k, v in dataclasses.asdict(config.hyperparameters()).items() if k != "target_answer"}
+    hyper = {k: v for k, v in config.hyperparameters().identity_record().items() if k != "target_answer"}
     return run_identity(COMMAND, config, model, exemplars=ref, answer_type=answer_type,
                         prefix_hash=unit_key(prompt.prefix), config={**hyper, "level": config.level})
 
@@ -222,6 +223,9 @@ def summarise_matcha(
         # Examples whose every insertion was refused (semantic judge or --max-drift): not attacked.
         "n_semantic_skipped": sum(1 for r in rows if r.get("skipped")),
         "drift": drift_summary([r for r in attacked if not r.get("skipped")], config.max_drift),
+        # Which checkpoint decided each attacked example (--success-check): "insertion" or "final".
+        "success_check": config.success_check,
+        "decided_at": dict(Counter(r["decided_at"] for r in rows if r["attacked"] and r.get("decided_at"))),
         "error_types": error_types,
     }
     if notes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -51,6 +51,13 @@ def answer_token_count(backend, continuation_ids: Sequence[int], answer_sentence
     return len(continuation_ids)
 
 
+@dataclass(frozen=True)
+class Generated:
+    """A completion generated during the attack (at the insertion checkpoint) that is already the final one."""
+
+    row: Any
+
+
 class MatchaRunner:
     #: Candidate losses per forward (None: all at once); the benchmark's naive baseline sets 1.
     candidate_chunk: int | None = None
@@ -82,7 +89,7 @@ class MatchaRunner:
         self._layouts: dict[str, PromptLayout] = {}
         self._allowed: torch.Tensor | None = None
         self._drift_meter: Any = None
-        self.hyper = asdict(config)
+        self.hyper = config.identity_record()
 
     # ------------------------------------------------------------------ prompts
     def layout(self, question: str) -> PromptLayout:
@@ -239,10 +246,13 @@ class MatchaRunner:
         timings["optimise"] = time.perf_counter() - began
         began = time.perf_counter()
         live = [i for i, suffix in enumerate(suffixes) if suffix is not None]
-        rows = self._decode([(layouts[i].prefix, suffixes[i]) for i in live])
+        todo = [i for i in live if not isinstance(suffixes[i], Generated)]
+        rows = dict(zip(todo, self._decode([(layouts[i].prefix, suffixes[i]) for i in todo]), strict=True))
+        rows.update({i: suffixes[i].row for i in live if isinstance(suffixes[i], Generated)})
         timings["generate"] = time.perf_counter() - began
         share = {name: seconds / len(examples) for name, seconds in timings.items()}
-        for i, row in zip(live, rows, strict=True):
+        for i in live:
+            row = rows[i]
             read = read_completion(row.text, examples[i].answer_type)
             records[i].update({
                 "perturbed_completion": row.text,
@@ -256,13 +266,15 @@ class MatchaRunner:
 
     def _token_attacks(self, examples: Sequence[Example], cleans: Sequence[dict[str, Any]],
                        objectives: Sequence[MatchaObjective], records: list[dict[str, Any]]) -> list[Any]:
-        """Token attacks of a batch; fills ``records``; returns each example's suffix ids to generate from (None
-        for an example whose every insertion was refused: it is skipped)."""
+        """Token attacks of a batch; fills ``records``; returns each example's suffix ids to generate from, or its
+        completion when the insertion checkpoint generated it already (None for an example whose every insertion
+        was refused: it is skipped)."""
         cfg = self.config
         meter = self.drift_meter
         # Drift against the question as the model reads it, so tokenizer round-trip artefacts do not count.
         originals = [self.backend.decode(list(clean["question_ids"])).strip() for clean in cleans]
         verdicts: list[list[dict[str, Any]]] = [[] for _ in examples]  # each example's semantic verdicts
+        generated: dict[tuple[int, tuple[int, ...]], Any] = {}  # the insertion checkpoints' completions
 
         def gate(asked: list[tuple[int, list[int]]]) -> list[tuple[bool, dict[str, Any]]]:
             texts = [self.backend.decode(ids).strip() for _, ids in asked]
@@ -285,17 +297,40 @@ class MatchaRunner:
                           verdict if drifts[k] is None else {**verdict, "drift": drifts[k]})
             return out
 
+        def check(asked: list[tuple[int, list[int]]]) -> list[str | None]:
+            """The insertion checkpoint: generate from each question, then "wrong" where the answer changed,
+            "success" where it was kept and the reasoning judge finds the reasoning wrong, else None."""
+            rows = self._decode([(layouts[i].prefix, layouts[i].head + ids + layouts[i].tail) for i, ids in asked])
+            out: list[str | None] = []
+            kept = []
+            for (i, ids), row in zip(asked, rows, strict=True):
+                generated[(i, tuple(ids))] = row
+                read = read_completion(row.text, examples[i].answer_type)
+                if answers_match(read["predicted"], records[i]["target"], examples[i].answer_type):
+                    kept.append((len(out), i, row.text))
+                    out.append(None)
+                else:
+                    out.append("wrong")
+            verdicts = self.reasoning_judge([(examples[i].question, cleans[i]["completion"], text)
+                                             for _, i, text in kept]) if kept else []
+            for (k, _, _), verdict in zip(kept, verdicts, strict=True):
+                # An unreadable verdict is no success, as in the metrics.
+                out[k] = "success" if verdict.get("reasoning_correct") is False else None
+            return out
+
+        layouts = [self.layout(example.question) for example in examples]
         attack_config = TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates,
-                                          cfg.max_redraws)
+                                          cfg.max_redraws, cfg.success_check)
         steps = [token_attack_steps(objective, list(clean["question_ids"]), self.allowed_tokens, attack_config,
                                     derive_rng(cfg.seed, "matcha-token", example.id),
                                     slots=word_boundaries(self.backend.decode, clean["question_ids"]))
                  for example, clean, objective in zip(examples, cleans, objectives, strict=True)]
-        results = run_lockstep(objectives, steps, gate)
+        results = run_lockstep(objectives, steps, gate, check)
         suffixes: list[Any] = [None] * len(examples)
         perturbed = {}
         for i, (result, record) in enumerate(zip(results, records, strict=True)):
             record["insertions"] = result.insertions
+            record["decided_at"] = result.decided_at
             drifted = sum(1 for d in result.insertions if (d.get("semantic") or {}).get("rejected_by") == "max_drift")
             record["drift_rejections"] = drifted + sum(
                 1 for step in result.steps for p in step.get("proposals", ())
@@ -317,8 +352,9 @@ class MatchaRunner:
                                             record["question_span"][0] + len(result.question_ids)],
                 "steps": result.steps,
             })
-            layout = self.layout(examples[i].question)
-            suffixes[i] = layout.head + result.question_ids + layout.tail
+            # Decided at the insertion checkpoint: its generation is the final one (greedy, the same ids).
+            row = generated.get((i, tuple(result.question_ids)))
+            suffixes[i] = Generated(row) if row is not None else layouts[i].head + result.question_ids + layouts[i].tail
         if perturbed:
             measured = meter.measure([originals[i] for i in perturbed], list(perturbed.values()))
             for i, drift in zip(perturbed, measured, strict=True):
@@ -344,6 +380,7 @@ class MatchaRunner:
                 "max_abs_delta": result.max_abs_delta,
                 "steps": result.steps,
                 "semantic_verdicts": 0,
+                "decided_at": "final",
             })
             tail = self.layout(example.question).tail
             with torch.no_grad():

@@ -12,6 +12,12 @@ Variants: ``full``; ``random-insert`` (step 1 only); ``random-locs`` (random ins
 top-k); ``cot-loss-only`` (lambda = 0, set by the caller through the objective); ``gcg-suffix`` (the same
 token budget as a suffix at the end of the question, optimised GCG-style: batched random single swaps from
 the top gradient candidates, keep the best).
+
+Success checkpoints (``success_check``): ``final`` judges the example once, from the question after the last step
+(the paper's text); ``insertion-and-final`` also generates and judges right after the accepted insertions, as
+the authors' implementation (which produced the published tables) does: an example whose answer the insertions
+already change, or whose reasoning they already break, is decided there, without any gradient step
+(``decided_at="insertion"``). ``random-insert`` has only the one checkpoint either way.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import numpy as np
 import torch
 
 from robusteval.attacks.matcha.config import VARIANTS
-from robusteval.attacks.matcha.lockstep import AttackSteps, Gate, Gradient, Score, run_lockstep
+from robusteval.attacks.matcha.lockstep import AttackSteps, Checkpoint, Gate, Gradient, Score, run_lockstep
 from robusteval.attacks.matcha.loss import LossTerms
 from robusteval.attacks.matcha.objective import MatchaObjective
 
@@ -41,6 +47,9 @@ class TokenAttackConfig:
     steps: int = 5  # j
     n_candidates: int = 1  # tokens re-scored per chosen position (1 = the paper's pure gradient pick)
     max_redraws: int = 5  # insertions drawn again when the semantic judge rejects them
+    # "final": judged once, after the last step (the paper's text); "insertion-and-final": also right after the
+    # insertions, stopping there on a success or a changed answer (the authors' implementation)
+    success_check: str = "final"
 
 
 @dataclass
@@ -51,6 +60,7 @@ class TokenAttackResult:
     steps: list[dict[str, Any]] = field(default_factory=list)  # per step: loss terms, proposals, verdicts
     insertions: list[dict[str, Any]] = field(default_factory=list)  # every insertion drawn and its verdict
     skipped: str | None = None  # why nothing was attacked (every insertion rejected)
+    decided_at: str = "final"  # the checkpoint whose generation decides the outcome: "insertion" or "final"
 
 
 def word_boundaries(decode: Callable[[list[int]], str], ids: Sequence[int]) -> list[int]:
@@ -106,10 +116,14 @@ def token_attack(
     rng: np.random.Generator,
     semantic_gate: SemanticGate,
     slots: Sequence[int] | None = None,
+    checkpoint: Callable[[list[int]], str | None] | None = None,
 ) -> TokenAttackResult:
-    """The token attack on one example (:func:`token_attack_steps` driven alone)."""
+    """The token attack on one example (:func:`token_attack_steps` driven alone); ``checkpoint`` answers the
+    insertion checkpoint of ``success_check="insertion-and-final"``."""
     steps = token_attack_steps(objective, question_ids, allowed, config, rng, slots)
-    return run_lockstep([objective], [steps], gate=lambda asked: [semantic_gate(ids) for _, ids in asked])[0]
+    check = (lambda asked: [checkpoint(ids) for _, ids in asked]) if checkpoint is not None else None
+    return run_lockstep([objective], [steps], gate=lambda asked: [semantic_gate(ids) for _, ids in asked],
+                        check=check)[0]
 
 
 def token_attack_steps(
@@ -142,6 +156,12 @@ def token_attack_steps(
     if config.variant == "random-insert":
         result.steps.append({"step": 0, "loss": _loss_record((yield Score([ids])))})
         return result
+    if config.success_check == "insertion-and-final":
+        decided = yield Checkpoint(ids)
+        if decided is not None:  # the insertions alone broke the reasoning, or changed the answer
+            result.decided_at = "insertion"
+            result.steps.append({"step": 0, "checkpoint": decided, "loss": _loss_record((yield Score([ids])))})
+            return result
 
     embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
     # On the embeddings' device: top-k indices computed there index it (a host tensor would fail on CUDA).
