@@ -149,3 +149,30 @@ def test_a_batched_run_stores_what_a_batch_one_run_stores(backend: Any, tmp_path
              for stage in stages}
     for stage in stages:
         assert differences(by_id[stage][1], by_id[stage][0]) == [], stage
+
+
+def test_a_batch_cut_by_the_logit_budget_decides_the_same(backend: Any, attackable: Any, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a logit budget of about two rows (a CPU with a large vocabulary), gradients, candidate losses and
+    reference logits go in several padded forwards per round: still what each example decides alone."""
+    import robusteval.models.hf as hf
+
+    examples, clean = attackable
+    runner = runner_for(backend, tmp_path / "run", MatchaConfig(target_answer="clean", n_candidates=3), picky_judge)
+    alone = [runner.attack_one(example, record) for example, record in zip(examples, clean, strict=True)]
+    widest = max(len(r["continuation_ids"]) for r in clean)
+    budget = 2 * widest * backend.embedding_matrix.shape[0]
+    calls = [0]
+    hook = backend.model.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    try:
+        whole = calls[0]
+        runner.attack_many(examples, clean)
+        whole = calls[0] - whole
+        monkeypatch.setattr(hf, "logit_budget", lambda device: budget)
+        cut = calls[0]
+        together = runner.attack_many(examples, clean)
+        cut = calls[0] - cut
+    finally:
+        hook.remove()
+    assert differences(together, alone) == []
+    assert cut > whole  # the budget did cut the rounds' forwards

@@ -472,7 +472,7 @@ def test_scoring_keeps_kept_logits_within_the_budget(
     vocab = backend.embedding_matrix.shape[0]
     longest = len(backend.encode(" The answer is 56.")) + 1
     budget = 3 * longest * vocab  # three rows of the longest continuation, more of the shortest
-    monkeypatch.setattr(hf, "_LOGIT_BUDGET", budget)
+    monkeypatch.setattr(hf, "logit_budget", lambda device: budget)
     rows = Forwards(backend, monkeypatch)
     assert _flat(backend.continuation_logprobs_many(requests)) == pytest.approx(_flat(want), abs=1e-4)
     assert sum(rows) == 10 and len(rows) > 1 and max(rows.kept) <= budget

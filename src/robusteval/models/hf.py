@@ -206,8 +206,14 @@ class _ScoreRow:
     ids: list[int]
 
 
-#: Floats of kept logits per scoring forward (rows x positions x vocabulary), ~256 MB in float32.
-_LOGIT_BUDGET = 1 << 26
+def logit_budget(device: torch.device | str) -> int:
+    """Floats of logits one forward may keep (rows x positions x vocabulary) before callers split a batch.
+
+    A GPU's memory holds a few GiB of logits at no cost and wants large batches; on a CPU every pass over a
+    large logits tensor is memory traffic, so batches of long rows over a large vocabulary are cut sooner (a
+    [8, 256, 128k] float tensor is 1 GiB: attacking 8 examples at once was slower per example than one at a
+    time on a CPU)."""
+    return 1 << 29 if torch.device(device).type == "cuda" else 1 << 26  # 2 GiB / 256 MiB of float32
 
 
 @dataclass
@@ -547,7 +553,7 @@ class HFBackend:
     def continuation_logprobs_many(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         """:meth:`continuation_logprobs` of every request, in order, all (request, continuation) rows scored
         together: grouped by their cached prefix ids, then in forwards of at most ``batch_size`` rows whose kept
-        logits fit :data:`_LOGIT_BUDGET`.
+        logits fit :func:`logit_budget`.
 
         A row is the prompt's ids followed by the continuation's (encoded on its own); rows of different lengths
         are left-padded after the prefix (:meth:`_padded`), so each row's continuation ends in the last column and
@@ -575,19 +581,20 @@ class HFBackend:
 
     def _score_chunks(self, rows: list[_ScoreRow], vocab: int) -> list[list[_ScoreRow]]:
         """``rows`` in forwards of at most ``batch_size`` rows whose kept logits (rows x (longest continuation + 1)
-        x vocab) fit :data:`_LOGIT_BUDGET` (one row always goes); rows of like length together, so little is
+        x vocab) fit :func:`logit_budget` (one row always goes); rows of like length together, so little is
         padding. Sliding-window models that cannot batch exactly across lengths get rows of one length only."""
         rows = sorted(rows, key=lambda r: (len(r.prompt) + len(r.ids), len(r.ids)))
         buckets: dict[int, list[_ScoreRow]] = {}
         for row in rows:
             buckets.setdefault(len(row.prompt) + len(row.ids) if self.exact_batching_only else 0, []).append(row)
         chunks: list[list[_ScoreRow]] = []
+        budget = logit_budget(self.device)
         for bucket in buckets.values():
             chunk: list[_ScoreRow] = []
             keep = 0
             for row in bucket:
                 wider = max(keep, len(row.ids) + 1)
-                if chunk and (len(chunk) >= self.batch_size or (len(chunk) + 1) * wider * vocab > _LOGIT_BUDGET):
+                if chunk and (len(chunk) >= self.batch_size or (len(chunk) + 1) * wider * vocab > budget):
                     chunks.append(chunk)
                     chunk, wider = [], len(row.ids) + 1
                 chunk.append(row)

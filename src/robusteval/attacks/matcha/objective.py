@@ -19,8 +19,6 @@ import torch
 
 from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss
 
-# Budget for one chunk of candidate logits (floats): batch * positions * vocabulary.
-_LOGIT_BUDGET = 60_000_000
 _ORDINARY = re.compile(r" ?[A-Za-z]{2,14}")
 
 
@@ -170,47 +168,67 @@ def prepare(objectives: Sequence[MatchaObjective]) -> None:
     todo = [o for o in objectives if o._reference_logits is None]
     if not todo:
         return
-    logits, ms = _logits(todo, [o.embed_question([o.reference.question_ids])[0] for o in todo])
-    for row, objective in enumerate(todo):
-        objective._reference_logits = logits[row, logits.shape[1] - ms[row]:]
+    for part in _chunks(todo, range(len(todo))):
+        chunk = todo[part]
+        logits, ms = _logits(chunk, [o.embed_question([o.reference.question_ids])[0] for o in chunk])
+        for row, objective in enumerate(chunk):
+            # A copy: a view would keep the whole chunk's logits alive as long as the objective.
+            objective._reference_logits = logits[row, logits.shape[1] - ms[row]:].clone()
+
+
+def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int]) -> list[slice]:
+    """Consecutive ``rows`` (each an objective's index) in chunks whose padded logits, rows x (largest m) x
+    vocabulary, fit the backend's logit budget (one row always goes); an objective's ``candidate_chunk`` caps the
+    rows per chunk."""
+    from robusteval.models.hf import logit_budget
+
+    if not rows:
+        return []
+    backend = objectives[0].backend
+    vocab = backend.embedding_matrix.shape[0]  # the LM head's width, near enough for a budget
+    budget = logit_budget(backend.device)
+    cap = min((o.candidate_chunk for o in objectives if o.candidate_chunk), default=None)
+    out, start, widest = [], 0, 0
+    for end, j in enumerate(rows):
+        wider = max(widest, objectives[j].m)
+        if end > start and ((end - start + 1) * wider * vocab > budget or (cap is not None and end - start >= cap)):
+            out.append(slice(start, end))
+            start, wider = end, objectives[j].m
+        widest = wider
+    out.append(slice(start, len(rows)))
+    return out
 
 
 def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[torch.Tensor]
               ) -> list[tuple[torch.Tensor, LossTerms]]:
     """For each (objective, question embeddings [Lq_i, H]): d(-L_opt)/d(question embeddings) [Lq_i, H] and the
-    loss terms there, all from one padded forward and backward (rows do not interact, so the gradient of the
-    summed losses is each row's own)."""
-    leaves = [q.detach().requires_grad_(True) for q in question_embeds]
-    with torch.enable_grad():
-        logits, ms = _logits(objectives, leaves)
-        terms = [o.terms(logits[i : i + 1, logits.shape[1] - ms[i] :]) for i, o in enumerate(objectives)]
-        grads = torch.autograd.grad(-torch.stack([t.total[0] for t in terms]).sum(), leaves)
-    return [(g, LossTerms(t.total.detach()[0], t.cot.detach()[0], t.answer.detach()[0]))
-            for g, t in zip(grads, terms, strict=True)]
+    loss terms there, from padded forwards and backwards over as many rows as the logit budget allows (rows do
+    not interact, so the gradient of the summed losses is each row's own)."""
+    out: list[tuple[torch.Tensor, LossTerms]] = []
+    for part in _chunks(objectives, range(len(objectives))):
+        chunk = objectives[part]
+        leaves = [q.detach().requires_grad_(True) for q in question_embeds[part]]
+        with torch.enable_grad():
+            logits, ms = _logits(chunk, leaves)
+            # Unbound first: a slice of the whole batch would back-propagate a batch-sized zero gradient per row.
+            rows = logits.unbind(0)
+            terms = [o.terms(row[None, row.shape[0] - m :]) for o, row, m in zip(chunk, rows, ms, strict=True)]
+            grads = torch.autograd.grad(-torch.stack([t.total[0] for t in terms]).sum(), leaves)
+        out += [(g, LossTerms(t.total.detach()[0], t.cot.detach()[0], t.answer.detach()[0]))
+                for g, t in zip(grads, terms, strict=True)]
+    return out
 
 
 @torch.no_grad()
 def scores(objectives: Sequence[MatchaObjective], questions: Sequence[torch.Tensor]) -> list[LossTerms]:
     """L_opt terms [C_j] of each objective's equal-length candidate questions [C_j, Lq_j, H], all in padded
-    forwards over every candidate of every objective, chunked to bound the logit memory (batch x m x vocab;
-    an objective's ``candidate_chunk`` caps the rows per forward)."""
+    forwards over every candidate of every objective, chunked by the logit budget (:func:`_chunks`)."""
     rows = [(j, c) for j, batch in enumerate(questions) for c in range(batch.shape[0])]
-    vocab = objectives[0].reference_logits.shape[-1]
-    cap = min((o.candidate_chunk for o in objectives if o.candidate_chunk), default=None)
     totals: list[list[torch.Tensor]] = [[] for _ in objectives]
     cots: list[list[torch.Tensor]] = [[] for _ in objectives]
     answers: list[list[torch.Tensor]] = [[] for _ in objectives]
-    start = 0
-    while start < len(rows):
-        end, widest = start, 0
-        # Greedy chunks: the padded logits hold rows x (largest m) x vocab floats.
-        while end < len(rows):
-            widest_next = max(widest, objectives[rows[end][0]].m)
-            if end > start and ((end - start + 1) * widest_next * vocab > _LOGIT_BUDGET or
-                                (cap is not None and end - start >= cap)):
-                break
-            widest, end = widest_next, end + 1
-        chunk = rows[start:end]
+    for part in _chunks(objectives, [j for j, _ in rows]):
+        chunk = rows[part]
         logits, ms = _logits([objectives[j] for j, _ in chunk], [questions[j][c] for j, c in chunk])
         # Consecutive rows of one objective share its m: their loss is one call over the block.
         block = 0
@@ -224,7 +242,6 @@ def scores(objectives: Sequence[MatchaObjective], questions: Sequence[torch.Tens
             cots[j].append(terms.cot)
             answers[j].append(terms.answer)
             block = stop
-        start = end
     return [LossTerms(torch.cat(t), torch.cat(c), torch.cat(a)) if t else
             LossTerms(torch.empty(0), torch.empty(0), torch.empty(0))
             for t, c, a in zip(totals, cots, answers, strict=True)]
