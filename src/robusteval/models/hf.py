@@ -292,11 +292,15 @@ class HFBackend:
         rather than inside the first batch: a throwaway decode of ``batch_size`` rows over a cache of ``length``
         slots (default :data:`~robusteval.models.static_decode.WARM_UP_LENGTH`); then check it against the
         dynamic cache in that bucket (:func:`~robusteval.models.static_decode.self_check`: on a disagreement the
-        backend decodes with the dynamic cache from then on, said in run.log). A no-op on the dynamic path."""
+        backend decodes with the dynamic cache from then on, said in run.log). On the dynamic path on a GPU, a
+        two-token decode of ``batch_size`` rows, so that CUDA's and cuBLAS's lazy start-up is paid here too."""
         from robusteval.models.static_decode import WARM_UP_LENGTH, StaticDecoder, self_check
 
         engine = self._static
         if engine is None or engine.failed is not None:
+            if self.device.type == "cuda":
+                token = self.bos_ids[0] if self.bos_ids else (self.tokenizer.pad_token_id or 0)
+                self.decode_batch([], [[token]] * self.batch_size, max_new_tokens=2)
             return
         length = length or WARM_UP_LENGTH
         if engine.compile_mode != "off":
