@@ -49,3 +49,15 @@ def test_log_file_records_the_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_unwritable_log_is_skipped(tmp_path: Path) -> None:
     with progress.log_to_file(tmp_path / "missing-dir" / "run.log") as path:
         assert path is None
+
+
+def test_a_phase_shows_what_a_slow_batch_is_doing(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.2)
+    progress.set_phase("nothing shown: no bar")  # outside any bar: a no-op
+    with progress.progress_bar(8, "attack") as advance:
+        progress.set_phase("8 example(s) in lock-step, round 3: 8 gradient")
+        time.sleep(1.0)
+        advance(8)
+    beats = [line for line in capsys.readouterr().err.splitlines() if "0/8 (0%)" in line]
+    assert beats and all(line.endswith("; now: 8 example(s) in lock-step, round 3: 8 gradient") for line in beats)

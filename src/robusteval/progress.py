@@ -69,6 +69,7 @@ class _PlainProgress:
     def __init__(self, total: int, description: str, completed: int, interval: float, echo: bool):
         self.total, self.description, self.resumed = total, description, completed
         self.done = completed
+        self.phase = ""  # what the units in flight are doing (set_phase): shown while none has finished
         self.interval = interval
         self.echo = echo
         self.began = time.monotonic()
@@ -87,7 +88,8 @@ class _PlainProgress:
             text += f", eta {_duration(per_unit * (self.total - self.done))} ({per_unit:.1f} s/unit)"
         else:
             text += ", eta unknown"
-        return text + (f"; {self.resumed} already stored" if self.resumed else "")
+        text += f"; {self.resumed} already stored" if self.resumed else ""
+        return text + (f"; now: {self.phase}" if self.phase else "")
 
     def emit(self, text: str) -> None:
         with self._lock:
@@ -117,6 +119,7 @@ def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[C
             if time.monotonic() - plain.last >= plain.interval:
                 plain.emit(plain.line())
 
+    _SHOWN.append(plain)
     beat = threading.Thread(target=heartbeat, name="robusteval-progress", daemon=True)
     if total > completed and plain.interval > 0:  # interval 0: a line per unit, no heartbeat needed
         beat.start()
@@ -134,9 +137,22 @@ def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[C
         if total > 0:
             plain.emit(plain.line(final=True))
     finally:
+        _SHOWN.remove(plain)
         stop.set()
         if beat.is_alive():
             beat.join(timeout=1)
+
+
+#: The progress shown now, innermost last (a stage's bar; a judge's inside an attack draws none).
+_SHOWN: list[_PlainProgress] = []
+
+
+def set_phase(text: str) -> None:
+    """Say what the units in flight are doing (an attack's lock-step round, say), so that a batch that takes
+    minutes shows more than "0/8": the periodic progress lines and run.log end with "now: TEXT"."""
+    shown = [p for p in _SHOWN if p.total > 0]
+    if shown:
+        shown[-1].phase = text
 
 
 @contextmanager

@@ -176,3 +176,22 @@ def test_a_batch_cut_by_the_logit_budget_decides_the_same(backend: Any, attackab
         hook.remove()
     assert differences(together, alone) == []
     assert cut > whole  # the budget did cut the rounds' forwards
+
+
+def test_a_batch_in_flight_shows_its_round(backend: Any, attackable: Any, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A lock-step batch commits only when all its examples are done: meanwhile the progress lines say which
+    round it is in and what it asks for, then that it is generating."""
+    import logging
+
+    from robusteval import progress
+
+    examples, clean = attackable
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.01)
+    caplog.set_level(logging.INFO, logger="robusteval")
+    runner = runner_for(backend, tmp_path / "run", MatchaConfig(target_answer="clean"), picky_judge)
+    runner.batch_size = len(examples)
+    runner.attack_records(examples, clean)
+    phases = [r.getMessage().split("; now: ", 1)[1] for r in caplog.records if "; now: " in r.getMessage()]
+    assert any("example(s) in lock-step, round" in p and "gradient" in p for p in phases)
+    assert any(p.startswith("generating") for p in phases)

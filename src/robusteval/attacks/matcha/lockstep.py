@@ -13,6 +13,7 @@ example the driver is simply the sequential algorithm.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ import torch
 
 from robusteval.attacks.matcha.loss import LossTerms
 from robusteval.attacks.matcha.objective import MatchaObjective, gradients, scores
+from robusteval.progress import set_phase
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,14 @@ def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[Attack
 
     for index in range(len(attacks)):
         advance(index, None)
+    rounds = 0
     while pending:
         asked, replies = dict(pending), {}
         pending.clear()
+        rounds += 1
+        kinds = Counter(type(r).__name__.lower() for r in asked.values())
+        set_phase(f"{len(attacks)} example(s) in lock-step, round {rounds}: "
+                  + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())))
         gates = [(i, r.ids) for i, r in asked.items() if isinstance(r, Gate)]
         if gates:
             if gate is None:

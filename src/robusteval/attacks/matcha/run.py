@@ -29,6 +29,7 @@ from robusteval.evals.answer_first import grade_completion, read_completion
 from robusteval.metrics.matcha import outcome
 from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
 from robusteval.models.identity import backend_key
+from robusteval.progress import set_phase
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
 from robusteval.runner import run_units
 from robusteval.seeding import derive_rng, derive_seed
@@ -247,6 +248,7 @@ class MatchaRunner:
         began = time.perf_counter()
         live = [i for i, suffix in enumerate(suffixes) if suffix is not None]
         todo = [i for i in live if not isinstance(suffixes[i], Generated)]
+        set_phase(f"generating {len(todo)} perturbed completion(s)")
         rows = dict(zip(todo, self._decode([(layouts[i].prefix, suffixes[i]) for i in todo]), strict=True))
         rows.update({i: suffixes[i].row for i in live if isinstance(suffixes[i], Generated)})
         timings["generate"] = time.perf_counter() - began
