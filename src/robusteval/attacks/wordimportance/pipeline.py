@@ -115,6 +115,8 @@ class WordImportanceSummary(TypedDict, total=False):
     n: int
     n_attacked: int
     n_skipped: int
+    skip_reasons: dict[str, int]  # why examples were not attacked: reason -> count
+    exclusions: dict[str, int]
     by_rate: dict[str, dict[str, Any]]
     asr_by_rate: dict[str, float | None]
     notes: list[str]
