@@ -53,7 +53,7 @@ DEFAULT_MAX_WIDTH = 0.5
 #: A rate over fewer examples than this (MATCHA: n_rated) is shown but not ranked.
 DEFAULT_MIN_N = 10
 #: The column that says why a row has no rank.
-UNRANKED = "not ranked because"
+UNRANKED = "unranked_because"
 
 
 @dataclass(frozen=True)
@@ -283,7 +283,7 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]], *, max_width: float = 
 HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "transfer_rate": "transfer rate %",
             "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
-            "queries_per_success": "queries/success", "ors": "ORS"}
+            "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}
 
 
 def comparison_section(inputs: Inputs) -> Section:

@@ -67,7 +67,7 @@ def table(caption: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]],
     lines += [" & ".join(escape(c) for c in columns) + r" \\", r"\midrule"]
     lines += [" & ".join(cell(c) for c in row) + r" \\" for row in rows]
     lines += [r"\bottomrule", r"\end{tabular}"]
-    caption_text = escape(caption) + (f" {escape(note)}" if note else "")
+    caption_text = escape(caption.rstrip(".")) + "." + (f" {escape(note)}" if note else "")
     lines += [f"\\caption{{{caption_text}}}", r"\end{table}"]
     return "\n".join(lines)
 
