@@ -165,7 +165,9 @@ def _variants_rows(run: Run) -> list[Row]:
 def unparsed_text(summary: Mapping[str, Any]) -> str:
     """A robustness run's unread labels per set, ``original 0/10, C-pinyin 10/10`` (they count as wrong)."""
     counts = summary.get("n_unparsed") or {}
-    return ", ".join(f"{name} {count}/{summary.get('n')}" for name, count in counts.items()) or "not recorded"
+    # The original first, then the sets in the run's order (summary.json may hold the counts sorted by name).
+    names = dict.fromkeys([perturbed.ORIGINAL, *(summary.get("sets") or {}), *counts])
+    return ", ".join(f"{name} {counts[name]}/{summary.get('n')}" for name in names if name in counts) or "not recorded"
 
 
 def _robustness_rows(run: Run) -> list[Row]:
