@@ -149,7 +149,7 @@ def test_results_frame_is_one_tidy_row_per_run_and_metric(matcha_runs: dict[str,
     soft = robustness_store(tmp_path / "soft", label_mode="soft", correct={"original": original, "C-pinyin": original},
                             unparsed={"original": 0, "C-pinyin": 0})
     hard = robustness_store(tmp_path / "hard", label_mode="hard", correct={"original": original, "C-pinyin": original},
-                            unparsed={"original": 0, "C-pinyin": 0})
+                            unparsed={"original": 0, "C-pinyin": 5})
     frame = rv.results_frame([matcha_runs["one-rated"], matcha_runs["mostly-kept"], soft, hard])
     assert list(frame.columns[:11]) == ["run", "method", "model", "dataset", "metric", "value", "n", "denominator",
                                         "ci_low", "ci_high", "comparability_key"]
@@ -161,3 +161,7 @@ def test_results_frame_is_one_tidy_row_per_run_and_metric(matcha_runs: dict[str,
     assert keys[str(matcha_runs["one-rated"])] == keys[str(matcha_runs["mostly-kept"])]
     assert keys[str(soft)] != keys[str(hard)]
     assert set(frame[frame.method == "robustness"].label_mode) == {"soft", "hard"}
+    pinyin = frame[(frame.run == str(hard)) & (frame.metric == "acc[C-pinyin]")].iloc[0]
+    assert (pinyin.value, pinyin.n, pinyin.n_unparsed) == (0.75, 20, 5)
+    shown = json.loads(cli("runs", "show", str(hard)).stdout)["rates"]
+    assert shown["acc[C-pinyin]"] == "75.0 % [53.1, 88.8], n = 20 (hard labels, 5 unparsed (counted wrong))"

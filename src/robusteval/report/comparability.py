@@ -18,8 +18,9 @@ from typing import Any
 from robusteval.report.collect import MATCHA, OrsResult
 from robusteval.runs import Run
 
-#: Identity fields that never separate comparable runs (see the module docstring).
-NOT_KEY = frozenset({"identity_version", "model", "seed", "bootstrap_seed", "limit"})
+#: Identity fields that never separate comparable runs (see the module docstring; the error classifier only
+#: types the successes' errors, it decides no outcome).
+NOT_KEY = frozenset({"identity_version", "model", "seed", "bootstrap_seed", "limit", "error_classifier"})
 #: Paths whose content the identity also records by hash: the hash is the key, the path is not.
 HASHED_PATHS = {"data_file": "data_sha256", "instances": "instances_sha256"}
 
@@ -50,8 +51,9 @@ def comparability_key(run: Run) -> dict[str, str]:
         key.pop("success_check", None)  # the unresolved option (None: the preset's); the resolved rule follows
         key["config.success_check"] = (hyper.get("success_check") or (identity.get("config") or {}).get(
             "success_check") or "final")
-        if summary.get("judges"):
-            key["judges"] = summary["judges"]
+        judges = {k: v for k, v in (summary.get("judges") or {}).items() if k not in NOT_KEY}
+        if judges:
+            key["judges"] = judges
         if summary.get("target_answer"):  # "auto" resolves to gold or clean per run
             key["target_answer"] = summary["target_answer"]
     return {name: _text(value) for name, value in sorted(key.items())}

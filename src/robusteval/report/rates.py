@@ -10,8 +10,8 @@ on ``n``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from robusteval.errors import UserError
@@ -42,6 +42,8 @@ class Rate:
     metric: str
     num: Num
     denominator: str = "n"
+    note: str = ""  # shown after the number (a robustness accuracy's label mode and unparsed labels)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more columns for results_frame
 
 
 def _with_interval(num: Num) -> Num:
@@ -71,7 +73,11 @@ def run_rates(run: Run) -> list[Rate]:
         return [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
     if command == ROBUSTNESS:
         names = [perturbed.ORIGINAL, *(summary.get("sets") or {})]
-        rates = [Rate(f"acc[{name}]", perturbed.accuracy(run, name)) for name in names]
+        mode, unparsed = summary.get("label_mode") or "?", summary.get("n_unparsed") or {}
+        # Wherever an accuracy is shown, its label mode and the labels that could not be read (counted wrong).
+        rates = [Rate(f"acc[{name}]", perturbed.accuracy(run, name),
+                      note=f"{mode} labels, {unparsed.get(name, '?')} unparsed (counted wrong)",
+                      extra={"n_unparsed": unparsed.get(name)}) for name in names]
         return [*rates, Rate("rb_index", perturbed.rb_index(run))]
     if command == WORDIMPORTANCE:
         return [Rate(f"asr[{rate}]", hardlabel.success_rate(run, rate), "n_attacked")
@@ -94,7 +100,7 @@ def rate_text(rate: Rate) -> str:
     shown = format_num(rate.num, unit=True)
     if rate.denominator:
         shown += f", {rate.denominator} = {'?' if num.n is None else num.n}"
-    return shown
+    return shown + (f" ({rate.note})" if rate.note else "")
 
 
 def rates_block(run: Run) -> dict[str, str]:
@@ -117,7 +123,7 @@ def results_rows(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]
         fields = {name: value for name, value in key.items() if name not in ("method", "dataset")}
         return {"run": path, "method": method, "model": model, "dataset": dataset, "metric": rate.metric,
                 "value": rate.num.value, "n": rate.num.n, "denominator": rate.denominator or None,
-                "ci_low": ci[0], "ci_high": ci[1], "comparability_key": key_hash(key), **fields}
+                "ci_low": ci[0], "ci_high": ci[1], "comparability_key": key_hash(key), **rate.extra, **fields}
 
     runs = {run.path.resolve(): run for run in [*inputs.runs, *(r for sweep in inputs.sweeps for r in sweep.runs)]}
     for run in runs.values():
