@@ -12,6 +12,7 @@ import pytest
 import robusteval as rv
 from helpers.reportstores import matcha_store, robustness_store
 from helpers.runs import cli
+from helpers.shared import needs_modules
 from robusteval.errors import UserError
 from robusteval.report.compare import UNRANKED, Leaderboard
 from robusteval.report.model import Num
@@ -144,6 +145,7 @@ def test_runs_show_prints_each_rate_with_its_n_and_interval(matcha_runs: dict[st
     assert shown["left_out"]["skip_reasons"] == {"no answer in the clean completion": 5}
 
 
+@needs_modules("pandas")
 def test_results_frame_is_one_tidy_row_per_run_and_metric(matcha_runs: dict[str, Path], tmp_path: Path) -> None:
     original = [True] * 15 + [False] * 5
     soft = robustness_store(tmp_path / "soft", label_mode="soft", correct={"original": original, "C-pinyin": original},

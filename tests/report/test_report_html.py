@@ -114,6 +114,10 @@ def test_leaderboards_agree_with_runs_compare_csv(all_runs: dict[str, Path], tmp
     assert float(best["strict"]) == max(float(r["strict"]) for r in varmath)
     table = cli("runs", "compare", *map(str, all_runs.values()))
     assert table.returncode == 0 and "VAR-MATH: higher strict score ranks first" in table.stdout
+    latex = cli("runs", "compare", *map(str, all_runs.values()), "--format", "latex")
+    assert latex.returncode == 0, latex.stderr
+    assert "paper Table 1 layout" in latex.stdout and "Baselines (paper Table 3 layout)" in latex.stdout
+    assert latex.stdout.count(r"\begin{tabular}") == latex.stdout.count(r"\bottomrule") >= 6
 
 
 def test_run_text_is_escaped(tmp_path: Path) -> None:
