@@ -80,15 +80,21 @@ def run(args: argparse.Namespace) -> int:
     variants = results["variants"]
     print_summary_table("2. VAR-MATH: the example templates' original problems and their symbolic variants "
                         "(strict: every instance right)",
-                        [{**variants["original"], "set": "original"}, {**variants, "set": "variants"}],
+                        [{**scores, "set": name, **{m: format_rate(scores.get(m), scores.get(f"{m}_ci95"))
+                                                    for m in ("strict", "loose")}}
+                         for name, scores in (("original", variants["original"]), ("variants", variants))],
                         ["set", "n_problems", "n_instances", "strict", "loose"])
     robust = results["robustness"]
+    unparsed = robust.get("n_unparsed") or {}  # labels that could not be read: counted wrong
     print_summary_table(
-        "3. Perturbed benchmark: 20 yes/no questions under English character noise",
-        [{"set": "original", "acc": format_rate(robust["acc_original"], robust.get("acc_original_ci95"))}] + [
+        f"3. Perturbed benchmark: 20 yes/no questions under English character noise ({robust.get('label_mode')} "
+        "labels; unparsed: labels that could not be read, counted wrong)",
+        [{"set": "original", "acc": format_rate(robust["acc_original"], robust.get("acc_original_ci95")),
+          "unparsed": unparsed.get("original")}] + [
             {"set": name, "acc": format_rate(acc, robust["sets"][name].get("acc_ci95")),
-             "drop": robust["sets"][name]["drop"]} for name, acc in robust["acc"].items()],
-        ["set", "acc", "drop"],
+             "drop": robust["sets"][name]["drop"], "unparsed": unparsed.get(name)}
+            for name, acc in robust["acc"].items()],
+        ["set", "acc", "drop", "unparsed"],
     )
     print(f"RB-index (mean relative accuracy drop; lower is more robust): {_number(robust['rb_index'])}")
     words = results["wordimportance"]
@@ -100,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
          for rate, values in words["by_rate"].items()],
         ["rate", "n_success", "n_failed", "n_skipped", "attack_success_rate", "avg_queries"],
     )
+    print_exclusions(words)
     print(f"report: {tour_report(args.out, results)}  (open it in a browser; one self-contained file)")
     print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
     return 0
