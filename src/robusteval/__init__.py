@@ -34,6 +34,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Run": ("robusteval.runs", "Run"),
     "open_run": ("robusteval.lifecycle", "open_run"),
     "compare_runs": ("robusteval.report.compare", "compare_runs"),
+    "results_frame": ("robusteval.report.rates", "results_frame"),
     "RunStore": ("robusteval.store", "RunStore"),
     # where units run: in process (default) or on Ray workers (docs/scaling.md)
     "make_executor": ("robusteval.executors", "make_executor"),

@@ -274,7 +274,8 @@ def test_embedding_level_refuses_token_baselines(tiny_trained_dir: Path, tmp_pat
     assert "token-level baseline" in capsys.readouterr().err
 
 
-def test_gold_target_attacks_only_correct_answers(token_run: Path, tiny_trained_dir: Path, tmp_path: Path) -> None:
+def test_gold_target_attacks_only_correct_answers(token_run: Path, tiny_trained_dir: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Golds chosen so the model is right on one question and wrong on the other: the first is attacked (against
     its gold), the second skipped. The model's clean answers come from ``token_run`` (same prompt, same
     max_new_tokens, greedy: the gold run's clean pass repeats them)."""
@@ -290,8 +291,13 @@ def test_gold_target_attacks_only_correct_answers(token_run: Path, tiny_trained_
     dataset = ("--dataset", "jsonl", "--data-file", str(data), "--answer-type", "number")
 
     out = tmp_path / "gold"
+    capsys.readouterr()
     assert main(matcha_args(f"hf:{tiny_trained_dir}", out, limit=2, target="gold", dataset=dataset)) == 0
+    printed = capsys.readouterr().out
     summary = summary_of(out)
+    # Why the other question was not attacked: in the summary and under the terminal table.
+    assert summary["skip_reasons"] == {"clean answer wrong": 1}
+    assert "not attacked: 1 (clean answer wrong 1)" in printed and "n_rated" in printed
     assert summary["target_answer"] == "gold" and summary["n"] == 2
     assert summary["n_correct"] == 1 and summary["n_attacked"] == 1
     outcomes = {r["id"]: r for r in records(out, "matcha_outcome")}

@@ -24,7 +24,7 @@ STEPS = ("First we count what he has: {a} apples.", "Then he buys {b} more, so w
          "Half of {c} would be {h}, which we do not need.", "Counting again gives the same result.")
 
 
-def _record(i: int, rng: random.Random, text: str | None) -> dict[str, Any]:
+def _record(i: int, rng: random.Random, text: str | None, kind: str | None = None) -> dict[str, Any]:
     a, b = rng.randint(2, 40), rng.randint(2, 40)
     question = text or QUESTION.format(a=a, b=b)
     inserted = ["purple", "quickly", "seven", "river"][: rng.randint(1, 4)]
@@ -39,7 +39,7 @@ def _record(i: int, rng: random.Random, text: str | None) -> dict[str, Any]:
             edits.append({"start": start, "end": start + len(token), "kind": rng.choice(["inserted", "replaced"]),
                           "token_id": rng.randint(100, 900)})
     perturbed = " ".join(out)
-    kind = rng.choices(["success", "unsuccessful", "wrong"], weights=[2, 5, 3])[0]
+    kind = kind or rng.choices(["success", "unsuccessful", "wrong"], weights=[2, 5, 3])[0]
     answer = str(a + b)
     wrong_eq = f"{a} + {b} = {a + b + 1}"
     c, d = rng.randint(2, 12), rng.randint(1, 9)
@@ -71,14 +71,33 @@ def _record(i: int, rng: random.Random, text: str | None) -> dict[str, Any]:
     return record
 
 
-def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, finished: bool = True) -> Path:
+def _outcome(record: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``record`` made into one of the outcomes the random draw does not give: ``clean_cot_wrong`` (attacked,
+    its clean reasoning already judged wrong) or ``skip:<reason>`` (not attacked, with that reason)."""
+    if kind == "clean_cot_wrong":
+        record["clean_cot_wrong"] = True
+    elif kind.startswith("skip:"):
+        record.update({"attacked": False, "skip_reason": kind[len("skip:"):], "reasoning": None,
+                       "reasoning_wrong": None, "error_type": None})
+    record["outcome"] = outcome(record)
+    return record
+
+
+def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, finished: bool = True,
+                 kinds: list[str] | None = None, model_name: str = "synthetic/matcha-format",
+                 identity: dict[str, Any] | None = None, hyperparameters: dict[str, Any] | None = None) -> Path:
     """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output;
-    ``finished=False``: the records only, no summary, as a run stopped before its end)."""
+    ``finished=False``: the records only, no summary, as a run stopped before its end). ``kinds``: each
+    record's outcome (success, unsuccessful, wrong, clean_cot_wrong or skip:<reason>) instead of a random one;
+    ``identity`` and ``hyperparameters`` are added to the run's identity and summary."""
     rng = random.Random(seed)
-    records = [_record(i, rng, text) for i in range(n)]
-    model = {"source": "synthetic/matcha-format", "dtype": "float32", "device": "cpu", "backend": "hf"}
+    chosen = kinds or [None] * n
+    records = [_record(i, rng, text, None if kind in (None, "clean_cot_wrong") or kind.startswith("skip:")
+                       else kind) for i, kind in enumerate(chosen)]
+    records = [_outcome(r, kind) if kind else r for r, kind in zip(records, chosen, strict=True)]
+    model = {"source": model_name, "dtype": "float32", "device": "cpu", "backend": "hf"}
     identity = {"identity_version": IDENTITY_VERSION, "command": "attack matcha", "model": model,
-                "dataset": "synthetic", "level": "token", "variant": "full", "seed": seed}
+                "dataset": "synthetic", "level": "token", "variant": "full", "seed": seed, **(identity or {})}
     with open_run(out, identity) as (store, _):
         for record in records:
             store.put("matcha_outcome", unit_key("matcha_outcome", record["id"]), record, example_id=record["id"])
@@ -88,7 +107,25 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
         error_types = {"n": len(successes), "counts": {c: successes.count(c) for c in ERROR_TYPES},
                        "shares": {c: successes.count(c) / len(successes) if successes else None
                                   for c in ERROR_TYPES}}
-        finish(store, {"model": "synthetic/matcha-format", "dataset": "synthetic", "level": "token",
-                       "variant": "full", "hyperparameters": {"seed": seed}, **matcha_metrics(records),
-                       "error_types": error_types}, seeds={"seed": seed})
+        finish(store, {"model": model_name, "dataset": "synthetic", "level": "token",
+                       "variant": "full", "hyperparameters": {"seed": seed, **(hyperparameters or {})},
+                       **matcha_metrics(records), "error_types": error_types}, seeds={"seed": seed})
+    return out
+
+
+def robustness_store(out: Path, *, label_mode: str, correct: dict[str, list[bool]], unparsed: dict[str, int],
+                     model_name: str = "synthetic/classifier", data_sha256: str = "0" * 64) -> Path:
+    """A finished robustness run whose summary is the library's own (``robustness_summary``) over ``correct``
+    ("original" and each set, one bool per example), in ``label_mode``, with ``unparsed`` labels per set."""
+    from robusteval.metrics.robustness import robustness_summary
+
+    sets = {name: values for name, values in correct.items() if name != "original"}
+    model = {"source": model_name, "dtype": "float32", "device": "cpu", "backend": "hf"}
+    identity = {"identity_version": IDENTITY_VERSION, "command": "robustness", "model": model, "dataset": "ocnli",
+                "data_file": "dev.json", "data_sha256": data_sha256, "sets": ",".join(sets), "seed": 0}
+    summary = {"model": model_name, "dataset": "ocnli", "label_mode": label_mode, "sets_spec": ",".join(sets),
+               **robustness_summary(correct["original"], sets, n_resamples=200), "n_unparsed": unparsed,
+               "skip_reasons": {}, "exclusions": {}}
+    with open_run(out, identity) as (store, _):
+        finish(store, summary, seeds={"seed": 0})
     return out

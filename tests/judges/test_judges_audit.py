@@ -19,6 +19,7 @@ from robusteval.errors import UserError
 from robusteval.judges import JUDGE_STAGE
 from robusteval.judges.audit import AuditConfig, audit_judge, load_labelled
 from robusteval.judges.errortypes import ERROR_TYPES
+from robusteval.metrics.stats import wilson_interval
 from robusteval.store import SUMMARY_NAME, RunStore
 
 LABELLED = Path(__file__).resolve().parents[1] / "data" / "judge_audit.jsonl"
@@ -52,6 +53,10 @@ def test_audit_cli_prints_per_category_figures_and_writes_the_agreement(tmp_path
         for category in ERROR_TYPES:
             assert category in result.stdout
         summary = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+        # The accuracy printed with its Wilson interval over all items.
+        tp, tn = summary["agreement"]["confusion"]["tp"], summary["agreement"]["confusion"]["tn"]
+        low, high = wilson_interval(tp + tn, summary["agreement"]["n"])  # type: ignore[misc]
+        assert f"{summary['agreement']['accuracy']:.3f} [{low:.3f}, {high:.3f}]" in result.stdout
         assert summary == {**summary, **audit_judge(AuditConfig(spec, str(LABELLED))), "environment":
                            summary["environment"], "model_identity": None, "seeds": {}}
         agreement = summary["agreement"]

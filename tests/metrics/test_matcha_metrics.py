@@ -133,3 +133,23 @@ def test_transfer_rate_counts_only_questions_the_model_gets_right_originally() -
 def test_transfer_with_nothing_eligible() -> None:
     t = transfer_metrics([{"original_correct": False, "answer_kept": True, "reasoning_wrong": True}])
     assert t["transfer_rate"] is None and t["transfer_rate_ci95"] is None and t["n_transferred"] == 1
+
+
+def test_what_was_left_out_is_counted_by_reason() -> None:
+    records = [
+        {**rec(True, True, True, False), "clean_cot_wrong": True},  # attacked, but outside n_rated
+        {**rec(True, True, True, False), "clean_cot_wrong": True},
+        rec(True, True, True, True),
+        {**rec(False, False), "skip_reason": "no answer in the clean completion"},
+        {**rec(False, False), "skip_reason": "no answer in the clean completion"},
+        {**rec(True, False), "skip_reason": "beyond the attack limit"},
+        rec(False, False),  # a record of an older run, without a reason
+    ]
+    m = matcha_metrics(records)
+    assert m["skip_reasons"] == {"no answer in the clean completion": 2, "beyond the attack limit": 1,
+                                 "not attacked (no reason recorded)": 1}
+    assert m["exclusions"] == {"clean_cot_wrong": 2}
+    assert (m["n_attacked"], m["n_rated"]) == (3, 1)
+    transfer = transfer_metrics([{"original_correct": False}, {"original_correct": True, "answer_kept": True,
+                                                                "reasoning_wrong": True}])
+    assert transfer["exclusions"] == {"original_wrong": 1} and transfer["n_original_correct"] == 1

@@ -104,10 +104,20 @@ def test_leaderboards_agree_with_runs_compare_csv(all_runs: dict[str, Path], tmp
     assert len({r["model"] for r in varmath}) == len(varmath) == 2  # two models, told apart by their folders
     for row in varmath:
         assert float(row["strict"]) == summary(Path(row["run"]))["strict"]
+        # Three example problems are too few to rank by default: shown, with the reason.
+        assert (row["rank"], row["unranked_because"]) == ("-", "n_problems = 3 < 10")
+    done = cli("runs", "compare", *map(str, all_runs.values()), "--format", "csv", "--output", str(out),
+               "--min-n", "1", "--max-interval-width", "1")
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    varmath = [r for r in rows if r["method"] == "variants" and r["instances"] == "instances.jsonl"]
     best = min(varmath, key=lambda r: int(r["rank"]))
     assert float(best["strict"]) == max(float(r["strict"]) for r in varmath)
     table = cli("runs", "compare", *map(str, all_runs.values()))
     assert table.returncode == 0 and "VAR-MATH: higher strict score ranks first" in table.stdout
+    latex = cli("runs", "compare", *map(str, all_runs.values()), "--format", "latex")
+    assert latex.returncode == 0, latex.stderr
+    assert "paper Table 1 layout" in latex.stdout and "Baselines (paper Table 3 layout)" in latex.stdout
+    assert latex.stdout.count(r"\begin{tabular}") == latex.stdout.count(r"\bottomrule") >= 6
 
 
 def test_run_text_is_escaped(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from robusteval.evals.answer_first import EvalConfig, eval_identity, evaluate
     from robusteval.lifecycle import open_run
-    from robusteval.report.tables import print_summary_table
+    from robusteval.report.tables import format_rate, print_summary_table
 
     config = config_from_args(EvalConfig, args)
     examples = config.data.load()  # bad data fails here, before the model loads
@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     info = {"limit": args.limit, "batch_size": args.batch_size}
     with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
         summary = evaluate(config, backend, store, batch_size=args.batch_size)
-    print_summary_table("answer-first accuracy", [summary], ["model", "dataset", "n", "n_correct", "acc"])
+    row = {**summary, "acc": format_rate(summary["acc"], summary.get("acc_ci95"))}
+    print_summary_table("answer-first accuracy [95% interval]", [row], ["model", "dataset", "n", "n_correct", "acc"])
     print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
     return 0

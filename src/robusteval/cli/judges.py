@@ -43,22 +43,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.judges.audit import AuditConfig, audit_judge
-    from robusteval.report.tables import print_summary_table
+    from robusteval.metrics.stats import wilson_interval
+    from robusteval.report.tables import format_rate, print_summary_table
 
     config = config_from_args(AuditConfig, args)
     summary = audit_judge(config, out=args.out, load_model=judge_loader(args, {}))
     overall = summary["agreement"]
+    counts = overall["confusion"]
+    tp, fp, fn, tn = counts["tp"], counts["fp"], counts["fn"], counts["tn"]
+    # Each rate with its Wilson interval over its own denominator (all items; flagged; truly incorrect).
+    shares = {"accuracy": (tp + tn, overall["n"]), "precision": (tp, tp + fp), "recall": (tp, tp + fn)}
     print_summary_table(f"judge audit: {summary['judge']} on {config.labelled} ({summary['n']} items: "
-                        f"{summary['n_correct']} correct, {summary['n_incorrect']} incorrect)",
-                        [{"judge": summary["judge"], **{k: overall[k] for k in ("accuracy", "kappa", "precision",
-                                                                              "recall", "f1")},
-                          **overall["confusion"], "unparsed": summary["n_unparsed"]}],
+                        f"{summary['n_correct']} correct, {summary['n_incorrect']} incorrect; rates with their "
+                        "95% intervals)",
+                        [{"judge": summary["judge"], **{k: overall[k] for k in ("kappa", "f1")},
+                          **{k: format_rate(overall[k], wilson_interval(*shares[k])) for k in shares},
+                          **counts, "unparsed": summary["n_unparsed"]}],
                         ["judge", "accuracy", "kappa", "precision", "recall", "f1", "tp", "fp", "fn", "tn", "unparsed"])
-    rows = [{"category": name, **row} for name, row in summary["per_category"].items()]
+    rows = [{"category": name, **row, "recall": format_rate(row["recall"], wilson_interval(row["flagged"], row["n"]))}
+            for name, row in summary["per_category"].items()]
     print_summary_table("per error category: recall of its incorrect items; precision of the flagged items typed "
                         "with it (label incorrect / also of that category)", rows,
                         ["category", "n", "flagged", "recall", "n_typed", "precision", "type_precision"])
-    alarms = [{"correct item": kind, **row} for kind, row in summary["false_alarms"].items()]
+    alarms = [{"correct item": kind, **row, "rate": format_rate(row["rate"], wilson_interval(row["flagged"], row["n"]))}
+              for kind, row in summary["false_alarms"].items()]
     print_summary_table("false alarms on correct items", alarms, ["correct item", "n", "flagged", "rate"])
     types = summary["error_types"]
     print(f"error types of flagged incorrect items: {_pct(types['accuracy'])} right ({types['n']} items)")

@@ -42,9 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from robusteval.metrics.stats import wilson_interval
     from robusteval.models.embedded import embedded_model_spec
     from robusteval.report.examples import format_matcha_example, pick_example
-    from robusteval.report.tables import print_summary_table
+    from robusteval.report.tables import format_rate, print_exclusions, print_summary_table
     from robusteval.runs import load_run
     from robusteval.tour import TourConfig, run_tour, tour_report
 
@@ -57,10 +58,14 @@ def run(args: argparse.Namespace) -> int:
 
     matcha = results["matcha"]
     print_summary_table(
-        "1. MATCHA token-level attack, 30 math word problems (reasoning judge: arithmetic checker)",
-        [matcha], ["model", "n", "n_correct", "acc", "target_answer", "n_attacked", "n_clean_cot_wrong", "ur", "sr",
-                   "wr"],
+        "1. MATCHA token-level attack, 30 math word problems (reasoning judge: arithmetic checker); "
+        "rates with their 95% intervals",
+        [{**matcha, **{m: format_rate(matcha.get(m), (matcha.get("ci95") or {}).get(m))
+                       for m in ("acc", "ur", "sr", "wr")}}],
+        ["model", "n", "n_correct", "acc", "target_answer", "n_attacked", "n_clean_cot_wrong", "n_rated", "ur", "sr",
+         "wr"],
     )
+    print_exclusions(matcha)
     for note in matcha.get("notes", []):
         print(f"note: {note}")
     print("ACC over all questions; UR/SR/WR over the attacked ones whose clean reasoning the judge accepts "
@@ -75,22 +80,33 @@ def run(args: argparse.Namespace) -> int:
     variants = results["variants"]
     print_summary_table("2. VAR-MATH: the example templates' original problems and their symbolic variants "
                         "(strict: every instance right)",
-                        [{**variants["original"], "set": "original"}, {**variants, "set": "variants"}],
+                        [{**scores, "set": name, **{m: format_rate(scores.get(m), scores.get(f"{m}_ci95"))
+                                                    for m in ("strict", "loose")}}
+                         for name, scores in (("original", variants["original"]), ("variants", variants))],
                         ["set", "n_problems", "n_instances", "strict", "loose"])
     robust = results["robustness"]
+    unparsed = robust.get("n_unparsed") or {}  # labels that could not be read: counted wrong
     print_summary_table(
-        "3. Perturbed benchmark: 20 yes/no questions under English character noise",
-        [{"set": "original", "acc": robust["acc_original"]}] + [
-            {"set": name, "acc": acc, "drop": robust["sets"][name]["drop"]} for name, acc in robust["acc"].items()],
-        ["set", "acc", "drop"],
+        f"3. Perturbed benchmark: 20 yes/no questions under English character noise ({robust.get('label_mode')} "
+        "labels; unparsed: labels that could not be read, counted wrong)",
+        [{"set": "original", "acc": format_rate(robust["acc_original"], robust.get("acc_original_ci95")),
+          "unparsed": unparsed.get("original")}] + [
+            {"set": name, "acc": format_rate(acc, robust["sets"][name].get("acc_ci95")),
+             "drop": robust["sets"][name]["drop"], "unparsed": unparsed.get(name)}
+            for name, acc in robust["acc"].items()],
+        ["set", "acc", "drop", "unparsed"],
     )
     print(f"RB-index (mean relative accuracy drop; lower is more robust): {_number(robust['rb_index'])}")
     words = results["wordimportance"]
     print_summary_table(
         "4. Hard-label word-importance attack (C-keyboard typos) on yes/no questions",
-        [{"rate": rate, **values} for rate, values in words["by_rate"].items()],
+        [{"rate": rate, **values, "attack_success_rate": format_rate(
+            values["attack_success_rate"],
+            wilson_interval(values["n_success"], values["n_success"] + values["n_failed"]))}
+         for rate, values in words["by_rate"].items()],
         ["rate", "n_success", "n_failed", "n_skipped", "attack_success_rate", "avg_queries"],
     )
+    print_exclusions(words)
     print(f"report: {tour_report(args.out, results)}  (open it in a browser; one self-contained file)")
     print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
     return 0

@@ -37,25 +37,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--output", default="-", metavar="FILE", help="output file (- for stdout)")
     export.set_defaults(func=export_run)
 
-    compare = add_command(sub, "compare", help="a leaderboard per method of several runs (table or CSV)",
-                          description="Rank runs of the same method and task by the method's headline number "
-                          "(the HTML report's comparison section). Sweep and ORS directories, and directories "
-                          "holding runs, are read too.",
+    compare = add_command(sub, "compare", help="a leaderboard per method and group of comparable runs (table, "
+                          "CSV or LaTeX)",
+                          description="Rank runs of the same method by the method's headline number (the HTML "
+                          "report's comparison section). Only comparable runs (same data and its hash, label "
+                          "mode, judges, success rule, settings...) rank together: one leaderboard per group, "
+                          "each saying how its runs differ from the other groups'. A number over fewer than "
+                          "--min-n examples (MATCHA: n_rated) or with a 95% interval wider than "
+                          "--max-interval-width is shown but not ranked. Every rate comes with its n and "
+                          "interval. Sweep and ORS directories, and directories holding runs, are read too.",
                           example="robusteval runs compare runs/matcha-llama runs/matcha-qwen\n"
-                          "robusteval runs compare runs/* --format csv --output leaderboard.csv")
+                          "robusteval runs compare runs/* --format csv --output leaderboard.csv\n"
+                          "robusteval runs compare runs/* --format latex --output tables.tex")
     compare.add_argument("run_dirs", nargs="+", metavar="DIR")
-    compare.add_argument("--format", choices=["table", "csv"], default="table")
+    compare.add_argument("--format", choices=["table", "csv", "latex"], default="table",
+                         help="latex: booktabs tables, MATCHA in the paper's Table 1/2 and 3 layouts")
     compare.add_argument("--output", default="-", metavar="FILE", help="output file (- for stdout)")
+    compare.add_argument("--max-interval-width", type=float, default=0.5, metavar="SHARE",
+                         help="do not rank a number whose 95%% interval is wider than this share of the scale "
+                         "(0.5 = 50 points)")
+    compare.add_argument("--min-n", type=int, default=10, metavar="N",
+                         help="do not rank a number over fewer examples than this (MATCHA: n_rated)")
     compare.set_defaults(func=compare_runs)
 
 
 def show_run(args: argparse.Namespace) -> int:
+    from robusteval.report.rates import rates_block
     from robusteval.runs import load_run
 
     run = load_run(args.run_dir)
     report = {
         "run_dir": str(run.path),
         "overview": run.overview(),
+        # Each headline number with its 95% interval and what its n counts (MATCHA's UR/SR/WR: n_rated).
+        "rates": rates_block(run),
+        "left_out": {k: (run.summary or {}).get(k) for k in ("skip_reasons", "exclusions")
+                     if (run.summary or {}).get(k) is not None},
         "identity": run.identity,
         "info": run.info,
         "units": run.stages,
@@ -112,9 +129,21 @@ def export_run(args: argparse.Namespace) -> int:
 
 
 def compare_runs(args: argparse.Namespace) -> int:
+    from robusteval.report.compare import check_thresholds
     from robusteval.report.compare import compare_runs as leaderboards
 
-    boards = leaderboards(args.run_dirs)
+    check_thresholds(args.max_interval_width, args.min_n, names=("--max-interval-width", "--min-n"))
+    thresholds = {"max_width": args.max_interval_width, "min_n": args.min_n}
+    if args.format == "latex":
+        from robusteval.report.latex import compare_latex
+
+        text = compare_latex(args.run_dirs, **thresholds)
+        with _open_output(args.output) as out:
+            out.write(text)
+        if args.output != "-":
+            print(f"wrote LaTeX tables to {args.output}", file=sys.stderr)
+        return 0
+    boards = leaderboards(args.run_dirs, **thresholds)
     with _open_output(args.output) as out:
         if args.format == "csv":
             rows = [row for board in boards for row in board.records()]
@@ -123,11 +152,20 @@ def compare_runs(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
         else:
-            from robusteval.report.tables import print_summary_table
+            from robusteval.report.compare import HEADINGS
+            from robusteval.report.model import Num
+            from robusteval.report.tables import format_num, print_summary_table
 
             for board in boards:
-                print_summary_table(board.title, board.records(), [c for c in board.columns if c != "run"],
-                                    file=out)
+                columns = [c for c in board.columns if c != "run"]
+                if not any(row.get(columns[-1]) for row in board.rows):  # every row ranked: no reasons column
+                    columns = columns[:-1]
+                rows = [{HEADINGS.get(c, c): format_num(v) if isinstance(v, Num) else v for c, v in row.items()}
+                        for row in board.rows]
+                print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in columns], file=out)
+                print(f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else ""), file=out)
+            print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated)",
+                  file=out)
     if args.output != "-":
         print(f"wrote {sum(len(b.rows) for b in boards)} rows to {args.output}", file=sys.stderr)
     return 0

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from robusteval.attacks.matcha.transfer import TransferConfig, model_label, transfer, transfer_identity
     from robusteval.lifecycle import open_run
-    from robusteval.report.tables import print_summary_table
+    from robusteval.report.tables import format_rate, print_exclusions, print_summary_table
 
     config = config_from_args(TransferConfig, args)
     if Path(args.out).resolve() == Path(config.source).resolve():
@@ -60,8 +60,11 @@ def run(args: argparse.Namespace) -> int:
               "none with outcome 'success'); wrote an empty summary")
         print(f"run directory: {args.out}")
         return 0
+    row = {**summary, "transfer_rate": format_rate(summary["transfer_rate"], summary.get("transfer_rate_ci95"))}
     print_summary_table(f"MATCHA transfer from {model_label(source.identity.get('model'))} "
-                        f"(T={config.temperature})", [summary], COLUMNS)
+                        f"(T={config.temperature}; transfer rate [95% interval] over n_original_correct)", [row],
+                        COLUMNS)
+    print_exclusions(summary)
     print(f"judge: reasoning={summary['judges']['reasoning']}; transfer rate = successes / questions the model "
           "answers correctly on the original question")
     print(f"run directory: {args.out}")

@@ -121,6 +121,8 @@ class RobustnessSummary(TypedDict, total=False):
     rb_index: float | None
     rb_index_ci95: list[float] | None
     n_unparsed: dict[str, int]
+    skip_reasons: dict[str, int]
+    exclusions: dict[str, int]
     soft: dict[str, Any]
 
 
@@ -305,6 +307,10 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
         if drift is not None and name in drift:
             summary["sets"][name]["drift"] = drift[name]
     summary["n_unparsed"] = {name: sum(1 for r in recs if r.get("label") is None) for name, recs in by_set.items()}
+    # Every example is classified on every set: none is left out (a label that cannot be read counts as wrong and
+    # is counted in n_unparsed); the fields are here so every method's summary says what it left out, and why.
+    summary["skip_reasons"] = {}
+    summary["exclusions"] = {}
     if soft and mode == "hard":  # the other view, for reference
         other = robustness_summary(correct("original", "soft"), {name: correct(name, "soft") for name in sets},
                                    seed=boot, n_resamples=config.bootstrap)

@@ -25,11 +25,15 @@ clean reasoning not already judged wrong):
   ``1 - (ur + sr)`` so ``ur + sr + wr == 1.0`` holds exactly in floating point (it equals ``wrong / A`` up to
   one rounding step).
 
-Every rate comes with its count and a 95% Wilson interval; rates over an empty set are None.
+Every rate comes with its count and a 95% Wilson interval; rates over an empty set are None. What was left
+out is counted by reason: ``skip_reasons`` (not attacked: each record's ``skip_reason``, e.g. "clean answer
+wrong", "no answer in the clean completion", a semantic-judge refusal, "beyond the attack limit") and
+``exclusions`` (attacked, but not in the UR/SR/WR denominator: ``clean_cot_wrong``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -52,6 +56,16 @@ def outcome(record: Any) -> str | None:
     if not _get(record, "answer_kept", False):
         return "wrong"
     return "success" if _get(record, "reasoning_wrong") is True else "unsuccessful"
+
+
+#: How a record that was not attacked but names no reason is counted (records written before reasons were kept).
+UNKNOWN_SKIP = "not attacked (no reason recorded)"
+
+
+def skip_reasons(records: Iterable[Any]) -> dict[str, int]:
+    """``{reason: count}`` over the records that were not attacked, most frequent first."""
+    counts = Counter(str(_get(r, "skip_reason") or UNKNOWN_SKIP) for r in records if not _get(r, "attacked", False))
+    return dict(counts.most_common())
 
 
 def outcome_rates(records: Iterable[Any]) -> dict[str, Any]:
@@ -96,8 +110,9 @@ def outcome_rates(records: Iterable[Any]) -> dict[str, Any]:
 def matcha_metrics(records: Iterable[Any]) -> dict[str, Any]:
     """``n``, ``n_correct``, ``acc`` and the attack outcome rates of :func:`outcome_rates`, with 95% CIs.
 
-    Returns ``{"n", "n_correct", "acc", "n_attacked", "ur", "sr", "wr", "counts", "n_unparsed", "ci95"}``
-    where ``ci95`` maps ``acc``, ``ur``, ``sr``, ``wr`` to ``(low, high)`` or None.
+    Returns ``{"n", "n_correct", "acc", "n_attacked", "ur", "sr", "wr", "counts", "n_unparsed", "ci95",
+    "skip_reasons", "exclusions"}`` where ``ci95`` maps ``acc``, ``ur``, ``sr``, ``wr`` to ``(low, high)`` or
+    None (see the module docstring for the last two).
     """
     rows = list(records)
     n = len(rows)
@@ -109,6 +124,8 @@ def matcha_metrics(records: Iterable[Any]) -> dict[str, Any]:
         "acc": n_correct / n if n else None,
         **rates,
         "ci95": {"acc": wilson_interval(n_correct, n), **rates["ci95"]},
+        "skip_reasons": skip_reasons(rows),
+        "exclusions": {"clean_cot_wrong": rates["n_clean_cot_wrong"]},
     }
 
 
@@ -135,5 +152,8 @@ def transfer_metrics(records: Iterable[Any]) -> dict[str, Any]:
         "n_success": successes,
         "transfer_rate": rates["sr"],
         "transfer_rate_ci95": wilson_interval(successes, len(eligible)),
+        # Transferred questions the other model gets wrong in their original form are left out of every rate.
+        "skip_reasons": {},
+        "exclusions": {"original_wrong": len(rows) - len(eligible)},
         **{k: rates[k] for k in ("ur", "sr", "wr", "counts", "n_unparsed", "ci95")},
     }

@@ -8,6 +8,7 @@ prefix of it, stopping once its word allowance is used, so each rate's outcome i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,8 +41,13 @@ def per_rate_outcomes(rates: Sequence[float], *, n_words: int, n_perturbed: int,
     return out
 
 
+#: Why an example is not attacked when its record names no reason (the only one the search has).
+ORIGINAL_WRONG = "the model's label on the original is wrong"
+
+
 def attack_summary(records: Sequence[Mapping[str, Any]], rates: Sequence[float]) -> dict[str, Any]:
-    """The TextAttack-style table per α: successes, failures, skips, accuracies, perturbed %, queries."""
+    """The TextAttack-style table per α: successes, failures, skips, accuracies, perturbed %, queries; and why
+    examples were skipped (``skip_reasons``: reason -> count; ``exclusions``: nothing else is left out)."""
     n = len(records)
     skipped = [r for r in records if r["status"] == "skipped"]
     attacked = [r for r in records if r["status"] != "skipped"]
@@ -62,8 +68,10 @@ def attack_summary(records: Sequence[Mapping[str, Any]], rates: Sequence[float])
             "avg_queries": _mean([r["per_rate"][key]["queries"] for r in attacked]),
             "avg_queries_per_success": _mean([r["per_rate"][key]["queries"] for r in wins]),
         }
+    reasons = Counter(str(r.get("skip_reason") or ORIGINAL_WRONG) for r in skipped)
     return {"n": n, "n_attacked": len(attacked), "n_skipped": len(skipped), "by_rate": by_rate,
-            "asr_by_rate": {k: v["attack_success_rate"] for k, v in by_rate.items()}}
+            "asr_by_rate": {k: v["attack_success_rate"] for k, v in by_rate.items()},
+            "skip_reasons": dict(reasons.most_common()), "exclusions": {}}
 
 
 def _percent(value: float | None) -> float | None:

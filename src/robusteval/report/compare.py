@@ -1,23 +1,31 @@
 """Leaderboards: runs of one method side by side, ranked by the method's headline number.
 
-``compare_runs(paths)`` is what ``robusteval runs compare`` prints (terminal table or CSV) and what the HTML
-report's comparison section shows, so the two never disagree; every number in it is the one the method's section
-builder makes (same value, n and interval), so the leaderboards never disagree with the section tables. Models are ranked among runs of the same task
-(dataset, attack level, perturbation method...), most robust first:
+``compare_runs(paths)`` is what ``robusteval runs compare`` prints (terminal table, CSV or LaTeX) and what the
+HTML report's comparison section shows, so the two never disagree; every number in it is the one the method's
+section builder makes (same value, n and interval), so the leaderboards never disagree with the section tables.
+
+Only comparable runs are ranked together: runs of one method fall into groups by their comparability key
+(:mod:`robusteval.report.comparability`: data and its hash, label mode, judges, success rule, settings...),
+one leaderboard per group, each saying how its key differs from the other groups'. Inside a group, most robust
+first:
 
 * MATCHA: higher UR (answer and reasoning both survive) ranks first, then lower SR;
 * transfer: lower transfer rate; VAR-MATH: higher strict score; perturbed benchmarks: lower RB-index;
 * hard-label attacks: lower success rate at the largest α; ORS: higher score.
+
+A ranking number resting on fewer than ``min_n`` examples (MATCHA: ``n_rated``), or whose 95% interval is wider
+than ``max_width``, is shown but not ranked (rank "-" and the reason): one example's UR of 0 says nothing.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from robusteval.errors import UserError
 from robusteval.report import hardlabel, matcha, perturbed, varmath
 from robusteval.report.collect import (
     MATCHA,
@@ -33,30 +41,61 @@ from robusteval.report.collect import (
     nothing_to_show,
     short_model,
 )
+from robusteval.report.comparability import comparability_key, key_hash, ors_key, why_apart
 from robusteval.report.model import Note, Num, Section, Table
 from robusteval.runs import Run
 
 Row = dict[str, Num | str]
 
 
+#: A rate whose 95% interval is wider than this (a share: 0.5 = 50 points) is shown but not ranked.
+DEFAULT_MAX_WIDTH = 0.5
+#: A rate over fewer examples than this (MATCHA: n_rated) is shown but not ranked.
+DEFAULT_MIN_N = 10
+#: The column that says why a row has no rank.
+UNRANKED = "unranked_because"
+
+
 @dataclass(frozen=True)
 class Leaderboard:
+    """One method's runs that are comparable with each other (one comparability key), best first."""
+
     method: str
     title: str
-    columns: Sequence[str]  # "rank" first, then the task columns, the numbers, and "run"
+    columns: Sequence[str]  # "rank" first, then the task columns, the numbers, UNRANKED and "run"
     rows: Sequence[dict[str, Num | str]]
+    key: Mapping[str, str] = field(default_factory=dict)  # the comparability key every row shares
+    apart: str = ""  # why this group is not ranked with the method's other groups ("" when it is the only one)
 
     @property
     def models(self) -> set[str]:
         return {str(row["model"]) for row in self.rows}
 
+    @property
+    def group(self) -> str:
+        """The comparability key's short hash (``results_frame``'s ``comparability_key``)."""
+        return key_hash(self.key)
+
     def records(self) -> list[dict[str, Any]]:
-        """Plain values (numbers as stored, not formatted) for the terminal table and CSV."""
-        return [{"method": self.method, **{c: (row.get(c).value if isinstance(row.get(c), Num) else row.get(c))
-                                           for c in self.columns}} for row in self.rows]
+        """Plain values for the CSV: each number as stored (not formatted) with its n and 95% interval
+        (``<column>_n``, ``<column>_ci_low``, ``<column>_ci_high``), and the row's comparability group."""
+        out = []
+        for row in self.rows:
+            record: dict[str, Any] = {"method": self.method, "group": self.group}
+            for column in self.columns:
+                cell = row.get(column)
+                if not isinstance(cell, Num):
+                    record[column] = cell
+                    continue
+                ci = cell.ci if cell.ci is not None and None not in cell.ci else (None, None)
+                record.update({column: cell.value, f"{column}_n": cell.n, f"{column}_ci_low": ci[0],
+                               f"{column}_ci_high": ci[1]})
+            record["why_apart"] = self.apart
+            out.append(record)
+        return out
 
 
-def _value(row: dict[str, Any], name: str, *, descending: bool) -> tuple[bool, float]:
+def _value(row: Mapping[str, Any], name: str, *, descending: bool) -> tuple[bool, float]:
     """Sort key: missing values last, then by value in the direction asked."""
     num = row.get(name)
     value = num.value if isinstance(num, Num) else None
@@ -65,17 +104,36 @@ def _value(row: dict[str, Any], name: str, *, descending: bool) -> tuple[bool, f
     return False, -value if descending else value
 
 
-def _ranked(rows: list[Row], task: Sequence[str], order: Sequence[tuple[str, bool]]) -> list[Row]:
-    """Rows grouped by task, best first inside each group (by each (column, descending) of ``order`` in
-    turn); ``rank`` counts within the group."""
-    groups: dict[tuple[str, ...], list[Row]] = {}
-    for row in rows:
-        groups.setdefault(tuple(str(row[c]) for c in task), []).append(row)
-    out = []
-    for task_key in sorted(groups):
-        ordered = sorted(groups[task_key], key=lambda r: tuple(_value(r, c, descending=d) for c, d in order))
-        out += [{"rank": str(i), **row} for i, row in enumerate(ordered, 1)]
-    return out
+def unranked_reason(num: Num, denominator: str, *, max_width: float, min_n: int) -> str:
+    """Why ``num`` may not be ranked ("" when it may): no value, too few examples, or too wide an interval."""
+    if num.value is None:
+        return f"no value ({denominator} = {num.n})" if num.n is not None else "no value"
+    if num.n is None:
+        return f"{denominator} not recorded"
+    if num.n < min_n:
+        return f"{denominator} = {num.n} < {min_n}"
+    if num.ci is None or len(num.ci) != 2 or None in num.ci:
+        return "no 95% interval recorded"
+    width = num.ci[1] - num.ci[0]
+    if width > max_width:
+        scale, unit = (100, " points") if num.percent else (1, "")
+        return f"95% interval {width * scale:.0f}{unit} wide > {max_width * scale:.0f}"
+    return ""
+
+
+def _ranked(rows: list[Row], order: Sequence[tuple[str, bool]], gate: tuple[str, str] | None, *,
+            max_width: float, min_n: int) -> list[Row]:
+    """Rows best first (by each (column, descending) of ``order`` in turn); a row whose ranking number fails
+    the gate (``(column, what its n counts)``; see :func:`unranked_reason`) comes after the ranked ones with
+    rank "-" and the reason."""
+    ordered = sorted(rows, key=lambda r: tuple(_value(r, c, descending=d) for c, d in order))
+    ranked, unranked = [], []
+    for row in ordered:
+        num = row.get(gate[0]) if gate else None
+        reason = unranked_reason(num, gate[1], max_width=max_width, min_n=min_n) if isinstance(num, Num) else ""
+        (unranked if reason else ranked).append({**row, UNRANKED: reason})
+    return ([{"rank": str(i), **row} for i, row in enumerate(ranked, 1)]
+            + [{"rank": "-", **row} for row in unranked])
 
 
 # One row per run (per model of an ORS result); every number is the section builder's own Num, so the report's
@@ -85,12 +143,15 @@ def _matcha_rows(run: Run) -> list[Row]:
     summary = run.summary or {}
     return [{"model": model_name(run), "dataset": dataset_name(run), "level": matcha.run_level(run),
              "variant": matcha.run_variant(run), "n": str(summary.get("n")),
+             "n_rated": str(summary.get("n_rated", summary.get("n_attacked"))),
              **{m: matcha.rate(summary, m, run) for m in matcha.METRICS}}]
 
 
 def _transfer_rows(run: Run) -> list[Row]:
+    summary = run.summary or {}
     return [{"model": model_name(run), "source": matcha.transfer_source(run),
-             "n_transferred": str((run.summary or {}).get("n_transferred")),
+             "n_transferred": str(summary.get("n_transferred")),
+             "n_original_correct": str(summary.get("n_original_correct")),
              "transfer_rate": matcha.transfer_rate(run)}]
 
 
@@ -101,16 +162,27 @@ def _variants_rows(run: Run) -> list[Row]:
              "loose": varmath.accuracy(run, "loose")}]
 
 
+def unparsed_text(summary: Mapping[str, Any]) -> str:
+    """A robustness run's unread labels per set, ``original 0/10, C-pinyin 10/10`` (they count as wrong)."""
+    counts = summary.get("n_unparsed") or {}
+    # The original first, then the sets in the run's order (summary.json may hold the counts sorted by name).
+    names = dict.fromkeys([perturbed.ORIGINAL, *(summary.get("sets") or {}), *counts])
+    return ", ".join(f"{name} {counts[name]}/{summary.get('n')}" for name in names if name in counts) or "not recorded"
+
+
 def _robustness_rows(run: Run) -> list[Row]:
-    return [{"model": model_name(run), "dataset": dataset_name(run),
-             "sets": str((run.summary or {}).get("sets_spec")),
+    summary = run.summary or {}
+    return [{"model": model_name(run), "dataset": dataset_name(run), "sets": str(summary.get("sets_spec")),
+             "label_mode": str(summary.get("label_mode") or "?"), "n": str(summary.get("n")),
+             "unparsed": unparsed_text(summary),
              "acc_original": perturbed.accuracy(run, perturbed.ORIGINAL), "rb_index": perturbed.rb_index(run)}]
 
 
 def _wordimportance_rows(run: Run) -> list[Row]:
     top = hardlabel.top_rate(run)
     return [{"model": model_name(run), "dataset": dataset_name(run), "method": hardlabel.method_name(run),
-             "rate": str(top), "asr": hardlabel.success_rate(run, top) if top else Num(None),
+             "rate": str(top), "n_attacked": str((run.summary or {}).get("n_attacked")),
+             "asr": hardlabel.success_rate(run, top) if top else Num(None),
              "queries_per_success": hardlabel.queries_per_success(run, top) if top else Num(None)}]
 
 
@@ -121,75 +193,116 @@ def _ors_rows(result: OrsResult) -> list[Row]:
 
 @dataclass(frozen=True)
 class Board:
-    """How one method's leaderboard is made: whose rows, which columns group a task, what ranks first."""
+    """How one method's leaderboards are made: whose rows, which columns, what ranks first."""
 
     method: str
     command: str | None  # the runs' command; None: ORS results
     title: str
-    task: tuple[str, ...]  # rows are ranked among rows with the same values here
-    shown: tuple[str, ...]  # columns between "model" and "run"
+    shown: tuple[str, ...]  # columns between "model" and UNRANKED
     order: tuple[tuple[str, bool], ...]  # (column, descending), best first
     rows: Callable[[Any], list[Row]]
+    #: (column, what its n counts) of the number that must be precise enough to rank; None: not a rate (ORS)
+    gate: tuple[str, str] | None
 
 
 BOARDS = (
     Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
-          ("dataset", "level", "variant"), ("dataset", "level", "variant", "n", "acc", "ur", "sr", "wr"),
-          (("ur", True), ("sr", False)), _matcha_rows),
-    Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first", ("source",),
-          ("source", "n_transferred", "transfer_rate"), (("transfer_rate", False),), _transfer_rows),
-    Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first", ("instances",),
-          ("instances", "n_problems", "strict", "loose"), (("strict", True), ("loose", True)), _variants_rows),
-    Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first", ("dataset", "sets"),
-          ("dataset", "sets", "acc_original", "rb_index"), (("rb_index", False),), _robustness_rows),
+          ("dataset", "level", "variant", "n", "n_rated", "acc", "ur", "sr", "wr"),
+          (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_rated")),
+    Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
+          ("source", "n_transferred", "n_original_correct", "transfer_rate"), (("transfer_rate", False),),
+          _transfer_rows, ("transfer_rate", "n_original_correct")),
+    Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
+          ("instances", "n_problems", "strict", "loose"), (("strict", True), ("loose", True)), _variants_rows,
+          ("strict", "n_problems")),
+    Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first",
+          ("dataset", "sets", "label_mode", "n", "unparsed", "acc_original", "rb_index"), (("rb_index", False),),
+          _robustness_rows, ("rb_index", "n")),
     Board("wordimportance", WORDIMPORTANCE, "Hard-label attacks: lower success rate at the largest α ranks first",
-          ("dataset", "method", "rate"), ("dataset", "method", "rate", "asr", "queries_per_success"),
-          (("asr", False),), _wordimportance_rows),
-    Board("ors", None, "ORS: higher score ranks first", ("run",), ("beta", "ors"), (("ors", True),), _ors_rows),
+          ("dataset", "method", "rate", "n_attacked", "asr", "queries_per_success"), (("asr", False),),
+          _wordimportance_rows, ("asr", "n_attacked")),
+    Board("ors", None, "ORS: higher score ranks first", ("beta", "ors"), (("ors", True),), _ors_rows, None),
 )
 
 
-def leaderboard(board: Board, inputs: Inputs) -> Leaderboard:
+def check_thresholds(max_width: float, min_n: int, *, names: tuple[str, str] = ("max_width", "min_n")) -> None:
+    """A UserError unless ``max_width`` is a share in (0, 1] and ``min_n`` a whole number >= 0 (``names``: how
+    the caller calls them, so a command can name its flags)."""
+    if isinstance(max_width, bool) or not isinstance(max_width, int | float) or not 0 < max_width <= 1:
+        raise UserError(f"{names[0]} {max_width!r}: give a share of the scale in (0, 1] (0.5 = 50 points)")
+    if isinstance(min_n, bool) or not isinstance(min_n, int) or min_n < 0:
+        raise UserError(f"{names[1]} {min_n!r}: give a whole number of examples, 0 or more")
+
+
+def leaderboard_groups(board: Board, inputs: Inputs, *, max_width: float = DEFAULT_MAX_WIDTH,
+                       min_n: int = DEFAULT_MIN_N) -> list[Leaderboard]:
+    """``board``'s leaderboards: one per comparability key among its runs (in the order the runs came), each
+    saying how its key differs from the others'."""
     sources: Iterable[Any] = inputs.ors if board.command is None else [
         run for run in inputs.of(board.command) if run.summary]
-    rows = [{**row, "run": str(source.path)} for source in sources for row in board.rows(source)]
-    return Leaderboard(board.method, board.title, ["rank", "model", *board.shown, "run"],
-                       _ranked(rows, board.task, board.order))
+    groups: dict[str, tuple[dict[str, str], list[Row]]] = {}
+    for source in sources:
+        key = ors_key(source) if board.command is None else comparability_key(source)
+        rows = [{**row, "run": str(source.path)} for row in board.rows(source)]
+        groups.setdefault(key_hash(key), (key, []))[1].extend(rows)
+    keys = [key for key, _ in groups.values()]
+    boards = []
+    for i, (key, rows) in enumerate(groups.values(), 1):
+        title = board.title if len(groups) == 1 else f"{board.title} (comparable group {i} of {len(groups)})"
+        apart = why_apart(key, [other for other in keys if other is not key])
+        boards.append(Leaderboard(board.method, title, ["rank", "model", *board.shown, UNRANKED, "run"],
+                                  _ranked(rows, board.order, board.gate, max_width=max_width, min_n=min_n),
+                                  key, apart))
+    return boards
 
 
-def leaderboards(inputs: Inputs) -> list[Leaderboard]:
-    """Every method's leaderboard that has at least one run (direct runs only: sweeps have their own table)."""
-    boards = [leaderboard(board, inputs) for board in BOARDS]
-    return [board for board in boards if board.rows]
+def leaderboards(inputs: Inputs, *, max_width: float = DEFAULT_MAX_WIDTH, min_n: int = DEFAULT_MIN_N
+                 ) -> list[Leaderboard]:
+    """Every method's leaderboards, one per group of comparable runs (direct runs only: sweeps have their own
+    table)."""
+    check_thresholds(max_width, min_n)
+    return [group for board in BOARDS
+            for group in leaderboard_groups(board, inputs, max_width=max_width, min_n=min_n)]
 
 
-def compare_runs(paths: Sequence[str | os.PathLike[str]]) -> list[Leaderboard]:
-    """The leaderboards of the runs (and ORS results) found at ``paths``; a UserError when there is nothing to
-    rank (only unfinished runs, or runs of no method the report knows; sweeps have their own table)."""
+def compare_runs(paths: Sequence[str | os.PathLike[str]], *, max_width: float = DEFAULT_MAX_WIDTH,
+                 min_n: int = DEFAULT_MIN_N) -> list[Leaderboard]:
+    """The leaderboards of the runs (and ORS results) found at ``paths``: one per method and group of comparable
+    runs (same comparability key: :mod:`robusteval.report.comparability`). Each row's numbers are
+    :class:`~robusteval.report.model.Num` (value, n, 95% interval); a row whose ranking number rests on fewer
+    than ``min_n`` examples (MATCHA: ``n_rated``) or whose interval is wider than ``max_width`` (a share: 0.5 =
+    50 points) is shown with rank "-" and the reason. A UserError when there is nothing to rank (only
+    unfinished runs, or runs of no method the report knows; sweeps have their own table)."""
+    check_thresholds(max_width, min_n)
     inputs = collect(paths)
-    boards = leaderboards(inputs)
+    boards = leaderboards(inputs, max_width=max_width, min_n=min_n)
     if not boards:
         raise nothing_to_show(inputs, "runs compare: nothing to rank")
     return boards
 
 
-#: Column headings in the page (the CSV keeps the plain names).
+#: Column headings in the page and the terminal (the CSV keeps the plain names).
 HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "transfer_rate": "transfer rate %",
             "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
-            "queries_per_success": "queries/success", "ors": "ORS"}
+            "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}
 
 
 def comparison_section(inputs: Inputs) -> Section:
     section = Section("compare", "Comparison across runs",
-                      "One leaderboard per method when several models were run; `robusteval runs compare DIR...` "
-                      "prints the same tables in the terminal or as CSV.")
+                      "One leaderboard per method and group of comparable runs (same data, label mode, judges, "
+                      "success rule, settings...) when several models were run; a number over fewer than "
+                      f"{DEFAULT_MIN_N} examples or with a 95% interval wider than {DEFAULT_MAX_WIDTH:.0%} is shown "
+                      "but not ranked. `robusteval runs compare DIR...` prints the same tables in the terminal, "
+                      "as CSV or as LaTeX.")
     for board in leaderboards(inputs):
         if len(board.models) < 2:
             continue
         columns = [c for c in board.columns if c != "run"]
         section.add(Table(board.title, [HEADINGS.get(c, c) for c in columns],
-                          [[row.get(c, "") for c in columns] for row in board.rows]))
+                          [[row.get(c, "") for c in columns] for row in board.rows],
+                          note=f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else "")))
     if not section.blocks:
-        section.add(Note("Every method here was run on one model only: give runs of several models to rank them."))
+        section.add(Note("No method here has two models whose runs are comparable: give runs of several models, "
+                         "made with the same data and settings, to rank them."))
     return section

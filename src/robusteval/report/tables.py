@@ -3,15 +3,56 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
 
+from robusteval.report.model import Num
+
 stdout = Console()
 if not stdout.is_terminal:
     stdout.width = 160  # piped or logged output: don't fold the table into 80 columns
+
+
+def format_rate(value: float | None, ci: Sequence[float | None] | None, *, scale: float = 1.0, digits: int = 3,
+                unit: str = "") -> str:
+    """``0.125 [0.041, 0.290]``: a value and its 95% interval (``-`` for no value; no brackets without an
+    interval)."""
+    if value is None:
+        return "-"
+    shown = f"{value * scale:.{digits}f}{unit}"
+    if ci is not None and len(ci) == 2 and None not in ci:
+        low, high = ci
+        shown += f" [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"  # type: ignore[operator]
+    return shown
+
+
+def format_num(num: Num, *, unit: bool = False) -> str:
+    """A report number as ``12.5 [4.1, 29.0]`` (percent numbers x100; ``unit``: ``12.5 % [4.1, 29.0]``)."""
+    if num.percent:
+        return format_rate(num.value, num.ci, scale=100.0, digits=num.digits, unit=" %" if unit else "")
+    return format_rate(num.value, num.ci, digits=num.digits)
+
+
+def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
+    """What a run left out and why, under its table: ``not attacked: 4 (no answer in the clean completion 4)``
+    from the summary's ``skip_reasons``, and its ``exclusions`` (attacked but outside a rate's denominator)."""
+    out = file or sys.stdout
+    reasons = summary.get("skip_reasons") or {}
+    if reasons:
+        detail = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
+        print(f"not attacked: {sum(reasons.values())} ({detail})", file=out)
+    excluded = {name: count for name, count in (summary.get("exclusions") or {}).items() if count}
+    if excluded:
+        detail = ", ".join(f"{EXCLUSIONS.get(name, name)} {count}" for name, count in excluded.items())
+        print(f"left out of the rates: {sum(excluded.values())} ({detail})", file=out)
+
+
+#: How the summaries' exclusions read in a sentence.
+EXCLUSIONS = {"clean_cot_wrong": "clean reasoning already judged wrong",
+              "original_wrong": "original question answered wrongly"}
 
 
 def format_value(value: Any) -> str:

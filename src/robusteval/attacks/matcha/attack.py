@@ -49,7 +49,13 @@ class MatchaAttack:
         return {**matcha_metrics(outcome_records(store))}
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
+        from robusteval.report.tables import format_rate
+
         title = (f"MATCHA {summary['level']}-level ({summary['variant']}), target answer: "
                  f"{summary['target_answer']}; judges: reasoning={summary['judges']['reasoning']}, "
                  f"semantic={summary['judges']['semantic']}")
-        return title, [dict(summary)], ["model", "dataset", "n", "n_correct", "acc", "n_attacked", "ur", "sr", "wr"]
+        # Every rate with its 95% interval; ACC is over n, UR/SR/WR over n_rated (see metrics.matcha).
+        row = {**summary, **{m: format_rate(summary.get(m), (summary.get("ci95") or {}).get(m))
+                             for m in ("acc", "ur", "sr", "wr")}}
+        return title, [row], ["model", "dataset", "n", "n_correct", "acc", "n_attacked", "n_rated", "ur", "sr",
+                              "wr"]

@@ -53,9 +53,12 @@ class MatchaSummary(TypedDict, total=False):
     n_correct: int
     acc: float | None
     n_attacked: int
+    n_rated: int  # the UR/SR/WR denominator
     ur: float | None
     sr: float | None
     wr: float | None
+    skip_reasons: dict[str, int]  # not attacked: reason -> count
+    exclusions: dict[str, int]  # attacked but left out of n_rated: {"clean_cot_wrong": k}
 
 
 def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examples: Sequence[Example]

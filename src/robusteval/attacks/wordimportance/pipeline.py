@@ -115,6 +115,8 @@ class WordImportanceSummary(TypedDict, total=False):
     n: int
     n_attacked: int
     n_skipped: int
+    skip_reasons: dict[str, int]  # why examples were not attacked: reason -> count
+    exclusions: dict[str, int]
     by_rate: dict[str, dict[str, Any]]
     asr_by_rate: dict[str, float | None]
     notes: list[str]
@@ -335,8 +337,21 @@ class WordImportanceAttack:
         return attack_summary(attack_records(store), rates)
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
+        from robusteval.metrics.stats import wilson_interval
+        from robusteval.report.tables import format_rate
+
         title = f"word-importance attack: {summary['method']} on {summary['model']} (n={summary['n']})"
-        rows = [{"rate": rate, **values} for rate, values in summary["by_rate"].items()]
+        n = summary["n"]
+        rows = []
+        for rate, values in summary["by_rate"].items():
+            wins, failed = values["n_success"], values["n_failed"]
+            # Each rate with its Wilson interval: accuracies over all n examples, the success rate over the
+            # attacked ones (successes + failures).
+            intervals = {"original_accuracy": wilson_interval(wins + failed, n),
+                         "accuracy_under_attack": wilson_interval(failed, n),
+                         "attack_success_rate": wilson_interval(wins, wins + failed)}
+            rows.append({"rate": rate, **values, **{name: format_rate(values[name], ci)
+                                                     for name, ci in intervals.items()}})
         return title, rows, ["rate", "n_success", "n_failed", "n_skipped", "original_accuracy",
                              "accuracy_under_attack", "attack_success_rate", "avg_perturbed_word_pct",
                              "avg_words_per_input", "avg_queries"]

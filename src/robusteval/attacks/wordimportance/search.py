@@ -28,7 +28,7 @@ from robusteval.attacks.wordimportance.oracle import ConfidenceMode, Judgement, 
 from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, example_fields
-from robusteval.metrics.wordimportance import per_rate_outcomes, word_allowance
+from robusteval.metrics.wordimportance import ORIGINAL_WRONG, per_rate_outcomes, word_allowance
 from robusteval.perturbations.base import Edit, Perturbation, Protection, Span, apply_edits
 from robusteval.perturbations.segment import is_word, segment_words
 from robusteval.seeding import derive_random
@@ -175,8 +175,8 @@ def attack_example(
         raise UserError("--budget is smaller than the cost of one query")
     record["original_label"] = first.label
     if first.label != example.answer:
-        return {**record, "status": "skipped", "queries": oracle.queries, "n_words": 0, "drift": None,
-                "n_drift_rejected": 0}
+        return {**record, "status": "skipped", "skip_reason": ORIGINAL_WRONG, "queries": oracle.queries,
+                "n_words": 0, "drift": None, "n_drift_rejected": 0}
 
     protected = {name: protect.mask(text) for name, text in originals.items()}
     words = [

@@ -1,0 +1,90 @@
+"""What makes two runs' numbers comparable: a key per run, read from its identity and summary.
+
+Two runs rank together only when their keys are equal: the same method, dataset content (its hash, not its
+path), label mode, judges, success rule, attack settings (every hyper-parameter but the seed), exemplars, chat
+or not, prompt... Everything the run identity records counts, except what may differ between the runs being
+compared: the model (that is what is compared), seeds (repeats of one setting), file paths whose content hash
+is recorded, and the identity's version. Settings that change numbers without changing stored units (label
+mode) come from the summary, as do defaults of older runs (``success_check`` absent = ``final``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from robusteval.report.collect import MATCHA, OrsResult
+from robusteval.runs import Run
+
+#: Identity fields that never separate comparable runs (see the module docstring; the error classifier only
+#: types the successes' errors, it decides no outcome).
+NOT_KEY = frozenset({"identity_version", "model", "seed", "bootstrap_seed", "limit", "error_classifier"})
+#: Paths whose content the identity also records by hash: the hash is the key, the path is not.
+HASHED_PATHS = {"data_file": "data_sha256", "instances": "instances_sha256"}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def comparability_key(run: Run) -> dict[str, str]:
+    """The run's comparability key: field -> value as text (nested settings flattened as ``config.steps``)."""
+    identity = dict(run.identity)
+    summary = run.summary or {}
+    key: dict[str, Any] = {"method": identity.get("command") or "?"}
+    for name, value in identity.items():
+        if name in NOT_KEY or name == "command":
+            continue
+        if name in HASHED_PATHS and identity.get(HASHED_PATHS[name]):
+            continue
+        if isinstance(value, Mapping) and name == "config":  # MATCHA's resolved hyper-parameters
+            key.update({f"config.{k}": v for k, v in value.items() if k not in NOT_KEY})
+        else:
+            key[name] = value
+    if "label_mode" in summary:  # robustness: not in the identity (a run can be re-summarised in either mode)
+        key["label_mode"] = summary["label_mode"]
+    if run.command == MATCHA:
+        # The rule that decides success: absent in runs made before it was an option, which used "final".
+        hyper = summary.get("hyperparameters") or {}
+        key.pop("success_check", None)  # the unresolved option (None: the preset's); the resolved rule follows
+        key["config.success_check"] = (hyper.get("success_check") or (identity.get("config") or {}).get(
+            "success_check") or "final")
+        judges = {k: v for k, v in (summary.get("judges") or {}).items() if k not in NOT_KEY}
+        if judges:
+            key["judges"] = judges
+        if summary.get("target_answer"):  # "auto" resolves to gold or clean per run
+            key["target_answer"] = summary["target_answer"]
+    return {name: _text(value) for name, value in sorted(key.items())}
+
+
+def ors_key(result: OrsResult) -> dict[str, str]:
+    """An ORS result's key: models are scored together only inside one result (one β for all of them)."""
+    data = result.data
+    return {name: _text(value) for name, value in (("method", "ors"), ("result", str(result.path)),
+                                                   ("rates", data.get("rates")), ("q", data.get("q")),
+                                                   ("eta", data.get("eta")))}
+
+
+def key_hash(key: Mapping[str, str]) -> str:
+    """A short stable name for a key (12 hex digits of the SHA-256 of its canonical JSON)."""
+    return hashlib.sha256(json.dumps(dict(key), sort_keys=True).encode("utf-8")).hexdigest()[:12]
+
+
+def differing_fields(keys: Sequence[Mapping[str, str]]) -> list[str]:
+    """The fields whose value is not the same in every key (a field missing from one counts as differing)."""
+    names = sorted({name for key in keys for name in key})
+    return [name for name in names if len({key.get(name) for key in keys}) > 1]
+
+
+def why_apart(key: Mapping[str, str], others: Sequence[Mapping[str, str]], *, width: int = 60) -> str:
+    """One line: how ``key`` differs from the other groups' keys (the differing fields and this group's values)."""
+    fields = differing_fields([key, *others])
+    if not fields:
+        return ""
+    shown = []
+    for name in fields:
+        value = key.get(name, "(not recorded)")
+        shown.append(f"{name}={value if len(value) <= width else value[: width - 1] + '…'}")
+    return "not comparable with the other groups: " + "; ".join(shown)

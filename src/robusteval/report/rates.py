@@ -1,0 +1,150 @@
+"""Every headline number of a run, with its denominator and 95% interval: what ``runs show`` prints as its
+"rates" block and what :func:`results_frame` (``rv.results_frame``) puts in one tidy table across runs.
+
+The numbers are the report's own (the section builders' :class:`~robusteval.report.model.Num`: value as the
+summary stores it, n, interval), so no surface can disagree with another. ``denominator`` names what n counts:
+MATCHA's UR/SR/WR rest on ``n_rated`` (attacked examples whose clean reasoning the judge did not reject), not
+on ``n``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from robusteval.errors import UserError
+from robusteval.metrics.stats import wilson_interval
+from robusteval.report import hardlabel, matcha, perturbed, varmath
+from robusteval.report.collect import (
+    MATCHA,
+    ROBUSTNESS,
+    TRANSFER,
+    VARIANTS,
+    WORDIMPORTANCE,
+    OrsResult,
+    collect,
+    dataset_name,
+    model_name,
+    short_model,
+)
+from robusteval.report.comparability import comparability_key, key_hash, ors_key
+from robusteval.report.model import Num
+from robusteval.report.tables import format_num
+from robusteval.runs import Run
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One number of a run: ``metric`` (as the summary names it), the Num, and what its n counts."""
+
+    metric: str
+    num: Num
+    denominator: str = "n"
+    note: str = ""  # shown after the number (a robustness accuracy's label mode and unparsed labels)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more columns for results_frame
+
+
+def _with_interval(num: Num) -> Num:
+    """A proportion's Num with a Wilson interval from its value and n where the summary stored none."""
+    if num.ci is not None or num.value is None or not num.n:
+        return num
+    successes = round(num.value * num.n)
+    if abs(successes - num.value * num.n) > 1e-6:  # not a share of n examples (a mean): no Wilson interval
+        return num
+    return replace(num, ci=wilson_interval(successes, num.n))
+
+
+def run_rates(run: Run) -> list[Rate]:
+    """The run's numbers, each with n and its interval (none for a run without a summary)."""
+    summary = run.summary or {}
+    if not summary:
+        return []
+    command = run.command
+    if command == MATCHA:
+        return [Rate(m, matcha.rate(summary, m, run), "n" if m == "acc" else "n_rated") for m in matcha.METRICS]
+    if command == TRANSFER:
+        rates = [Rate("transfer_rate", matcha.transfer_rate(run), "n_original_correct")]
+        return rates + [Rate(m, Num(summary.get(m), n=summary.get("n_original_correct"),
+                                    ci=(summary.get("ci95") or {}).get(m), runs=(str(run.path),), percent=True),
+                             "n_original_correct") for m in ("ur", "sr", "wr")]
+    if command == VARIANTS:
+        return [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
+    if command == ROBUSTNESS:
+        names = [perturbed.ORIGINAL, *(summary.get("sets") or {})]
+        mode, unparsed = summary.get("label_mode") or "?", summary.get("n_unparsed") or {}
+        # Wherever an accuracy is shown, its label mode and the labels that could not be read (counted wrong).
+        rates = [Rate(f"acc[{name}]", perturbed.accuracy(run, name),
+                      note=f"{mode} labels, {unparsed.get(name, '?')} unparsed (counted wrong)",
+                      extra={"n_unparsed": unparsed.get(name)}) for name in names]
+        return [*rates, Rate("rb_index", perturbed.rb_index(run))]
+    if command == WORDIMPORTANCE:
+        return [Rate(f"asr[{rate}]", hardlabel.success_rate(run, rate), "n_attacked")
+                for rate in sorted(summary.get("by_rate") or {}, key=float)]
+    if "acc" in summary:  # answer-first eval and any other run with an accuracy
+        return [Rate("acc", _with_interval(Num(summary.get("acc"), n=summary.get("n"), ci=summary.get("acc_ci95"),
+                                               runs=(str(run.path),), percent=True)))]
+    return []
+
+
+def ors_rates(result: OrsResult) -> list[tuple[str, Rate]]:
+    """(model, its ORS) of an ORS result: a score, not a proportion (no n, no interval)."""
+    return [(short_model(model), Rate("ors", hardlabel.ors_score(result, model), "")) for model in
+            result.data.get("ors") or {}]
+
+
+def rate_text(rate: Rate) -> str:
+    """``12.5 % [4.1, 29.0], n_rated = 40``: the value, its interval and its denominator."""
+    num = rate.num
+    shown = format_num(rate.num, unit=True)
+    if rate.denominator:
+        shown += f", {rate.denominator} = {'?' if num.n is None else num.n}"
+    return shown + (f" ({rate.note})" if rate.note else "")
+
+
+def rates_block(run: Run) -> dict[str, str]:
+    """``runs show``'s "rates": metric -> readable value, 95% interval and n."""
+    return {rate.metric: rate_text(rate) for rate in run_rates(run)}
+
+
+#: results_frame's columns before the comparability key's fields.
+FRAME_COLUMNS = ("run", "method", "model", "dataset", "metric", "value", "n", "denominator", "ci_low", "ci_high",
+                 "comparability_key")
+
+
+def results_rows(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """One row per run x metric (and per ORS result x model): the rows of :func:`results_frame`."""
+    inputs = collect(paths)
+    rows: list[dict[str, Any]] = []
+
+    def row(path: str, method: str, model: str, dataset: str, rate: Rate, key: dict[str, str]) -> dict[str, Any]:
+        ci = rate.num.ci if rate.num.ci is not None and None not in rate.num.ci else (None, None)
+        fields = {name: value for name, value in key.items() if name not in ("method", "dataset")}
+        return {"run": path, "method": method, "model": model, "dataset": dataset, "metric": rate.metric,
+                "value": rate.num.value, "n": rate.num.n, "denominator": rate.denominator or None,
+                "ci_low": ci[0], "ci_high": ci[1], "comparability_key": key_hash(key), **rate.extra, **fields}
+
+    runs = {run.path.resolve(): run for run in [*inputs.runs, *(r for sweep in inputs.sweeps for r in sweep.runs)]}
+    for run in runs.values():
+        key = comparability_key(run)
+        rows += [row(str(run.path), str(run.command), model_name(run), dataset_name(run), rate, key)
+                 for rate in run_rates(run)]
+    for result in inputs.ors:
+        key = ors_key(result)
+        rows += [row(str(result.path), "ors", model, "", rate, key) for model, rate in ors_rates(result)]
+    return rows
+
+
+def results_frame(run_dirs: Sequence[str | os.PathLike[str]]) -> Any:
+    """One tidy pandas DataFrame across runs and methods: a row per run x metric with its value, n (and what n
+    counts), 95% interval, the run's comparability key (a short hash: rows with the same one may be compared)
+    and the key's fields as columns. ``run_dirs`` are read as ``runs compare`` reads them (run, sweep and ORS
+    directories, or directories holding them)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise UserError("results_frame needs pandas: pip install pandas") from None
+    rows = results_rows(run_dirs)
+    extra = list(dict.fromkeys(name for row in rows for name in row if name not in FRAME_COLUMNS))
+    return pd.DataFrame.from_records(rows, columns=[*FRAME_COLUMNS, *extra])
