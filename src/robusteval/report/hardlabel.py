@@ -135,8 +135,9 @@ def wordimportance_section(inputs: Inputs) -> Section | None:
     if runs:
         section.add(curves(runs), attack_table(runs))
         # Only where some example was left out: most runs attack every example the model gets right.
-        section.add(*(not_attacked_table(run, f"{model_name(run)} · {method_name(run)}") for run in runs
-                      if not_attacked(run).any))
+        counted = [(run, not_attacked(run)) for run in runs]
+        section.add(*(not_attacked_table(run, f"{model_name(run)} · {method_name(run)}", found)
+                      for run, found in counted if found.any))
     section.add(*ors_tables(inputs.ors))
 
     def filters(items: list[dict[str, Any]]) -> list[Filter]:

@@ -104,13 +104,13 @@ def _share(count: int, total: int | None, run: Run) -> Num:
                note=f"{count} of {total} questions")
 
 
-def not_attacked_table(run: Run, label: str) -> Table:
+def not_attacked_table(run: Run, label: str, found: NotAttacked | None = None) -> Table:
     """The "not attacked: why" table of one MATCHA or word-importance run: each reason with its count and share
     of the run's questions, then the attacked ones (MATCHA: those left out of the rates, and the rated ones),
-    so the rows add up to all questions."""
+    so the rows add up to all questions (``found``: :func:`not_attacked` of the run, when already counted)."""
     summary = run.summary or {}
     total = summary.get("n")
-    found = not_attacked(run)
+    found = found or not_attacked(run)
     rows: list[list[Num | str]] = [[reason, str(count), _share(count, total, run)]
                                    for reason, count in found.skipped.items()]
     if run.command == MATCHA:

@@ -145,11 +145,7 @@
     var current = null;
 
     function hide() { tip.hidden = true; current = null; }
-    function show(target) {
-      if (target === current) return;
-      current = target;
-      tip.textContent = target.getAttribute("data-tip");
-      tip.hidden = false;
+    function place(target) {
       tip.style.top = "0px";  // measured where it has the whole viewport's width to fit in
       tip.style.left = "0px";
       var cell = target.getBoundingClientRect(), box = tip.getBoundingClientRect();
@@ -159,6 +155,13 @@
       tip.style.top = top + "px";
       tip.style.left = left + "px";
     }
+    function show(target) {
+      if (target === current) return;
+      current = target;
+      tip.textContent = target.getAttribute("data-tip");
+      tip.hidden = false;
+      place(target);
+    }
     function from(event) {
       var target = event.target && event.target.closest ? event.target.closest("[data-tip]") : null;
       if (target) show(target); else hide();
@@ -166,7 +169,9 @@
     document.addEventListener("mouseover", from);
     document.addEventListener("focusin", from);
     document.addEventListener("focusout", hide);
-    window.addEventListener("scroll", hide, true);
+    document.documentElement.addEventListener("mouseleave", hide);
+    // The box follows its number when the page or a table scrolls (it is fixed to the window).
+    window.addEventListener("scroll", function () { if (current) place(current); }, true);
   }
 
   function start() {
