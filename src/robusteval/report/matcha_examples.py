@@ -18,11 +18,10 @@ from typing import Any
 from robusteval.report.collect import runs_browser
 from robusteval.report.highlight import matcha_edit_marks, text_block, verdict_marks
 from robusteval.report.model import Browser, Filter
+from robusteval.report.reasons import MATCHA_OUTCOME_STAGE as OUTCOME_STAGE
 from robusteval.report.reasons import matcha_skip_reason
 from robusteval.runs import Run
 
-#: ``attacks.matcha.pipeline.OUTCOME_STAGE`` (that module imports torch; a test pins the two together).
-OUTCOME_STAGE = "matcha_outcome"
 #: The clean pass's records (question and completion of every example, attacked or not).
 CLEAN_STAGE = "matcha_clean"
 NOT_ATTACKED = "not attacked"
