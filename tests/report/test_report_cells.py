@@ -23,7 +23,7 @@ from robusteval.report.highlight import text_block
 from robusteval.report.html import block_html
 from robusteval.report.matcha_examples import semantic_rows, semantic_summary, token_texts
 from robusteval.report.model import BarChart, Num
-from robusteval.report.reasons import not_attacked
+from robusteval.report.reasons import ORIGINAL_WRONG, not_attacked, wordimportance_skip_reason
 from robusteval.runs import Run, load_run
 
 
@@ -72,6 +72,14 @@ def test_not_attacked_table_from_the_records_and_from_the_summary(tmp_path: Path
     page = page_of([matcha_store(tmp_path / "all", 5)], tmp_path / "all.html")
     caption = next(c for c in page.captions if c.startswith("Not attacked: why"))
     assert [row[:2] for row in page.rows[caption]] == [["attacked and rated (the UR, SR and WR denominator)", "5"]]
+
+
+def test_word_importance_skips_say_why() -> None:
+    """The attack skips an example the model already gets wrong on the original (``search.attack_example``)."""
+    assert wordimportance_skip_reason({"status": "skipped", "original_label": "neutral", "label": "entailment"}) \
+        == ORIGINAL_WRONG
+    assert "no label" in str(wordimportance_skip_reason({"status": "skipped", "original_label": None}))
+    assert wordimportance_skip_reason({"status": "failed", "original_label": "entailment"}) is None
 
 
 def test_skipped_questions_are_browsable_with_their_reason(tmp_path: Path) -> None:
