@@ -15,6 +15,9 @@ class Page(HTMLParser):
         super().__init__()
         self.sections: list[str] = []
         self.cells: list[tuple[float | None, str]] = []  # (data-value, data-tip) of every table number
+        self.shown: list[str] = []  # the visible text of every table number (value, interval and n)
+        self.captions: list[str] = []  # every table caption, in page order
+        self.rows: dict[str, list[list[str]]] = {}  # the visible text of each table's body rows, per caption
         self.tables: dict[str, list[tuple[float | None, str]]] = {}  # the same, per table caption
         self.marks: list[float] = []  # data-value of every drawn bar and point
         self.data: dict[str, list[dict[str, Any]]] = {}
@@ -22,6 +25,8 @@ class Page(HTMLParser):
         self._in_data = False
         self._caption: list[str] | None = None  # the text of the table caption being read
         self._table = ""
+        self._cell: list[str] | None = None  # the text of the table cell being read
+        self._in_body = False
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -32,6 +37,14 @@ class Page(HTMLParser):
             value = a.get("data-value")
             self.cells.append((float(value) if value else None, str(a.get("data-tip"))))
             self.tables.setdefault(self._table, []).append(self.cells[-1])
+        if tag == "footer":
+            self._table = "runs (footer)"
+        if tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            self.rows.setdefault(self._table, []).append([])
+        if tag == "td" and self._in_body:
+            self._cell = []
         elif tag == "h4" and a.get("class") == "caption":
             self._caption = []
         elif tag in ("rect", "circle") and a.get("data-value"):
@@ -45,10 +58,21 @@ class Page(HTMLParser):
         self._in_data = self._in_data and tag != "script"
         if tag == "h4" and self._caption is not None:
             self._table, self._caption = "".join(self._caption), None
+            self.captions.append(self._table)
+        elif tag == "tbody":
+            self._in_body = False
+        elif tag == "td" and self._cell is not None:
+            text = "".join(self._cell)
+            self.rows[self._table][-1].append(text)
+            if self.cells and len(self.shown) < len(self.cells):
+                self.shown.append(text)
+            self._cell = None
 
     def handle_data(self, data: str) -> None:
         if self._caption is not None:
             self._caption.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
         if self._in_data and self._browser:
             self.data[self._browser] = self.data.get(self._browser, []) + json.loads(data)
 

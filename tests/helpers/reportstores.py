@@ -83,18 +83,49 @@ def _outcome(record: dict[str, Any], kind: str) -> dict[str, Any]:
     return record
 
 
+#: Why the pipeline leaves a question alone (``MatchaRunner.attackable`` and the semantic gate), in its words.
+SKIP_REASONS = ("no answer in the clean completion", "no chain of thought after the answer",
+                "the semantic judge rejected all 6 random insertions")
+
+
+def _skipped_record(i: int, reason: str) -> dict[str, Any]:
+    """A question the attack left alone, as ``summarise_matcha`` stores it (only the clean pass's fields, and the
+    attack's own for a question whose every insertion was refused)."""
+    record: dict[str, Any] = {"id": f"s{i:05d}", "clean_correct": True, "attacked": False, "skip_reason": reason,
+                              "error_type": None}
+    if reason.startswith("the semantic judge"):
+        question = QUESTION.format(a=i, b=3)
+        record.update({"clean_question": question, "clean_completion": f" The answer is {i + 3}.",
+                       "clean_answer": str(i + 3), "gold": str(i + 3), "skipped": reason})
+    return record
+
+
 def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, finished: bool = True,
                  kinds: list[str] | None = None, model_name: str = "synthetic/matcha-format",
-                 identity: dict[str, Any] | None = None, hyperparameters: dict[str, Any] | None = None) -> Path:
+                 identity: dict[str, Any] | None = None, hyperparameters: dict[str, Any] | None = None,
+                 skipped: int = 0, cot_wrong: int = 0, summary_reasons: bool = True,
+                 success_check: str | None = None) -> Path:
     """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output;
     ``finished=False``: the records only, no summary, as a run stopped before its end). ``kinds``: each
     record's outcome (success, unsuccessful, wrong, clean_cot_wrong or skip:<reason>) instead of a random one;
-    ``identity`` and ``hyperparameters`` are added to the run's identity and summary."""
+    ``identity`` and ``hyperparameters`` are added to the run's identity and summary.
+
+    ``skipped`` more questions are not attacked (reasons cycling through :data:`SKIP_REASONS`), ``cot_wrong`` of
+    the attacked ones have a clean reasoning the judge rejects; ``summary_reasons=False``: the summary does not
+    count them (``skip_reasons``, ``exclusions``), as summaries before issue 20, so only the records hold them.
+    ``success_check``: the run's ``--success-check`` (its records then say which checkpoint decided them)."""
     rng = random.Random(seed)
     chosen = kinds or [None] * n
     records = [_record(i, rng, text, None if kind in (None, "clean_cot_wrong") or kind.startswith("skip:")
                        else kind) for i, kind in enumerate(chosen)]
     records = [_outcome(r, kind) if kind else r for r, kind in zip(records, chosen, strict=True)]
+    for record in records[:cot_wrong]:
+        record.update({"clean_cot_wrong": True, "error_type": None})  # not rated: no success to classify
+        record["outcome"] = outcome(record)
+    if success_check is not None:
+        for i, record in enumerate(records):
+            record["decided_at"] = "insertion" if success_check != "final" and i % 2 else "final"
+    records += [_skipped_record(i, SKIP_REASONS[i % len(SKIP_REASONS)]) for i in range(skipped)]
     model = {"source": model_name, "dtype": "float32", "device": "cpu", "backend": "hf"}
     identity = {"identity_version": IDENTITY_VERSION, "command": "attack matcha", "model": model,
                 "dataset": "synthetic", "level": "token", "variant": "full", "seed": seed, **(identity or {})}
@@ -107,9 +138,17 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
         error_types = {"n": len(successes), "counts": {c: successes.count(c) for c in ERROR_TYPES},
                        "shares": {c: successes.count(c) / len(successes) if successes else None
                                   for c in ERROR_TYPES}}
-        finish(store, {"model": model_name, "dataset": "synthetic", "level": "token",
-                       "variant": "full", "hyperparameters": {"seed": seed, **(hyperparameters or {})},
-                       **matcha_metrics(records), "error_types": error_types}, seeds={"seed": seed})
+        summary: dict[str, Any] = {"model": model_name, "dataset": "synthetic", "level": "token",
+                                   "variant": "full", "hyperparameters": {"seed": seed, **(hyperparameters or {})},
+                                   **matcha_metrics(records), "error_types": error_types}
+        if not summary_reasons:
+            summary.pop("skip_reasons", None)
+            summary.pop("exclusions", None)
+        if success_check is not None:
+            summary["success_check"] = summary["hyperparameters"]["success_check"] = success_check
+            decided = [r["decided_at"] for r in records if r["attacked"]]
+            summary["decided_at"] = {k: decided.count(k) for k in ("insertion", "final") if k in decided}
+        finish(store, summary, seeds={"seed": seed})
     return out
 
 

@@ -44,8 +44,9 @@ def matcha_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_a_run_with_one_rated_example_is_not_ranked(matcha_runs: dict[str, Path]) -> None:
     [board] = rv.compare_runs(list(matcha_runs.values()))  # seeds differ: still one comparable group
     rows = _rows(board)
-    assert rows["one-rated"]["ur"] == Num(1.0, n=1, ci=rows["one-rated"]["ur"].ci, runs=(str(matcha_runs["one-rated"]),),
-                                          percent=True)  # type: ignore[union-attr]
+    ur = rows["one-rated"]["ur"]
+    assert isinstance(ur, Num)
+    assert (ur.value, ur.n, ur.runs, ur.percent) == (1.0, 1, (str(matcha_runs["one-rated"]),), True)
     assert board.rows[0]["model"] == "mostly-kept"
     assert rows["one-rated"]["rank"] == "-" and rows["one-rated"][UNRANKED] == "n_rated = 1 < 10"
     assert rows["none-rated"]["rank"] == "-" and rows["none-rated"][UNRANKED] == "no value (n_rated = 0)"

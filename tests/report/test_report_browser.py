@@ -1,10 +1,13 @@
 """The report in a real headless Chromium: built from real tiny-model runs of every method, it opens with no
 console error and no network request, every section is drawn (charts have marks), the drawn values are the
-summaries', filters and the search change the visible examples, pagination pages, hovering a number shows
-its provenance, and hostile run text never runs."""
+summaries', every number's interval and n are visible without hovering (on screen and in print), the
+"not attacked: why" table counts the run's records, filters and the search change the visible examples,
+pagination pages, hovering a number shows its provenance unclipped, charts download as SVG and CSV, and hostile
+run text never runs."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -13,7 +16,7 @@ import pytest
 import robusteval as rv
 from helpers.browser import open_report, visible_titles, wait_until_ready
 from helpers.reportstores import matcha_store
-from helpers.runs import summary
+from helpers.runs import records, summary
 
 SECTIONS = ["matcha", "varmath", "robustness", "hardlabel", "compare"]
 
@@ -77,9 +80,95 @@ def test_filters_search_and_hover(report: Path, all_runs: dict[str, Path], tmp_p
         assert after != before and all("C-pinyin" in title for title in after)
         cell = page.locator("#robustness td.num").first
         cell.hover()
-        tip = page.evaluate("c => getComputedStyle(c, '::after').content", cell.element_handle())
-        assert f"n = {summary(all_runs['robustness'])['n']}" in tip and str(all_runs["robustness"]) in tip
+        tip = page.locator("body > .tip")
+        assert tip.is_visible()
+        assert f"n = {summary(all_runs['robustness'])['n']}" in tip.inner_text()
+        assert str(all_runs["robustness"]) in tip.inner_text()
         assert opened.errors == []
+
+
+def test_n_and_intervals_are_visible_without_hover(report: Path, all_runs: dict[str, Path], tmp_path: Path) -> None:
+    stored = summary(all_runs["matcha"])
+    with open_report(report, profile=tmp_path / "profile") as opened:
+        page = opened.page
+        wait_until_ready(page)
+        page.mouse.move(0, 0)
+        assert not page.locator("body > .tip").is_visible()  # nothing hovered
+        table = page.locator("#matcha .table-wrap", has=page.locator("h4", has_text="Token-level attack")).first
+        cells = table.locator("tbody tr").first.locator("td.num")
+        low, high = stored["ci95"]["sr"]
+        sr = cells.nth(2)  # ACC, UR, SR, WR
+        assert sr.inner_text().split() == [f"{stored['sr'] * 100:.1f}", f"[{low * 100:.1f},", f"{high * 100:.1f}]",
+                                           f"n={stored['n_rated']}"]
+        # Visible where a screenshot or a printout sees it: drawn with a size, and kept by the print style.
+        box = sr.locator(".d").bounding_box()
+        assert box is not None and box["height"] > 5 and box["width"] > 30
+        page.emulate_media(media="print")
+        assert sr.locator(".d").is_visible() and sr.locator(".d").inner_text().endswith(f"n={stored['n_rated']}")
+        page.emulate_media(media="screen")
+        # Every number of every table shows its n (or the seeds a mean is over) without hover.
+        shown = page.eval_on_selector_all("td.num .d", "ds => ds.map(d => d.innerText)")
+        assert len(shown) == page.locator("td.num").count() - page.locator("td.num:not(:has(.d))").count()
+        assert page.locator("#matcha td.num:not(:has(.d))").count() == 0
+        # The hover box of a last row is drawn whole inside the window, not clipped by the table's wrapper.
+        last = page.locator("#robustness .table-wrap tbody tr").last.locator("td.num").last
+        last.scroll_into_view_if_needed()
+        last.hover()
+        tip = page.locator("body > .tip")
+        assert tip.is_visible()
+        box, size = tip.bounding_box(), page.viewport_size
+        assert box is not None and size is not None
+        assert box["y"] >= 0 and box["y"] + box["height"] <= size["height"]
+        assert box["x"] >= 0 and box["x"] + box["width"] <= size["width"]
+        assert opened.errors == []
+
+
+def test_not_attacked_table_and_skipped_examples(report: Path, all_runs: dict[str, Path], tmp_path: Path) -> None:
+    rows = records(all_runs["matcha"], "matcha_outcome")
+    skipped = [r for r in rows if not r["attacked"]]
+    reasons = {r["skip_reason"] for r in skipped}
+    stored = summary(all_runs["matcha"])
+    with open_report(report, profile=tmp_path / "profile") as opened:
+        page = opened.page
+        wait_until_ready(page)
+        table = page.locator("#matcha .table-wrap", has=page.locator("h4", has_text="Not attacked: why")).first
+        shown = {row[0]: int(row[1]) for row in
+                 table.locator("tbody tr").evaluate_all("rs => rs.map(r => Array.from(r.cells, c => c.innerText))")}
+        assert {k: v for k, v in shown.items() if k in reasons} == {
+            reason: sum(1 for r in skipped if r["skip_reason"] == reason) for reason in reasons}
+        assert shown["attacked and rated (the UR, SR and WR denominator)"] == stored["n_rated"]
+        assert sum(shown.values()) == stored["n"]
+        if skipped:  # the tiny model leaves some questions alone; each is browsable with its reason
+            page.select_option("#matcha-examples select[data-key=outcome]", "not attacked")
+            assert page.inner_text("#matcha-examples .count") == f"{len(skipped)} of {len(rows)} shown"
+            first = page.locator("#matcha-examples .item").first
+            assert first.locator(".rows .v").first.inner_text() in reasons
+        assert opened.errors == []
+
+
+def test_charts_download_as_svg_and_csv(report: Path, all_runs: dict[str, Path], tmp_path: Path) -> None:
+    with open_report(report, profile=tmp_path / "profile") as opened:
+        page = opened.page
+        wait_until_ready(page)
+        figure = page.locator("#matcha figure", has=page.locator("svg[aria-label^='Attack outcomes']")).first
+        with page.expect_download() as svg_download:
+            figure.locator("a[download$='.svg']").click()
+        saved = Path(svg_download.value.path()).read_text(encoding="utf-8")
+        # A well-formed SVG document with the bars the page draws (read by the browser's own XML parser).
+        marks = page.evaluate("""text => {
+            const svg = new DOMParser().parseFromString(text, "image/svg+xml");
+            if (svg.querySelector("parsererror")) return null;
+            return Array.from(svg.querySelectorAll("rect.bar"), r => r.getAttribute("data-value"));
+        }""", saved)
+        assert marks == figure.locator("svg rect.bar").evaluate_all("rs => rs.map(r => r.dataset.value)")
+        with page.expect_download() as csv_download:
+            figure.locator("a[download$='.csv']").click()
+        assert csv_download.value.suggested_filename.endswith(".csv")
+        rows = list(csv.DictReader(Path(csv_download.value.path()).read_text(encoding="utf-8").splitlines()))
+        stored = summary(all_runs["matcha"])
+        mine = {row["series"]: float(row["value"]) for row in rows if str(all_runs["matcha"]) in row["runs"]}
+        assert mine == {"UR": stored["ur"], "SR": stored["sr"], "WR": stored["wr"]}
+        assert opened.errors == [] and opened.requests[0] == report.resolve().as_uri()
 
 
 def test_a_large_run_paginates(tmp_path: Path) -> None:

@@ -10,12 +10,15 @@ import sys
 
 def test_local_copies_equal_their_sources() -> None:
     from robusteval.attacks.matcha import pipeline as matcha_pipeline
-    from robusteval.attacks.matcha.config import VARIANTS
-    from robusteval.report import collect, matcha, matcha_examples
+    from robusteval.attacks.matcha.config import SUCCESS_CHECKS, VARIANTS
+    from robusteval.judges.semantic import AlwaysSameMeaning
+    from robusteval.report import collect, matcha, matcha_examples, reasons
 
-    assert matcha_examples.OUTCOME_STAGE == matcha_pipeline.OUTCOME_STAGE
+    assert matcha_examples.OUTCOME_STAGE == reasons.MATCHA_OUTCOME_STAGE == matcha_pipeline.OUTCOME_STAGE
     assert collect.MATCHA == matcha_pipeline.COMMAND
     assert set(matcha.VARIANT_NAMES) == set(VARIANTS)  # Table 3 names every variant the attack knows
+    assert set(matcha.SUCCESS_RULES) == set(SUCCESS_CHECKS)  # Table 1's note explains every success check
+    assert AlwaysSameMeaning.name == matcha_examples.NO_SEMANTIC_JUDGE
 
 
 def test_the_report_imports_no_torch() -> None:

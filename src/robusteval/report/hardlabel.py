@@ -11,6 +11,7 @@ from robusteval.metrics.stats import wilson_interval
 from robusteval.report.collect import WORDIMPORTANCE, Inputs, OrsResult, model_name, runs_browser, short_model
 from robusteval.report.highlight import perturbation_marks, text_block
 from robusteval.report.model import Filter, Line, LineChart, Note, Num, Section, Table
+from robusteval.report.reasons import not_attacked, not_attacked_table
 from robusteval.runs import Run
 
 
@@ -133,6 +134,10 @@ def wordimportance_section(inputs: Inputs) -> Section | None:
                       "are used.")
     if runs:
         section.add(curves(runs), attack_table(runs))
+        # Only where some example was left out: most runs attack every example the model gets right.
+        counted = [(run, not_attacked(run)) for run in runs]
+        section.add(*(not_attacked_table(run, f"{model_name(run)} · {method_name(run)}", found)
+                      for run, found in counted if found.any))
     section.add(*ors_tables(inputs.ors))
 
     def filters(items: list[dict[str, Any]]) -> list[Filter]:

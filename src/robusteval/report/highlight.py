@@ -18,8 +18,11 @@ MATCHA_KINDS = {"inserted": ("ins", "inserted at random"),
 
 
 def text_block(text: Any, marks: Iterable[Mark] = ()) -> dict[str, Any]:
-    """``{"t", "m"}`` with the marks clipped to the text, sorted, and overlaps dropped (first one wins)."""
-    value = "" if text is None else str(text)
+    """``{"t", "m"}`` with the marks clipped to the text, sorted, and overlaps dropped (first one wins).
+
+    Trailing whitespace is cut (a completion that ends in newlines up to its token limit would make a one-line
+    answer box hundreds of pixels tall); leading whitespace stays, as mark offsets count from the start."""
+    value = "" if text is None else str(text).rstrip()
     kept: list[Mark] = []
     cursor = 0
     for start, end, css, tip in sorted(marks, key=lambda m: (m[0], m[1])):

@@ -5,6 +5,10 @@ Security Policy allows only that inline style and script, by hash, and no connec
 makes no network request wherever it is opened. Every piece of run data is escaped: as HTML text or
 attribute, or, inside the JSON blocks, with ``<``, ``>`` and ``&`` written as ``\\u`` escapes so no run
 text can close the block.
+
+Each number's cell prints its interval and n under the value (a screenshot or a printout keeps them); hovering
+or focusing it adds the exact value and its run. Each chart carries two download links, its SVG and its data as
+CSV, as ``data:`` URLs written into the page (no script, no request).
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ import base64
 import gzip
 import hashlib
 import json
+import re
 from html import escape
 from importlib import resources
 from typing import Any
 
-from robusteval.report.charts import bar_chart, line_chart
+from robusteval.report.charts import bar_chart, chart_csv, line_chart
 from robusteval.report.model import (
     BarChart,
     Block,
@@ -52,8 +57,12 @@ def _script_safe(text: str) -> str:
 def _cell(cell: Num | str) -> str:
     if isinstance(cell, Num):
         value = "" if cell.value is None else repr(float(cell.value))
+        detail = cell.detail()
+        # The space keeps "12.5 [4.1, 29.0] n=40" one phrase in copied text; CSS puts the detail on its own line.
+        shown = f'<span class="v">{escape(cell.text())}</span>' + (
+            f' <span class="d">{escape(detail)}</span>' if detail else "")
         return (f'<td class="num" tabindex="0" data-value="{value}" data-tip="{escape(cell.tip())}">'
-                f"{escape(cell.text())}</td>")
+                f"{shown}</td>")
     return f"<td>{escape(str(cell))}</td>"
 
 
@@ -102,6 +111,31 @@ def browser(block: Browser) -> str:
             f'<script type="application/json" class="data" data-encoding="{encoding}">{data}</script></div>')
 
 
+def file_stem(title: str, limit: int = 60) -> str:
+    """A file name from a chart's title: lower-case words joined by hyphens (``attack-outcomes-per-run``)."""
+    words = re.findall(r"[a-z0-9]+", title.lower())
+    stem = ""
+    for word in words:
+        if stem and len(stem) + 1 + len(word) > limit:
+            break
+        stem = f"{stem}-{word}" if stem else word[:limit]
+    return stem or "chart"
+
+
+def data_url(text: str, media_type: str) -> str:
+    return f"data:{media_type};base64," + base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def downloads(svg: str, block: BarChart | LineChart) -> str:
+    """The chart's download links: the drawing as a standalone SVG file and its numbers as CSV."""
+    stem = file_stem(block.title)
+    document = '<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n"
+    return ('<p class="downloads">download '
+            f'<a download="{stem}.svg" href="{data_url(document, "image/svg+xml")}">SVG</a> · '
+            f'<a download="{stem}.csv" href="{data_url(chart_csv(block), "text/csv;charset=utf-8")}">data (CSV)</a>'
+            "</p>")
+
+
 def block_html(block: Block) -> str:
     if isinstance(block, Table):
         return table(block)
@@ -109,9 +143,10 @@ def block_html(block: Block) -> str:
         values = block.values.values() if isinstance(block, BarChart) else [n for ln in block.lines for _, n in ln.points]
         if all(num.value is None for num in values):
             return (f'<p class="note">{escape(block.title)}: nothing to draw, every value is undefined (no '
-                    "example counted; hover the table's numbers for why).</p>")
+                    "example counted; the tables' n says why).</p>")
         svg = bar_chart(block) if isinstance(block, BarChart) else line_chart(block)
-        return f'<figure class="figure"><figcaption>{escape(block.title)}</figcaption>{svg}</figure>'
+        return (f'<figure class="figure"><figcaption>{escape(block.title)}</figcaption>{svg}'
+                f"{downloads(svg, block)}</figure>")
 
     if isinstance(block, Browser):
         return browser(block)
@@ -136,8 +171,9 @@ def footer_html(cards: list[RunCard], version: str) -> str:
         rows.append(f"<tr><td>{escape(card.path)}</td><td>{escape(card.kind)}</td><td>{escape(fields)}</td></tr>")
     return (f'<footer id="runs"><h2>Runs in this report</h2><table><thead><tr><th>run</th><th>what</th><th>identity'
             f"</th></tr></thead><tbody>{''.join(rows)}</tbody></table><p>Written by robusteval {escape(version)}; "
-            "every number comes from the runs' summary.json (or sweep.json, ors.json); hover a number for its n, "
-            "interval and run.</p></footer>")
+            "every number comes from the runs' summary.json (or sweep.json, ors.json), shown with its 95% interval "
+            "in brackets and its n (the count it is a share of); hover a number for its exact value and run."
+            "</p></footer>")
 
 
 def _csp_hash(text: str) -> str:

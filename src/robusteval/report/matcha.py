@@ -3,6 +3,7 @@
 * Table 1/2 layout: ACC, UR, SR, WR per model x dataset, one table per level, with 95% intervals;
 * Table 3 layout: the baselines (``--variant``) beside MATCHA, mean(std) over seeds where runs repeat;
 * Fig. 2: transfer rate per target model; Fig. 3: error types of the successes; Fig. 4: sweep curves;
+* per run, why questions were not attacked (:mod:`robusteval.report.reasons`);
 * the example browser (:mod:`robusteval.report.matcha_examples`).
 
 Every number is read from a summary (``summary.json`` / ``sweep.json``), never recomputed.
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from robusteval.judges.errortypes import CATEGORIES
+from robusteval.metrics.stats import wilson_interval
 from robusteval.report.collect import (
     MATCHA,
     TRANSFER,
@@ -26,6 +28,7 @@ from robusteval.report.collect import (
 )
 from robusteval.report.matcha_examples import matcha_browser
 from robusteval.report.model import BarChart, Details, Line, LineChart, Note, Num, Section, Table
+from robusteval.report.reasons import not_attacked_table
 from robusteval.runs import Run
 from robusteval.studies.sweep import mean_std
 
@@ -39,11 +42,30 @@ VARIANT_NAMES = {"random-insert": "Random insertion", "gcg-suffix": "GCG-style s
 ERROR_TYPES = CATEGORIES
 
 
+#: What each success rule (``--success-check``) means; runs made before the option have none: ``final``.
+SUCCESS_RULES = {"final": "judged once, after the last replacement step (the paper's text)",
+                 "insertion-and-final": "judged right after the random insertions too, stopping there on a success "
+                                        "or a changed answer (the authors' implementation, which made the published "
+                                        "tables)"}
+
+
 def rate(summary: dict[str, Any], name: str, run: Run) -> Num:
-    """ACC over all examples, UR/SR/WR over the rated attacked ones, with the summary's interval."""
-    n = summary.get("n") if name == "acc" else summary.get("n_rated", summary.get("n_attacked"))
-    ci = (summary.get("ci95") or {}).get(name)
-    return Num(summary.get(name), n=n, ci=ci, runs=(str(run.path),), percent=True)
+    """ACC over all examples, UR/SR/WR over the rated attacked ones (``n_rated``: attacked, clean reasoning
+    accepted), with the summary's interval."""
+    if name == "acc":
+        return Num(summary.get(name), n=summary.get("n"), ci=(summary.get("ci95") or {}).get(name),
+                   runs=(str(run.path),), percent=True, note="n = all questions")
+    # Summaries made before clean-CoT exclusions rated every attacked question.
+    n = summary.get("n_rated", summary.get("n_attacked"))
+    return Num(summary.get(name), n=n, ci=(summary.get("ci95") or {}).get(name), runs=(str(run.path),),
+               percent=True, note="n = attacked questions whose clean reasoning the judge accepts")
+
+
+def success_rule(run: Run) -> str:
+    """The run's ``--success-check`` (``final`` for runs made before the option, and for the embedding level)."""
+    summary = run.summary or {}
+    return str(summary.get("success_check") or (summary.get("hyperparameters") or {}).get("success_check")
+               or "final")
 
 
 def run_level(run: Run) -> str:
@@ -67,32 +89,49 @@ def transfer_rate(run: Run) -> Num:
                ci=summary.get("transfer_rate_ci95"), runs=(str(run.path),), percent=True)
 
 
+def _decided(run: Run) -> str:
+    """How many attacked questions each checkpoint decided (the summary's ``decided_at``), as words."""
+    counts = (run.summary or {}).get("decided_at") or {}
+    return ", ".join(f"{counts[k]} at the {k} check" for k in ("insertion", "final") if counts.get(k) is not None)
+
+
 def results_tables(runs: Sequence[Run]) -> list[Table]:
-    """Table 1 (token level) and Table 2 (embedding level): rows are models, column groups datasets."""
+    """Table 1 (token level) and Table 2 (embedding level): rows are models (token level: per success rule, which
+    decides what counts as a success), column groups datasets."""
     tables = []
     for level in ("token", "embedding"):
         chosen = [r for r in runs if run_level(r) == level and run_variant(r) == "full" and r.summary]
         if not chosen:
             continue
         datasets = list(dict.fromkeys(dataset_name(r) for r in chosen))
-        rows: dict[str, dict[str, Run]] = {}
+        rows: dict[tuple[str, str], dict[str, Run]] = {}
         for run in chosen:
-            model = model_name(run)
-            key = model if dataset_name(run) not in rows.get(model, {}) else f"{model} ({run.path.name})"
+            model, rule = model_name(run), success_rule(run) if level == "token" else "final"
+            key = (model if dataset_name(run) not in rows.get((model, rule), {}) else f"{model} ({run.path.name})",
+                   rule)
             rows.setdefault(key, {})[dataset_name(run)] = run
         body = []
-        for model, by_dataset in rows.items():
-            cells: list[Num | str] = [model]
+        for (model, rule), by_dataset in rows.items():
+            cells: list[Num | str] = [model, rule] if level == "token" else [model]
             for dataset in datasets:
                 run = by_dataset.get(dataset)
                 cells += [rate(run.summary or {}, m, run) if run else "" for m in METRICS]
             body.append(cells)
         number = "1" if level == "token" else "2"
+        lead = [("", 2)] if level == "token" else [("", 1)]
+        note = ""
+        if level == "token":
+            used = list(dict.fromkeys(rule for _, rule in rows))
+            decided = [f"{run_label(r, chosen)}: {_decided(r)}" for r in chosen
+                       if success_rule(r) != "final" and _decided(r)]
+            note = ("Success check: " + "; ".join(f"{rule}: {SUCCESS_RULES.get(rule, rule)}" for rule in used)
+                    + (". Rows under different success checks are not comparable." if len(used) > 1 else ".")
+                    + (" Decided: " + "; ".join(decided) + "." if decided else ""))
         tables.append(Table(
             f"{level.capitalize()}-level attack (paper Table {number} layout): ACC over all questions; UR, SR and "
-            "WR (%) over the attacked questions whose clean reasoning the judge accepts",
-            ["Model", *(LABELS[m] for _ in datasets for m in METRICS)], body,
-            groups=[("", 1), *((d, len(METRICS)) for d in datasets)]))
+            "WR (%) over the attacked questions whose clean reasoning the judge accepts (n_rated)",
+            ["Model", *(["Success check"] if level == "token" else []), *(LABELS[m] for _ in datasets for m in METRICS)],
+            body, groups=[*lead, *((d, len(METRICS)) for d in datasets)], note=note))
     return tables
 
 
@@ -149,9 +188,12 @@ def baselines_table(runs: Sequence[Run]) -> Table | Note:
                     continue
                 mean, std = mean_std([(m.summary or {}).get(metric) for m in members])
                 seeds = sorted({(m.summary or {}).get("seeds", {}).get("seed") for m in members}, key=str)
+                rated = [(m.summary or {}).get("n_rated", (m.summary or {}).get("n_attacked")) for m in members]
+                single = rate(members[0].summary or {}, metric, members[0]) if len(members) == 1 else None
                 cells.append(Num(mean, std=std, percent=True, runs=tuple(str(m.path) for m in members),
                                  note=f"{len(members)} run(s), seeds {', '.join(map(str, seeds))}",
-                                 n=(members[0].summary or {}).get("n_rated") if len(members) == 1 else None))
+                                 n=rated[0] if single else None, ci=single.ci if single else None,
+                                 basis=f"{len(members)} seeds, n={'/'.join(map(str, rated))}"))
         body.append(cells)
     return Table("Baselines (paper Table 3 layout): UR and SR (%), mean (std) over seeds where runs repeat",
                  ["Method", *("UR" if i % 2 == 0 else "SR" for i in range(2 * len(columns)))], body,
@@ -199,9 +241,11 @@ def error_type_blocks(runs: Sequence[Run]) -> list[Any]:
         types = (run.summary or {})["error_types"]
         for category in categories:
             count = types.get("counts", {}).get(category, 0)
+            total = types.get("n")
             values[(run_label(run, found), category)] = Num(
-                (types.get("shares") or {}).get(category), n=types.get("n"), runs=(str(run.path),), percent=True,
-                note=f"{count} of {types.get('n')} successes")
+                (types.get("shares") or {}).get(category), n=total, runs=(str(run.path),), percent=True,
+                ci=wilson_interval(count, total) if isinstance(count, int) and isinstance(total, int) else None,
+                note=f"{count} of {total} successes")
     return [BarChart("Error types of the successful attacks (paper Fig. 3)", [run_label(r, found) for r in found],
                      categories, values, y_label="% of successes")]
 
@@ -231,13 +275,14 @@ def sweep_blocks(inputs: Inputs) -> list[Any]:
                                                                                          else "")
                     lines.setdefault(label, []).append((float(at), Num(
                         stat.get("mean"), std=stat.get("std"), percent=True, runs=(str(sweep.path),),
-                        note=f"mean (std) over {row.get('n_seeds')} seed(s)")))
+                        note=f"mean (std) over {row.get('n_seeds')} seed(s)", basis=f"{row.get('n_seeds')} seeds")))
             blocks.append(LineChart(f"UR and SR against {name} (paper Fig. 4), mean and std over seeds",
                                     name, "% of rated questions", [Line(k, v) for k, v in lines.items()]))
         rows = [[short_model(str(row.get("model"))), ", ".join(f"{k}={v}" for k, v in (row.get("point") or {}).items())
                  or "default", str(row.get("n_seeds")),
                  *(Num((row.get(m) or {}).get("mean"), std=(row.get(m) or {}).get("std"), percent=True,
-                       runs=(str(sweep.path),)) for m in METRICS)] for row in table]
+                       runs=(str(sweep.path),), basis=f"{row.get('n_seeds')} seeds") for m in METRICS)]
+                for row in table]
         blocks.append(Table(f"Sweep {sweep.path}: mean (std) over seeds", ["Model", "Setting", "seeds",
                                                                            *(LABELS[m] for m in METRICS)], rows))
     return blocks
@@ -264,7 +309,8 @@ def matcha_section(inputs: Inputs) -> Section | None:
         return None
     section = Section("matcha", "MATCHA: answers kept, reasoning broken",
                       "Token- and embedding-level perturbations that try to keep a model's answer while breaking "
-                      "its chain of thought. Hover over any number for n, its 95% interval and its run.")
+                      "its chain of thought. Under each number: its 95% interval in brackets and n, the count it is "
+                      "a share of; hover it for the exact value and its run.")
     section.add(*results_tables(direct))
     chart = outcome_chart(direct)
     if chart is not None:
@@ -272,6 +318,8 @@ def matcha_section(inputs: Inputs) -> Section | None:
     details = notes_block(direct)
     if details is not None:
         section.add(details)
+    done = [r for r in direct if r.summary]
+    section.add(*(not_attacked_table(run, run_label(run, done)) for run in done))
     section.add(baselines_table(runs), *transfer_blocks(transfers), *error_type_blocks(runs + transfers),
                 *sweep_blocks(inputs))
     section.add(matcha_browser(direct))

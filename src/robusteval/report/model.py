@@ -2,8 +2,9 @@
 
 Section builders (``report/matcha.py``, ``variants.py``, ``robustness.py``, ``hardlabel.py``, ``compare.py``)
 turn loaded runs into these objects; ``report/html.py`` renders them. Every number shown is a :class:`Num`,
-which carries what it was computed from (n, its 95% interval, the run directory), so the page can show it on
-hover and a test can compare the value with the run's summary.json.
+which carries what it was computed from (n, its 95% interval, the run directory): the page prints the interval
+and n in the number's cell (so they survive a screenshot or print), adds the run on hover, and a test compares
+the value with the run's summary.json.
 """
 
 from __future__ import annotations
@@ -25,27 +26,61 @@ class Num:
     digits: int = 1
     std: float | None = None  # mean(std) over repeats: ``value`` is the mean
     note: str = ""
+    #: Shown in the cell where no single n applies (a mean over runs: "2 seeds, n = 12, 10").
+    basis: str = ""
+    #: A short warning shown in the cell beside n ("10 unparsed"): what a reader must see to trust the value.
+    caveat: str = ""
+
+    @property
+    def scale(self) -> float:
+        return 100.0 if self.percent else 1.0
 
     def text(self) -> str:
         if self.value is None:
             return "–"
-        scale = 100.0 if self.percent else 1.0
-        shown = f"{self.value * scale:.{self.digits}f}"
+        shown = f"{self.value * self.scale:.{self.digits}f}"
         if self.std is not None:
-            shown += f" ({self.std * scale:.{self.digits}f})"
+            shown += f" ({self.std * self.scale:.{self.digits}f})"
         return shown
+
+    def interval(self) -> tuple[float, float] | None:
+        """The 95% interval as stored (not scaled), when the number has one."""
+        if self.ci is None or len(self.ci) != 2 or None in self.ci:
+            return None
+        return float(self.ci[0]), float(self.ci[1])
+
+    def detail(self) -> str:
+        """What the cell shows beside the value: ``[low, high] n=40`` (scaled and rounded like the value), the
+        basis of a mean over runs, and any caveat."""
+        parts = []
+        interval = self.interval()
+        if interval is not None and self.value is not None:
+            low, high = (f"{bound * self.scale:.{self.digits}f}" for bound in interval)
+            parts.append(f"[{low}, {high}]")
+        if self.n is not None:
+            parts.append(f"n={self.n}")
+        elif self.basis:
+            parts.append(self.basis)
+        if self.caveat:
+            parts.append(self.caveat)
+        return " ".join(parts)
 
     def tip(self) -> str:
         """What hovering shows: the exact value, n, the interval and where it came from."""
-        scale = 100.0 if self.percent else 1.0
+        scale = self.scale
         unit = "%" if self.percent else ""
         parts = ["no value (nothing to count)" if self.value is None else f"value {self.value * scale:.4g}{unit}"]
         if self.std is not None:
             parts.append(f"std {self.std * scale:.4g}{unit}")
         if self.n is not None:
             parts.append(f"n = {self.n}")
-        if self.ci is not None and len(self.ci) == 2 and None not in self.ci:
-            parts.append(f"95% CI {self.ci[0] * scale:.4g}–{self.ci[1] * scale:.4g}{unit}")
+        interval = self.interval()
+        if interval is not None:
+            parts.append(f"95% CI {interval[0] * scale:.4g}–{interval[1] * scale:.4g}{unit}")
+        if self.basis:
+            parts.append(self.basis)
+        if self.caveat:
+            parts.append(self.caveat)
         if self.note:
             parts.append(self.note)
         parts += [f"run: {run}" for run in self.runs]

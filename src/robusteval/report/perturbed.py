@@ -1,5 +1,9 @@
 """The perturbed-benchmark part of the report: accuracy per perturbed set with intervals, the RB-index per
-model, and every perturbed example with its edits highlighted (method, original span, replacement)."""
+model, and every perturbed example with its edits highlighted (method, original span, replacement).
+
+Every accuracy says which label it counts (``hard``: read from the generation; ``soft``: argmax of the label
+log-probs) and, for hard labels, how many answers had no readable label (counted wrong): two runs that differ
+there are not comparable, and a 0% from ten unreadable answers is no measurement of robustness."""
 
 from __future__ import annotations
 
@@ -22,32 +26,73 @@ def set_names(runs: Sequence[Run]) -> list[str]:
     return list(dict.fromkeys(name for run in runs for name in ((run.summary or {}).get("sets") or {})))
 
 
+LABEL_MODES = {"hard": "hard labels, read from the generation", "soft": "soft labels, argmax of label log-probs"}
+
+
+def label_mode(run: Run) -> str:
+    """Which label the run's accuracies count; runs made before ``--label-mode`` existed counted hard ones."""
+    return str((run.summary or {}).get("label_mode") or "hard")
+
+
+def unparsed(run: Run, name: str) -> int | None:
+    """Answers without a readable label on ``name`` (a set, or ``original``), as the summary counts them."""
+    value = ((run.summary or {}).get("n_unparsed") or {}).get(name)
+    return value if isinstance(value, int) else None
+
+
+def label_caveat(run: Run, names: Sequence[str]) -> str:
+    """The cell's caveat: the label mode and, for hard labels, the unreadable answers among ``names``."""
+    mode = label_mode(run)
+    counts = [unparsed(run, name) for name in names]
+    missing = sum(c for c in counts if c)
+    if mode == "hard" and missing:
+        return f"hard labels, {missing} unparsed"
+    return f"{mode} labels"
+
+
 def accuracy(run: Run, name: str) -> Num:
     summary = run.summary or {}
     if name == ORIGINAL:
         return Num(summary.get("acc_original"), n=summary.get("n"), ci=summary.get("acc_original_ci95"),
-                   runs=(str(run.path),), percent=True, note=f"{summary.get('n_correct_original')} right")
+                   runs=(str(run.path),), percent=True, note=f"{summary.get('n_correct_original')} right",
+                   caveat=label_caveat(run, [ORIGINAL]))
     entry = (summary.get("sets") or {}).get(name)
     if entry is None:
         return Num(None, note=f"no set {name} in this run")
     return Num(entry.get("acc"), n=summary.get("n"), ci=entry.get("acc_ci95"), runs=(str(run.path),), percent=True,
                note=f"{entry.get('n_correct')} right, {entry.get('n_changed')} examples changed; drop "
-                    f"{entry.get('drop')}")
+                    f"{entry.get('drop')}", caveat=label_caveat(run, [name]))
 
 
 def rb_index(run: Run) -> Num:
     summary = run.summary or {}
     return Num(summary.get("rb_index"), n=summary.get("n"), ci=summary.get("rb_index_ci95"), runs=(str(run.path),),
-               percent=True, note=f"mean relative accuracy drop over {summary.get('T')} set(s); lower is more robust")
+               percent=True, note=f"mean relative accuracy drop over {summary.get('T')} set(s); lower is more robust",
+               caveat=label_caveat(run, [ORIGINAL, *(summary.get("sets") or {})]))
+
+
+def labels_cell(run: Run) -> str:
+    """The table's "labels" column: the mode, and the unreadable answers per set where there are any."""
+    counts = {name: unparsed(run, name) for name in [ORIGINAL, *set_names([run])]}
+    missing = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+    shown = LABEL_MODES.get(label_mode(run), label_mode(run))
+    if not missing:
+        return shown
+    effect = "counted wrong" if label_mode(run) == "hard" else "not used by soft labels"
+    return f"{shown}; unparsed ({effect}): {missing} of {(run.summary or {}).get('n')}"
 
 
 def tables(runs: Sequence[Run]) -> list[Any]:
     names = set_names(runs)
-    labels = [run_label(r, runs) for r in runs]
-    rows = [[label, str((run.summary or {}).get("n")), *(accuracy(run, name) for name in [ORIGINAL, *names]),
-             rb_index(run)] for run, label in zip(runs, labels, strict=True)]
+    # The label mode is part of each run's name in the charts: bars of soft and hard labels are not comparable.
+    labels = [f"{run_label(r, runs)} · {label_mode(r)} labels" for r in runs]
+    rows = [[label, str((run.summary or {}).get("n")), labels_cell(run),
+             *(accuracy(run, name) for name in [ORIGINAL, *names]), rb_index(run)]
+            for run, label in zip(runs, labels, strict=True)]
+    modes = {label_mode(r) for r in runs}
     table = Table("Accuracy (%) on the original examples and on each perturbed set, and the RB-index (%)",
-                  ["Run", "n", ORIGINAL, *names, "RB-index"], rows)
+                  ["Run", "n", "labels", ORIGINAL, *names, "RB-index"], rows,
+                  note="Runs counting different labels (hard and soft) are not comparable." if len(modes) > 1 else "")
     sets_chart = BarChart("Accuracy per perturbed set", [ORIGINAL, *names], labels,
                           {(name, label): accuracy(run, name) for run, label in zip(runs, labels, strict=True)
                            for name in [ORIGINAL, *names]}, y_label="accuracy %")

@@ -1,5 +1,6 @@
-// robusteval report: example browsers (filters, search, pagination). Items come from the JSON block inside each
-// browser; text is only ever set with textContent, never parsed as HTML.
+// robusteval report: example browsers (filters, search, pagination) and the hover box of the table numbers.
+// Items come from the JSON block inside each browser; text is only ever set with textContent, never parsed as
+// HTML.
 (function () {
   "use strict";
 
@@ -134,7 +135,47 @@
     render();
   }
 
+  // One hover box for the whole page, placed in the viewport beside the number: a box inside the table would be
+  // clipped by the table's scrolling wrapper (on the last row, always).
+  function setUpTips() {
+    var tip = el("div", "tip");
+    tip.setAttribute("role", "tooltip");
+    tip.hidden = true;
+    document.body.appendChild(tip);
+    var current = null;
+
+    function hide() { tip.hidden = true; current = null; }
+    function place(target) {
+      tip.style.top = "0px";  // measured where it has the whole viewport's width to fit in
+      tip.style.left = "0px";
+      var cell = target.getBoundingClientRect(), box = tip.getBoundingClientRect();
+      var below = cell.bottom + 4, above = cell.top - box.height - 4;
+      var top = below + box.height <= window.innerHeight || above < 0 ? below : above;
+      var left = Math.max(4, Math.min(cell.left, window.innerWidth - box.width - 4));
+      tip.style.top = top + "px";
+      tip.style.left = left + "px";
+    }
+    function show(target) {
+      if (target === current) return;
+      current = target;
+      tip.textContent = target.getAttribute("data-tip");
+      tip.hidden = false;
+      place(target);
+    }
+    function from(event) {
+      var target = event.target && event.target.closest ? event.target.closest("[data-tip]") : null;
+      if (target) show(target); else hide();
+    }
+    document.addEventListener("mouseover", from);
+    document.addEventListener("focusin", from);
+    document.addEventListener("focusout", hide);
+    document.documentElement.addEventListener("mouseleave", hide);
+    // The box follows its number when the page or a table scrolls (it is fixed to the window).
+    window.addEventListener("scroll", function () { if (current) place(current); }, true);
+  }
+
   function start() {
+    setUpTips();
     Array.prototype.forEach.call(document.querySelectorAll(".browser"), function (root) {
       loadItems(root.querySelector("script.data")).then(function (items) {
         setUp(root, items);
