@@ -81,6 +81,12 @@ def test_a_batch_decides_what_each_example_decides_alone(backend: Any, attackabl
         refused += [p for r in together for s in r.get("steps", ()) for p in s.get("proposals", ())
                     if not p["accepted"]]
         assert refused, "the picky judge refused nothing: the gate's batching went untested"
+        # Every edit names its text (the report has no tokenizer).
+        proposals = [p for r in together for s in r.get("steps", ()) for p in s.get("proposals", ())]
+        assert all((p["old_text"], p["new_text"]) == (backend.decode([p["old"]]), backend.decode([p["new"]]))
+                   for p in proposals)
+        assert all(d["token_texts"] == [backend.decode([t]) for t in d["tokens"]]
+                   for r in together for d in r["insertions"])
     else:
         assert all(r["max_abs_delta"] > 0 for r in together)
     assert all(r["perturbed_completion"] for r in together if not r.get("skipped"))

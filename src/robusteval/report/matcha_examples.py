@@ -5,9 +5,9 @@ one that was not attacked shows its question and why (the "not attacked" filter)
 Semantic-judge verdicts name the edit they judged by its text: the report has no tokenizer, so a token's text is
 taken from the run's own records (each edit span of a perturbed question is the text of the token it marks, so
 every token that survives in some perturbed question of the run has a known text). A token that appears in no
-perturbed question (an insertion a later step replaced, a rejected proposal) is shown by its id; the attack
-records would need ``old_text``/``new_text`` on each proposal and ``token_texts`` on each insertion draw to name
-those too, and those fields are read where present.
+perturbed question (an insertion a later step replaced, a rejected proposal) is named by the attack record's own
+``old_text``/``new_text`` (each proposal) and ``token_texts`` (each insertion draw), which runs record from issue
+20 on; in older runs it is shown by its id.
 """
 
 from __future__ import annotations

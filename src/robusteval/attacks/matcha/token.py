@@ -140,13 +140,16 @@ def token_attack_steps(
         raise ValueError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
     n_insert = max(1, round(config.insert_ratio * len(question_ids)))
     allowed_ids = allowed.tolist()  # sampled on the host; the tensor goes where the scores are
+    decode = objective.backend.decode
     draws = []
     for _ in range(config.max_redraws + 1):
         ids, inserted = _insert(question_ids, n_insert, allowed_ids, rng, at_end=config.variant == "gcg-suffix",
                                 slots=slots)
         accepted, verdict = yield Gate(ids)
-        draws.append({"inserted_positions": inserted, "tokens": [ids[p] for p in inserted], "accepted": accepted,
-                      "semantic": verdict})
+        tokens = [ids[p] for p in inserted]
+        # Each token's own text, so a report names the edits without a tokenizer.
+        draws.append({"inserted_positions": inserted, "tokens": tokens, "token_texts": [decode([t]) for t in tokens],
+                      "accepted": accepted, "semantic": verdict})
         if accepted:
             break
     else:
@@ -217,8 +220,8 @@ def token_attack_steps(
             proposal[position] = token
             accepted, verdict = yield Gate(proposal)
             record["proposals"].append(
-                {"position": position, "old": ids[position], "new": token, "loss": loss, "accepted": accepted,
-                 "semantic": verdict}
+                {"position": position, "old": ids[position], "new": token, "old_text": decode([ids[position]]),
+                 "new_text": decode([token]), "loss": loss, "accepted": accepted, "semantic": verdict}
             )
             if accepted:
                 ids = proposal
