@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import option
+from robusteval.config import check_at_least, check_chat, check_choices, check_positive, field_check, option
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
@@ -42,7 +42,6 @@ from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, load_exemplars
-from robusteval.prompts.chat import check_chat_options
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -386,18 +385,22 @@ class TransferConfig:
                                           help="an LLM that names the error type of successes no checker can; "
                                           "unset: those stay unclassified")
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
-        if self.limit is not None and self.limit <= 0:
-            raise UserError("--limit must be a positive number")
-        if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise UserError("--max-new-tokens must be >= 1")
-        if not self.temperature >= 0:
-            raise UserError("--temperature must be >= 0")
-        check_chat_options(self.chat, self.system_prompt)
-        # Part of the run identity: refused before a run directory is made (see MatchaRunConfig.check).
+        """Refuse values that cannot run (checked when built): judge specs are part of the run identity, so
+        they are refused before a run directory is made (see MatchaRunConfig)."""
+        check_choices(self)
+        check_positive(self, "limit")
+        check_positive(self, "max_new_tokens")
+        check_at_least(self, "temperature", 0, optional=False)
+        check_chat(self)
         if self.judge is not None:
-            check_judge_spec(self.judge, task=REASONING)
-        check_error_classifier_spec(self.error_classifier)
+            with field_check(self, "judge"):
+                check_judge_spec(self.judge, task=REASONING)
+        with field_check(self, "error_classifier"):
+            check_error_classifier_spec(self.error_classifier)
 
     def load_source(self) -> SourceRun:
         self.validate()
