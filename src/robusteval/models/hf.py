@@ -44,7 +44,7 @@ from robusteval.models.base import (
     ScoreRequest,
     freeze_messages,
 )
-from robusteval.models.registry import ModelSpec, register_backend
+from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
 from robusteval.models.tokenization import split_by_offsets, tokenize_with_offsets
 from robusteval.paths import cache_root
 from robusteval.progress import status
@@ -942,11 +942,13 @@ def build_hf_backend(
     model_args: dict[str, Any] | None = None,
     decoder: str = "auto",
     step_compile: str = "auto",
-    **_ignored: Any,
+    **other_backends: Any,
 ) -> HFBackend:
     """``decoder``: ``auto`` (a static KV cache with a CUDA-graph step on cuda where the model allows it, the
     dynamic cache elsewhere), ``static`` or ``dynamic``; ``step_compile``: how the static step is compiled
-    (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time."""
+    (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time.
+    ``other_backends``: the openai backend's options, ignored (one option set fits every spec); others are typos."""
+    check_backend_options(spec, other_backends)
     model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, model_args=model_args)
     torch.set_grad_enabled(True)
     backend = HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache,

@@ -76,7 +76,9 @@ def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
     machines that will run it resolve it: here, or a distributed executor's workers (``device auto`` is the
     workers' GPU even when this process has none)."""
     from robusteval.executors import current_executor
+    from robusteval.models.registry import check_backend_options
 
+    check_backend_options(spec, options)
     return current_executor().describe_model(spec, options)
 
 
