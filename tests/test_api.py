@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -56,17 +57,21 @@ def test_resuming_with_another_dtype_is_refused_naming_it(tiny_llama_dir: Path, 
 
 
 def test_readme_python_example_runs(tiny_trained_dir: Path, tmp_path: Path) -> None:
-    """The README's Python block, with the model and data paths pointed at local files."""
+    """The README's Python block, on the bundled samples, with the model pointed at a local one."""
     block = re.search(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
     assert block is not None, "README has no Python example"
-    code = (block.group(1).replace("hf:./my-model", f"hf:{tiny_trained_dir}")
-            .replace("gsm8k/test.jsonl", str(_questions(tmp_path / "q.jsonl"))).replace('"gsm8k"', '"jsonl"')
-            .replace("runs/", f"{tmp_path}/runs/"))
+    assert "../shared" not in block.group(1)
+    code = block.group(1).replace("hf:./my-model", f"hf:{tiny_trained_dir}").replace("runs/", f"{tmp_path}/runs/")
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
-                            env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    if "PYTHONPATH" in os.environ:  # a checkout run without installing it
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
-    accuracy, success_rate = result.stdout.split()[-2:]
-    assert 0 <= float(accuracy) <= 1 and 0 <= float(success_rate) <= 1
-    assert {p.name for p in (tmp_path / "runs").iterdir()} == {"eval", "matcha"}
+    found = re.search(r"ACC (\S+) of n=(\d+); SR (\S+) of n_rated=(\d+)", result.stdout)
+    assert found is not None, result.stdout
+    assert 0 <= float(found[1]) <= 1 and found[2] == "10"
+    assert found[3] == "None" if found[4] == "0" else 0 <= float(found[3]) <= 1
+    assert re.search(r"RB-index \S+ \(95% CI", result.stdout), result.stdout
+    assert {p.name for p in (tmp_path / "runs").iterdir()} == {"eval", "matcha", "rb"}

@@ -133,7 +133,7 @@ def test_chat_variants_eval_sends_the_system_and_user_turns(tiny_backend: Any, t
     config = rvv.VariantsEvalConfig(str(tmp_path / "inst.jsonl"), max_new_tokens=4, chat=True,
                                     system_prompt="Be brief.")
     out = tmp_path / "var"
-    rvv.evaluate(config, tiny_backend, out)
+    rvv.evaluate_variants(config, tiny_backend, out)
     expected = set()
     for inst in made.instances:
         messages = [{"role": "system", "content": "Be brief."},

@@ -202,7 +202,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from robusteval.lifecycle import open_run
     from robusteval.store import SUMMARY_NAME
     from robusteval.variants.configs import VariantsEvalConfig
-    from robusteval.variants.pipeline import evaluate, variants_eval_identity
+    from robusteval.variants.pipeline import evaluate_variants, variants_eval_identity
 
     config = config_from_args(VariantsEvalConfig, args)
     config.check()
@@ -217,7 +217,7 @@ def run_eval(args: argparse.Namespace) -> int:
         return build_backend(args.model, args)
 
     with open_run(args.out, identity, info=info, load=load) as (store, backend):
-        summary = evaluate(config, backend, store, batch_size=args.batch_size)
+        summary = evaluate_variants(config, backend, store, batch_size=args.batch_size)
     _print_scores("variant scores", dict(summary))
     print(f"run directory: {args.out}  (summary: {store.run_dir / SUMMARY_NAME})")
     return 0
