@@ -65,12 +65,12 @@ def resolve_device(device: str = "auto") -> torch.device:
     try:
         resolved = torch.device(device)
     except RuntimeError:
-        raise UserError(f"--device {device}: not a device; use auto, cpu, cuda, cuda:1, mps, ...") from None
+        raise UserError(f"device {device!r}: not a device; use auto, cpu, cuda, cuda:1, mps, ...") from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"--device {device}: no CUDA device is available to this torch build "
+        raise UserError(f"device {device!r}: no CUDA device is available to this torch build "
                         f"({torch.__version__}); use --device cpu or auto")
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise UserError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+        raise UserError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible")
     return resolved
 
 
@@ -79,7 +79,7 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     if dtype not in _DTYPES:
-        raise UserError(f"--dtype {dtype}: use one of auto, {', '.join(sorted(_DTYPES))}")
+        raise UserError(f"dtype {dtype!r}: use one of auto, {', '.join(sorted(_DTYPES))}")
     return _DTYPES[dtype]
 
 
@@ -902,7 +902,7 @@ def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto",
     model_args = dict(model_args or {})
     unknown = sorted(set(model_args) - set(MODEL_ARGS))
     if unknown:
-        raise UserError(f"--model-args: unknown key(s) {', '.join(unknown)}; hf accepts {', '.join(MODEL_ARGS)}")
+        raise UserError(f"model args: unknown key(s) {', '.join(unknown)}; hf accepts {', '.join(MODEL_ARGS)}")
     tokenizer_args = {k: model_args[k] for k in ("revision", "trust_remote_code") if k in model_args}
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging

@@ -60,7 +60,7 @@ def parse_model_args(text: str | None) -> dict[str, Any]:
             continue
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
-            raise UserError(f"--model-args: '{part}' is not KEY=VALUE")
+            raise UserError(f"model args: '{part}' is not KEY=VALUE")
         lowered = value.strip().lower()
         typed: Any = value.strip()
         if lowered in ("true", "false"):

@@ -62,7 +62,7 @@ def template_paths(templates: TemplatePaths) -> list[str]:
         return [os.fspath(templates)]
     paths = [os.fspath(p) for p in templates]
     if not paths:
-        raise UserError("--templates: no file given")
+        raise UserError("templates: no file given")
     return paths
 
 

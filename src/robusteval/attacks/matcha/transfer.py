@@ -117,12 +117,12 @@ def resolve_exemplars(identity: dict[str, Any], override: str | None = None) -> 
         tried.append(ref)
     if override:
         raise UserError(
-            f"--exemplars {override}: not the exemplar set of the source run (its prompt prefix differs); "
+            f"exemplars {override}: not the exemplar set of the source run (its prompt prefix differs); "
             f"the source run used '{named}'"
         )
     raise UserError(
         f"cannot find the source run's exemplar set '{named}' (tried {', '.join(tried)}); pass the same "
-        "file with --exemplars PATH"
+        "file as exemplars (a path)"
     )
 
 
@@ -143,17 +143,17 @@ def load_source(
     """Read the successes of a MATCHA attack run (outcome ``success``, in stored order, first ``limit``)."""
     path = Path(run_dir)
     if not path.is_dir():
-        raise UserError(f"--from {path}: no such directory")
+        raise UserError(f"source run {path}: no such directory")
     with RunStore.open_existing(path) as store:
         identity = store.identity
         command = identity.get("command")
         if command != SOURCE_COMMAND:
-            raise UserError(f"--from {path}: not a MATCHA attack run (its command is {command!r}, "
+            raise UserError(f"source run {path}: not a MATCHA attack run (its command is {command!r}, "
                             f"expected '{SOURCE_COMMAND}')")
         records = store.records(SOURCE_STAGE)
     level = (identity.get("config") or {}).get("level")
     if level != "token":
-        raise UserError(f"--from {path}: a {level}-level run; only token-level perturbations have a text "
+        raise UserError(f"source run {path}: a {level}-level run; only token-level perturbations have a text "
                         "question that another model can be asked")
     exemplar_set, ref = resolve_exemplars(identity, exemplars)
     items = []

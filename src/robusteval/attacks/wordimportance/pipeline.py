@@ -15,7 +15,15 @@ from typing import Any, TypedDict
 
 from robusteval.analysis.drift import resolve_measure
 from robusteval.attacks.base import register_attack
-from robusteval.config import check_at_least, check_chat, check_choices, field_check, nested, option
+from robusteval.config import (
+    ConfigError,
+    check_at_least,
+    check_chat,
+    check_choices,
+    field_check,
+    nested,
+    option,
+)
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
@@ -208,8 +216,8 @@ def attack_wordimportance(
     spec = config.perturbation
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
         if config.confidence == "logprob" and not can_score(backend):
-            raise UserError(f"--confidence logprob needs label log-probs; {backend.name} returns text only"
-                            f"{scoring_note(backend)} (use --confidence sample)")
+            raise ConfigError(config, "confidence", f"logprob needs label log-probs; {backend.name} returns text "
+                              f"only{scoring_note(backend)} (use {{confidence=sample}})")
         classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None,
                                      chat=config.chat, system_prompt=config.system_prompt)
         confidence = default_confidence(classifier) if config.confidence == "auto" else config.confidence
@@ -270,8 +278,9 @@ def check_confidence(run: RunStore, confidence: str, backend: Backend) -> None:
     if stored is None:
         run.set_meta(CONFIDENCE_META, confidence)
     elif stored != confidence:
-        raise UserError(f"{run.run_dir}: this run attacked with --confidence {stored}, but {backend.name} now gives "
-                        f"{confidence}{scoring_note(backend)}; resume it with --confidence {stored}, or use a new --out")
+        raise UserError(f"{run.run_dir}: this run attacked with confidence {stored}, but {backend.name} now gives "
+                        f"{confidence}{scoring_note(backend)}; resume it with confidence {stored}, or use another "
+                        "run directory")
 
 
 def write_adversarial_set(path: str | os.PathLike[str], examples: Sequence[Example],
