@@ -116,8 +116,8 @@ class ConfigError(UserError):
         if not cli or not field.metadata.get("cli", True):
             return name if value is None else f"{name}={value}"
         flag = flag_of(field)
-        if value is None or value == "True":
-            return flag
+        if value is None or value == "True" or (value == "False" and field.metadata.get("negate")):
+            return flag  # a switch: the flag alone (a default-True bool's flag is its --no-... switch)
         return f"{flag} {value}"
 
     def _render(self, *, cli: bool) -> str:
