@@ -51,8 +51,8 @@ def _register_instantiate(sub: Any) -> None:
         "With --compat var-math the original VAR-MATH generator is replayed exactly: one numpy stream "
         "seeded once, templates in the order given.",
         example="robusteval variants instantiate --compat var-math --n 5 --seed 42 \\\n"
-        "    --templates ../shared/data/var-math/templates/VAR-Math_amc23.csv,"
-        "../shared/data/var-math/templates/VAR-Math_aime24.csv \\\n    --out var_math.jsonl",
+        "    --templates var-math/templates/VAR-Math_amc23.csv,"
+        "var-math/templates/VAR-Math_aime24.csv \\\n    --out var_math.jsonl",
     )
     add_config_arguments(p, InstantiateConfig)
     p.set_defaults(func=run_instantiate)
@@ -115,7 +115,7 @@ def _register_import(sub: Any) -> None:
         help="convert VAR-MATH CSV templates to the native YAML format",
         description="Translate VAR-MATH template CSVs (their Python expressions are parsed and rewritten, "
         "never executed) into native templates; rows that cannot be translated are reported.",
-        example="robusteval variants import --templates ../shared/data/var-math/templates/VAR-Math_amc23.csv "
+        example="robusteval variants import --templates var-math/templates/VAR-Math_amc23.csv "
         "--out amc23.yaml",
     )
     add_config_arguments(p, ImportConfig, required=("out",))

@@ -325,7 +325,7 @@ class WordImportanceAttack:
     config_type = WordImportanceRunConfig
     data_kind = "label"
     example = ("robusteval attack wordimportance --model hf:./tiny-nli --dataset ocnli \\\n"
-               "    --data-file ../shared/data/ocnli/dev.json --method C-homophone --rates 0.05,0.1,0.2,0.3 \\\n"
+               "    --data-file ocnli/dev.json --method C-homophone --rates 0.05,0.1,0.2,0.3 \\\n"
                "    --budget 300 --limit 50 --out runs/wi-homophone --write-adv runs/adv-homophone.jsonl")
 
     def identity(self, config: WordImportanceRunConfig, model: dict[str, Any] | None,
