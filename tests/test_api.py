@@ -95,6 +95,7 @@ def _data(tmp_path: Path) -> rv.DataSpec:
      r"^MatchaRunConfig.target_answer: 'cleen' is not one of gold, clean, auto \(did you mean clean\?\)$"),
     (lambda d: rv.MatchaRunConfig(data=d, steps=-1), r"^MatchaRunConfig.steps: must be a number >= 0, got -1$"),
     (lambda d: rv.MatchaRunConfig(data=d, insert_ratio=0.0), r"^MatchaRunConfig.insert_ratio: must be a number > 0"),
+    (lambda d: rv.MatchaRunConfig(data=d, attack_limit=-1), r"^MatchaRunConfig.attack_limit: must be a number >= 0"),
     (lambda d: rv.MatchaRunConfig(data=d, level="embedding", variant="gcg-suffix"),
      r"^MatchaRunConfig.variant: gcg-suffix is a token-level baseline; level=embedding takes"),
     (lambda d: rv.MatchaRunConfig(data=d, level="embedding", success_check="insertion-and-final"),

@@ -182,11 +182,11 @@ class MatchaRunConfig:
 
         check_choices(self)
         check_chat(self)
-        for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "max_new_tokens", "attack_limit",
-                     "sample"):
+        for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "max_new_tokens", "sample"):
             check_positive(self, name)
+        # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
         for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
-                              ("max_drift", 0)):
+                              ("max_drift", 0), ("attack_limit", 0)):
             check_at_least(self, name, minimum)
         if self.level == "embedding":
             if self.variant not in ("full", "cot-loss-only"):
