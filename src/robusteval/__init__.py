@@ -25,7 +25,7 @@ __version__ = "0.2.0"
 #: public name -> (module, attribute); resolved on first use.
 _EXPORTS: dict[str, tuple[str, str]] = {
     # models and data
-    "load_model": ("robusteval.models.registry", "load_backend"),
+    "load_model": ("robusteval.models.registry", "load_model"),
     "describe_model": ("robusteval.models.identity", "describe_model"),
     "DataSpec": ("robusteval.data.spec", "DataSpec"),
     "load_dataset": ("robusteval.data.loaders", "load_dataset"),

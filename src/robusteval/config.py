@@ -3,13 +3,24 @@
 A pipeline's config is the single description of a run: the CLI builds its flags from the fields
 (``robusteval.cli.configflags``), a notebook builds the dataclass directly, and ``identity()`` turns it
 into the run identity. ``option(...)`` is ``dataclasses.field`` with that metadata.
+
+Every config checks its values when it is built (``__post_init__``) and refuses a bad one with a
+:class:`ConfigError`, which names the field the way each audience knows it: the API's message says
+``MatchaRunConfig.target_answer``, :meth:`ConfigError.cli_message` (what the CLI prints) says ``--target-answer``.
+One check, two wordings: a config never mentions a flag itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import difflib
+import re
+import typing
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+
+from robusteval.errors import UserError
 
 
 def option(default: Any = dataclasses.MISSING, *, help: str = "", flag: str | None = None,
@@ -25,10 +36,14 @@ def option(default: Any = dataclasses.MISSING, *, help: str = "", flag: str | No
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def nested(*, flags: bool = True) -> Any:
-    """A required field holding another config (a DataSpec, ...): declare it first. Its fields become flags of
-    the same command (``flags=False``: the command adds them itself)."""
-    return dataclasses.field(metadata={"cli": flags, "nested": True, "identity": True})
+def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = None) -> Any:
+    """A field holding another config (a DataSpec, ...): declare it first. Its fields become flags of the same
+    command (``flags=False``: the command adds them itself). Required, unless ``default_factory`` builds a default
+    (then keyword-only, so required fields may follow it: ``RobustnessConfig(data, sets)``)."""
+    metadata = {"cli": flags, "nested": True, "identity": True}
+    if default_factory is None:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default_factory=default_factory, kw_only=True, metadata=metadata)
 
 
 def identity_fields(config: Any) -> dict[str, Any]:
@@ -44,3 +59,125 @@ def identity_fields(config: Any) -> dict[str, Any]:
             continue
         out[field.name] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+# ------------------------------------------------------------------------------------------ validation
+def flag_of(field: dataclasses.Field[Any]) -> str:
+    """The command-line flag of a config field: its ``flag``, the ``negate`` switch of a default-True bool, or
+    ``--field-name``."""
+    return field.metadata.get("flag") or field.metadata.get("negate") or "--" + field.name.replace("_", "-")
+
+
+def _find_field(config_type: type, name: str) -> dataclasses.Field[Any] | None:
+    """The field ``name`` of ``config_type`` or of a config nested in it (a DataSpec's ``limit``)."""
+    if not dataclasses.is_dataclass(config_type):
+        return None
+    hints: dict[str, Any] | None = None
+    for field in dataclasses.fields(config_type):
+        if field.name == name:
+            return field
+    for field in dataclasses.fields(config_type):
+        if field.metadata.get("nested"):
+            hints = hints if hints is not None else typing.get_type_hints(config_type)
+            found = _find_field(hints[field.name], name)
+            if found is not None:
+                return found
+    return None
+
+
+#: ``{field}`` or ``{field=value}`` in a ConfigError's problem text: another field of the same config.
+_MENTION = re.compile(r"\{(\w+)(?:=([^{}]*))?\}")
+
+
+class ConfigError(UserError):
+    """A config value that cannot work, named by its field: ``MatchaRunConfig.target_answer: 'cleen' is not one
+    of gold, clean, auto``. The CLI prints :meth:`cli_message` instead, the same text with flags
+    (``--target-answer: 'cleen' is not one of gold, clean, auto``).
+
+    ``problem`` may mention other fields of the config as ``{name}`` or ``{name=value}``: the API reads
+    ``name`` / ``name=value``, the command line ``--name`` / ``--name value`` (a bool set to True: the flag alone).
+    Mentions of names that are not fields stay as they are.
+    """
+
+    def __init__(self, config: type | object, field: str, problem: str) -> None:
+        self.config_type: type = config if isinstance(config, type) else type(config)
+        self.field = field
+        self.problem = problem
+        super().__init__(self._render(cli=False))
+
+    def cli_message(self) -> str:
+        """The message in the command line's words (flags instead of field names)."""
+        return self._render(cli=True)
+
+    def _name(self, name: str, value: str | None, *, cli: bool) -> str | None:
+        field = _find_field(self.config_type, name)
+        if field is None:
+            return None
+        if not cli or not field.metadata.get("cli", True):
+            return name if value is None else f"{name}={value}"
+        flag = flag_of(field)
+        if value is None or value == "True" or (value == "False" and field.metadata.get("negate")):
+            return flag  # a switch: the flag alone (a default-True bool's flag is its --no-... switch)
+        return f"{flag} {value}"
+
+    def _render(self, *, cli: bool) -> str:
+        def mention(match: re.Match[str]) -> str:
+            return self._name(match[1], match[2], cli=cli) or match[0]
+
+        subject = self._name(self.field, None, cli=cli) if cli else None
+        subject = subject or f"{self.config_type.__name__}.{self.field}"
+        return f"{subject}: {_MENTION.sub(mention, self.problem)}"
+
+
+def check_choice(config: object, name: str, choices: Iterable[Any]) -> None:
+    """Refuse a value of ``config.name`` outside ``choices`` (None passes: "unset"), listing them all."""
+    value = getattr(config, name)
+    allowed = list(choices)
+    if value is not None and value not in allowed:
+        close = difflib.get_close_matches(str(value), [str(c) for c in allowed], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(config, name, f"{value!r} is not one of {', '.join(map(str, allowed))}{hint}")
+
+
+def check_choices(config: object) -> None:
+    """:func:`check_choice` for every field declared with ``choices``."""
+    for field in dataclasses.fields(config):  # type: ignore[arg-type]
+        if field.metadata.get("choices"):
+            check_choice(config, field.name, field.metadata["choices"])
+
+
+def check_at_least(config: object, name: str, minimum: float, *, optional: bool = True) -> None:
+    """Refuse ``config.name`` below ``minimum`` (or not a number); None passes when ``optional``."""
+    value = getattr(config, name)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
+        raise ConfigError(config, name, f"must be a number >= {minimum:g}, got {value!r}")
+
+
+def check_positive(config: object, name: str, *, optional: bool = True) -> None:
+    """Refuse ``config.name`` unless it is a number > 0; None passes when ``optional``."""
+    value = getattr(config, name)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(config, name, f"must be a number > 0, got {value!r}")
+
+
+def check_chat(config: object) -> None:
+    """A system prompt only exists in a chat: refuse ``system_prompt`` without ``chat`` rather than ignore it."""
+    if getattr(config, "system_prompt", None) is not None and not getattr(config, "chat", False):
+        raise ConfigError(config, "system_prompt", "needs {chat=True} (a system prompt is a turn of the chat "
+                          "conversation)")
+
+
+@contextmanager
+def field_check(config: object, name: str) -> Iterator[None]:
+    """Run a shared check (a judge spec, a grader name) as a check of ``config.name``: its UserError becomes
+    that field's ConfigError."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except UserError as exc:
+        raise ConfigError(config, name, str(exc)) from None

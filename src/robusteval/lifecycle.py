@@ -48,7 +48,7 @@ def _refuse_older_runs(path: Path) -> None:
         stored = store.identity
     if stored and "identity_version" not in stored:
         raise UserError(f"{path} holds a run made by robusteval 0.1 (its identity has no model dtype, device or "
-                        "weights fingerprint, so this version cannot resume it safely); use a new --out "
+                        "weights fingerprint, so this version cannot resume it safely); use another run "
                         "directory, or finish that run with robusteval 0.1")
 
 

@@ -90,7 +90,7 @@ def _variants(out: Path, backend: Any, config: TourConfig, batch_size: int) -> d
     """Variant instances of the example templates, and the templates' original problems (one instance each,
     the template's own values), so the report shows the accuracy drop from the original to the variants."""
     from robusteval.store import write_jsonl_atomic
-    from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate, instantiate
+    from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate_variants, instantiate
     from robusteval.variants.checks import original_instance
     from robusteval.variants.template import load_template_file
 
@@ -100,10 +100,11 @@ def _variants(out: Path, backend: Any, config: TourConfig, batch_size: int) -> d
     instantiate(InstantiateConfig(templates, n=config.variant_instances, seed=config.seed, out=str(instances)))
     originals = [original_instance(t) for t in load_template_file(templates).templates]
     write_jsonl_atomic(out / "originals.jsonl", [o.to_json() for o in originals if o is not None])
-    original = evaluate(VariantsEvalConfig(str(out / "originals.jsonl"), max_new_tokens=config.variants_max_new_tokens),
-                        backend, out / "original", batch_size=batch_size)
-    summary = evaluate(VariantsEvalConfig(str(instances), max_new_tokens=config.variants_max_new_tokens),
-                       backend, out / "run", batch_size=batch_size)
+    original = evaluate_variants(
+        VariantsEvalConfig(str(out / "originals.jsonl"), max_new_tokens=config.variants_max_new_tokens),
+        backend, out / "original", batch_size=batch_size)
+    summary = evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=config.variants_max_new_tokens),
+                                backend, out / "run", batch_size=batch_size)
     return {**summary, "run_dir": str(out / "run"), "original": {**original, "run_dir": str(out / "original")}}
 
 

@@ -127,10 +127,10 @@ def test_max_drift_is_part_of_the_run_identity_with_its_measure(tmp_path: Path) 
     assert identity_fields(plain)["max_drift"] is None and identity_fields(bounded)["max_drift"] == 0.1
     assert plain.hyperparameters().drift_measure is None
     assert bounded.hyperparameters().drift_measure == resolve_measure()
-    with pytest.raises(UserError, match="embedding level has none"):
-        MatchaRunConfig(data=data, level="embedding", max_drift=0.1).hyperparameters()
-    with pytest.raises(UserError, match="--max-drift must be >= 0"):
-        MatchaRunConfig(data=data, max_drift=-1.0).hyperparameters()
+    with pytest.raises(UserError, match=r"^MatchaRunConfig.max_drift: .*level=embedding perturbs no text"):
+        MatchaRunConfig(data=data, level="embedding", max_drift=0.1)
+    with pytest.raises(UserError, match=r"^MatchaRunConfig.max_drift: must be a number >= 0, got -1.0"):
+        MatchaRunConfig(data=data, max_drift=-1.0)
 
 
 def test_matcha_pipeline_outcomes_carry_drift(trained, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

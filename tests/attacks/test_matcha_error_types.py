@@ -84,7 +84,7 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize(("flag", "value", "message"), [
-    ("--error-classifier", "tiny", "--error-classifier tiny: give one model spec"),
+    ("--error-classifier", "tiny", "--error-classifier: 'tiny' is not a model spec"),
     ("--error-classifier", "hff:model", "--error-classifier: model spec 'hff:model' not understood"),
     ("--judge", "nonsense", "unknown judge 'nonsense'"),
     ("--judge", "arith+hff:model", "judge spec 'arith+hff:model': model spec 'hff:model' not understood"),

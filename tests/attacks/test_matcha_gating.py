@@ -154,14 +154,14 @@ def test_arith_on_yes_no_and_an_incomplete_paper_preset_are_refused(tmp_path: Pa
             "--answer-type", "yesno", "--out", str(tmp_path / "out")]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "--judge arith cannot judge yes/no reasoning" in err and not (tmp_path / "out").exists()
+    assert "--judge: arith cannot judge yes/no reasoning" in err and not (tmp_path / "out").exists()
     math = tmp_path / "m.jsonl"
     math.write_text(json.dumps({"question": "What is 2 + 3?", "answer": "5"}) + "\n", encoding="utf-8")
     args = ["attack", "matcha", "--model", "hf:/does/not/exist", "--dataset", "jsonl", "--data-file", str(math),
             "--preset", "paper", "--out", str(tmp_path / "out")]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "--preset paper needs --exemplars FILE" in err and "--judge MODEL-SPEC" in err
+    assert "--preset: paper needs --exemplars FILE" in err and "--judge MODEL-SPEC" in err
     assert "--semantic-judge MODEL-SPEC" in err and "loading" not in err  # refused before any model loads
 
 

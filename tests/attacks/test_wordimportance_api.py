@@ -78,9 +78,9 @@ def test_attack_summary_matches_the_stored_records(model, data: rv.DataSpec, tin
 
 
 def test_run_config_checks_its_values(data: rv.DataSpec) -> None:
-    with pytest.raises(UserError, match="--rates"):
+    with pytest.raises(UserError, match=r"^WordImportanceRunConfig.rates: every rate must be in \(0, 1\]"):
         WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method="C-homophone", rates=(0.0, 2.0))
-    with pytest.raises(UserError, match="--budget"):
+    with pytest.raises(UserError, match=r"^WordImportanceRunConfig.budget: must be a number >= 1, got 0"):
         WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method="C-homophone", budget=0)
 
 

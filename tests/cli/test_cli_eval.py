@@ -98,7 +98,7 @@ def test_eval_with_other_settings_refuses_the_run_dir(
     before = units(gsm8k_run)
     assert main(eval_args(tiny_llama_dir, gsm8k, gsm8k_run, max_new_tokens=17)) == 2
     err = capsys.readouterr().err
-    assert "max_new_tokens: stored 16, now 17" in err and "--out" in err
+    assert "max_new_tokens: stored 16, now 17" in err and "another run directory" in err
     assert units(gsm8k_run) == before
 
 

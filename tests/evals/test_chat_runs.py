@@ -133,7 +133,7 @@ def test_chat_variants_eval_sends_the_system_and_user_turns(tiny_backend: Any, t
     config = rvv.VariantsEvalConfig(str(tmp_path / "inst.jsonl"), max_new_tokens=4, chat=True,
                                     system_prompt="Be brief.")
     out = tmp_path / "var"
-    rvv.evaluate(config, tiny_backend, out)
+    rvv.evaluate_variants(config, tiny_backend, out)
     expected = set()
     for inst in made.instances:
         messages = [{"role": "system", "content": "Be brief."},
@@ -165,17 +165,18 @@ def test_transfer_requests_follow_chat() -> None:
 
 
 def test_system_prompt_without_chat_is_refused(tmp_path: Path) -> None:
+    """Refused when the config is built, in the config's own words (the CLI's flags are for the CLI)."""
     data = _questions(tmp_path / "q.jsonl")
-    with pytest.raises(UserError, match="--system-prompt needs --chat"):
+    with pytest.raises(UserError, match=r"^EvalConfig.system_prompt: needs chat=True"):
         rv.EvalConfig(data=data, system_prompt="x")
-    with pytest.raises(UserError, match="--system-prompt needs --chat"):
-        RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets="C-swap", system_prompt="x")
-    with pytest.raises(UserError, match="--system-prompt needs --chat"):
-        WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method="C-swap", system_prompt="x")
-    with pytest.raises(UserError, match="--system-prompt needs --chat"):
-        rvv.VariantsEvalConfig("inst.jsonl", system_prompt="x").check()
-    with pytest.raises(UserError, match="--system-prompt needs --chat"):
-        TransferConfig(source=str(tmp_path), system_prompt="x").validate()
+    with pytest.raises(UserError, match=r"^RobustnessConfig.system_prompt: needs chat=True"):
+        RobustnessConfig(data=data, sets="C-swap", system_prompt="x")
+    with pytest.raises(UserError, match=r"^WordImportanceRunConfig.system_prompt: needs chat=True"):
+        WordImportanceRunConfig(data=data, method="C-swap", system_prompt="x")
+    with pytest.raises(UserError, match=r"^VariantsEvalConfig.system_prompt: needs chat=True"):
+        rvv.VariantsEvalConfig("inst.jsonl", system_prompt="x")
+    with pytest.raises(UserError, match=r"^TransferConfig.system_prompt: needs chat=True"):
+        TransferConfig(source=str(tmp_path), system_prompt="x")
 
 
 @pytest.mark.parametrize("command", [

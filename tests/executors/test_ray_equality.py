@@ -214,7 +214,7 @@ def test_variants_eval_stores_the_same_units(pool: Any, tiny_llama_dir: Path, tm
     config = rvv.VariantsEvalConfig(str(instances), samples=2, temperature=0.8, max_new_tokens=8, seed=5)
 
     def evaluate(load: Callable[..., Any], out: Path) -> Any:
-        return rvv.evaluate(config, load(f"hf:{tiny_llama_dir}"), out, batch_size=3)
+        return rvv.evaluate_variants(config, load(f"hf:{tiny_llama_dir}"), out, batch_size=3)
 
     assert_same_runs(*on_both(pool, tmp_path, evaluate), stages={"variants_generation"})
 

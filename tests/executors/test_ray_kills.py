@@ -245,7 +245,7 @@ def test_a_killed_driver_resumes_on_ray_with_the_units_of_an_uninterrupted_run(
 def test_ray_flags_are_checked_before_anything_runs(tiny_trained_dir: Path, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert main(_args(tiny_trained_dir, tmp_path / "run", "--executor", "ray", "--workers", "0")) == 2
-    assert capsys.readouterr().err.strip() == "robusteval: error: --workers 0: give at least 1"
+    assert capsys.readouterr().err.strip() == "robusteval: error: workers 0: give at least 1"
     assert main(_args(tiny_trained_dir, tmp_path / "run", "--workers", "2")) == 2
     assert capsys.readouterr().err.strip() == "robusteval: error: --workers is for --executor ray"
     assert not (tmp_path / "run").exists()

@@ -28,7 +28,7 @@ from robusteval.perturbations.spec import CandidateSpec, PerturbationSpec
 from robusteval.store import write_jsonl_atomic
 from robusteval.studies.sweep import sweep
 from robusteval.tour import sample_path
-from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate, instantiate
+from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate_variants, instantiate
 from robusteval.variants.checks import original_instance
 from robusteval.variants.template import load_template_file
 
@@ -61,11 +61,11 @@ def make_llm_runs(root: Path, trained_dir: Path, other_dir: Path) -> dict[str, P
     instantiate(InstantiateConfig(templates, n=2, seed=0, out=str(instances)))
     rows = [original_instance(t) for t in load_template_file(templates).templates]
     write_jsonl_atomic(originals, [r.to_json() for r in rows if r is not None])
-    evaluate(VariantsEvalConfig(str(instances), max_new_tokens=16), model, runs["variants"])
-    evaluate(VariantsEvalConfig(str(originals), max_new_tokens=16), model, runs["original"])
+    evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=16), model, runs["variants"])
+    evaluate_variants(VariantsEvalConfig(str(originals), max_new_tokens=16), model, runs["original"])
     # A second model on the same variants: the VAR-MATH leaderboard ranks two models.
     runs["variants-other"] = root / "varmath" / "other"
-    evaluate(VariantsEvalConfig(str(instances), max_new_tokens=16), load_backend(f"hf:{other_dir}"),
+    evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=16), load_backend(f"hf:{other_dir}"),
              runs["variants-other"])
     return runs
 

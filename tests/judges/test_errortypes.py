@@ -186,7 +186,7 @@ def test_summaries_count_every_category_and_rows_get_their_type() -> None:
 
 
 def test_the_classifier_takes_one_model_spec() -> None:
-    with pytest.raises(UserError, match="give one model spec"):
+    with pytest.raises(UserError, match="is not a model spec; give one"):
         build_error_classifier("arith", no_models)
 
 

@@ -83,7 +83,7 @@ def test_load_backend_missing_dir_is_user_error(tmp_path: Path) -> None:
 
 
 def test_bad_dtype_is_user_error(tiny_llama_dir: Path) -> None:
-    with pytest.raises(UserError, match="--dtype"):
+    with pytest.raises(UserError, match=r"^dtype 'float8': use one of auto"):
         load_backend(f"hf:{tiny_llama_dir}", dtype="float8")
 
 

@@ -90,7 +90,7 @@ def test_without_server_log_probs_confidence_falls_back_or_refuses(
         assert main(attack_args(spec, template, pairs, tmp_path / "forced", "--confidence", "logprob")) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err
-        assert "--confidence logprob needs label log-probs" in err and "ignored prompt_logprobs" in err
+        assert "--confidence: logprob needs label log-probs" in err and "ignored prompt_logprobs" in err
         out = tmp_path / "auto"
         assert main(attack_args(spec, template, pairs, out, "--limit", "2", "--n-samples", "2")) == 0
         assert main(robustness_args(spec, template, pairs, tmp_path / "soft")) == 2
@@ -109,5 +109,5 @@ def test_a_run_is_not_resumed_with_another_estimator(tiny_nli_dir: Path, pairs: 
     # Same run identity (--api-logprobs is not part of it), but auto now resolves to sample.
     assert main(attack_args(echo_server, template, pairs, out, "--limit", "2", "--api-logprobs", "off")) == 2
     err = capsys.readouterr().err.strip()
-    assert "attacked with --confidence logprob" in err and "now gives sample" in err and len(err.splitlines()) == 1
+    assert "attacked with confidence logprob" in err and "now gives sample" in err and len(err.splitlines()) == 1
     assert len(records(out, "wordimportance")) == 1

@@ -337,7 +337,7 @@ def test_finished_run_on_a_read_only_medium(namespace: None, tmp_path: Path) -> 
             out["killed"] = sorted(store.keys("gen"))
     """, medium)
     run = medium / "run"
-    read_only = (f"cannot write to {run} (read-only or no permission); use another --out directory or make it "
+    read_only = (f"cannot write to {run} (read-only or no permission); use another run directory or make it "
                  "writable")
     assert out["lock_held"] is False and out["read_only"] is True
     assert out["keys"] == 5 and out["reopened"] == out["existing"] == {"gen": 5}
@@ -365,7 +365,7 @@ def test_second_process_is_refused_and_a_killed_holder_is_taken_over(tmp_path: P
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         expected = (f"{run} is in use by another robusteval process (PID {holder.pid}); wait for it to finish "
-                    "or use another --out directory")
+                    "or use another run directory")
         with pytest.raises(UserError) as info:
             RunStore.open(run, identity=IDENTITY)
         assert str(info.value) == expected

@@ -46,7 +46,7 @@ def test_instantiate_evaluate_and_score_agree(example_templates: Path, tiny_llam
     grading = rv.GradingConfig(bootstrap_rounds=50, bootstrap_seed=3)
     config = rv.VariantsEvalConfig(str(instances_file), samples=2, max_new_tokens=8, seed=5, grading=grading)
     run_dir = tmp_path / "run"  # a path: the pipeline checks, locks and opens the store itself
-    summary = rv.evaluate(config, backend, run_dir, batch_size=4)
+    summary = rv.evaluate_variants(config, backend, run_dir, batch_size=4)
     assert summary == json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     assert summary["seeds"] == {"seed": 5, "bootstrap_seed": 3}
     assert summary["n_instances"] == 6 and summary["n_problems"] == 3 and summary["n_samples"] == 2
@@ -73,9 +73,9 @@ def test_instantiate_evaluate_and_score_agree(example_templates: Path, tiny_llam
     assert rv.pipeline.sample_seed(5, 1) == derive_seed(5, "variants-sample", 1)
 
     # The same call resumes (nothing new to generate); other settings are refused before anything runs.
-    assert rv.evaluate(config, backend, run_dir, batch_size=4)["strict"] == summary["strict"]
+    assert rv.evaluate_variants(config, backend, run_dir, batch_size=4)["strict"] == summary["strict"]
     with pytest.raises(UserError):
-        rv.evaluate(dataclasses.replace(config, max_new_tokens=4), backend, run_dir)
+        rv.evaluate_variants(dataclasses.replace(config, max_new_tokens=4), backend, run_dir)
 
 
 class Scripted:
@@ -103,13 +103,13 @@ def test_a_finished_run_is_regraded_by_another_grader(example_templates: Path, t
     backend = Scripted({i.question: said[i.id] for i in made.instances})
     config = rv.VariantsEvalConfig(str(instances_file), max_new_tokens=8)
     run_dir = tmp_path / "run"
-    first = rv.evaluate(config, backend, run_dir)
+    first = rv.evaluate_variants(config, backend, run_dir)
     assert {row["id"]: row["correct"] for row in _jsonl(run_dir / "graded.jsonl")} == {
         "cyclists_0": True, "fraction-sum_0": True, "ladder_0": False}
     with RunStore.open_existing(run_dir) as store:
         stored = store.records("variants_generation")
     # Grading is not part of the identity: the same generations, graded anew by math-verify.
-    regraded = rv.evaluate(dataclasses.replace(config, grading=rv.GradingConfig(math_grader="math-verify")),
+    regraded = rv.evaluate_variants(dataclasses.replace(config, grading=rv.GradingConfig(math_grader="math-verify")),
                            backend, run_dir)
     with RunStore.open_existing(run_dir) as store:
         assert store.records("variants_generation") == stored

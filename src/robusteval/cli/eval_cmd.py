@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Answer-first in-context evaluation: each question is asked after exemplars of the form "
         "'Q: …\\nA: The answer is X. <reasoning>'; the answer is read from 'The answer is X'.",
         example="robusteval eval --model hf:./tiny-llama --dataset gsm8k \\\n"
-        "    --data-file ../shared/data/gsm8k/test.jsonl --limit 20 --out runs/gsm8k-tiny",
+        "    --data-file gsm8k/test.jsonl --limit 20 --out runs/gsm8k-tiny",
     )
     add_model_options(parser)
     add_config_arguments(parser, EvalConfig, choices={"dataset": answer_first_datasets()})

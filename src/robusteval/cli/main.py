@@ -17,6 +17,7 @@ from typing import Any
 
 from robusteval import __version__
 from robusteval.cli.common import _REQUIRED
+from robusteval.config import ConfigError
 from robusteval.errors import UserError, environment_error
 
 # Order = order in `robusteval --help`.
@@ -145,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         known = environment_error(exc)
         if known is not None:
-            print(f"robusteval: error: {_one_line(str(known))}", file=sys.stderr)
+            # A config names its fields as the API does; on the command line the same check speaks in flags.
+            message = known.cli_message() if isinstance(known, ConfigError) else str(known)
+            print(f"robusteval: error: {_one_line(message)}", file=sys.stderr)
             return known.exit_code
         log = write_crash_log(exc, argv)
         where = f"the full traceback is in {log}" if log else "no crash log could be written"

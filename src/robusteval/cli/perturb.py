@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with --dataset examples, or give it to `robusteval robustness --sets NAME=FILE`. Resumable: progress is "
         "kept in FILE.jsonl.parts/ until the file is written. Digits, placeholders and label words are never "
         "changed.\n\nmethods (language):\n" + lines,
-        example="robusteval perturb --dataset ocnli --data-file ../shared/data/ocnli/dev.json \\\n"
+        example="robusteval perturb --dataset ocnli --data-file ocnli/dev.json \\\n"
         "    --method C-homophone --seed 1 --out ocnli-homophone.jsonl",
     )
     add_config_arguments(parser, PerturbConfig, skip=("method",), choices={"dataset": sorted(dataset_kinds())})

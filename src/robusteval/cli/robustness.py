@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "method names (generated here, seeded) or files written by `robusteval perturb` or by the "
         "word-importance attack (examples missing from a file count as unchanged).",
         example="robusteval robustness --model hf:./tiny-llama --dataset ocnli \\\n"
-        "    --data-file ../shared/data/ocnli/dev.json --sets C-homophone,C-traditional,W-synonym \\\n"
+        "    --data-file ocnli/dev.json --sets C-homophone,C-traditional,W-synonym \\\n"
         "    --limit 200 --out runs/ocnli-rb",
     )
     add_model_options(parser)

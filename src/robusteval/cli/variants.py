@@ -51,8 +51,8 @@ def _register_instantiate(sub: Any) -> None:
         "With --compat var-math the original VAR-MATH generator is replayed exactly: one numpy stream "
         "seeded once, templates in the order given.",
         example="robusteval variants instantiate --compat var-math --n 5 --seed 42 \\\n"
-        "    --templates ../shared/data/var-math/templates/VAR-Math_amc23.csv,"
-        "../shared/data/var-math/templates/VAR-Math_aime24.csv \\\n    --out var_math.jsonl",
+        "    --templates var-math/templates/VAR-Math_amc23.csv,"
+        "var-math/templates/VAR-Math_aime24.csv \\\n    --out var_math.jsonl",
     )
     add_config_arguments(p, InstantiateConfig)
     p.set_defaults(func=run_instantiate)
@@ -115,7 +115,7 @@ def _register_import(sub: Any) -> None:
         help="convert VAR-MATH CSV templates to the native YAML format",
         description="Translate VAR-MATH template CSVs (their Python expressions are parsed and rewritten, "
         "never executed) into native templates; rows that cannot be translated are reported.",
-        example="robusteval variants import --templates ../shared/data/var-math/templates/VAR-Math_amc23.csv "
+        example="robusteval variants import --templates var-math/templates/VAR-Math_amc23.csv "
         "--out amc23.yaml",
     )
     add_config_arguments(p, ImportConfig, required=("out",))
@@ -202,7 +202,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from robusteval.lifecycle import open_run
     from robusteval.store import SUMMARY_NAME
     from robusteval.variants.configs import VariantsEvalConfig
-    from robusteval.variants.pipeline import evaluate, variants_eval_identity
+    from robusteval.variants.pipeline import evaluate_variants, variants_eval_identity
 
     config = config_from_args(VariantsEvalConfig, args)
     config.check()
@@ -217,7 +217,7 @@ def run_eval(args: argparse.Namespace) -> int:
         return build_backend(args.model, args)
 
     with open_run(args.out, identity, info=info, load=load) as (store, backend):
-        summary = evaluate(config, backend, store, batch_size=args.batch_size)
+        summary = evaluate_variants(config, backend, store, batch_size=args.batch_size)
     _print_scores("variant scores", dict(summary))
     print(f"run directory: {args.out}  (summary: {store.run_dir / SUMMARY_NAME})")
     return 0

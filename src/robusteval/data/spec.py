@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import option
+from robusteval.config import ConfigError, check_choice, check_choices, check_positive, option
 from robusteval.data.example import Example
 
 
@@ -22,12 +22,21 @@ class DataSpec:
                                      help="jsonl/csv/hf: how answers are compared")
     split: str = option("test", help="hf: the dataset split")
 
-    def load(self) -> list[Example]:
-        from robusteval.data.loaders import load_dataset
+    def __post_init__(self) -> None:
+        from robusteval.data.loaders import dataset_kinds
         from robusteval.errors import UserError
 
-        if self.limit is not None and self.limit <= 0:
-            raise UserError("--limit must be a positive number")
+        check_choice(self, "dataset", dataset_kinds())
+        check_choices(self)
+        check_positive(self, "limit")
+        try:
+            parse_fields(self.fields)
+        except UserError as exc:
+            raise ConfigError(self, "fields", str(exc)) from None
+
+    def load(self) -> list[Example]:
+        from robusteval.data.loaders import load_dataset
+
         return load_dataset(self.dataset, self.data_file, limit=self.limit, fields=parse_fields(self.fields),
                             answer_type=self.answer_type, split=self.split)
 
@@ -53,7 +62,7 @@ def parse_fields(text: str | None) -> dict[str, str] | None:
     for part in text.split(","):
         ours, eq, theirs = part.partition("=")
         if not eq or not ours.strip() or not theirs.strip():
-            raise UserError(f"--fields: '{part}' is not OURS=THEIRS")
+            raise UserError(f"'{part}' is not OURS=THEIRS")
         mapping[ours.strip()] = theirs.strip()
     return mapping
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from robusteval.config import nested, option
+from robusteval.config import check_at_least, check_chat, field_check, nested, option
 from robusteval.data.answers import (
     MATH_GRADERS,
     check_math_grader,
@@ -23,7 +23,6 @@ from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplars_for
-from robusteval.prompts.chat import check_chat_options
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -124,8 +123,10 @@ class EvalConfig:
     math_grader: str = option("builtin", choices=MATH_GRADERS, help=MATH_GRADER_HELP)
 
     def __post_init__(self) -> None:
-        check_chat_options(self.chat, self.system_prompt)
-        check_math_grader(self.math_grader)
+        check_chat(self)
+        check_at_least(self, "max_new_tokens", 1, optional=False)
+        with field_check(self, "math_grader"):
+            check_math_grader(self.math_grader)
 
 
 class EvalSummary(TypedDict):

@@ -68,7 +68,7 @@ class ClassificationTemplate:
             file = Path(source)
             if not file.is_file():
                 known = ", ".join(BUILTIN_TEMPLATES)
-                raise UserError(f"--template {source}: no such file and not a built-in template ({known})")
+                raise UserError(f"template {source}: no such file and not a built-in template ({known})")
             text = file.read_text("utf-8")
             path = str(file)
         try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import option
+from robusteval.config import ConfigError, check_at_least, check_positive, option
 from robusteval.errors import DataError, UserError
 from robusteval.metrics.ors import BETA_CAP, ETA_DEFAULT, Q_DEFAULT, OrsResult, ors_scores
 from robusteval.store import SUMMARY_NAME, write_text_atomic
@@ -38,6 +38,18 @@ class OrsConfig:
     eta: float = option(ETA_DEFAULT, help="the score scale eta")
     beta_cap: int = option(BETA_CAP, help="largest amplification beta")
     out: str | None = option(None, metavar="DIR", help="where to write ors.json")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.runs, str | os.PathLike):  # one directory, not its characters
+            object.__setattr__(self, "runs", (self.runs,))
+        object.__setattr__(self, "runs", tuple(self.runs))
+        if not self.runs:
+            raise ConfigError(self, "runs", "name at least one word-importance attack run directory")
+        check_positive(self, "q", optional=False)
+        check_positive(self, "eta", optional=False)
+        if isinstance(self.beta_cap, bool) or not isinstance(self.beta_cap, int):
+            raise ConfigError(self, "beta_cap", f"must be a whole number, got {self.beta_cap!r}")
+        check_at_least(self, "beta_cap", 1, optional=False)
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,7 @@ def success_table(
 ) -> tuple[list[str], dict[str, dict[str, list[float]]], dict[str, dict[str, str]]]:
     """(rates, model -> method -> success rates in percent, model -> method -> run directory)."""
     if not runs:
-        raise UserError("ors needs at least one attack run directory")
+        raise UserError("ORS needs at least one attack run directory")
     table: dict[str, dict[str, list[float]]] = {}
     rate_keys: list[str] | None = None
     sources: dict[str, dict[str, str]] = {}
@@ -101,7 +113,7 @@ def success_table(
             rate_keys = keys
         elif keys != rate_keys:
             raise UserError(f"{run_dir}: rates {keys} differ from {rate_keys}; "
-                            "every run needs the same --rates")
+                            "every run needs the same perturbation rates")
         model, method = summary["model"], summary["method"]
         if method in table.get(model, {}):
             raise UserError(f"{run_dir}: model {model} with method {method} is given twice "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from robusteval.config import nested, option
+from robusteval.config import ConfigError, check_at_least, check_chat, check_choices, nested, option
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
@@ -31,7 +31,6 @@ from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
 from robusteval.perturbations.base import Language
 from robusteval.perturbations.spec import PerturbationSpec, target_device
-from robusteval.prompts.chat import check_chat_options
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
 
@@ -62,12 +61,12 @@ def parse_sets(text: str) -> list[SetSpec]:
             specs.append(SetSpec(part, method=part))
     names = [s.name for s in specs]
     if not specs:
-        raise UserError("--sets: name at least one perturbation method or perturbed file")
+        raise UserError("name at least one perturbation method or perturbed file")
     if len(set(names)) != len(names):
-        raise UserError(f"--sets: set names repeat: {', '.join(names)}")
+        raise UserError(f"set names repeat: {', '.join(names)}")
     for spec in specs:
         if spec.path is not None and not os.path.isfile(spec.path):
-            raise UserError(f"--sets {spec.name}: no such file: {spec.path}")
+            raise UserError(f"set {spec.name}: no such file: {spec.path}")
     return specs
 
 
@@ -80,7 +79,8 @@ class RobustnessConfig:
     """
 
     data: DataSpec = nested()
-    perturbation: PerturbationSpec = nested()
+    #: How generated sets perturb (language, protections, change budget); default: each method's own settings.
+    perturbation: PerturbationSpec = nested(default_factory=PerturbationSpec)
     #: A comma-separated string (as on the command line) or a sequence of entries.
     sets: str | tuple[str, ...] = option(metavar="M1,M2,NAME=FILE", help="perturbed sets: method names or files",
                                          identity=False)
@@ -100,10 +100,16 @@ class RobustnessConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "sets", ",".join(self.sets))
-        check_chat_options(self.chat, self.system_prompt)
+        check_choices(self)
+        check_chat(self)
+        check_at_least(self, "bootstrap", 0, optional=False)
+        self.set_specs()
 
     def set_specs(self) -> list[SetSpec]:
-        return parse_sets(str(self.sets))
+        try:
+            return parse_sets(str(self.sets))
+        except UserError as exc:
+            raise ConfigError(self, "sets", str(exc)) from None
 
 
 class RobustnessSummary(TypedDict, total=False):

@@ -23,4 +23,4 @@ def make_executor(name: str = "inprocess", *, address: str | None = None, worker
         return RayExecutor(address=address, workers=workers)
     from robusteval.errors import UserError
 
-    raise UserError(f"--executor {name}: use inprocess or ray")
+    raise UserError(f"executor {name!r}: use inprocess or ray")

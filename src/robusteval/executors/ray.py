@@ -93,9 +93,9 @@ class RayExecutor:
     distributed = True
 
     def __init__(self, *, address: str | None = None, workers: int | None = None, inflight: int = 2):
-        require_module("ray", "ray", purpose="--executor ray")
+        require_module("ray", "ray", purpose="the ray executor")
         if workers is not None and workers < 1:
-            raise UserError(f"--workers {workers}: give at least 1")
+            raise UserError(f"workers {workers}: give at least 1")
         self.address = address
         self.requested = workers
         self.inflight = max(1, inflight)
@@ -116,7 +116,7 @@ class RayExecutor:
                 ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
                          logging_level=logging.WARNING)
             except ConnectionError as exc:
-                raise UserError(f"--ray-address {self.address}: cannot reach a Ray cluster ({exc}); start one with "
+                raise UserError(f"Ray address {self.address}: cannot reach a Ray cluster ({exc}); start one with "
                                 "`ray start --head`, or leave --ray-address out for a local one") from None
             self._started_ray = True
         free = ray.available_resources()
@@ -126,7 +126,7 @@ class RayExecutor:
         unit = "GPU" if gpus else "CPU"
         count = self.requested or capacity
         if count < 1 or count > capacity:
-            raise UserError(f"--workers {count}: the Ray cluster has {capacity} free {unit}s (one worker each)")
+            raise UserError(f"workers {count}: the Ray cluster has {capacity} free {unit}s (one worker each)")
         self._actors = [self._new_actor() for _ in range(count)]
         try:
             ray.get([actor.pid.remote() for actor in self._actors], timeout=STARTUP_TIMEOUT_S)
@@ -330,4 +330,4 @@ def _same_everywhere(identities: list[dict[str, Any]], spec: str) -> None:
     if any(identity != identities[0] for identity in identities):
         kinds = sorted({f"{i.get('device')}/{i.get('dtype')}" for i in identities})
         raise UserError(f"{spec}: the Ray workers resolve this model differently ({', '.join(kinds)}); give "
-                        "--device and --dtype explicitly, or use workers of one kind")
+                        "the device and dtype explicitly, or use workers of one kind")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from robusteval.config import option
+from robusteval.config import ConfigError, field_check, option
 from robusteval.errors import DataError, UserError
 from robusteval.judges.base import REASONING, Judge, ReasoningItem, Verdict, build_judge, with_cache
 from robusteval.judges.errortypes import CATEGORIES, ERROR_TYPES, build_error_classifier, classify_errors
@@ -116,6 +116,17 @@ class AuditConfig:
                                           "also scored on its own on every incorrect item")
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
+
+    def __post_init__(self) -> None:
+        from robusteval.judges.base import REASONING, check_judge_spec
+        from robusteval.judges.errortypes import check_error_classifier_spec
+
+        with field_check(self, "judge"):
+            check_judge_spec(self.judge, task=REASONING)
+        with field_check(self, "error_classifier"):
+            check_error_classifier_spec(self.error_classifier)
+        if not os.path.isfile(self.labelled):
+            raise ConfigError(self, "labelled", f"no such file: {self.labelled}")
 
 
 def audit_identity(config: AuditConfig, labelled_sha256: str) -> dict[str, Any]:

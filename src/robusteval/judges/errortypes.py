@@ -228,13 +228,10 @@ def check_error_classifier_spec(spec: str | None) -> None:
     if spec == "embedded":
         return
     if not re.match(r"[a-z][a-z0-9_-]*:", spec):
-        raise UserError(f"--error-classifier {spec}: give one model spec (hf:PATH, openai:MODEL@URL, embedded)")
+        raise UserError(f"'{spec}' is not a model spec; give one (hf:PATH, openai:MODEL@URL, embedded)")
     from robusteval.models.registry import parse_spec
 
-    try:
-        parse_spec(spec)
-    except UserError as exc:
-        raise UserError(f"--error-classifier: {exc}") from None
+    parse_spec(spec)
 
 
 def build_error_classifier(spec: str, load: BackendLoader, *, chat: bool | None = None) -> ErrorTypeClassifier:

@@ -103,7 +103,8 @@ class BinaryLLMJudge:
         self.uses_logprobs = can_score(backend)
         self._scores_with_prefix = self.uses_logprobs and _accepts_prefix(backend)
         if self.uses_chat_template and self.uses_logprobs and not _accepts(backend, "messages"):
-            raise UserError(f"--judge-chat: {backend.name} cannot score a chat conversation; judge without it")
+            raise UserError(f"judge chat: {backend.name} cannot score a chat conversation; judge without the chat "
+                            "template")
         self.name = f"llm:{backend.name}"
 
     @property

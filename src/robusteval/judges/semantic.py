@@ -39,5 +39,5 @@ class AlwaysSameMeaning:
 @register_judge("none", summary="semantic judge that accepts every perturbation (no gating)")
 def _none_judge(task: str, spec: str, load: BackendLoader) -> Judge:
     if task != SEMANTIC:
-        raise UserError("judge 'none' is only a semantic judge (--semantic-judge none); give a reasoning judge")
+        raise UserError("judge 'none' is only a semantic judge (no semantic gate); give a reasoning judge")
     return AlwaysSameMeaning()

@@ -13,7 +13,14 @@ from robusteval.models.base import (
     require,
     score_requests,
 )
-from robusteval.models.registry import BACKENDS, ModelSpec, load_backend, parse_spec, register_backend
+from robusteval.models.registry import (
+    BACKENDS,
+    ModelSpec,
+    load_backend,
+    load_model,
+    parse_spec,
+    register_backend,
+)
 
 __all__ = [
     "BACKENDS",
@@ -28,6 +35,7 @@ __all__ = [
     "ScoreRequest",
     "WhiteBoxBackend",
     "load_backend",
+    "load_model",
     "parse_spec",
     "register_backend",
     "require",

@@ -44,7 +44,7 @@ from robusteval.models.base import (
     ScoreRequest,
     freeze_messages,
 )
-from robusteval.models.registry import ModelSpec, register_backend
+from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
 from robusteval.models.tokenization import split_by_offsets, tokenize_with_offsets
 from robusteval.paths import cache_root
 from robusteval.progress import status
@@ -65,12 +65,12 @@ def resolve_device(device: str = "auto") -> torch.device:
     try:
         resolved = torch.device(device)
     except RuntimeError:
-        raise UserError(f"--device {device}: not a device; use auto, cpu, cuda, cuda:1, mps, ...") from None
+        raise UserError(f"device {device!r}: not a device; use auto, cpu, cuda, cuda:1, mps, ...") from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"--device {device}: no CUDA device is available to this torch build "
+        raise UserError(f"device {device!r}: no CUDA device is available to this torch build "
                         f"({torch.__version__}); use --device cpu or auto")
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise UserError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+        raise UserError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible")
     return resolved
 
 
@@ -79,7 +79,7 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     if dtype not in _DTYPES:
-        raise UserError(f"--dtype {dtype}: use one of auto, {', '.join(sorted(_DTYPES))}")
+        raise UserError(f"dtype {dtype!r}: use one of auto, {', '.join(sorted(_DTYPES))}")
     return _DTYPES[dtype]
 
 
@@ -906,7 +906,7 @@ def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto",
     model_args = dict(model_args or {})
     unknown = sorted(set(model_args) - set(MODEL_ARGS))
     if unknown:
-        raise UserError(f"--model-args: unknown key(s) {', '.join(unknown)}; hf accepts {', '.join(MODEL_ARGS)}")
+        raise UserError(f"model args: unknown key(s) {', '.join(unknown)}; hf accepts {', '.join(MODEL_ARGS)}")
     tokenizer_args = {k: model_args[k] for k in ("revision", "trust_remote_code") if k in model_args}
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -946,11 +946,13 @@ def build_hf_backend(
     model_args: dict[str, Any] | None = None,
     decoder: str = "auto",
     step_compile: str = "auto",
-    **_ignored: Any,
+    **other_backends: Any,
 ) -> HFBackend:
     """``decoder``: ``auto`` (a static KV cache with a CUDA-graph step on cuda where the model allows it, the
     dynamic cache elsewhere), ``static`` or ``dynamic``; ``step_compile``: how the static step is compiled
-    (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time."""
+    (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time.
+    ``other_backends``: the openai backend's options, ignored (one option set fits every spec); others are typos."""
+    check_backend_options(spec, other_backends)
     model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, model_args=model_args)
     torch.set_grad_enabled(True)
     backend = HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache,

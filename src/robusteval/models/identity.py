@@ -60,7 +60,7 @@ def parse_model_args(text: str | None) -> dict[str, Any]:
             continue
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
-            raise UserError(f"--model-args: '{part}' is not KEY=VALUE")
+            raise UserError(f"model args: '{part}' is not KEY=VALUE")
         lowered = value.strip().lower()
         typed: Any = value.strip()
         if lowered in ("true", "false"):
@@ -76,7 +76,9 @@ def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
     machines that will run it resolve it: here, or a distributed executor's workers (``device auto`` is the
     workers' GPU even when this process has none)."""
     from robusteval.executors import current_executor
+    from robusteval.models.registry import check_backend_options
 
+    check_backend_options(spec, options)
     return current_executor().describe_model(spec, options)
 
 

@@ -60,7 +60,7 @@ from robusteval.models.base import (
     freeze_messages,
 )
 from robusteval.models.openai_scoring import LOGPROBS_MODES, PromptScorer, ScoringSupport
-from robusteval.models.registry import ModelSpec, register_backend
+from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
 
 log = logging.getLogger(__name__)
 
@@ -437,6 +437,7 @@ def build_openai_backend(spec: ModelSpec, **options: Any) -> OpenAIBackend:
     so one CLI can pass one option set to any model spec.
     """
     merged = {**spec.options, **options}
+    check_backend_options(spec, merged)
     ignored = sorted(k for k in merged if k not in _CONFIG_FIELDS)
     if ignored:
         log.debug("openai backend: ignoring options %s", ", ".join(ignored))

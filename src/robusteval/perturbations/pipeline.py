@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from robusteval.analysis.drift import summarise_drift
-from robusteval.config import nested, option
+from robusteval.config import field_check, nested, option
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
+from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import ModelLoader, PerturbationSpec
 from robusteval.seeding import DEFAULT_SEED
 
@@ -35,12 +36,18 @@ class PerturbConfig:
     """``robusteval perturb``: one method over the text fields of every example."""
 
     data: DataSpec = nested()
-    perturbation: PerturbationSpec = nested()
+    #: Language, protections and change budget; default: the method's own settings.
+    perturbation: PerturbationSpec = nested(default_factory=PerturbationSpec)
     method: str = option(metavar="METHOD", help="the perturbation method")
     seed: int = option(DEFAULT_SEED, help="random seed (per example and field)")
     # Part of the settings' fingerprint: a file written without the cosine is rewritten when it is asked for.
     drift_embedding: bool = option(False, help="also record each line's drift as the cosine of all-MiniLM-L6-v2 "
                                    "sentence embeddings (needs the drift extra; loads torch)")
+
+
+    def __post_init__(self) -> None:
+        with field_check(self, "method"):
+            check_method_name(self.method)
 
 
 class PerturbSummary(TypedDict):

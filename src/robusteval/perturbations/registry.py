@@ -84,6 +84,13 @@ def available_methods(language: Language | None = None) -> list[MethodInfo]:
     )
 
 
+def check_method_name(name: str, *, extra: tuple[str, ...] = ()) -> None:
+    """Refuse a name no language registers (configs check it when built, before the language is known)."""
+    known = sorted({m.name for m in available_methods()} | set(extra))
+    if name not in known:
+        raise UserError(f"unknown perturbation method {name!r}; available: {', '.join(known)}")
+
+
 def method_info(name: str, language: Language) -> MethodInfo:
     """The registration of ``name`` for ``language``; an unknown name lists the methods that exist.
 

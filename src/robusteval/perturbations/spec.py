@@ -13,9 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import option
+from robusteval.config import ConfigError, check_at_least, check_choices, option
 from robusteval.data.example import Example
-from robusteval.errors import UserError
 from robusteval.perturbations.base import ChangeBudget, Language, Perturbation, Protection, detect_language
 from robusteval.perturbations.registry import MethodOptions
 
@@ -53,6 +52,10 @@ class CandidateSpec:
     translator: str | None = option(None, metavar="SPEC",
                                     help="S-backtranslation: the translator model (any backend)")
     pivot_language: str = option("English", help="S-backtranslation: the pivot language")
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        check_at_least(self, "max_candidates", 1, optional=False)
 
     def resolve_language(self, examples: Sequence[Example]) -> Language:
         """``language``, or the language detected from the first 50 questions when it is ``auto``."""
@@ -105,7 +108,8 @@ class CandidateSpec:
 
         method_info(method, language)
         if self.translator is None and method.startswith("S-"):
-            raise UserError(f"{method} needs --translator SPEC (the model that translates)")
+            raise ConfigError(self, "translator", f"{method} needs a translator model spec (the model that "
+                              "translates)")
 
     def identity(self) -> dict[str, Any]:
         """Every setting: each one can change the perturbed texts (flattened into run identities)."""
@@ -123,6 +127,15 @@ class PerturbationSpec(CandidateSpec):
     max_changes: int | None = option(None, help="at most this many changes per text (default: 15 for "
                                                 "character-level methods)")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.rate is not None and not (isinstance(self.rate, int | float) and 0 <= self.rate <= 1):
+            raise ConfigError(self, "rate", f"must be a share within [0, 1], got {self.rate!r}")
+        check_at_least(self, "min_changes", 0)
+        check_at_least(self, "max_changes", 0)
+        if self.min_changes is not None and self.max_changes is not None and self.max_changes < self.min_changes:
+            raise ConfigError(self, "max_changes", f"{self.max_changes} is below {{min_changes={self.min_changes}}}")
+
     def budget(self, perturbation: Perturbation) -> ChangeBudget | None:
         """The method's default budget with any of rate/min_changes/max_changes applied; None: all unset."""
         if self.rate is None and self.min_changes is None and self.max_changes is None:
@@ -135,4 +148,6 @@ class PerturbationSpec(CandidateSpec):
                 maximum=default.maximum if self.max_changes is None else self.max_changes,
             )
         except ValueError as exc:
-            raise UserError(f"--rate/--min-changes/--max-changes: {exc}") from exc
+            # Only the method's default can clash with a set bound (max_changes below its default minimum).
+            raise ConfigError(self, "max_changes" if self.max_changes is not None else "min_changes",
+                              f"does not fit {perturbation.name}'s default change budget: {exc}") from exc

@@ -36,4 +36,4 @@ def resolve_system_prompt(system_prompt: str | None, default: str | None) -> str
 def check_chat_options(chat: bool, system_prompt: str | None) -> None:
     """A system prompt only exists in a chat; refuse it without --chat rather than silently ignoring it."""
     if system_prompt is not None and not chat:
-        raise UserError("--system-prompt needs --chat (a system prompt is a turn of the chat conversation)")
+        raise UserError("a system prompt needs chat on (a system prompt is a turn of the chat conversation)")

@@ -38,7 +38,7 @@ def disk_full_error(run_dir: Path) -> UserError:
 
 
 def read_only_error(run_dir: Path) -> UserError:
-    return UserError(f"cannot write to {run_dir} (read-only or no permission); use another --out directory or "
+    return UserError(f"cannot write to {run_dir} (read-only or no permission); use another run directory or "
                      "make it writable")
 
 

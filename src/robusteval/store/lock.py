@@ -57,7 +57,7 @@ class RunLock:
         """Lock ``run_dir`` (created if missing) or raise a UserError naming the process that holds it."""
         path = Path(run_dir)
         if path.exists() and not path.is_dir():
-            raise UserError(f"--out {path}: exists and is not a directory")
+            raise UserError(f"run directory {path}: exists and is not a directory")
         with translated(path):
             path.mkdir(parents=True, exist_ok=True)
         if fcntl is None or not os.access(path, os.W_OK | os.X_OK):
@@ -79,7 +79,7 @@ class RunLock:
                 raise UserError(f"{path} is already open for writing in this process (PID {pid}); close the "
                                 "first store before opening it again") from None
             raise UserError(f"{path} is in use by another robusteval process (PID {pid}); wait for it to finish "
-                            "or use another --out directory") from None
+                            "or use another run directory") from None
         try:
             with translated(path):
                 # Overwrite in place, then cut: rewriting an existing page needs no new space on a full disk.

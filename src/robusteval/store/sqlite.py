@@ -113,7 +113,7 @@ class RunStore:
         """
         path = Path(run_dir)
         if path.exists() and not path.is_dir():
-            raise UserError(f"--out {path}: exists and is not a directory")
+            raise UserError(f"run directory {path}: exists and is not a directory")
         if lock is not None and lock.run_dir.resolve() != path.resolve():
             raise ValueError(f"{lock!r} does not lock {path}")
         own_lock: RunLock | None = None
@@ -211,7 +211,7 @@ class RunStore:
         if changed:
             detail = "; ".join(f"{k}: stored {old!r}, now {new!r}" for k, old, new in changed[:4])
             raise UserError(
-                f"{self.run_dir} holds a different run ({detail}). Use another --out directory to start a "
+                f"{self.run_dir} holds a different run ({detail}). Use another run directory to start a "
                 "new run, or repeat the original settings to resume it."
             )
 

@@ -2,12 +2,12 @@
 
 The pipelines, each from a typed config (``robusteval variants …`` is a thin shell over them)::
 
-    import robusteval.variants as rv
+    from robusteval import variants
 
-    made = rv.instantiate(rv.InstantiateConfig("templates.yaml", n=5, out="instances.jsonl"))
-    report = rv.validate(rv.ValidateConfig("templates.yaml"))
-    summary = rv.evaluate(rv.VariantsEvalConfig("instances.jsonl"), backend, "runs/var")
-    scores, graded = rv.score("instances.jsonl", "predictions.jsonl")
+    made = variants.instantiate(variants.InstantiateConfig("templates.yaml", n=5, out="instances.jsonl"))
+    report = variants.validate(variants.ValidateConfig("templates.yaml"))
+    summary = variants.evaluate_variants(variants.VariantsEvalConfig("instances.jsonl"), backend, "runs/var")
+    scores, graded = variants.score("instances.jsonl", "predictions.jsonl")
 
 Modules: ``configs`` and ``pipeline`` (the above), ``expr`` (the restricted expression language), ``template``
 (native format and checks), ``varmath_csv`` (VAR-MATH CSV importer), ``sampler`` (native and
@@ -37,7 +37,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "InstantiateResult": ("pipeline", "InstantiateResult"),
     "validate": ("pipeline", "validate"),
     "ValidationReport": ("pipeline", "ValidationReport"),
-    "evaluate": ("pipeline", "evaluate"),
+    "evaluate_variants": ("pipeline", "evaluate_variants"),
     "variants_eval_identity": ("pipeline", "variants_eval_identity"),
     "VariantsEvalSummary": ("pipeline", "VariantsEvalSummary"),
     "score": ("pipeline", "score"),

@@ -13,9 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from robusteval.config import option
+from robusteval.config import (
+    ConfigError,
+    check_at_least,
+    check_chat,
+    check_choices,
+    check_positive,
+    field_check,
+    option,
+)
 from robusteval.data.answers.graders import MATH_GRADER_HELP, MATH_GRADERS, check_math_grader
-from robusteval.errors import UserError
 from robusteval.seeding import DEFAULT_SEED
 
 if TYPE_CHECKING:
@@ -30,11 +37,6 @@ TemplatePaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 _TEMPLATES_HELP = "template files, comma-separated, in order: native .yaml/.json or VAR-MATH .csv"
 _PREFIX_IDS_HELP = "prefix template ids with their file name (when ids collide across files)"
-
-
-def _positive(value: int | None, flag: str) -> None:
-    if value is not None and value < 1:
-        raise UserError(f"{flag} must be a positive number")
 
 
 @dataclass(frozen=True)
@@ -63,13 +65,16 @@ class InstantiateConfig:
             return self.seed
         return COMPAT_SEED if self.compat else DEFAULT_SEED
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
-        _positive(self.n, "--n")
-        if self.compat is not None and self.compat not in COMPAT_MODES:
-            raise UserError(f"--compat: unknown mode {self.compat!r} (known: {', '.join(COMPAT_MODES)})")
+        """Refuse settings that cannot run (also when built)."""
+        check_at_least(self, "n", 1, optional=False)
+        check_choices(self)
         if self.compat and self.exclude_original:
-            raise UserError("--exclude-original cannot be combined with --compat var-math "
-                            "(the original has no such option)")
+            raise ConfigError(self, "exclude_original", f"cannot be combined with {{compat={self.compat}}} (the "
+                              "original generator has no such option)")
 
 
 @dataclass(frozen=True)
@@ -103,10 +108,16 @@ class GradingConfig:
         DEFAULT_SEED, help="seed of the bootstrap (independent of --seed)", identity=False
     )
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
-        if self.bootstrap_rounds < 0:
-            raise UserError("--bootstrap-rounds must be 0 or more")
-        check_math_grader(self.math_grader)
+        """Refuse settings that cannot grade (also when built)."""
+        check_at_least(self, "bootstrap_rounds", 0, optional=False)
+        check_at_least(self, "rel_tol", 0, optional=False)
+        check_positive(self, "grade_timeout", optional=False)
+        with field_check(self, "math_grader"):
+            check_math_grader(self.math_grader)
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`robusteval.variants.grading.grade_all`."""
@@ -160,12 +171,17 @@ class VariantsEvalConfig:
     limit: int | None = option(None, help="only the first N instances", identity=False)
     grading: GradingConfig = dataclasses.field(default_factory=GradingConfig, metadata=_NESTED)
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
-        _positive(self.samples, "--samples")
-        _positive(self.limit, "--limit")
-        _positive(self.max_new_tokens, "--max-new-tokens")
-        if self.system_prompt is not None and not self.chat:
-            raise UserError("--system-prompt needs --chat (a system prompt is a turn of the chat conversation)")
+        """Refuse settings that cannot run (also when built)."""
+        for name in ("samples", "limit", "max_new_tokens"):
+            check_at_least(self, name, 1, optional=name == "limit")
+        check_at_least(self, "temperature", 0)
+        if self.top_p is not None and not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
+            raise ConfigError(self, "top_p", f"must be within (0, 1], got {self.top_p!r}")
+        check_chat(self)
         self.grading.check()
 
     def sampling(self) -> tuple[float, float]:

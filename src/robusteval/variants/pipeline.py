@@ -1,17 +1,19 @@
-"""The VAR-MATH pipelines: instantiate, validate, evaluate, score and import, each from a typed config.
+"""The VAR-MATH pipelines: instantiate, validate, evaluate_variants, score and import, each from a typed config.
 
 ``robusteval variants …`` parses its flags into these configs and calls these functions; a notebook does the
 same without the command line::
 
-    import robusteval
-    import robusteval.variants as rv
+    import robusteval as rv
+    from robusteval import variants
 
-    made = rv.instantiate(rv.InstantiateConfig("templates.yaml", n=5, out="instances.jsonl"))
-    model = robusteval.load_model("hf:./my-model")
-    summary = rv.evaluate(rv.VariantsEvalConfig("instances.jsonl"), model, "runs/var")
-    scores, graded = rv.score("instances.jsonl", "predictions.jsonl")
+    made = variants.instantiate(variants.InstantiateConfig("templates.yaml", n=5, out="instances.jsonl"))
+    model = rv.load_model("hf:./my-model")
+    summary = variants.evaluate_variants(variants.VariantsEvalConfig("instances.jsonl"), model, "runs/var")
+    scores, graded = variants.score("instances.jsonl", "predictions.jsonl")
 
-Nothing here imports torch: only :func:`evaluate` needs a model, and it is handed one.
+(:func:`evaluate_variants` is VAR-MATH's strict/loose scoring of sampled answers; ``rv.evaluate`` is
+answer-first accuracy on a dataset.) Nothing here imports torch: only :func:`evaluate_variants` needs a model,
+and it is handed one.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def template_paths(templates: TemplatePaths) -> list[str]:
         return [os.fspath(templates)]
     paths = [os.fspath(p) for p in templates]
     if not paths:
-        raise UserError("--templates: no file given")
+        raise UserError("templates: no file given")
     return paths
 
 
@@ -346,7 +348,7 @@ def predictions_from_records(records: Sequence[dict[str, Any]]) -> dict[str, lis
     return out
 
 
-def evaluate(
+def evaluate_variants(
     config: VariantsEvalConfig,
     backend: Backend,
     store: RunStore | str | os.PathLike[str],

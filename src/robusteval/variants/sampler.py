@@ -427,7 +427,7 @@ class CompatGenerator:
                 "constraints", "not supported with --compat var-math (the original format has none)"
             )
         if template.exclude_original:
-            raise template.error("exclude_original", "not supported with --compat var-math")
+            raise template.error("exclude_original", "not supported in var-math compat mode")
         if not template.variables:
             assert template.answer is not None or template.answer_values is not None
             raw = (
@@ -454,7 +454,7 @@ class CompatGenerator:
                 lists[var.name] = list(var.items[:n])
         if not lists:
             raise template.error(
-                "variables", "--compat var-math needs at least one range/set/values variable"
+                "variables", "var-math compat mode needs at least one range/set/values variable"
             )
         count = min(len(v) for v in lists.values())
         if template.answer_values is not None:

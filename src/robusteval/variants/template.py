@@ -426,7 +426,7 @@ def load_template_file(path: str | Path) -> LoadResult:
     """Load native YAML/JSON templates, or import a VAR-MATH CSV (``.csv``)."""
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"--templates {p}: no such file")
+        raise UserError(f"template file {p}: no such file")
     if p.suffix.lower() == ".csv":
         from robusteval.variants.varmath_csv import import_csv
 
@@ -436,7 +436,7 @@ def load_template_file(path: str | Path) -> LoadResult:
         result.warnings = imported.warnings + result.warnings
         return result
     if p.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise UserError(f"--templates {p}: expected a .yaml, .yml, .json (native) or .csv (VAR-MATH) file")
+        raise UserError(f"template file {p}: expected a .yaml, .yml, .json (native) or .csv (VAR-MATH) file")
     return templates_from_data(read_template_data(p), str(p))
 
 
@@ -467,5 +467,5 @@ def split_paths(text: str) -> list[str]:
     """``--templates a.csv,b.yaml`` -> ["a.csv", "b.yaml"]."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
-        raise UserError("--templates: no file given")
+        raise UserError("templates: no file given")
     return parts

@@ -24,7 +24,7 @@ class MatchaAttack:
     config_type = MatchaRunConfig
     data_kind = "qa"
     example = ("robusteval attack matcha --model hf:./tiny-llama --dataset gsm8k \\\n"
-               "    --data-file ../shared/data/gsm8k/test.jsonl --level token --target-answer clean \\\n"
+               "    --data-file gsm8k/test.jsonl --level token --target-answer clean \\\n"
                "    --judge arith --semantic-judge none --limit 5 --out runs/matcha-token")
 
     def identity(self, config: MatchaRunConfig, model: dict[str, Any] | None, examples: Sequence[Example]

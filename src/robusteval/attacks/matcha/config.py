@@ -6,9 +6,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from robusteval.config import nested, option
+from robusteval.config import (
+    ConfigError,
+    check_at_least,
+    check_chat,
+    check_choice,
+    check_choices,
+    check_positive,
+    field_check,
+    nested,
+    option,
+)
 from robusteval.data.spec import DataSpec
-from robusteval.errors import UserError
 from robusteval.seeding import DEFAULT_SEED
 
 VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix")
@@ -59,35 +68,35 @@ class MatchaConfig:
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
-        if self.level not in ("token", "embedding"):
-            raise UserError(f"--level {self.level}: use token or embedding")
-        if self.variant not in VARIANTS:
-            raise UserError(f"--variant {self.variant}: use one of {', '.join(VARIANTS)}")
+        """Refuse hyper-parameters that cannot run (checked when built; :class:`MatchaRunConfig` checks the
+        values it is given first, in its own field names)."""
+        check_choice(self, "level", ("token", "embedding"))
+        check_choice(self, "variant", VARIANTS)
+        check_choice(self, "target_answer", ("gold", "clean"))
+        check_choice(self, "answer_loss", ("answer", "n3"))
+        check_choice(self, "success_check", SUCCESS_CHECKS)
         if self.level == "embedding" and self.variant not in ("full", "cot-loss-only"):
-            raise UserError(f"--variant {self.variant} is a token-level baseline; embedding level takes full or cot-loss-only")
-        if self.target_answer not in ("gold", "clean"):
-            raise UserError(f"--target-answer {self.target_answer}: use gold or clean")
+            raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} takes "
+                              "full or cot-loss-only")
         for name in ("insert_ratio", "topk_ratio", "eps_fraction", "step_fraction"):
-            if not getattr(self, name) > 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive")
-        if self.steps < 0 or self.n_candidates < 1 or self.max_new_tokens < 1:
-            raise UserError("--steps must be >= 0, --n-candidates and --max-new-tokens >= 1")
-        if self.answer_loss not in ("answer", "n3"):
-            raise UserError(f"--answer-loss {self.answer_loss}: use answer or n3")
-        if self.max_redraws < 0:
-            raise UserError("--max-redraws must be >= 0")
-        if self.max_drift is not None and not self.max_drift >= 0:
-            raise UserError(f"--max-drift must be >= 0, got {self.max_drift}")
+            check_positive(self, name, optional=False)
+        for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_new_tokens", 1), ("max_redraws", 0)):
+            check_at_least(self, name, minimum, optional=False)
+        check_at_least(self, "max_drift", 0)
         if self.max_drift is not None and self.level == "embedding":
-            raise UserError("--max-drift bounds the drift of perturbed question text; the embedding level has none")
-        if self.max_drift is not None and self.drift_measure not in ("embedding", "char"):
-            raise UserError(f"drift measure {self.drift_measure!r}: use embedding or char")
-        if self.success_check not in SUCCESS_CHECKS:
-            raise UserError(f"--success-check {self.success_check}: use {' or '.join(SUCCESS_CHECKS)}")
+            raise ConfigError(self, "max_drift", "bounds the drift of perturbed question text; {level=embedding} "
+                              "perturbs no text")
+        if self.max_drift is not None:
+            check_choice(self, "drift_measure", ("embedding", "char"))
+            if self.drift_measure is None:
+                raise ConfigError(self, "drift_measure", "say what max_drift bounds: embedding or char")
         if self.success_check != "final" and self.level == "embedding":
-            raise UserError("--success-check insertion-and-final is for the token level (the embedding level inserts "
-                            "nothing)")
+            raise ConfigError(self, "success_check", f"{self.success_check} is for the token level "
+                              "({level=embedding} inserts nothing)")
 
     def identity_record(self) -> dict[str, Any]:
         """The hyper-parameters as the run identity and unit keys record them: every field, except a
@@ -165,6 +174,37 @@ class MatchaRunConfig:
                          "no LLM judge or semantic judge); every summary lists its deviations from the paper")
     seed: int = option(DEFAULT_SEED, help="random seed (insertions, PGD starts, sampling), derived per example")
 
+    def __post_init__(self) -> None:
+        """Refuse values that cannot run, in the config's own words (the CLI re-words them with flags), before
+        any model loads: judge specs are part of the run identity."""
+        from robusteval.judges.base import REASONING, SEMANTIC, check_judge_spec
+        from robusteval.judges.errortypes import check_error_classifier_spec
+
+        check_choices(self)
+        check_chat(self)
+        for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "max_new_tokens", "sample"):
+            check_positive(self, name)
+        # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
+        for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
+                              ("max_drift", 0), ("attack_limit", 0)):
+            check_at_least(self, name, minimum)
+        if self.level == "embedding":
+            if self.variant not in ("full", "cot-loss-only"):
+                raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} "
+                                  "takes full or cot-loss-only")
+            if self.max_drift is not None:
+                raise ConfigError(self, "max_drift", "bounds the drift of perturbed question text; "
+                                  "{level=embedding} perturbs no text")
+            if self.success_check not in (None, "final"):
+                raise ConfigError(self, "success_check", f"{self.success_check} is for the token level "
+                                  "({level=embedding} inserts nothing)")
+        with field_check(self, "judge"):
+            check_judge_spec(self.judge, task=REASONING)
+        with field_check(self, "semantic_judge"):
+            check_judge_spec(self.semantic_judge, task=SEMANTIC)
+        with field_check(self, "error_classifier"):
+            check_error_classifier_spec(self.error_classifier)
+
     def hyperparameters(self, target_answer: str | None = None) -> MatchaConfig:
         """The attack's resolved hyper-parameters (dataset defaults filled in)."""
         target = target_answer or ("gold" if self.target_answer == "auto" else self.target_answer)
@@ -192,29 +232,24 @@ class MatchaRunConfig:
     def check(self, answer_type: str) -> None:
         """Refuse settings that cannot build or cannot measure what the summary would claim (before any model
         loads or any run directory is made: judge specs are part of the run identity)."""
-        from robusteval.judges.base import REASONING, SEMANTIC, check_judge_spec
-        from robusteval.judges.errortypes import check_error_classifier_spec
-
-        check_judge_spec(self.judge, task=REASONING)
-        check_judge_spec(self.semantic_judge, task=SEMANTIC)
-        check_error_classifier_spec(self.error_classifier)
         judges = [atom for term in self.judge.split("+") for atom in term.removeprefix("vote:").split(",")]
         if answer_type == "yesno" and all(atom.strip() in OFFLINE_JUDGES for atom in judges):
-            raise UserError(f"--judge {self.judge} cannot judge yes/no reasoning: the offline checkers only find "
-                            "false equations and ungrounded quantities, so every SR would be 0 by construction; "
-                            "pass an LLM judge (--judge hf:PATH or openai:MODEL@URL), alone or as arith+MODEL")
+            raise ConfigError(self, "judge", f"{self.judge} cannot judge yes/no reasoning: the offline checkers only "
+                              "find false equations and ungrounded quantities, so every SR would be 0 by "
+                              "construction; give an LLM judge ({judge=hf:PATH} or {judge=openai:MODEL@URL}), alone "
+                              "or as arith+MODEL")
         if self.preset != "paper":
             return
         problems = []
         if self.exemplars in (None, "math", "yesno"):
-            problems.append("--exemplars FILE (the paper uses Wei et al.'s exemplars, e.g. "
-                            "../shared/data/cot-exemplars-wei2022/...; robusteval's built-in sets are its own)")
+            problems.append("{exemplars=FILE} (the paper uses Wei et al.'s exemplars; robusteval's built-in sets are "
+                            "its own)")
         if any(atom.strip() in (*OFFLINE_JUDGES, "none") for atom in judges):
-            problems.append("--judge MODEL-SPEC (the paper's reasoning judge is an LLM)")
+            problems.append("{judge=MODEL-SPEC} (the paper's reasoning judge is an LLM)")
         if self.semantic_judge.strip() == "none":
-            problems.append("--semantic-judge MODEL-SPEC (the paper gates every perturbation)")
+            problems.append("{semantic_judge=MODEL-SPEC} (the paper gates every perturbation)")
         if problems:
-            raise UserError("--preset paper needs " + "; ".join(problems))
+            raise ConfigError(self, "preset", "paper needs " + "; ".join(problems))
 
     def deviations(self, answer_type: str) -> list[str]:
         """How this run departs from the paper's algorithm and settings (listed in every summary)."""

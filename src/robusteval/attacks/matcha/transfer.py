@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import option
+from robusteval.config import check_at_least, check_chat, check_choices, check_positive, field_check, option
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
@@ -42,7 +42,6 @@ from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, load_exemplars
-from robusteval.prompts.chat import check_chat_options
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -118,12 +117,12 @@ def resolve_exemplars(identity: dict[str, Any], override: str | None = None) -> 
         tried.append(ref)
     if override:
         raise UserError(
-            f"--exemplars {override}: not the exemplar set of the source run (its prompt prefix differs); "
+            f"exemplars {override}: not the exemplar set of the source run (its prompt prefix differs); "
             f"the source run used '{named}'"
         )
     raise UserError(
         f"cannot find the source run's exemplar set '{named}' (tried {', '.join(tried)}); pass the same "
-        "file with --exemplars PATH"
+        "file as exemplars (a path)"
     )
 
 
@@ -144,17 +143,17 @@ def load_source(
     """Read the successes of a MATCHA attack run (outcome ``success``, in stored order, first ``limit``)."""
     path = Path(run_dir)
     if not path.is_dir():
-        raise UserError(f"--from {path}: no such directory")
+        raise UserError(f"source run {path}: no such directory")
     with RunStore.open_existing(path) as store:
         identity = store.identity
         command = identity.get("command")
         if command != SOURCE_COMMAND:
-            raise UserError(f"--from {path}: not a MATCHA attack run (its command is {command!r}, "
+            raise UserError(f"source run {path}: not a MATCHA attack run (its command is {command!r}, "
                             f"expected '{SOURCE_COMMAND}')")
         records = store.records(SOURCE_STAGE)
     level = (identity.get("config") or {}).get("level")
     if level != "token":
-        raise UserError(f"--from {path}: a {level}-level run; only token-level perturbations have a text "
+        raise UserError(f"source run {path}: a {level}-level run; only token-level perturbations have a text "
                         "question that another model can be asked")
     exemplar_set, ref = resolve_exemplars(identity, exemplars)
     items = []
@@ -386,18 +385,22 @@ class TransferConfig:
                                           help="an LLM that names the error type of successes no checker can; "
                                           "unset: those stay unclassified")
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
-        if self.limit is not None and self.limit <= 0:
-            raise UserError("--limit must be a positive number")
-        if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise UserError("--max-new-tokens must be >= 1")
-        if not self.temperature >= 0:
-            raise UserError("--temperature must be >= 0")
-        check_chat_options(self.chat, self.system_prompt)
-        # Part of the run identity: refused before a run directory is made (see MatchaRunConfig.check).
+        """Refuse values that cannot run (checked when built): judge specs are part of the run identity, so
+        they are refused before a run directory is made (see MatchaRunConfig)."""
+        check_choices(self)
+        check_positive(self, "limit")
+        check_positive(self, "max_new_tokens")
+        check_at_least(self, "temperature", 0, optional=False)
+        check_chat(self)
         if self.judge is not None:
-            check_judge_spec(self.judge, task=REASONING)
-        check_error_classifier_spec(self.error_classifier)
+            with field_check(self, "judge"):
+                check_judge_spec(self.judge, task=REASONING)
+        with field_check(self, "error_classifier"):
+            check_error_classifier_spec(self.error_classifier)
 
     def load_source(self) -> SourceRun:
         self.validate()

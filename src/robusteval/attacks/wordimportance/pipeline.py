@@ -15,15 +15,22 @@ from typing import Any, TypedDict
 
 from robusteval.analysis.drift import resolve_measure
 from robusteval.attacks.base import register_attack
-from robusteval.config import nested, option
+from robusteval.config import (
+    ConfigError,
+    check_at_least,
+    check_chat,
+    check_choices,
+    field_check,
+    nested,
+    option,
+)
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.models.base import Backend, can_score, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
-from robusteval.perturbations.registry import MethodOptions
+from robusteval.perturbations.registry import MethodOptions, check_method_name
 from robusteval.perturbations.spec import CandidateSpec
-from robusteval.prompts.chat import check_chat_options
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
 
@@ -44,9 +51,9 @@ def parse_rates(text: str) -> tuple[float, ...]:
     try:
         rates = tuple(sorted({float(part) for part in text.split(",") if part.strip()}))
     except ValueError as exc:
-        raise UserError(f"--rates: expected numbers like 0.05,0.1, got {text!r}") from exc
+        raise UserError(f"expected numbers like 0.05,0.1, got {text!r}") from exc
     if not rates or any(not 0 < r <= 1 for r in rates):
-        raise UserError(f"--rates: every rate must be in (0, 1], got {text!r}")
+        raise UserError(f"every rate must be in (0, 1], got {text!r}")
     return rates
 
 
@@ -56,7 +63,8 @@ class WordImportanceRunConfig:
     the query budget and the confidence estimator."""
 
     data: DataSpec = nested()
-    perturbation: CandidateSpec = nested()
+    #: Which language, fields and words, and the models methods read; default: each method's own settings.
+    perturbation: CandidateSpec = nested(default_factory=CandidateSpec)
     method: str = option(metavar="METHOD|combined", help="the perturbation method")
     #: Also accepted as ``"0.05,0.1"`` (how the flag gives it); a sorted tuple of distinct floats once built.
     rates: tuple[float, ...] = option(DEFAULT_RATES, metavar="A1,A2",
@@ -83,14 +91,16 @@ class WordImportanceRunConfig:
 
     def __post_init__(self) -> None:
         text = self.rates if isinstance(self.rates, str) else ",".join(str(r) for r in self.rates)
-        object.__setattr__(self, "rates", parse_rates(text))  # one normal form, whatever the caller gave
-        if self.budget < 1:
-            raise UserError(f"--budget must be at least 1, got {self.budget}")
-        if self.confidence == "sample" and self.n_samples < 1:
-            raise UserError("--n-samples must be at least 1")
-        if self.max_drift is not None and not self.max_drift >= 0:
-            raise UserError(f"--max-drift must be >= 0, got {self.max_drift}")
-        check_chat_options(self.chat, self.system_prompt)
+        with field_check(self, "rates"):
+            object.__setattr__(self, "rates", parse_rates(text))  # one normal form, whatever the caller gave
+        with field_check(self, "method"):
+            check_method_name(self.method, extra=("combined",))
+        check_choices(self)
+        check_at_least(self, "budget", 1, optional=False)
+        if self.confidence == "sample":
+            check_at_least(self, "n_samples", 1, optional=False)
+        check_at_least(self, "max_drift", 0)
+        check_chat(self)
 
     def method_names(self, language: Language) -> tuple[str, ...]:
         """The method, or every method of the language for ``combined``."""
@@ -208,8 +218,8 @@ def attack_wordimportance(
     spec = config.perturbation
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
         if config.confidence == "logprob" and not can_score(backend):
-            raise UserError(f"--confidence logprob needs label log-probs; {backend.name} returns text only"
-                            f"{scoring_note(backend)} (use --confidence sample)")
+            raise ConfigError(config, "confidence", f"logprob needs label log-probs; {backend.name} returns text "
+                              f"only{scoring_note(backend)} (use {{confidence=sample}})")
         classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None,
                                      chat=config.chat, system_prompt=config.system_prompt)
         confidence = default_confidence(classifier) if config.confidence == "auto" else config.confidence
@@ -270,8 +280,9 @@ def check_confidence(run: RunStore, confidence: str, backend: Backend) -> None:
     if stored is None:
         run.set_meta(CONFIDENCE_META, confidence)
     elif stored != confidence:
-        raise UserError(f"{run.run_dir}: this run attacked with --confidence {stored}, but {backend.name} now gives "
-                        f"{confidence}{scoring_note(backend)}; resume it with --confidence {stored}, or use a new --out")
+        raise UserError(f"{run.run_dir}: this run attacked with confidence {stored}, but {backend.name} now gives "
+                        f"{confidence}{scoring_note(backend)}; resume it with confidence {stored}, or use another "
+                        "run directory")
 
 
 def write_adversarial_set(path: str | os.PathLike[str], examples: Sequence[Example],
@@ -316,7 +327,7 @@ class WordImportanceAttack:
     config_type = WordImportanceRunConfig
     data_kind = "label"
     example = ("robusteval attack wordimportance --model hf:./tiny-nli --dataset ocnli \\\n"
-               "    --data-file ../shared/data/ocnli/dev.json --method C-homophone --rates 0.05,0.1,0.2,0.3 \\\n"
+               "    --data-file ocnli/dev.json --method C-homophone --rates 0.05,0.1,0.2,0.3 \\\n"
                "    --budget 300 --limit 50 --out runs/wi-homophone --write-adv runs/adv-homophone.jsonl")
 
     def identity(self, config: WordImportanceRunConfig, model: dict[str, Any] | None,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from robusteval.attacks.wordimportance.oracle import ConfidenceMode, Judgement, _Oracle
+from robusteval.config import ConfigError, check_at_least
 from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, example_fields
@@ -54,13 +55,11 @@ class WordImportanceConfig:
 
     def __post_init__(self) -> None:
         if not self.rates or any(not 0 < r <= 1 for r in self.rates):
-            raise UserError(f"--rates must be in (0, 1], got {list(self.rates)}")
-        if self.budget < 1:
-            raise UserError(f"--budget must be at least 1, got {self.budget}")
-        if self.confidence == "sample" and self.n_samples < 1:
-            raise UserError("--n-samples must be at least 1")
-        if self.max_drift is not None and not self.max_drift >= 0:
-            raise UserError(f"--max-drift must be >= 0, got {self.max_drift}")
+            raise ConfigError(self, "rates", f"every rate must be in (0, 1], got {list(self.rates)}")
+        check_at_least(self, "budget", 1, optional=False)
+        if self.confidence == "sample":
+            check_at_least(self, "n_samples", 1, optional=False)
+        check_at_least(self, "max_drift", 0)
 
     @property
     def max_rate(self) -> float:
@@ -172,7 +171,7 @@ def attack_example(
     n_drift_rejected = 0
     first = ask([originals])[0]
     if first is None:
-        raise UserError("--budget is smaller than the cost of one query")
+        raise UserError("the query budget is smaller than the cost of one query")
     record["original_label"] = first.label
     if first.label != example.answer:
         return {**record, "status": "skipped", "skip_reason": ORIGINAL_WRONG, "queries": oracle.queries,

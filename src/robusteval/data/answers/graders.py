@@ -49,9 +49,9 @@ class Verdict:
 def check_math_grader(name: str) -> None:
     """Refuse an unknown grader, or math-verify when its packages are missing (found without importing them)."""
     if name not in MATH_GRADERS:
-        raise UserError(f"--math-grader: unknown grader {name!r} (known: {', '.join(MATH_GRADERS)})")
+        raise UserError(f"unknown grader {name!r} (known: {', '.join(MATH_GRADERS)})")
     if name == "math-verify" and (missing := _missing_math_verify_module()):
-        raise missing_module_error(missing, "--math-grader math-verify")
+        raise missing_module_error(missing, "the math-verify grader")
 
 
 @functools.cache
