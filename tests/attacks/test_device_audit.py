@@ -135,18 +135,10 @@ def test_what_cuda_rejects_is_reported(tiny_backend: Any, op: str, pattern: Patt
 def _sliding_window_backend(tiny_backend: Any, attention: str) -> HFBackend:
     """A tiny Gemma-3 (sliding-window layers, scaled embeddings) on the tiny tokenizer: HFBackend then builds
     its own per-layer masks (``_attention``), a path the Llama never takes."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    from robusteval.models.tiny import tiny_gemma3
 
     tokenizer = tiny_backend.tokenizer
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
-        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-        attn_implementation=attention,
-    )  # fmt: skip
-    backend = HFBackend(Gemma3ForCausalLM(config), tokenizer, f"tiny-gemma3-{attention}")
+    backend = HFBackend(tiny_gemma3(tokenizer, attention=attention), tokenizer, f"tiny-gemma3-{attention}")
     assert backend.explicit_masks and backend.additive_masks == (attention == "eager")
     return backend
 

@@ -483,18 +483,10 @@ def test_scoring_keeps_kept_logits_within_the_budget(
 def test_sliding_window_models_score_many_as_one_at_a_time(tiny_backend: HFBackend, attention: str) -> None:
     """Rows of different lengths leave holes after the prefix; a sliding window must count positions, not
     columns (the per-layer masks of ``_attention``)."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    from robusteval.models.tiny import tiny_gemma3
 
     tokenizer = tiny_backend.tokenizer
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
-        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-        attn_implementation=attention,
-    )  # fmt: skip
-    model = Gemma3ForCausalLM(config)
+    model = tiny_gemma3(tokenizer, attention=attention)
     backend = HFBackend(model, tokenizer, "tiny-gemma3", batch_size=16)
     alone = HFBackend(model, tokenizer, "tiny-gemma3", batch_size=1, use_prefix_cache=False)
     requests = [r for r in SCORE_REQUESTS if not r.messages]

@@ -221,18 +221,10 @@ def test_bad_decoder_options_are_user_errors(tiny_trained_dir: Path, decoder: st
 
 
 def _tiny_gemma3(tokenizer: Any, decoder: str) -> HFBackend:
-    """A tiny Gemma-3 (a sliding-window layer) on the tiny tokenizer, as in tests/attacks/test_device_audit.py."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    """A tiny Gemma-3 (a sliding-window layer) on the tiny tokenizer."""
+    from robusteval.models.tiny import tiny_gemma3
 
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
-        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-        attn_implementation="sdpa",
-    )  # fmt: skip
-    return HFBackend(Gemma3ForCausalLM(config), tokenizer, "tiny-gemma3", batch_size=4, decoder=decoder)
+    return HFBackend(tiny_gemma3(tokenizer), tokenizer, "tiny-gemma3", batch_size=4, decoder=decoder)
 
 
 def test_sliding_window_model_falls_back_to_dynamic(dynamic: HFBackend, caplog: pytest.LogCaptureFixture) -> None:

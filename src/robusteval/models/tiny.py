@@ -481,3 +481,20 @@ def _train_nli(model, tokenizer, steps: int, seed: int, batch_size: int = 16) ->
         optimizer.step()
         schedule.step()
     model.eval()
+
+
+def tiny_gemma3(tokenizer, *, attention: str = "sdpa", seed: int = 0):  # type: ignore[no-untyped-def]
+    """A random two-layer Gemma-3 (one sliding-window layer of window 4, scaled embeddings) on ``tokenizer``:
+    the path where HFBackend builds its own per-layer masks and where static decoding falls back."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(seed)
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        attn_implementation=attention,
+    )  # fmt: skip
+    return Gemma3ForCausalLM(config)
