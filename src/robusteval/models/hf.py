@@ -749,6 +749,10 @@ class HFBackend:
             from robusteval.models.static_decode import StaticDecoder
 
             return StaticDecoder(self, self._static, batch, max_new_tokens)
+        return self.dynamic_decoder(batch)
+
+    def dynamic_decoder(self, batch: PaddedBatch) -> DynamicDecoder:
+        """Decoding over a growing DynamicCache: the default, and the static path's fallback and reference."""
         return DynamicDecoder(self, batch)
 
     def _stopped_text(self, ids: list[int], stops: Sequence[str]) -> str | None:

@@ -34,14 +34,14 @@ exactly by replaying the tokens already chosen through a ``DynamicDecoder``.
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from robusteval.progress import status
 
-if TYPE_CHECKING:
-    from robusteval.models.hf import DynamicDecoder, HFBackend, PaddedBatch
+# This module never imports models.hf (which imports it): the backend (an HFBackend), its padded batch and its
+# dynamic decoder reach it as values, typed Any here.
 
 #: The shortest static cache built (slots); longer ones double.
 MIN_LENGTH_BUCKET = 256
@@ -206,7 +206,7 @@ class StaticEngine:
 class StaticDecoder:
     """``start()`` / ``step(tokens)`` like :class:`~robusteval.models.hf.DynamicDecoder`, over a static cache."""
 
-    def __init__(self, backend: HFBackend, engine: StaticEngine, batch: PaddedBatch, max_new_tokens: int):
+    def __init__(self, backend: Any, engine: StaticEngine, batch: Any, max_new_tokens: int):
         self.backend = backend
         self.engine = engine
         self.batch = batch
@@ -218,7 +218,7 @@ class StaticDecoder:
         # Real rows, then dummy rows (copies of row 0: valid inputs whose outputs are dropped).
         self.index = torch.tensor(list(range(self.rows)) + [0] * (self.width - self.rows), device=backend.device)
         self.fed: list[torch.Tensor] = []
-        self.fallback: DynamicDecoder | None = None
+        self.fallback: Any = None  # the DynamicDecoder that took over after a failure
 
     # ------------------------------------------------------------------ prefill
     def start(self) -> torch.Tensor:
@@ -293,9 +293,7 @@ class StaticDecoder:
 
     def _fall_back(self) -> torch.Tensor:
         """The logits a DynamicDecoder gives after the prompt and every token fed so far (the last call's)."""
-        from robusteval.models.hf import DynamicDecoder
-
-        dynamic = DynamicDecoder(self.backend, self.batch)
+        dynamic = self.backend.dynamic_decoder(self.batch)
         logits = dynamic.start()
         for tokens in self.fed:
             logits = dynamic.step(tokens)
@@ -309,19 +307,17 @@ SELF_CHECK_TOLERANCE = 0.02
 
 
 @torch.no_grad()
-def self_check(backend: HFBackend, engine: StaticEngine, length: int, steps: int = 3) -> str | None:
+def self_check(backend: Any, engine: StaticEngine, length: int, steps: int = 3) -> str | None:
     """Decode a short prompt after a cached prefix, two rows of different lengths, on the static path and on the
     dynamic cache, feeding both the same tokens, in the cache bucket of ``length`` slots (the one warmed up: its
     compiled graph is replayed); None when their logits agree at every step, else why not.
 
     The static path cannot be tested in CI (no GPU): this check runs where it runs, at load time, and a
     disagreement sends the backend back to the dynamic cache instead of decoding wrongly."""
-    from robusteval.models.hf import DynamicDecoder
-
     prefix = backend.bos_ids + backend.encode("Q: 2 + 3 = ?\nA: The answer is 5.\n\n")
     batch = backend._padded(prefix, [backend.encode("Q: 7 - 4 = ?\nA:"), backend.encode("Q: 10 + 1 = ?\nA:")])
     room = length - (len(prefix) if backend.use_prefix_cache else 0) - batch.embeds.shape[1]
-    static, dynamic = StaticDecoder(backend, engine, batch, max(steps, room)), DynamicDecoder(backend, batch)
+    static, dynamic = StaticDecoder(backend, engine, batch, max(steps, room)), backend.dynamic_decoder(batch)
     expected, got = dynamic.start(), static.start()
     for step in range(steps + 1):
         if engine.failed is not None:
