@@ -241,9 +241,9 @@ class MatchaRunner:
         timings = {"reference": time.perf_counter() - began}
         began = time.perf_counter()
         if cfg.level == "token":
-            suffixes = self._token_attacks(examples, cleans, objectives, records)
+            suffixes = self._token_attacks(examples, cleans, layouts, objectives, records)
         else:
-            suffixes = self._embedding_attacks(examples, objectives, records)
+            suffixes = self._embedding_attacks(layouts, objectives, records)
         timings["optimise"] = time.perf_counter() - began
         began = time.perf_counter()
         live = [i for i, suffix in enumerate(suffixes) if suffix is not None]
@@ -267,7 +267,8 @@ class MatchaRunner:
         return records
 
     def _token_attacks(self, examples: Sequence[Example], cleans: Sequence[dict[str, Any]],
-                       objectives: Sequence[MatchaObjective], records: list[dict[str, Any]]) -> list[Any]:
+                       layouts: Sequence[PromptLayout], objectives: Sequence[MatchaObjective],
+                       records: list[dict[str, Any]]) -> list[Any]:
         """Token attacks of a batch; fills ``records``; returns each example's suffix ids to generate from, or its
         completion when the insertion checkpoint generated it already (None for an example whose every insertion
         was refused: it is skipped)."""
@@ -320,7 +321,6 @@ class MatchaRunner:
                 out[k] = "success" if verdict.get("reasoning_correct") is False else None
             return out
 
-        layouts = [self.layout(example.question) for example in examples]
         attack_config = TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates,
                                           cfg.max_redraws, cfg.success_check)
         steps = [token_attack_steps(objective, list(clean["question_ids"]), self.allowed_tokens, attack_config,
@@ -363,17 +363,17 @@ class MatchaRunner:
                 records[i]["drift"] = drift
         return suffixes
 
-    def _embedding_attacks(self, examples: Sequence[Example], objectives: Sequence[MatchaObjective],
+    def _embedding_attacks(self, layouts: Sequence[PromptLayout], objectives: Sequence[MatchaObjective],
                            records: list[dict[str, Any]]) -> list[Any]:
         """Embedding attacks of a batch; fills ``records``; returns each example's input embeddings [L, H]."""
         cfg = self.config
         attack_config = EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, cfg.random_start)
-        steps = [embedding_attack_steps(objective, attack_config, seed=derive_seed(cfg.seed, "matcha-embedding",
-                                                                                   example.id))
-                 for example, objective in zip(examples, objectives, strict=True)]
+        steps = [embedding_attack_steps(objective, attack_config,
+                                        seed=derive_seed(cfg.seed, "matcha-embedding", record["id"]))
+                 for objective, record in zip(objectives, records, strict=True)]
         suffixes = []
-        for example, objective, result, record in zip(examples, objectives, run_lockstep(objectives, steps), records,
-                                                      strict=True):
+        for layout, objective, result, record in zip(layouts, objectives, run_lockstep(objectives, steps), records,
+                                                     strict=True):
             record.update({
                 "perturbed_question": None,  # an embedding perturbation has no text
                 "drift": None,  # so no text drift either
@@ -384,10 +384,9 @@ class MatchaRunner:
                 "semantic_verdicts": 0,
                 "decided_at": "final",
             })
-            tail = self.layout(example.question).tail
             with torch.no_grad():
                 suffixes.append(torch.cat([objective.head, result.question_embeds,
-                                           self.backend.embed(torch.tensor(tail, device=self.backend.device))]))
+                                           self.backend.embed(torch.tensor(layout.tail, device=self.backend.device))]))
         return suffixes
 
     # ------------------------------------------------------------------ judging
