@@ -164,7 +164,8 @@ def _logits(objectives: Sequence[MatchaObjective], question_embeds: Sequence[tor
 
 @torch.no_grad()
 def prepare(objectives: Sequence[MatchaObjective]) -> None:
-    """Compute the reference logits of every objective that lacks them, in one padded forward."""
+    """Compute the reference logits of every objective that lacks them, in as few padded forwards as the logit
+    budget allows."""
     todo = [o for o in objectives if o._reference_logits is None]
     if not todo:
         return
