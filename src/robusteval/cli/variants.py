@@ -27,7 +27,7 @@ from robusteval.errors import UserError
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
         "variants",
-        help="symbolic variant benchmarks (VAR-MATH): instantiate, validate, eval, score",
+        help="symbolic variant benchmarks (VAR-MATH): draft, check, instantiate, validate, eval, score",
         description="Templates turn fixed math problems into families of instances; a model gets a problem "
         "right under the strict score only if it solves every instance. See docs/variants.md.",
     )
@@ -37,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _register_eval(sub)
     _register_score(sub)
     _register_import(sub)
+    _register_draft(sub)
+    _register_check(sub)
 
 
 # ----------------------------------------------------------------------------------------------- parsers
@@ -120,6 +122,45 @@ def _register_import(sub: Any) -> None:
     )
     add_config_arguments(p, ImportConfig, required=("out",))
     p.set_defaults(func=run_import)
+
+
+def _register_draft(sub: Any) -> None:
+    from robusteval.variants.configs import DraftConfig
+
+    p = add_command(
+        sub,
+        "draft",
+        help="draft templates from fixed problems (numbers become variables; you write the answer)",
+        description="Turn each number of a problem into a variable with a domain around its value and "
+        "constraints that keep the original's properties; the answer expression is left as TODO for you, "
+        "with the original answer beside it. Then run `variants check` on the file.",
+        example="robusteval variants draft --question 'Mia has 4 red pencils and 3 blue pencils. How many "
+        "pencils does she have?' --answer 7 --id mia\n"
+        "robusteval variants draft --data-file problems.jsonl --fields question=problem,answer=solution "
+        "--out drafts.yaml",
+    )
+    add_config_arguments(p, DraftConfig)
+    p.set_defaults(func=run_draft)
+
+
+def _register_check(sub: Any) -> None:
+    from robusteval.variants.configs import CheckConfig
+
+    p = add_command(
+        sub,
+        "check",
+        help="check template files deeply: validate, domains, constraints, answers, instances",
+        description="Everything `validate` checks (the original values give the original answer), then: "
+        "seeded draws from the domains satisfy the constraints often enough; the answer is defined, finite, "
+        "an integer where the original is and keeps its sign on every valid draw; a question text never has "
+        "two answers; the instances are distinct and differ from the original. One line per finding "
+        "(file:line: severity: template 'id': message); exit 1 on errors, 2 on unreadable input.",
+        example="robusteval variants check drafts.yaml src/robusteval/variants/example_templates.yaml",
+    )
+    p.add_argument("templates", nargs="+", metavar="TEMPLATE_FILE",
+                   help="native .yaml/.json or VAR-MATH .csv template files")
+    add_config_arguments(p, CheckConfig)
+    p.set_defaults(func=run_check)
 
 
 # ----------------------------------------------------------------------------------------------- output
@@ -236,3 +277,29 @@ def run_import(args: argparse.Namespace) -> int:
     print(f"wrote {len(report.templates)} templates to {report.written}"
           + (f"; {skipped} row(s) skipped" if skipped else ""))
     return 1 if skipped else 0
+
+
+def run_draft(args: argparse.Namespace) -> int:
+    from robusteval.variants.authoring import draft
+    from robusteval.variants.configs import DraftConfig
+
+    report = draft(config_from_args(DraftConfig, args))
+    if report.written is None:
+        sys.stdout.write(report.text)
+    else:
+        print(f"wrote {len(report.drafts)} draft template(s) to {report.written}; write each answer, then: "
+              f"robusteval variants check {report.written}")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from robusteval.variants.authoring import check
+    from robusteval.variants.configs import CheckConfig
+
+    report = check(config_from_args(CheckConfig, args, templates=list(args.templates)))
+    for warning in report.warnings:
+        _err(f"warning: {warning}")
+    for finding in report.findings:
+        print(finding.text())
+    print(report.summary_line())
+    return 1 if report.failed else 0

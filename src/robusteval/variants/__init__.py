@@ -6,13 +6,16 @@ The pipelines, each from a typed config (``robusteval variants …`` is a thin s
 
     made = variants.instantiate(variants.InstantiateConfig("templates.yaml", n=5, out="instances.jsonl"))
     report = variants.validate(variants.ValidateConfig("templates.yaml"))
+    drafts = variants.draft(variants.DraftConfig(data_file="problems.jsonl", out="drafts.yaml"))
+    checked = variants.check(variants.CheckConfig(["drafts.yaml"]))   # validate + the deep checks
     summary = variants.evaluate_variants(variants.VariantsEvalConfig("instances.jsonl"), backend, "runs/var")
     scores, graded = variants.score("instances.jsonl", "predictions.jsonl")
 
 Modules: ``configs`` and ``pipeline`` (the above), ``expr`` (the restricted expression language), ``template``
 (native format and checks), ``varmath_csv`` (VAR-MATH CSV importer), ``sampler`` (native and
 ``--compat var-math`` instances), ``checks`` (originals reproduce original answers), ``grading`` (instances
-and predictions files, grading). Scores are in :mod:`robusteval.metrics.variants`.
+and predictions files, grading); template authoring: ``authoring`` (the draft and check pipelines), ``numbers``
+(the numbers of a problem text), ``drafting`` (a draft template of a problem), ``lint`` (check's deep checks). Scores are in :mod:`robusteval.metrics.variants`.
 
 Names are imported on first use, so the command line reads the configs without loading the sampler or grader;
 nothing here imports torch.
@@ -31,6 +34,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "InstantiateConfig": ("configs", "InstantiateConfig"),
     "ScoreConfig": ("configs", "ScoreConfig"),
     "ValidateConfig": ("configs", "ValidateConfig"),
+    "DraftConfig": ("configs", "DraftConfig"),
+    "CheckConfig": ("configs", "CheckConfig"),
     "VariantsEvalConfig": ("configs", "VariantsEvalConfig"),
     # pipelines and what they return
     "instantiate": ("pipeline", "instantiate"),
@@ -47,12 +52,21 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "import_templates": ("pipeline", "import_templates"),
     "ImportReport": ("pipeline", "ImportReport"),
     "MATH_PROMPT": ("pipeline", "MATH_PROMPT"),
+    "draft": ("authoring", "draft"),
+    "DraftReport": ("authoring", "DraftReport"),
+    "check": ("authoring", "check"),
+    "CheckReport": ("authoring", "CheckReport"),
     # building blocks
     "VariantInstance": ("grading", "VariantInstance"),
     "grade": ("grading", "grade"),
     "load_instances": ("grading", "load_instances"),
     "load_predictions": ("grading", "load_predictions"),
     "Check": ("checks", "Check"),
+    "Finding": ("lint", "Finding"),
+    "draft_template": ("drafting", "draft_template"),
+    "drafts_yaml": ("drafting", "drafts_yaml"),
+    "TemplateDraft": ("drafting", "TemplateDraft"),
+    "find_numbers": ("numbers", "find_numbers"),
     "CompatGenerator": ("sampler", "CompatGenerator"),
     "Instance": ("sampler", "Instance"),
     "sample_native": ("sampler", "sample_native"),

@@ -205,3 +205,63 @@ class ImportConfig:
 
     templates: str = option(metavar="FILE.csv", help="a VAR-MATH template CSV")
     out: str | None = option(None, metavar="FILE.yaml", help="native template file to write (.yaml or .json)")
+
+
+@dataclass(frozen=True)
+class DraftConfig:
+    """``variants draft``: draft templates from fixed problems (a question and answer, or a dataset file)."""
+
+    question: str | None = option(None, metavar="TEXT", help="the problem text ('-': read it from stdin)")
+    answer: str | None = option(None, metavar="TEXT", help="with --question: the original answer")
+    id: str = option("problem", help="with --question: the template id")
+    data_file: str | None = option(None, metavar="PATH",
+                                   help="a file of problems (instead of --question), read as --dataset")
+    dataset: str = option("jsonl", metavar="NAME", help="with --data-file: its format (jsonl, csv, gsm8k, …)")
+    fields: str | None = option(None, metavar="OURS=THEIRS,…",
+                                help="with --data-file: field mapping, e.g. question=problem,answer=solution")
+    limit: int | None = option(None, help="with --data-file: the first N problems")
+    out: str | None = option(None, metavar="FILE.yaml", help="write the drafts here (default: stdout)")
+    force: bool = option(False, help="overwrite --out if it exists (it may hold edited templates)")
+
+    def __post_init__(self) -> None:
+        if (self.question is None) == (self.data_file is None):
+            raise ConfigError(self, "question", "give exactly one of {question} (a problem) or {data_file} (a "
+                              "file of problems)")
+        if self.data_file is None and self.fields is not None:
+            raise ConfigError(self, "fields", "only applies with {data_file}")
+        if self.data_file is not None and self.answer is not None:
+            raise ConfigError(self, "answer", "only applies with {question} (a file's answers are in the file)")
+        if not str(self.id).strip():
+            raise ConfigError(self, "id", "must not be empty")
+        check_positive(self, "limit")
+        if self.data_file is not None:
+            self.data_spec()  # a bad dataset name or field mapping fails when built
+
+    def data_spec(self) -> Any:
+        """The :class:`~robusteval.data.spec.DataSpec` of ``data_file`` (problems with their answers)."""
+        from robusteval.data.spec import DataSpec
+
+        try:
+            return DataSpec(self.dataset, self.data_file, limit=self.limit, fields=self.fields)
+        except ConfigError as exc:
+            raise ConfigError(self, exc.field if exc.field in ("dataset", "fields") else "data_file",
+                              exc.problem) from None
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """``variants check``: validate's original-answer check plus the deep checks of template files."""
+
+    templates: TemplatePaths = option(metavar="TEMPLATE_FILE", help=_TEMPLATES_HELP, cli=False)
+    prefix_ids: bool = option(False, help=_PREFIX_IDS_HELP)
+    draws: int = option(1000, help="seeded draws per template (every combination when there are fewer)")
+    n: int = option(5, help="instances per template, as `variants instantiate --n` would write")
+    seed: int = option(DEFAULT_SEED, help="seed of the draws and of the instances checked")
+    min_rate: float = option(0.05, help="warn when fewer draws than this share satisfy the constraints")
+    json: str | None = option(None, metavar="FILE", help="also write every finding as JSON")
+
+    def __post_init__(self) -> None:
+        check_at_least(self, "draws", 1, optional=False)
+        check_at_least(self, "n", 1, optional=False)
+        if not (isinstance(self.min_rate, int | float) and 0 <= self.min_rate <= 1):
+            raise ConfigError(self, "min_rate", f"must be within [0, 1], got {self.min_rate!r}")

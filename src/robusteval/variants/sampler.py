@@ -15,6 +15,7 @@ answers stored as ``float(np.round(answer, answer_round))``.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -197,17 +198,21 @@ def compute_native(
             template, constraint, values, f"constraints[{i}]"
         ):
             return values, None, False
-    if template.answer_values is not None:
-        raw_answer: Any = template.answer_values[row if row is not None else 0]
-    else:
-        assert template.answer is not None
-        raw_answer = _eval(template, template.answer, values, "answer")
+    raw_answer = compute_raw_answer(template, values, row)
     try:
         answer = finalize_answer(raw_answer, template.answer_round)
     except ExprError as exc:
         where = ", ".join(f"{k}={v!r}" for k, v in values.items())
         raise template.error("answer", f"{exc}" + (f" (at {where})" if where else "")) from None
     return values, answer, True
+
+
+def compute_raw_answer(template: Template, values: dict[str, Any], row: int | None) -> Any:
+    """The answer before ``answer_round`` (``variants check`` asks whether rounding changed it)."""
+    if template.answer_values is not None:
+        return template.answer_values[row if row is not None else 0]
+    assert template.answer is not None
+    return _eval(template, template.answer, values, "answer")
 
 
 def shown_values(template: Template, values: dict[str, Any]) -> dict[str, str]:
@@ -283,6 +288,19 @@ def _unflatten(index: int, sizes: list[int]) -> tuple[int, ...]:
         index, k = divmod(index, size)
         out.append(k)
     return tuple(reversed(out))
+
+
+def draw_assignments(
+    template: Template, draws: int, rng: random.Random
+) -> tuple[list[tuple[dict[str, Any], int | None]], int, bool]:
+    """(assignments, size of the joint domain, exhaustive): every combination when there are at most
+    ``draws``, else ``draws`` uniform draws with replacement; assignments are (independent values, row)."""
+    axes, _ = _axes(template)
+    sizes = [len(items) for _, items in axes]
+    total = math.prod(sizes)
+    exhaustive = total <= draws
+    flats = range(total) if exhaustive else [rng.randrange(total) for _ in range(draws)]
+    return [_assignment(template, axes, _unflatten(f, sizes)) for f in flats], total, exhaustive
 
 
 def sample_native(template: Template, n: int, seed: int, *, exclude_original: bool = False) -> SampleResult:

@@ -26,6 +26,8 @@ NAMED_FORMATS = ("auto", "str", "frac", "latex")
 MAX_DOMAIN = 100_000  # values in one range: bigger domains are a typo, not a benchmark
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+#: The answer ``variants draft`` leaves for the author; refused by name so a draft is never used unfinished.
+DRAFT_ANSWER = "TODO"
 
 _TEMPLATE_KEYS = {
     "id",
@@ -311,6 +313,11 @@ def parse_template(data: Any, source: str | None = None, index: int | None = Non
     if "answer" not in data or data["answer"] is None:
         raise TemplateError(tid, "answer", "missing", source)
     answer = data["answer"]
+    if isinstance(answer, str) and answer.strip() == DRAFT_ANSWER:
+        raise TemplateError(
+            tid, "answer", f"still the draft placeholder {DRAFT_ANSWER}: write the answer as an expression of the "
+            "variables (original_answer holds the original problem's answer)", source
+        )
     if isinstance(answer, Mapping):
         if set(answer) != {"values"}:
             raise TemplateError(
