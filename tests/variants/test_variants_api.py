@@ -141,12 +141,15 @@ def test_import_keeps_the_rows_that_translate(tmp_path: Path) -> None:
 
 
 def test_the_model_free_pipelines_do_not_import_torch(example_templates: Path, tmp_path: Path) -> None:
+    samples = resources.files("robusteval.data.samples") / "math.jsonl"
     script = (
         "import sys\n"
         "import robusteval.variants as rv\n"
         f"made = rv.instantiate(rv.InstantiateConfig({str(example_templates)!r}, n=1))\n"
         f"rv.validate(rv.ValidateConfig({str(example_templates)!r}))\n"
         "rv.score(made.instances, {i.id: ['\\\\boxed{1}'] for i in made.instances})\n"
+        f"rv.draft(rv.DraftConfig(data_file={str(samples)!r}, out='drafts.yaml'))\n"
+        "assert rv.check(rv.CheckConfig(['drafts.yaml'])).failed\n"  # the drafts' answers are unwritten
         "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )
