@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from variants_testlib import run_cli
+from variants_testlib import run_cli, var_math
+
+from helpers.shared import shared_file
 
 from robusteval.errors import UserError
 from robusteval.variants import CheckConfig, DraftConfig, check, draft, draft_template, find_numbers
@@ -99,6 +101,13 @@ def test_each_kind_of_number_keeps_its_properties() -> None:
         assert x.lo <= x.number.value <= x.hi and (x.number.value - x.lo) % x.step == 0
 
 
+def test_a_percentage_above_100_stays_above_and_one_below_stays_within() -> None:
+    d = draft_template("The price rose by 150%, then fell by 20 percent.", "80", id="p")
+    up, down = d.variables
+    assert up.lo > 100 and ("a > 100", "a percentage above 100, as in the original") in d.constraints
+    assert down.hi <= 100 and ("0 <= b <= 100", "a percentage") in d.constraints
+
+
 def test_the_bundled_samples_draft_load_render_and_pass_check(tmp_path: Path) -> None:
     out = tmp_path / "drafts.yaml"
     report = draft(DraftConfig(data_file=str(SAMPLES), out=str(out)))
@@ -143,6 +152,25 @@ def test_latex_problems_round_trip_and_pass_check(
     path.write_text(fill(text, {"p": filled}), encoding="utf-8")
     report = check(CheckConfig([str(path)]))
     assert [f.text() for f in report.findings if f.severity == "error"] == []
+
+
+def test_drafts_of_real_benchmarks_load_and_print_their_originals() -> None:
+    """gsm8k (money, thousands, percentages above 100) and the AMC/AIME originals (LaTeX): every draft loads
+    once answered, its original values meet its constraints and print the original text byte for byte."""
+    from robusteval.data.spec import DataSpec
+
+    problems = [(e.id, e.question, e.answer) for e in DataSpec("gsm8k", str(shared_file("gsm8k/test.jsonl")),
+                                                                limit=300).load()]
+    for name in ("amc23_test.jsonl", "aime24_test.jsonl"):
+        for line in var_math("originals", name).read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            problems.append((record["id"], record["question"], record["answer"]))
+    n_variables = 0
+    for pid, question, answer in problems:
+        item = yaml.safe_load(draft_template(question, answer, id=pid).to_yaml())["templates"][0]
+        assert _render_original(item) == question, pid
+        n_variables += len(item.get("variables") or {})
+    assert n_variables > 3 * 300  # gsm8k problems hold several numbers each
 
 
 def test_a_problem_without_numbers_still_drafts_a_loadable_template() -> None:

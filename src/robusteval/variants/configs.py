@@ -220,7 +220,7 @@ class DraftConfig:
     fields: str | None = option(None, metavar="OURS=THEIRS,…",
                                 help="with --data-file: field mapping, e.g. question=problem,answer=solution")
     limit: int | None = option(None, help="with --data-file: the first N problems")
-    out: str | None = option(None, metavar="FILE.yaml", help="write the drafts here (default: stdout)")
+    out: str | None = option(None, metavar="FILE.yaml", help="write the drafts to this file instead of stdout")
     force: bool = option(False, help="overwrite --out if it exists (it may hold edited templates)")
 
     def __post_init__(self) -> None:

@@ -103,8 +103,11 @@ def _domain(number: Number) -> tuple[Fraction, Fraction, Fraction]:
     lo, hi = max(step, m - half), m + half
     if number.role == "denominator" and m >= 2:
         lo = max(lo, 2)
-    if number.percent:
-        hi = min(hi, 100 * 10**number.decimals)
+    hundred = 100 * 10**number.decimals
+    if number.percent and m <= hundred:
+        hi = min(hi, hundred)
+    elif number.percent:  # above 100% (an increase by 150%) stays above
+        lo = max(lo, hundred + step - hundred % step)
     elif number.decimals and m < 10**number.decimals:  # a proportion below 1 stays below 1
         hi = min(hi, 10**number.decimals - step)
     if number.value < 0:
@@ -209,8 +212,10 @@ def _constraints(
                             f"{number.written}/{den.number.written} is in lowest terms"))
     for variable in variables:
         number = variable.number
-        if number.percent:
+        if number.percent and abs(number.value) <= 100:
             out.append((f"0 <= {variable.name} <= 100", "a percentage"))
+        elif number.percent:
+            out.append((f"{variable.name} > 100", "a percentage above 100, as in the original"))
         elif number.decimals and 0 < abs(number.value) < 1:
             out.append((f"0 < {variable.name} < 1" if number.value > 0 else f"-1 < {variable.name} < 0",
                         "a proportion below 1, as in the original"))
