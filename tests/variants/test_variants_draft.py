@@ -15,7 +15,6 @@ import yaml
 from variants_testlib import run_cli, var_math
 
 from helpers.shared import shared_file
-
 from robusteval.errors import UserError
 from robusteval.variants import CheckConfig, DraftConfig, check, draft, draft_template, find_numbers
 from robusteval.variants.checks import original_assignment
