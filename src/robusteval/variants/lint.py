@@ -24,6 +24,7 @@ from typing import Any, Literal
 from robusteval.metrics.stats import proportion
 from robusteval.seeding import derive_random
 from robusteval.variants.checks import check_template, original_assignment
+from robusteval.variants.expr import ExprError, constant_value
 from robusteval.variants.sampler import (
     compute_native,
     compute_raw_answer,
@@ -196,9 +197,15 @@ def _integral(value: Any) -> bool:
     return False
 
 
-def _number(value: Any) -> float | None:
+def _number(value: Any) -> float | int | Fraction | None:
+    """A real number, from a number or from text that stands for one ("36", "1/3"); else None."""
+    if isinstance(value, str):
+        try:
+            value = constant_value(value)
+        except ExprError:
+            return None
     if isinstance(value, bool | int | float | Fraction):
-        return float(value)
+        return value
     return None
 
 
@@ -211,8 +218,9 @@ def _draws(ctx: _Context) -> TemplateStats:
     answers_by_question: dict[str, set[str]] = {}
     original = t.original_answer
     # answer_round >= 1 asks for decimals; 0 may hide a non-integer (a warning), none shows it (an error).
-    want_integer = _number(original) is not None and _integral(original) and t.answer_round in (None, 0)
-    original_sign = _number(original)
+    original_number = _number(original)
+    want_integer = original_number is not None and _integral(original_number) and t.answer_round in (None, 0)
+    original_sign = original_number
     for base, row in assignments:
         try:
             values, answer, ok = compute_native(t, base, row)
@@ -229,10 +237,10 @@ def _draws(ctx: _Context) -> TemplateStats:
         if want_integer and not _integral(raw):
             non_integer += 1
         number = _number(answer)
-        if original_sign and number is not None and number * original_sign <= 0 and original_sign != 0:
+        if original_sign and number is not None and number * original_sign <= 0:
             sign_flips += 1
         answers_by_question.setdefault(question, set()).add(
-            f"{number:.12g}" if number is not None else str(answer))
+            f"{float(number):.12g}" if number is not None else str(answer))
     n = len(assignments)
     where = f"all {total} combinations" if exhaustive else f"{n} random draws"
     for field_name, (count, message) in failures.items():
