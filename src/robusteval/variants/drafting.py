@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -131,7 +132,8 @@ def draft_template(
         id=str(id), question=question, original_question=question, original_answer=_answer_value(answer),
         source=source,
     )
-    draft.fixed = [f"{f.written} ({f.reason})" for f in found.fixed]
+    kept = Counter(f"{f.written} ({f.reason})" for f in found.fixed)
+    draft.fixed = [text if count == 1 else f"{text} x{count}" for text, count in kept.items()]
     names = iter(_NAMES + [f"{c}{k}" for k in range(1, 100) for c in _NAMES])
     by_key: dict[tuple[str, bool, str], DraftVariable] = {}
     assigned: list[DraftVariable] = []
