@@ -23,8 +23,8 @@ from robusteval.config import identity_fields
 from robusteval.environment import run_environment
 from robusteval.errors import UserError
 from robusteval.executors import current_executor
-from robusteval.progress import log_to_file
-from robusteval.store import DB_NAME, RunLock, RunStore
+from robusteval.progress import log_to_file, status
+from robusteval.store import RunLock, RunStore
 from robusteval.store.lock import LOCK_NAME
 
 B = TypeVar("B")
@@ -42,10 +42,7 @@ def run_identity(command: str, config: Any, model: dict[str, Any] | None, /, **e
 
 
 def _refuse_older_runs(path: Path) -> None:
-    if not (path / DB_NAME).is_file():
-        return
-    with RunStore.open_existing(path) as store:
-        stored = store.identity
+    stored = RunStore.stored_identity(path)  # None when there is no run yet (no store, or an empty one)
     if stored and "identity_version" not in stored:
         raise UserError(f"{path} holds a run made by robusteval 0.1 (its identity has no model dtype, device or "
                         "weights fingerprint, so this version cannot resume it safely); use another run "
@@ -78,6 +75,8 @@ def open_run(
         info = {**(info or {}), "environment": run_environment(), "executor": current_executor().info()}
         # A directory that cannot be written (a finished run on read-only media) simply gets no log.
         with RunStore.open(path, identity=identity, info=info, lock=lock) as store, log_to_file(path / LOG_NAME):
+            for note in store.notes:  # said once the log exists, so run.log keeps it too
+                status(note)
             yield store, loaded
     finally:
         lock.release()
