@@ -41,11 +41,9 @@ class StoreState:
 
 
 def classify(db: sqlite3.Connection, run_dir: Path, db_path: Path) -> StoreState:
-    """The state of the store behind ``db`` (opened read-only or not; nothing is written)."""
+    """The state of the store behind ``db`` (opened read-only or not). Nothing is written but what any SQLite
+    reader writes: the rollback of a hot journal left by a killed transaction."""
     with translated(run_dir, db_path):
-        wal = db_path.with_name(db_path.name + "-wal")
-        if db_path.stat().st_size == 0 and not (wal.is_file() and wal.stat().st_size):
-            return StoreState(StoreKind.EMPTY, "a 0-byte file")
         problems = db.execute("PRAGMA quick_check").fetchall()
         if problems != [("ok",)]:
             lines = [ln for row in problems for ln in str(row[0]).splitlines() if not ln.startswith("***")]
@@ -62,8 +60,9 @@ def classify(db: sqlite3.Connection, run_dir: Path, db_path: Path) -> StoreState
             counted = ", ".join(f"{name} ({'not our columns, ' if name in SCHEMA_COLUMNS else ''}"
                                 f"{_count(db, name)})" for name in others[:4])
             return StoreState(StoreKind.FOREIGN, f"tables of another program: {counted}")
-        if not ours:
-            return StoreState(StoreKind.EMPTY, "an SQLite file with no tables")
+        if not ours:  # the size is read after SQLite has rolled back a killed creation's hot journal
+            return StoreState(StoreKind.EMPTY, "a 0-byte file" if db_path.stat().st_size == 0
+                              else "an SQLite file with no tables")
         if "units" in ours and db.execute("SELECT 1 FROM units LIMIT 1").fetchall():
             return StoreState(StoreKind.FOREIGN, "units without the run table that names their run")
         return StoreState(StoreKind.EMPTY, "part of the tables of an interrupted creation")
