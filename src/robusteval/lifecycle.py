@@ -1,11 +1,12 @@
 """The one run lifecycle every command and pipeline uses: check -> lock -> load -> open -> log -> summary.
 
 1. **Check** the directory's stored identity against this run's, before anything expensive: a directory that
-   holds a different run is refused with the fields that differ (an older robusteval's run, with a sentence).
+   holds a different run is refused with the fields that differ (an older robusteval's run, with a sentence);
+   a ``results.sqlite`` of another program is refused naming it; one that holds no run yet passes.
 2. **Lock** the directory (one writer per run; a second process stops at once, naming the first).
 3. **Load** the model. A model that cannot load leaves no trace: a directory created in step 2 is removed.
-4. **Open** the store (created atomically), record the environment in ``info`` and append progress to
-   ``run.log`` in the directory.
+4. **Open** the store (created atomically; one that held no run re-created, said in ``run.log``), record the
+   environment in ``info`` and append progress to ``run.log`` in the directory.
 5. **Finish**: the summary gets the model identity, seeds and environment, and is written atomically.
 """
 

@@ -73,7 +73,7 @@ def test_a_10_s_outage_is_waited_out_by_8_requests_in_flight(tmp_path: Path, cap
     # Waited out together: one warning per failed round (a few, growing waits), not one per request and attempt.
     rounds = [float(m.group(1)) for r in caplog.records if (m := re.search(r"retry \d+ in ([\d.]+) s",
                                                                              r.getMessage()))]
-    assert 3 <= len(rounds) <= 10 and max(rounds) <= 2.0, rounds
+    assert 3 <= len(rounds) <= 14 and max(rounds) <= 2.0, rounds
     assert after[0]["t"] - back < 2.5  # the next probe came within backoff_max of the server's return
 
 
