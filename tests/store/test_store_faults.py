@@ -199,6 +199,30 @@ def test_a_foreign_file_is_refused_everywhere_and_never_written(tmp_path: Path, 
     assert {p.name for p in db.parent.iterdir()} <= {DB_NAME, ".lock"}
 
 
+def test_lifecycle_classifies_before_the_model_loads(tmp_path: Path) -> None:
+    """open_run: another program's file is refused before the (expensive) load; an empty one is re-created and
+    run.log says so; an older robusteval's run is still refused with its own sentence."""
+    from robusteval.lifecycle import LOG_NAME, open_run
+
+    loads: list[str] = []
+    foreign = _sqlite_file(tmp_path / "foreign" / DB_NAME, *FOREIGN_FILES["another program's table"])
+    with pytest.raises(UserError, match="is not a robusteval run store"), open_run(
+            foreign.parent, IDENTITY, load=lambda: loads.append("loaded")):
+        pass
+    assert loads == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / DB_NAME).write_bytes(b"")
+    with open_run(empty, IDENTITY, load=lambda: loads.append("loaded")) as (store, _):
+        store.put("gen", "k", {"x": 1})
+    assert loads == ["loaded"]
+    assert "held no run (a 0-byte file); created a new store" in (empty / LOG_NAME).read_text(encoding="utf-8")
+    with RunStore.open(tmp_path / "old", identity={"command": "eval", "model": "hf:/m"}):
+        pass
+    with pytest.raises(UserError, match=r"made by robusteval 0\.1"), open_run(tmp_path / "old", IDENTITY):
+        pass
+
+
 def test_a_run_with_a_table_of_the_users_beside_it_stays_a_run(tmp_path: Path) -> None:
     """A user's own table added to a real store (an analysis) does not make it foreign."""
     run = _finished_run(tmp_path / "run", n=2)

@@ -366,6 +366,9 @@ class OpenAIBackend:
                 last_error = f"timed out after {cfg.timeout:g} s"
             except httpx.TransportError as exc:
                 last_error = f"connection error ({type(exc).__name__}: {exc})"
+            except BaseException:  # Ctrl-C mid-request: a probe must not hold the others back for good
+                self._backoff.abandon(ticket)
+                raise
             else:
                 status = response.status_code
                 if status not in RETRYABLE_STATUS:

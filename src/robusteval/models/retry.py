@@ -99,6 +99,13 @@ class SharedBackoff:
             self._cond.notify_all()
             return delay
 
+    def abandon(self, ticket: Ticket) -> None:
+        """The attempt ended without an answer or a failure to count (Ctrl-C, a bug): another may probe."""
+        with self._cond:
+            if ticket.probe:
+                self._probing = False
+            self._cond.notify_all()
+
     def wake(self) -> None:
         """Wake every waiting request so that it sees its batch's abort at once."""
         with self._cond:
