@@ -111,6 +111,9 @@ class RunStore:
         two runs. ``info`` is stored too but may change between invocations (limit, batch size); it is only
         rewritten when it changed, so reopening a finished run with the same settings writes nothing.
 
+        An existing ``results.sqlite`` that holds no run (:mod:`robusteval.store.classify`) is re-created in
+        place and :attr:`notes` says so; another program's file is refused, naming it, and left as it was.
+
         ``lock``: a :class:`RunLock` on ``run_dir`` taken earlier (before an expensive model load); its owner
         releases it, after closing the store. Without one, the store takes the lock itself (failing at once
         when another process holds it) and :meth:`close` releases it.
