@@ -129,15 +129,16 @@ def load_model(
     step is compiled). openai: ``api_key_env`` (the environment variable holding the key), ``max_concurrency``
     (parallel requests), ``timeout`` (seconds per request), ``retry_for`` (seconds a failing request is retried,
     waiting with the others in flight on one shared backoff; not part of the model identity), ``max_retries``
-    (an extra cap, default none), ``backoff_base``, ``backoff_max`` (seconds), ``endpoint`` (completions, chat or auto), ``logprobs`` (auto, echo, prompt_logprobs or off: how
-    prompts are scored). Each backend ignores the other's options; an unknown keyword is an error naming them.
+    (an extra cap, default none), ``backoff_base``, ``backoff_max`` (seconds), ``endpoint`` (completions, chat
+    or auto), ``logprobs`` (auto, echo, prompt_logprobs or off: how prompts are scored). Each backend ignores
+    the other's options; an unknown keyword is an error naming them.
     A third-party backend's own options are passed the same way (``**unknown`` is checked against its factory).
     """
     options = {"dtype": dtype, "device": device, "batch_size": batch_size, "prefix_cache": prefix_cache,
                "model_args": model_args, "decoder": decoder, "step_compile": step_compile,
                "api_key_env": api_key_env, "max_concurrency": max_concurrency, "timeout": timeout,
-               "retry_for": retry_for, "max_retries": max_retries, "backoff_base": backoff_base, "backoff_max": backoff_max,
-               "endpoint": endpoint, "logprobs": logprobs, **unknown}
+               "retry_for": retry_for, "max_retries": max_retries, "backoff_base": backoff_base,
+               "backoff_max": backoff_max, "endpoint": endpoint, "logprobs": logprobs, **unknown}
     return load_backend(spec, **options)
 
 
