@@ -1,11 +1,12 @@
 """The one run lifecycle every command and pipeline uses: check -> lock -> load -> open -> log -> summary.
 
 1. **Check** the directory's stored identity against this run's, before anything expensive: a directory that
-   holds a different run is refused with the fields that differ (an older robusteval's run, with a sentence).
+   holds a different run is refused with the fields that differ (an older robusteval's run, with a sentence);
+   a ``results.sqlite`` of another program is refused naming it; one that holds no run yet passes.
 2. **Lock** the directory (one writer per run; a second process stops at once, naming the first).
 3. **Load** the model. A model that cannot load leaves no trace: a directory created in step 2 is removed.
-4. **Open** the store (created atomically), record the environment in ``info`` and append progress to
-   ``run.log`` in the directory.
+4. **Open** the store (created atomically; one that held no run re-created, said in ``run.log``), record the
+   environment in ``info`` and append progress to ``run.log`` in the directory.
 5. **Finish**: the summary gets the model identity, seeds and environment, and is written atomically.
 """
 
@@ -23,8 +24,8 @@ from robusteval.config import identity_fields
 from robusteval.environment import run_environment
 from robusteval.errors import UserError
 from robusteval.executors import current_executor
-from robusteval.progress import log_to_file
-from robusteval.store import DB_NAME, RunLock, RunStore
+from robusteval.progress import log_to_file, status
+from robusteval.store import RunLock, RunStore
 from robusteval.store.lock import LOCK_NAME
 
 B = TypeVar("B")
@@ -42,10 +43,7 @@ def run_identity(command: str, config: Any, model: dict[str, Any] | None, /, **e
 
 
 def _refuse_older_runs(path: Path) -> None:
-    if not (path / DB_NAME).is_file():
-        return
-    with RunStore.open_existing(path) as store:
-        stored = store.identity
+    stored = RunStore.stored_identity(path)  # None when there is no run yet (no store, or an empty one)
     if stored and "identity_version" not in stored:
         raise UserError(f"{path} holds a run made by robusteval 0.1 (its identity has no model dtype, device or "
                         "weights fingerprint, so this version cannot resume it safely); use another run "
@@ -78,6 +76,8 @@ def open_run(
         info = {**(info or {}), "environment": run_environment(), "executor": current_executor().info()}
         # A directory that cannot be written (a finished run on read-only media) simply gets no log.
         with RunStore.open(path, identity=identity, info=info, lock=lock) as store, log_to_file(path / LOG_NAME):
+            for note in store.notes:  # said once the log exists, so run.log keeps it too
+                status(note)
             yield store, loaded
     finally:
         lock.release()

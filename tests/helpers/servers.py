@@ -252,6 +252,10 @@ class FakeServer:
     def count(self) -> int:
         return len(self.requests())
 
+    def stop(self) -> None:
+        """Stop the server now: its process ends, so the port refuses connections (an outage)."""
+        _stop_process(self.process)
+
 
 def _stop_process(proc: subprocess.Popen[Any], grace: float = 10.0) -> None:
     if proc.poll() is None:
@@ -275,9 +279,12 @@ def fake_openai_server(
     retry_after: str = "",
     sleep: float = 5.0,
     jitter: float = 0.0,
+    port: int = 0,
     startup_timeout: float = 20.0,
 ) -> Iterator[FakeServer]:
-    """Run the fake server in a subprocess; yields a :class:`FakeServer` (``base_url`` ends in ``/v1``)."""
+    """Run the fake server in a subprocess; yields a :class:`FakeServer` (``base_url`` ends in ``/v1``).
+
+    ``port``: listen there (a server brought back where an earlier one was stopped); 0 picks a free one."""
     if mode not in FAKE_MODES:
         raise ValueError(f"unknown fake server mode {mode!r}; use one of {FAKE_MODES}")
     log_path = Path(log_dir) / f"fake-{mode}-{time.monotonic_ns()}.jsonl"
@@ -285,7 +292,7 @@ def fake_openai_server(
         sys.executable, str(Path(__file__).resolve()), "--mode", mode, "--log", str(log_path),
         "--fail-count", str(fail_count), "--ok-count", str(ok_count), "--gate", str(gate),
         "--fail-status", str(fail_status), "--retry-after", retry_after,
-        "--sleep", str(sleep), "--jitter", str(jitter),
+        "--sleep", str(sleep), "--jitter", str(jitter), "--port", str(port),
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

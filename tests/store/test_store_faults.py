@@ -143,15 +143,92 @@ def test_store_from_an_interrupted_creation_is_completed_not_poisoned(tmp_path: 
     db.close()
     for run in (empty, half):
         RunStore.check_resumable(run, IDENTITY)  # nothing stored yet: resumable
-        with pytest.raises(UserError, match=r"not a robusteval run directory.*creation was interrupted"):
+        assert RunStore.stored_identity(run) is None
+        with pytest.raises(UserError, match=r"holds no run yet \(results.sqlite is .*: nothing was stored\)"):
             RunStore.open_existing(run)
         with RunStore.open(run, identity=IDENTITY) as store:
+            assert store.notes and "held no run" in store.notes[0]  # lifecycle puts it in run.log
             store.put("gen", "k", {"x": 1})
         with RunStore.open(run, identity=IDENTITY) as store:
             assert store.get("gen", "k") == {"x": 1} and store.identity == IDENTITY
         RunStore.check_resumable(run, IDENTITY)
         with RunStore.open_existing(run) as store:
             assert store.stages() == {"gen": 1}
+
+
+def _sqlite_file(path: Path, *statements: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+    return path
+
+
+RUN_TABLE = "CREATE TABLE run (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+FOREIGN_FILES = {
+    "another program's table": ("CREATE TABLE notes (id INTEGER, body TEXT)", "INSERT INTO notes VALUES (1, 'mine')"),
+    "units we cannot read": (RUN_TABLE, "CREATE TABLE units (stage TEXT, payload BLOB)",
+                             "INSERT INTO units VALUES ('gen', x'00')"),
+    "units without their run": ("CREATE TABLE units (stage TEXT NOT NULL, key TEXT NOT NULL, example_id TEXT, "
+                                "record TEXT NOT NULL, seconds REAL, created REAL NOT NULL)",
+                                "INSERT INTO units VALUES ('gen', 'k', NULL, '{}', 1.0, 0.0)"),
+    "a view": ("CREATE VIEW answers AS SELECT 42 AS answer",),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOREIGN_FILES))
+def test_a_foreign_file_is_refused_everywhere_and_never_written(tmp_path: Path, case: str) -> None:
+    db = _sqlite_file(tmp_path / "run" / DB_NAME, *FOREIGN_FILES[case])
+    before = db.read_bytes()
+    for attempt in (
+        lambda: RunStore.open(db.parent, identity=IDENTITY, info=INFO),
+        lambda: RunStore.open_existing(db.parent),
+        lambda: RunStore.check_resumable(db.parent, IDENTITY),
+        lambda: RunStore.stored_identity(db.parent),
+    ):
+        with pytest.raises(UserError) as info:
+            attempt()
+        message = str(info.value)
+        _one_line(message)
+        assert message.startswith(f"{db} is not a robusteval run store (")
+        assert message.endswith("); move that file elsewhere (nothing was written to it), or use another run "
+                                "directory")
+    assert db.read_bytes() == before  # our schema was not added to it
+    assert {p.name for p in db.parent.iterdir()} <= {DB_NAME, ".lock"}
+
+
+def test_lifecycle_classifies_before_the_model_loads(tmp_path: Path) -> None:
+    """open_run: another program's file is refused before the (expensive) load; an empty one is re-created and
+    run.log says so; an older robusteval's run is still refused with its own sentence."""
+    from robusteval.lifecycle import LOG_NAME, open_run
+
+    loads: list[str] = []
+    foreign = _sqlite_file(tmp_path / "foreign" / DB_NAME, *FOREIGN_FILES["another program's table"])
+    with pytest.raises(UserError, match="is not a robusteval run store"), open_run(
+            foreign.parent, IDENTITY, load=lambda: loads.append("loaded")):
+        pass
+    assert loads == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / DB_NAME).write_bytes(b"")
+    with open_run(empty, IDENTITY, load=lambda: loads.append("loaded")) as (store, _):
+        store.put("gen", "k", {"x": 1})
+    assert loads == ["loaded"]
+    assert "held no run (a 0-byte file); created a new store" in (empty / LOG_NAME).read_text(encoding="utf-8")
+    with RunStore.open(tmp_path / "old", identity={"command": "eval", "model": "hf:/m"}):
+        pass
+    with pytest.raises(UserError, match=r"made by robusteval 0\.1"), open_run(tmp_path / "old", IDENTITY):
+        pass
+
+
+def test_a_run_with_a_table_of_the_users_beside_it_stays_a_run(tmp_path: Path) -> None:
+    """A user's own table added to a real store (an analysis) does not make it foreign."""
+    run = _finished_run(tmp_path / "run", n=2)
+    _sqlite_file(run / DB_NAME, "CREATE TABLE my_notes (text TEXT)", "INSERT INTO my_notes VALUES ('hi')")
+    with RunStore.open(run, identity=IDENTITY, info=INFO) as store:
+        assert store.notes == [] and len(store.keys("gen")) == 2
 
 
 def test_new_store_appears_whole_and_leftover_temp_files_are_removed(tmp_path: Path) -> None:

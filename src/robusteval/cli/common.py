@@ -78,6 +78,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-concurrency", type=int, default=8, help="openai: parallel requests")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
     group.add_argument("--request-timeout", type=float, default=60.0, help="openai: seconds per request")
+    group.add_argument("--retry-for", type=float, default=120.0, metavar="SECONDS",
+                       help="openai: how long a failing request (server down, 429, 5xx, timeout) is retried, the "
+                       "requests in flight waiting on one shared backoff; the run stops only when one request "
+                       "has failed this long (not part of the run identity: change it when resuming)")
     group.add_argument("--endpoint", default="completions", choices=("completions", "chat", "auto"),
                        help="openai: where text prompts go: /completions, /chat/completions (as one user message), "
                        "or auto (chat after a 404 on /completions); --chat conversations always use chat. Recorded "
@@ -127,6 +131,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_concurrency": args.max_concurrency,
         "api_key_env": args.api_key_env,
         "timeout": args.request_timeout,
+        "retry_for": getattr(args, "retry_for", 120.0),
         "endpoint": getattr(args, "endpoint", "completions"),
         "logprobs": getattr(args, "api_logprobs", "auto"),
     }

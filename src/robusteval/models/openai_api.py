@@ -13,9 +13,12 @@ Design notes:
 
 * Requests run on a small thread pool over one shared, pooled :class:`httpx.Client`; this works from
   any synchronous caller, even one that already runs an asyncio loop (a notebook).
-* Transient failures (429, 500, 502, 503, 504, timeouts, connection errors) are retried with
-  exponential backoff and full jitter; ``Retry-After`` wins when the server sends it. Everything else
-  fails at once with the server's own message, since retrying a bad request only wastes quota.
+* Transient failures (408, 409, 429, 5xx but 501/505, timeouts, connection errors) are retried on a time
+  budget per request (``retry_for``, 120 s) with one exponential backoff shared by the requests in flight
+  (:mod:`robusteval.models.retry`: an outage is waited out together, one probe per round, and a success
+  re-opens the gate for all); ``Retry-After`` sets the wait when the server sends it. A batch fails when a
+  request's budget is spent. Everything else fails at once with the server's own message, since retrying a
+  bad request only wastes quota; so does the rest of a batch after a failure, or Ctrl-C.
 * ``endpoint`` is ``"completions"`` (default, raw prompt to ``/completions``), ``"chat"`` (prompt as one
   user message to ``/chat/completions``) or ``"auto"``: try ``/completions`` and, on a 404, switch to
   chat for the rest of this backend's life (for chat-only servers). ``GenerationRequest.chat=True``
@@ -38,7 +41,6 @@ import email.utils
 import json
 import logging
 import os
-import random
 import re
 import threading
 import time
@@ -61,11 +63,14 @@ from robusteval.models.base import (
 )
 from robusteval.models.openai_scoring import LOGPROBS_MODES, PromptScorer, ScoringSupport
 from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
+from robusteval.models.retry import Aborted, SharedBackoff
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+#: Worth retrying: a timeout, a conflict or a rate limit, or a server error (but "not implemented" and "HTTP
+#: version not supported", which will not change). Every other 4xx fails at once: retrying wastes quota.
+RETRYABLE_STATUS = frozenset({408, 409, 429} | set(range(500, 600)) - {501, 505})
 MAX_API_STOP = 4  # the OpenAI API rejects more than 4 stop sequences
 _ENDPOINTS = ("completions", "chat", "auto")
 _MESSAGE_LIMIT = 300
@@ -82,8 +87,9 @@ class OpenAIConfig:
     api_key_env: str = "OPENAI_API_KEY"  # name of the env var holding the key; unset -> no auth header
     max_concurrency: int = 8
     timeout: float = 60.0  # seconds, per HTTP attempt
-    max_retries: int = 6  # retries after the first attempt
-    backoff_base: float = 0.5  # seconds; attempt n waits up to base * 2**(n-1)
+    retry_for: float = 120.0  # seconds: a request is retried until this long after its first attempt
+    max_retries: int | None = None  # a cap on retries as well, or None: as many as retry_for allows
+    backoff_base: float = 0.5  # seconds; failed round n of the shared backoff waits up to base * 2**(n-1)
     backoff_max: float = 30.0  # cap for backoff and for Retry-After
     endpoint: str = "completions"  # "completions" | "chat" | "auto"
     logprobs: str = "auto"  # prompt scoring: "auto" (probe), "echo", "prompt_logprobs" or "off"
@@ -92,8 +98,9 @@ class OpenAIConfig:
         # Options may arrive as strings from a CLI or YAML; coerce them to the declared types.
         try:
             self.max_concurrency = int(self.max_concurrency)
-            self.max_retries = int(self.max_retries)
+            self.max_retries = None if self.max_retries is None else int(self.max_retries)
             self.timeout = float(self.timeout)
+            self.retry_for = float(self.retry_for)
             self.backoff_base = float(self.backoff_base)
             self.backoff_max = float(self.backoff_max)
         except (TypeError, ValueError) as exc:
@@ -102,14 +109,15 @@ class OpenAIConfig:
             raise UserError(f"openai backend: endpoint '{self.endpoint}': use one of {', '.join(_ENDPOINTS)}")
         if self.logprobs not in LOGPROBS_MODES:
             raise UserError(f"openai backend: logprobs '{self.logprobs}': use one of {', '.join(LOGPROBS_MODES)}")
-        if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
+        if self.max_concurrency < 1 or (self.max_retries is not None and self.max_retries < 0) or self.timeout <= 0:
             raise UserError(
                 "openai backend: max_concurrency >= 1, max_retries >= 0 and timeout > 0 are required"
             )
-
-
-class _Aborted(Exception):
-    """Another request of the same batch failed for good; stop retrying this one."""
+        if not 0 <= self.retry_for < float("inf"):
+            raise UserError(f"openai backend: retry_for (--retry-for) {self.retry_for:g}: give the seconds a "
+                            "request may be retried, 0 or more (0: no retry)")
+        if not (0 < self.backoff_base < float("inf") and 0 < self.backoff_max < float("inf")):
+            raise UserError("openai backend: backoff_base and backoff_max must be seconds > 0")
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
@@ -211,6 +219,8 @@ class OpenAIBackend:
             max_connections=self.config.max_concurrency, max_keepalive_connections=self.config.max_concurrency
         )
         self._client = httpx.Client(headers=headers, timeout=self.config.timeout, limits=limits)
+        # One backoff for every request of this backend: an outage is waited out together (see models/retry.py).
+        self._backoff = SharedBackoff(self.config.backoff_base, self.config.backoff_max)
         # "auto" flips to chat after the first 404 on /completions; the lock keeps the flip single.
         self._use_chat = self.config.endpoint == "chat"
         self._endpoint_lock = threading.Lock()
@@ -274,11 +284,12 @@ class OpenAIBackend:
             errors = [e for f in futures if f in done and (e := f.exception()) is not None]
             if errors:
                 # Report a real failure, not a sibling that merely stopped because of it.
-                raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
+                raise next((e for e in errors if not isinstance(e, Aborted)), errors[0])
             return [f.result() for f in futures]
         except BaseException:
-            # Fail fast (also on Ctrl-C): wake in-flight retry sleeps instead of burning quota.
+            # Fail fast (also on Ctrl-C): wake in-flight retry waits instead of burning quota.
             abort.set()
+            self._backoff.wake()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -297,7 +308,7 @@ class OpenAIBackend:
         return (
             f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={c.api_key_env!r}, "
             f"endpoint={c.endpoint!r}, logprobs={c.logprobs!r}, max_concurrency={c.max_concurrency}, "
-            f"timeout={c.timeout}, max_retries={c.max_retries})"
+            f"timeout={c.timeout}, retry_for={c.retry_for}, max_retries={c.max_retries})"
         )
 
     # ----- internals -----
@@ -338,13 +349,16 @@ class OpenAIBackend:
             return self._parse(body, request, chat, url)
 
     def _post(self, url: str, payload: dict[str, Any], abort: threading.Event, allow_switch: bool) -> Any:
-        """POST with retries; return the decoded JSON body of a 200 response."""
+        """POST with retries (:mod:`robusteval.models.retry`): transient failures are retried, waiting on the
+        backoff shared by the requests in flight, until ``retry_for`` seconds after the first attempt (or
+        ``max_retries`` retries); return the decoded JSON body of a 200 response."""
         cfg = self.config
-        attempts = cfg.max_retries + 1
-        last_error = "no attempt made"
-        for attempt in range(1, attempts + 1):
-            if abort.is_set():
-                raise _Aborted()
+        began = time.monotonic()
+        deadline = began + cfg.retry_for
+        attempts = 0
+        while True:
+            ticket = self._backoff.admit(abort, deadline)
+            attempts += 1
             retry_after: float | None = None
             try:
                 response = self._client.post(url, json=payload)
@@ -352,53 +366,55 @@ class OpenAIBackend:
                 last_error = f"timed out after {cfg.timeout:g} s"
             except httpx.TransportError as exc:
                 last_error = f"connection error ({type(exc).__name__}: {exc})"
+            except BaseException:  # Ctrl-C mid-request: a probe must not hold the others back for good
+                self._backoff.abandon(ticket)
+                raise
             else:
                 status = response.status_code
-                if status == 200:
-                    try:
-                        return response.json()
-                    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-                        raise BackendError(
-                            self._scrub(
-                                f"{self.name}: POST {url} returned HTTP 200 with a body that is not JSON: "
-                                f"{_one_line(response.text)}"
-                            )
-                        ) from None
-                message = _one_line(self._scrub(_server_message(response)))
-                if status == 404 and allow_switch and self.config.endpoint == "auto":
-                    with self._endpoint_lock:
-                        if not self._use_chat:
-                            log.info(
-                                "%s: /completions answered 404; using /chat/completions from now on",
-                                self.name,
-                            )
-                            self._use_chat = True
-                    raise _SwitchToChat()
                 if status not in RETRYABLE_STATUS:
-                    raise BackendError(
-                        self._scrub(f"{self.name}: POST {url} failed with HTTP {status}: {message}"), status=status
-                    )
-                last_error = f"HTTP {status}: {message}"
+                    self._backoff.succeeded(ticket)  # the server is there, whatever it thinks of this request
+                    return self._answer(response, url, allow_switch)
+                last_error = f"HTTP {status}: {_one_line(self._scrub(_server_message(response)))}"
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
-            if attempt == attempts:
-                break
-            if retry_after is not None:
-                delay = min(retry_after, cfg.backoff_max)
-            else:
-                # Full jitter: spreads retries of many concurrent requests instead of synchronising them.
-                delay = random.uniform(0.0, min(cfg.backoff_max, cfg.backoff_base * 2 ** (attempt - 1)))
-            log.warning(
-                "%s",
-                self._scrub(f"{self.name}: {last_error}; retry {attempt}/{cfg.max_retries} in {delay:.2f} s"),
-            )
-            if abort.wait(delay):
-                raise _Aborted()
-        raise BackendError(
-            self._scrub(
-                f"{self.name}: POST {url} failed after {attempts} attempt{'s' if attempts != 1 else ''} "
-                f"({cfg.max_retries} retries); last error: {last_error}"
-            )
-        )
+                if retry_after is not None:
+                    retry_after = min(retry_after, cfg.backoff_max)
+            now = time.monotonic()
+            gave_up = None
+            if cfg.max_retries is not None and attempts > cfg.max_retries:
+                gave_up = f"max_retries={cfg.max_retries}"
+            elif now >= deadline:
+                gave_up = f"the retry budget, retry_for={cfg.retry_for:g} s"
+            elif retry_after is not None and now + retry_after > deadline:
+                gave_up = (f"the server asks to wait {retry_after:g} s (Retry-After), more than the "
+                           f"{deadline - now:.1f} s left of retry_for={cfg.retry_for:g} s")
+            delay = self._backoff.failed(ticket, retry_after)
+            if gave_up is not None:
+                raise BackendError(self._scrub(
+                    f"{self.name}: POST {url} failed after {attempts} attempt{'s' if attempts != 1 else ''} in "
+                    f"{now - began:.1f} s ({gave_up}); last error: {last_error}"))
+            if delay is not None:  # once per round, not once per request in flight
+                log.warning("%s", self._scrub(
+                    f"{self.name}: {last_error}; retry {self._backoff.rounds} in {delay:.2f} s, shared by the "
+                    f"requests in flight (each gives up {cfg.retry_for:g} s after its first attempt)"))
+
+    def _answer(self, response: httpx.Response, url: str, allow_switch: bool) -> Any:
+        """The JSON body of a 200; the server's own error otherwise (or the switch to chat of ``auto``)."""
+        status = response.status_code
+        if status == 200:
+            try:
+                return response.json()
+            except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+                raise BackendError(self._scrub(f"{self.name}: POST {url} returned HTTP 200 with a body that is "
+                                               f"not JSON: {_one_line(response.text)}")) from None
+        if status == 404 and allow_switch and self.config.endpoint == "auto":
+            with self._endpoint_lock:
+                if not self._use_chat:
+                    log.info("%s: /completions answered 404; using /chat/completions from now on", self.name)
+                    self._use_chat = True
+            raise _SwitchToChat()
+        message = _one_line(self._scrub(_server_message(response)))
+        raise BackendError(self._scrub(f"{self.name}: POST {url} failed with HTTP {status}: {message}"),
+                           status=status)
 
     def _parse(self, body: Any, request: GenerationRequest, chat: bool, url: str) -> Generation:
         try:

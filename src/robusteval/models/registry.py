@@ -64,8 +64,8 @@ class LoadRecipe:
 #: What loading an ``hf:`` model takes (the keywords of ``robusteval.models.hf.build_hf_backend``).
 HF_OPTIONS = ("dtype", "device", "batch_size", "prefix_cache", "model_args", "decoder", "step_compile")
 #: What loading an ``openai:`` model takes (the fields of ``robusteval.models.openai_api.OpenAIConfig``).
-OPENAI_OPTIONS = ("api_key_env", "max_concurrency", "timeout", "max_retries", "backoff_base", "backoff_max",
-                  "endpoint", "logprobs")
+OPENAI_OPTIONS = ("api_key_env", "max_concurrency", "timeout", "retry_for", "max_retries", "backoff_base",
+                  "backoff_max", "endpoint", "logprobs")
 #: Every spec accepts every built-in backend's options and ignores the others' (so one command line, with one
 #: option set, can load a local judge and an API model); a name outside them all is a typo.
 BACKEND_OPTIONS = HF_OPTIONS + OPENAI_OPTIONS
@@ -111,7 +111,8 @@ def load_model(
     api_key_env: str = "OPENAI_API_KEY",
     max_concurrency: int = 8,
     timeout: float = 60.0,
-    max_retries: int = 6,
+    retry_for: float = 120.0,
+    max_retries: int | None = None,
     backoff_base: float = 0.5,
     backoff_max: float = 30.0,
     endpoint: str = "completions",
@@ -126,16 +127,18 @@ def load_model(
     prefix's KV cache), ``model_args`` (``from_pretrained`` options: revision, trust_remote_code, ...; part of
     the run identity), ``decoder`` (auto, static or dynamic KV cache), ``step_compile`` (how a static decode
     step is compiled). openai: ``api_key_env`` (the environment variable holding the key), ``max_concurrency``
-    (parallel requests), ``timeout`` (seconds per request), ``max_retries``, ``backoff_base``, ``backoff_max``
-    (seconds), ``endpoint`` (completions, chat or auto), ``logprobs`` (auto, echo, prompt_logprobs or off: how
-    prompts are scored). Each backend ignores the other's options; an unknown keyword is an error naming them.
+    (parallel requests), ``timeout`` (seconds per request), ``retry_for`` (seconds a failing request is retried,
+    waiting with the others in flight on one shared backoff; not part of the model identity), ``max_retries``
+    (an extra cap, default none), ``backoff_base``, ``backoff_max`` (seconds), ``endpoint`` (completions, chat
+    or auto), ``logprobs`` (auto, echo, prompt_logprobs or off: how prompts are scored). Each backend ignores
+    the other's options; an unknown keyword is an error naming them.
     A third-party backend's own options are passed the same way (``**unknown`` is checked against its factory).
     """
     options = {"dtype": dtype, "device": device, "batch_size": batch_size, "prefix_cache": prefix_cache,
                "model_args": model_args, "decoder": decoder, "step_compile": step_compile,
                "api_key_env": api_key_env, "max_concurrency": max_concurrency, "timeout": timeout,
-               "max_retries": max_retries, "backoff_base": backoff_base, "backoff_max": backoff_max,
-               "endpoint": endpoint, "logprobs": logprobs, **unknown}
+               "retry_for": retry_for, "max_retries": max_retries, "backoff_base": backoff_base,
+               "backoff_max": backoff_max, "endpoint": endpoint, "logprobs": logprobs, **unknown}
     return load_backend(spec, **options)
 
 

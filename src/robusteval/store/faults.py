@@ -32,6 +32,11 @@ def damaged_error(db_path: Path, detail: str) -> UserError:
                      "from a backup")
 
 
+def foreign_error(db_path: Path, detail: str) -> UserError:
+    return UserError(f"{db_path} is not a robusteval run store ({detail}); move that file elsewhere (nothing was "
+                     "written to it), or use another run directory")
+
+
 def disk_full_error(run_dir: Path) -> UserError:
     return UserError(f"no space left on the device holding {run_dir}; free space and re-run the same command "
                      "to resume (stored units are kept)")

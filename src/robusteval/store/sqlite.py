@@ -6,7 +6,9 @@ loses at most the unit in flight, and the same keys make caches of judge and API
 Records are JSON (never pickle): a run directory is safe to share and to read with any SQLite client.
 
 A hostile disk is expected: a new store is built in a temporary file and renamed into place (a disk that fills
-meanwhile leaves nothing behind), an existing one is checked (``PRAGMA quick_check``) before it is read, one
+meanwhile leaves nothing behind), an existing one is checked (``PRAGMA quick_check``) and classified
+(:mod:`robusteval.store.classify`: a file that holds no run is re-created, another program's is refused and
+never written) before it is read, one
 writer at a time holds the directory's :class:`~robusteval.store.lock.RunLock`, a finished run is opened
 without writing anything (so it reads fine from a read-only medium), and every SQLite or OS error a user can
 act on becomes one line (:mod:`robusteval.store.faults`).
@@ -26,13 +28,13 @@ from urllib.parse import quote
 
 from robusteval import __version__
 from robusteval.errors import UserError
-from robusteval.store.faults import SQLITE_CANTOPEN, damaged_error, read_only_error, translated
+from robusteval.store.classify import StoreKind, StoreState, classify
+from robusteval.store.faults import SQLITE_CANTOPEN, damaged_error, foreign_error, read_only_error, translated
 from robusteval.store.files import write_text_atomic
 from robusteval.store.lock import RunLock
 
 DB_NAME = "results.sqlite"
 SUMMARY_NAME = "summary.json"
-_TABLES = {"run", "units"}
 _TIMEOUT_S = 30.0  # wait this long for another program's SQLite lock before saying so
 
 _SCHEMA = """
@@ -90,6 +92,8 @@ class RunStore:
         self.read_only = read_only
         self._db = connection
         self._own_lock = own_lock  # acquired by open() itself, so released by close()
+        #: What opening did that a user should hear of (a store that held no run, re-created); run.log gets it.
+        self.notes: list[str] = []
 
     # ----------------------------------------------------------------- opening
     @classmethod
@@ -106,6 +110,9 @@ class RunStore:
         a directory with different identity stops with an error naming the fields, instead of silently mixing
         two runs. ``info`` is stored too but may change between invocations (limit, batch size); it is only
         rewritten when it changed, so reopening a finished run with the same settings writes nothing.
+
+        An existing ``results.sqlite`` that holds no run (:mod:`robusteval.store.classify`) is re-created in
+        place and :attr:`notes` says so; another program's file is refused, naming it, and left as it was.
 
         ``lock``: a :class:`RunLock` on ``run_dir`` taken earlier (before an expensive model load); its owner
         releases it, after closing the store. Without one, the store takes the lock itself (failing at once
@@ -132,8 +139,13 @@ class RunStore:
                 elif not db_path.exists():
                     raise read_only_error(path)
                 store = cls(path, _connect(db_path, writable=writable), read_only=not writable, own_lock=own_lock)
-            if not store._verify(complete=writable):
-                raise read_only_error(path)  # the tables of an interrupted creation are missing: needs a write
+            state = store._state()
+            if state.kind is StoreKind.EMPTY:
+                if not writable:
+                    raise read_only_error(path)  # re-creating it needs a write
+                store._recreate(state)
+            elif writable and store._sql("PRAGMA journal_mode")[0][0] != "wal":
+                store._sql("PRAGMA journal_mode=WAL")  # persistent: only ever written once
             if identity is not None:
                 store._check_identity(identity)
             store.set_meta("info", {**(info or {}), "robusteval_version": __version__})
@@ -147,16 +159,24 @@ class RunStore:
 
     @classmethod
     def check_resumable(cls, run_dir: str | os.PathLike[str], identity: dict[str, Any]) -> None:
-        """Raise the identity (or damage) error now, before an expensive model load; writes nothing."""
+        """Raise the identity, foreign-file or damage error now, before an expensive model load; writes
+        nothing. A store that holds no run yet is resumable: :meth:`open` re-creates it."""
+        if cls.stored_identity(run_dir) is not None:
+            with cls._open_reader(Path(run_dir)) as store:
+                store._check_identity(identity)
+
+    @classmethod
+    def stored_identity(cls, run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+        """The identity stored in ``run_dir``; None when it holds no run yet (no store, an empty one, or one
+        whose run never got an identity). A foreign or damaged file raises its one-line error. Writes nothing."""
         path = Path(run_dir)
         if not (path / DB_NAME).is_file():
-            return
+            return None
         with cls._open_reader(path) as store:
-            if not store._verify(complete=False):
-                return  # an interrupted creation stored nothing; open() completes it
+            if store._state().kind is StoreKind.EMPTY:
+                return None
             stored = store.get_meta("identity")
-            if stored is not None:
-                store._check_identity(identity)
+        return stored if isinstance(stored, dict) else None
 
     @classmethod
     def open_existing(cls, run_dir: str | os.PathLike[str]) -> RunStore:
@@ -166,9 +186,10 @@ class RunStore:
             raise UserError(f"{path}: not a robusteval run directory (no {DB_NAME})")
         store = cls._open_reader(path)
         try:
-            if not store._verify(complete=False):
-                raise UserError(f"{path}: not a robusteval run directory ({DB_NAME} holds no run tables; its "
-                                "creation was interrupted: re-run the command that made it)")
+            state = store._state()
+            if state.kind is StoreKind.EMPTY:
+                raise UserError(f"{path} holds no run yet ({DB_NAME} is {state.detail}: nothing was stored); "
+                                "a run started in this directory re-creates it")
         except BaseException:
             store.close()
             raise
@@ -180,24 +201,22 @@ class RunStore:
         with translated(path, db_path):
             return cls(path, _connect(db_path, writable=_writable(path, db_path), reader=True), read_only=True)
 
-    def _verify(self, *, complete: bool) -> bool:
-        """Refuse a damaged file; True when the tables exist (created here if ``complete``)."""
-        problems = self._sql("PRAGMA quick_check")
-        if problems != [("ok",)]:
-            lines = [ln for row in problems for ln in str(row[0]).splitlines() if not ln.startswith("***")]
-            raise damaged_error(self.db_path, lines[0] if lines else "quick_check failed")
-        tables = {row[0] for row in self._sql("SELECT name FROM sqlite_master WHERE type='table'")}
-        if _TABLES.issubset(tables):
-            if complete and self._sql("PRAGMA journal_mode")[0][0] != "wal":
-                self._sql("PRAGMA journal_mode=WAL")  # persistent: only ever written once
-            return True
-        if not complete:
-            return False
-        # A store from before atomic creation whose creation was cut short: finish it (one transaction).
+    def _state(self) -> StoreState:
+        """What the file holds (:mod:`robusteval.store.classify`); a foreign one is refused here, for everyone."""
+        state = classify(self._db, self.run_dir, self.db_path)
+        if state.kind is StoreKind.FOREIGN:
+            raise foreign_error(self.db_path, state.detail)
+        return state
+
+    def _recreate(self, state: StoreState) -> None:
+        """Replace a store that holds no run (nothing can be lost) by a new one, and note it for run.log."""
+        self._db.close()
         with translated(self.run_dir, self.db_path):
-            self._db.executescript("BEGIN;" + _SCHEMA + "COMMIT;")
-        self._sql("PRAGMA journal_mode=WAL")
-        return True
+            for suffix in ("-wal", "-shm", "-journal"):
+                self.db_path.with_name(self.db_path.name + suffix).unlink(missing_ok=True)
+            _create(self.db_path)  # renamed over the old file: atomic
+            self._db = _connect(self.db_path, writable=True)
+        self.notes.append(f"{self.db_path} held no run ({state.detail}); created a new store in its place")
 
     def _check_identity(self, identity: dict[str, Any]) -> None:
         """Write ``identity`` on first use; afterwards refuse a different one, naming the fields."""
