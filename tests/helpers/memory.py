@@ -16,17 +16,22 @@ from torch.utils._pytree import tree_leaves
 
 
 class LargestAllocation(TorchDispatchMode):
-    """``with LargestAllocation() as seen: ...``; then ``seen.bytes`` and ``seen.op`` (op, shape, dtype)."""
+    """``with LargestAllocation() as seen: ...``; then ``seen.bytes`` and ``seen.op`` (op, shape, dtype).
 
-    def __init__(self) -> None:
+    ``along``: count only tensors with a dimension of at least this many elements, i.e. those spanning a long
+    sequence (other models a run loads, such as the drift meter's sentence encoder, truncate their inputs)."""
+
+    def __init__(self, along: int = 0) -> None:
         super().__init__()
+        self.along = along
         self.bytes = 0
         self.op = ""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         for tensor in tree_leaves(out):
-            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
+            if (isinstance(tensor, torch.Tensor) and tensor.device.type != "meta"
+                    and max(tensor.shape, default=0) >= self.along):
                 size = tensor.untyped_storage().nbytes()
                 if size > self.bytes:
                     self.bytes, self.op = size, f"{func} {tuple(tensor.shape)} {tensor.dtype}"
