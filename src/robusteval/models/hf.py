@@ -592,7 +592,9 @@ class HFBackend:
         chunks = self._row_chunks(len(prefix_ids), lengths, list(range(len(rows))), limit=0)
         if len(chunks) > 1:
             keep = logits_to_keep or max(lengths)
-            return torch.cat([self.forward(prefix_ids, [rows[i] for i in chunk], keep) for chunk in chunks])
+            parts = [self.forward(prefix_ids, [rows[i] for i in chunk], keep) for chunk in chunks]
+            # A part of short rows may return fewer than ``keep`` positions: left-pad it (before its rows' own).
+            return torch.cat([torch.nn.functional.pad(part, (0, 0, keep - part.shape[1], 0)) for part in parts])
         batch = self._padded(prefix_ids, suffix_embeds)
         keep = logits_to_keep or max(batch.lengths)
         past = batch.prefix.fork(len(batch.lengths)) if batch.prefix is not None else None
@@ -816,11 +818,21 @@ class HFBackend:
         return rows
 
     def _decoder(self, batch: PaddedBatch, max_new_tokens: int) -> DynamicDecoder | StaticDecoder:
-        if self._static is not None and self._static.failed is None:
+        if self._static is not None and self._static.failed is None and self._static_fits(batch, max_new_tokens):
             from robusteval.models.static_decode import StaticDecoder
 
             return StaticDecoder(self, self._static, batch, max_new_tokens)
         return self.dynamic_decoder(batch)
+
+    def _static_fits(self, batch: PaddedBatch, max_new_tokens: int) -> bool:
+        """Whether the static path's prefill mask (rows padded to ``batch_size``, over every slot of the cache)
+        fits :attr:`mask_budget`; a longer prompt decodes on the dynamic cache, where attention over its long
+        KV, not kernel launches, sets the cost."""
+        from robusteval.models.static_decode import row_bucket
+
+        rows = row_bucket(len(batch.lengths), self.batch_size)
+        slots = (batch.prefix.length if batch.prefix is not None else 0) + batch.embeds.shape[1] + max_new_tokens
+        return rows * batch.embeds.shape[1] * slots <= self.mask_budget
 
     def dynamic_decoder(self, batch: PaddedBatch) -> DynamicDecoder:
         """Decoding over a growing DynamicCache: the default, and the static path's fallback and reference."""
