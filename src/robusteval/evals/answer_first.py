@@ -4,6 +4,7 @@ behind ``robusteval eval``."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -21,6 +22,7 @@ from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
+from robusteval.models.context import PROMPT_TOO_LONG, context_overflow, request_tokens
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplars_for
 from robusteval.runner import run_units
@@ -65,7 +67,9 @@ def answer_first_records(
 
     ``chat``: ask through the model's chat template (:meth:`AnswerFirstPrompt.messages`, with ``system_prompt``).
     ``math_grader``: who grades number and math answers (part of the run identity of the callers that offer it,
-    so stored verdicts never mix graders).
+    so stored verdicts never mix graders). An example whose prompt and ``max_new_tokens`` exceed the model's
+    context is not asked: its record says ``skipped`` (:data:`~robusteval.models.context.PROMPT_TOO_LONG`), with
+    one line naming it, and :func:`accuracy_summary` leaves it out of the denominator.
     """
     prefix = prompt.prefix
 
@@ -78,21 +82,29 @@ def answer_first_records(
         # Text prompts keep the key they always had, so stored runs stay resumable.
         return unit_key(STAGE, backend_key(backend), example.id, example.question, prefix, max_new_tokens)
 
+    def too_long(example: Example) -> int | None:
+        """The prompt's token count when it does not fit the model's context (said once), else None."""
+        tokens = request_tokens(backend, request(example))
+        if tokens is None or context_overflow(backend, f"example {example.id}", tokens, max_new_tokens) is None:
+            return None
+        return tokens
+
     def compute(batch: list[Example]) -> list[dict[str, Any]]:
-        outputs = backend.generate([request(ex) for ex in batch])
-        return [
-            {
-                "id": ex.id,
-                "question": ex.question,
-                "gold": ex.answer,
-                "answer_type": ex.answer_type,
-                "completion": out.text,
-                "finish_reason": out.finish_reason,
-                "n_tokens": out.n_tokens,
-                **grade_completion(ex, out.text, math_grader=math_grader),
-            }
-            for ex, out in zip(batch, outputs, strict=True)
-        ]
+        lengths = {ex.id: too_long(ex) for ex in batch}
+        asked = [ex for ex in batch if lengths[ex.id] is None]
+        outputs = dict(zip([ex.id for ex in asked], backend.generate([request(ex) for ex in asked]), strict=True))
+        records = []
+        for ex in batch:
+            record = {"id": ex.id, "question": ex.question, "gold": ex.answer, "answer_type": ex.answer_type}
+            out = outputs.get(ex.id)
+            if out is None:
+                record.update({"completion": "", "finish_reason": "skipped", "n_tokens": 0, "predicted": None,
+                               "correct": False, "skipped": PROMPT_TOO_LONG, "prompt_tokens": lengths[ex.id]})
+            else:
+                record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
+                               **grade_completion(ex, out.text, math_grader=math_grader)})
+            records.append(record)
+        return records
 
     return run_units(
         store, STAGE, examples, key_of, compute, id_of=lambda ex: ex.id, batch_size=batch_size, description=description
@@ -100,9 +112,14 @@ def answer_first_records(
 
 
 def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    n_correct = sum(1 for r in records if r["correct"])
-    acc = proportion(n_correct, len(records))
-    return {"n": len(records), "n_correct": n_correct, "acc": acc["value"], "acc_ci95": acc["ci95"]}
+    """Accuracy over the answered records; skipped ones (a prompt longer than the model's context) are counted by
+    reason in ``skip_reasons``, outside the denominator."""
+    answered = [r for r in records if not r.get("skipped")]
+    n_correct = sum(1 for r in answered if r["correct"])
+    acc = proportion(n_correct, len(answered))
+    skipped = Counter(str(r["skipped"]) for r in records if r.get("skipped"))
+    return {"n": len(answered), "n_correct": n_correct, "acc": acc["value"], "acc_ci95": acc["ci95"],
+            "skip_reasons": dict(skipped.most_common())}
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
@@ -139,6 +156,7 @@ class EvalSummary(TypedDict):
     n_correct: int
     acc: float | None
     acc_ci95: list[float] | None
+    skip_reasons: dict[str, int]  # examples not asked, by reason (a prompt longer than the model's context)
 
 
 def eval_identity(config: EvalConfig, model: dict[str, Any] | None, examples: Sequence[Example]) -> dict[str, Any]:

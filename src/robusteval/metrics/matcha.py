@@ -115,7 +115,9 @@ def matcha_metrics(records: Iterable[Any]) -> dict[str, Any]:
     None (see the module docstring for the last two).
     """
     rows = list(records)
-    n = len(rows)
+    # An example whose prompt the model cannot read (longer than its context) was never answered: it is counted
+    # in skip_reasons, not as a wrong answer.
+    n = sum(1 for r in rows if not _get(r, "too_long", False))
     n_correct = sum(bool(_get(r, "clean_correct", False)) for r in rows)
     rates = outcome_rates(rows)
     return {

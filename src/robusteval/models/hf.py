@@ -44,6 +44,7 @@ from robusteval.models.base import (
     ScoreRequest,
     freeze_messages,
 )
+from robusteval.models.context import context_length, context_overflow
 from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
 from robusteval.models.tokenization import split_by_offsets, tokenize_with_offsets
 from robusteval.paths import cache_root
@@ -216,6 +217,19 @@ def logit_budget(device: torch.device | str) -> int:
     return 1 << 29 if torch.device(device).type == "cuda" else 1 << 26  # 2 GiB / 256 MiB of float32
 
 
+def mask_budget(device: torch.device | str) -> int:
+    """Elements (rows x queries x keys) the attention mask of one forward may have.
+
+    transformers expands a 2-D padding mask to a [B, 1, Q, K] boolean mask whenever it cannot leave causality to
+    SDPA's ``is_causal`` (a cached prefix, a padding hole), and torch's CPU SDPA turns that into a float mask of
+    the same shape: 5 bytes per element, quadratic in the prompt. Callers split rows so each forward's mask fits
+    (:meth:`HFBackend.rows_per_forward`); a row that alone does not fit is fed without its cached prefix, which
+    leaves no mask at all (:meth:`HFBackend._padded`). 64 Mi elements (320 MiB) on a GPU, 1 Mi (5 MiB) on a
+    CPU, where every pass over the mask is memory traffic (rows of ~100 tokens after 600 of exemplars still go
+    14 to a forward there)."""
+    return 1 << 26 if torch.device(device).type == "cuda" else 1 << 20
+
+
 @dataclass
 class DecodedRow:
     token_ids: list[int]
@@ -256,9 +270,13 @@ class HFBackend:
             t == "sliding_attention" for t in (getattr(model.config, "layer_types", None) or [])
         )
         attn = getattr(model.config, "_attn_implementation", None) or "sdpa"
+        self.attention = attn
         self.explicit_masks = has_sliding and attn in ("sdpa", "eager")
         self.additive_masks = attn == "eager"
         self.exact_batching_only = has_sliding and not self.explicit_masks
+        #: Tokens the model can attend over (prompt + generation); longer prompts are refused per example.
+        self.context_length = context_length(model, tokenizer)
+        self.mask_budget = mask_budget(self.device)
         self._static = self._static_engine(decoder, step_compile)
 
     def _static_engine(self, decoder: str, step_compile: str) -> StaticEngine | None:
@@ -477,6 +495,12 @@ class HFBackend:
 
         The padding is a hole in the attention mask and the positions skip it, so every row sees exactly the
         positions it would see alone; all rows end in the last column.
+
+        Rows of one length whose attention mask would exceed :attr:`mask_budget` (callers split batches with
+        :meth:`rows_per_forward`, so this is one long row) are fed with the prefix re-encoded in front instead of
+        from its cache, when SDPA serves the model and the rows are at least as long as the prefix (so at most
+        doubling the work): without a cache offset or a hole, transformers leaves causality to SDPA's
+        ``is_causal`` and builds no [Q, K] mask, so memory grows with the KV cache, not with its square.
         """
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         if isinstance(suffixes, torch.Tensor) or (suffixes and isinstance(suffixes[0], torch.Tensor)):
@@ -496,7 +520,7 @@ class HFBackend:
         batch = len(lengths)
         prefix: PrefixCache | None = None
         rest: list[int] = list(prefix_ids)
-        if self.use_prefix_cache and prefix_ids:
+        if self.use_prefix_cache and prefix_ids and not self._inline_prefix(len(prefix_ids), lengths):
             prefix, rest = self.prefix_cache(prefix_ids), []
         if rest:
             head = self.embed(torch.tensor([rest], device=self.device)).expand(batch, -1, -1)
@@ -516,6 +540,37 @@ class HFBackend:
         next_pos = torch.tensor([start + length for length in lengths], device=self.device)
         return PaddedBatch(prefix, embeds, mask, positions, key_positions, next_pos, lengths)
 
+    def rows_per_forward(self, prefix_len: int, width: int) -> int:
+        """Rows of ``width`` tokens after a prefix of ``prefix_len`` that one forward may take so that its
+        attention mask ([rows, width, prefix + width]) fits :attr:`mask_budget`; at least 1."""
+        return max(1, self.mask_budget // max(1, width * (prefix_len + width)))
+
+    def _row_chunks(self, prefix_len: int, widths: Sequence[int], items: Sequence[Any], *,
+                    limit: int | None = None) -> list[list[Any]]:
+        """Consecutive ``items`` (rows of ``widths`` tokens after one prefix) in chunks of at most ``limit`` rows
+        (default ``batch_size``; 0: no limit) whose padded attention mask fits :attr:`mask_budget` (one row always
+        goes)."""
+        limit = self.batch_size if limit is None else limit or len(items)
+        chunks: list[list[Any]] = []
+        chunk: list[Any] = []
+        widest = 0
+        for item, width in zip(items, widths, strict=True):
+            wider = max(widest, width)
+            if chunk and (len(chunk) >= limit or len(chunk) + 1 > self.rows_per_forward(prefix_len, wider)):
+                chunks.append(chunk)
+                chunk, wider = [], width
+            chunk.append(item)
+            widest = wider
+        if chunk:
+            chunks.append(chunk)
+        return chunks
+
+    def _inline_prefix(self, prefix_len: int, lengths: Sequence[int]) -> bool:
+        """Whether :meth:`_padded` feeds the prefix inline rather than from its cache (see there)."""
+        width = max(lengths)
+        return (self.attention == "sdpa" and not self.explicit_masks and min(lengths) == width
+                and width >= prefix_len and len(lengths) * width * (prefix_len + width) > self.mask_budget)
+
     # ------------------------------------------------------------------ forward (white-box)
     def forward(
         self,
@@ -529,8 +584,17 @@ class HFBackend:
         prefix, see :meth:`_padded`: row i's own positions are its last L_i). Gradients flow to the embeddings;
         the prefix comes from the cache (or is re-encoded when the cache is off), so each call costs a forward
         over the suffixes only. ``logits_to_keep=m`` returns only the last m positions' logits (the LM head over
-        a large vocabulary dominates memory otherwise).
+        a large vocabulary dominates memory otherwise). Rows whose attention mask together would exceed
+        :attr:`mask_budget` go through several forwards (callers that size their own batches never hit this).
         """
+        rows = list(suffix_embeds)
+        lengths = [row.shape[0] for row in rows]
+        chunks = self._row_chunks(len(prefix_ids), lengths, list(range(len(rows))), limit=0)
+        if len(chunks) > 1:
+            keep = logits_to_keep or max(lengths)
+            parts = [self.forward(prefix_ids, [rows[i] for i in chunk], keep) for chunk in chunks]
+            # A part of short rows may return fewer than ``keep`` positions: left-pad it (before its rows' own).
+            return torch.cat([torch.nn.functional.pad(part, (0, 0, keep - part.shape[1], 0)) for part in parts])
         batch = self._padded(prefix_ids, suffix_embeds)
         keep = logits_to_keep or max(batch.lengths)
         past = batch.prefix.fork(len(batch.lengths)) if batch.prefix is not None else None
@@ -578,14 +642,15 @@ class HFBackend:
                     groups.setdefault(tuple(prefix_ids), []).append(_ScoreRow(index, column, prompt_ids, ids))
         vocab = int(self.embedding_matrix.shape[0])
         for prefix_ids, rows in groups.items():
-            for chunk in self._score_chunks(rows, vocab):
+            for chunk in self._score_chunks(rows, vocab, len(prefix_ids)):
                 for row, score in zip(chunk, self._score_rows(list(prefix_ids), chunk), strict=True):
                     scores[row.request][row.column] = score
         return scores
 
-    def _score_chunks(self, rows: list[_ScoreRow], vocab: int) -> list[list[_ScoreRow]]:
+    def _score_chunks(self, rows: list[_ScoreRow], vocab: int, prefix_len: int = 0) -> list[list[_ScoreRow]]:
         """``rows`` in forwards of at most ``batch_size`` rows whose kept logits (rows x (longest continuation + 1)
-        x vocab) fit :func:`logit_budget` (one row always goes); rows of like length together, so little is
+        x vocab) fit :func:`logit_budget` and whose attention mask fits :attr:`mask_budget` (one row always goes);
+        rows of like length together, so little is
         padding. Sliding-window models that cannot batch exactly across lengths get rows of one length only."""
         rows = sorted(rows, key=lambda r: (len(r.prompt) + len(r.ids), len(r.ids)))
         buckets: dict[int, list[_ScoreRow]] = {}
@@ -596,13 +661,16 @@ class HFBackend:
         for bucket in buckets.values():
             chunk: list[_ScoreRow] = []
             keep = 0
+            widest = 0
             for row in bucket:
                 wider = max(keep, len(row.ids) + 1)
-                if chunk and (len(chunk) >= self.batch_size or (len(chunk) + 1) * wider * vocab > budget):
+                width = max(widest, len(row.prompt) + len(row.ids))
+                if chunk and (len(chunk) >= self.batch_size or (len(chunk) + 1) * wider * vocab > budget
+                              or len(chunk) + 1 > self.rows_per_forward(prefix_len, width)):
                     chunks.append(chunk)
-                    chunk, wider = [], len(row.ids) + 1
+                    chunk, wider, width = [], len(row.ids) + 1, len(row.prompt) + len(row.ids)
                 chunk.append(row)
-                keep = wider
+                keep, widest = wider, width
             if chunk:
                 chunks.append(chunk)
         return chunks
@@ -626,6 +694,11 @@ class HFBackend:
         results: list[Generation | None] = [None] * len(requests)
         groups: dict[tuple[Any, ...], list[int]] = {}
         encoded = [self.request_ids(r) for r in requests]
+        for i, request in enumerate(requests):
+            # Pipelines skip such examples before asking (models.context); a direct call is refused, never an OOM.
+            line = context_overflow(self, f"request {i}", sum(map(len, encoded[i])), request.max_new_tokens, say=False)
+            if line is not None:
+                raise UserError(line)
         for i, request in enumerate(requests):
             groups.setdefault((tuple(encoded[i][0]), request.max_new_tokens), []).append(i)
         for (prefix_ids, max_new_tokens), indices in groups.items():
@@ -654,7 +727,8 @@ class HFBackend:
         seeds: Sequence[int | None] | None = None,
     ) -> list[DecodedRow]:
         """:meth:`decode_batch` over any number of rows (token-id lists or embeddings [L, H]), in batches of
-        ``batch_size`` (same order out)."""
+        ``batch_size``, fewer where long rows' attention mask would not fit (:meth:`rows_per_forward`); same order
+        out."""
         n = len(suffixes)
         per_row = {
             "temperatures": list(temperatures or [0.0] * n),
@@ -667,8 +741,7 @@ class HFBackend:
             buckets.setdefault(len(suffix) if self.exact_batching_only else 0, []).append(i)
         out: list[DecodedRow | None] = [None] * n
         for indices in buckets.values():
-            for start in range(0, len(indices), self.batch_size):
-                chunk = indices[start : start + self.batch_size]
+            for chunk in self._row_chunks(len(prefix_ids), [len(suffixes[i]) for i in indices], indices):
                 rows = self.decode_batch(
                     prefix_ids,
                     [suffixes[i] for i in chunk],
@@ -745,11 +818,21 @@ class HFBackend:
         return rows
 
     def _decoder(self, batch: PaddedBatch, max_new_tokens: int) -> DynamicDecoder | StaticDecoder:
-        if self._static is not None and self._static.failed is None:
+        if self._static is not None and self._static.failed is None and self._static_fits(batch, max_new_tokens):
             from robusteval.models.static_decode import StaticDecoder
 
             return StaticDecoder(self, self._static, batch, max_new_tokens)
         return self.dynamic_decoder(batch)
+
+    def _static_fits(self, batch: PaddedBatch, max_new_tokens: int) -> bool:
+        """Whether the static path's prefill mask (rows padded to ``batch_size``, over every slot of the cache)
+        fits :attr:`mask_budget`; a longer prompt decodes on the dynamic cache, where attention over its long
+        KV, not kernel launches, sets the cost."""
+        from robusteval.models.static_decode import row_bucket
+
+        rows = row_bucket(len(batch.lengths), self.batch_size)
+        slots = (batch.prefix.length if batch.prefix is not None else 0) + batch.embeds.shape[1] + max_new_tokens
+        return rows * batch.embeds.shape[1] * slots <= self.mask_budget
 
     def dynamic_decoder(self, batch: PaddedBatch) -> DynamicDecoder:
         """Decoding over a growing DynamicCache: the default, and the static path's fallback and reference."""
@@ -789,8 +872,9 @@ class HFBackend:
         valid = causal[None] & mask.bool()[:, None, :]
         # A padding query sees at least itself, so no softmax row is empty.
         valid[:, torch.arange(query_len), query_index] = True
-        distance = key_positions[:, -query_len:, None] - key_positions[:, None, :]
-        sliding = valid & (distance < self.sliding_window)
+        # key > query - window, compared directly: a [B, Q, K] distance would be int64, 8 bytes per element.
+        oldest = key_positions[:, -query_len:, None] - self.sliding_window
+        sliding = valid & (key_positions[:, None, :] > oldest)
         masks = {"full_attention": valid[:, None], "sliding_attention": sliding[:, None]}
         if self.additive_masks:
             low = torch.finfo(self.dtype).min
@@ -930,13 +1014,27 @@ def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto",
     status(f"loading hf:{target} on {torch_device} ({str(torch_dtype).removeprefix('torch.')})")
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **tokenizer_args)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **model_args)
+        model = _from_pretrained(AutoModelForCausalLM, source, torch_dtype, model_args)
     except Exception as exc:
         raise _unloadable(f"hf:{target}: cannot load the model", exc,
                           "check that the folder holds a complete transformers checkpoint (config.json, weights, "
                           "tokenizer files) whose architecture this transformers version supports, or download "
                           "it again") from exc
     return (model if "device_map" in model_args else model.to(torch_device)), tokenizer
+
+
+def _from_pretrained(auto: Any, source: str, dtype: torch.dtype, model_args: dict[str, Any]) -> Any:
+    """The model with SDPA attention unless ``model_args`` names another: SDPA keeps a long prompt's memory in
+    proportion to its KV cache where transformers can leave causality to ``is_causal`` (eager attention always
+    builds [Q, K] scores; see :func:`mask_budget`). An architecture without SDPA loads with transformers' choice."""
+    if "attn_implementation" in model_args:
+        return auto.from_pretrained(source, dtype=dtype, **model_args)
+    try:
+        return auto.from_pretrained(source, dtype=dtype, attn_implementation="sdpa", **model_args)
+    except ValueError as exc:
+        if "sdpa" not in str(exc).lower():
+            raise
+        return auto.from_pretrained(source, dtype=dtype, **model_args)
 
 
 @register_backend("hf")

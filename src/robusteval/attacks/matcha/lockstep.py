@@ -106,8 +106,8 @@ def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[Attack
                                strict=True))
         scored = [(i, r.questions) for i, r in asked.items() if isinstance(r, Score)]
         if scored:
-            embeds = [_embeds(objectives[i], q) if not isinstance(q, torch.Tensor) else q for i, q in scored]
-            terms: list[LossTerms] = scores([objectives[i] for i, _ in scored], embeds)
+            # Candidate ids are embedded a chunk at a time inside scores (all at once is quadratic in the question).
+            terms: list[LossTerms] = scores([objectives[i] for i, _ in scored], [q for _, q in scored])
             replies.update(zip((i for i, _ in scored), terms, strict=True))
         for index in asked:
             advance(index, replies[index])

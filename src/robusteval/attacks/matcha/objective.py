@@ -105,6 +105,10 @@ class MatchaObjective:
     def embed_question(self, batch_ids: Sequence[Sequence[int]]) -> torch.Tensor:
         return self.backend.embed(torch.tensor([list(ids) for ids in batch_ids]))
 
+    def width(self, question_len: int) -> int:
+        """Tokens fed after the prefix for a question of ``question_len`` tokens (:meth:`suffix`'s length)."""
+        return len(self.head_ids) + question_len + self.tail.shape[0]
+
     def suffix(self, question_embeds: torch.Tensor) -> torch.Tensor:
         """The input embeddings after the prefix, [head | question | tail + continuation[:-1]]: [L, H]."""
         return torch.cat([self.head, question_embeds.to(self.head.dtype), self.tail])
@@ -137,7 +141,7 @@ class MatchaObjective:
         """L_opt of many equal-length candidate questions, in chunks that bound logit memory."""
         if not batch_ids:
             return torch.empty(0)
-        return scores([self], [self.embed_question(batch_ids)])[0].total
+        return scores([self], [batch_ids])[0].total
 
 
 def _logits(objectives: Sequence[MatchaObjective], question_embeds: Sequence[torch.Tensor]
@@ -169,7 +173,7 @@ def prepare(objectives: Sequence[MatchaObjective]) -> None:
     todo = [o for o in objectives if o._reference_logits is None]
     if not todo:
         return
-    for part in _chunks(todo, range(len(todo))):
+    for part in _chunks(todo, range(len(todo)), [len(o.reference.question_ids) for o in todo]):
         chunk = todo[part]
         logits, ms = _logits(chunk, [o.embed_question([o.reference.question_ids])[0] for o in chunk])
         for row, objective in enumerate(chunk):
@@ -177,10 +181,11 @@ def prepare(objectives: Sequence[MatchaObjective]) -> None:
             objective._reference_logits = logits[row, logits.shape[1] - ms[row]:].clone()
 
 
-def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int]) -> list[slice]:
-    """Consecutive ``rows`` (each an objective's index) in chunks whose padded logits, rows x (largest m) x
-    vocabulary, fit the backend's logit budget (one row always goes); an objective's ``candidate_chunk`` caps the
-    rows per chunk."""
+def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], questions: Sequence[int]) -> list[slice]:
+    """Consecutive ``rows`` (each an objective's index, with a question of ``questions[i]`` tokens) in chunks
+    whose padded logits, rows x (largest m) x vocabulary, fit the backend's logit budget and whose attention mask
+    fits its mask budget (``rows_per_forward``: long questions go a few rows, or one, at a time); one row always
+    goes; an objective's ``candidate_chunk`` caps the rows per chunk."""
     from robusteval.models.hf import logit_budget
 
     if not rows:
@@ -189,13 +194,16 @@ def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int]) -> list[
     vocab = backend.embedding_matrix.shape[0]  # the LM head's width, near enough for a budget
     budget = logit_budget(backend.device)
     cap = min((o.candidate_chunk for o in objectives if o.candidate_chunk), default=None)
-    out, start, widest = [], 0, 0
+    fits = getattr(backend, "rows_per_forward", None)
+    out, start, widest, longest = [], 0, 0, 0
     for end, j in enumerate(rows):
         wider = max(widest, objectives[j].m)
-        if end > start and ((end - start + 1) * wider * vocab > budget or (cap is not None and end - start >= cap)):
+        longer = max(longest, objectives[j].width(questions[end]))
+        if end > start and ((end - start + 1) * wider * vocab > budget or (cap is not None and end - start >= cap)
+                            or (fits is not None and end - start + 1 > fits(len(objectives[j].prefix_ids), longer))):
             out.append(slice(start, end))
-            start, wider = end, objectives[j].m
-        widest = wider
+            start, wider, longer = end, objectives[j].m, objectives[j].width(questions[end])
+        widest, longest = wider, longer
     out.append(slice(start, len(rows)))
     return out
 
@@ -206,7 +214,7 @@ def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[t
     loss terms there, from padded forwards and backwards over as many rows as the logit budget allows (rows do
     not interact, so the gradient of the summed losses is each row's own)."""
     out: list[tuple[torch.Tensor, LossTerms]] = []
-    for part in _chunks(objectives, range(len(objectives))):
+    for part in _chunks(objectives, range(len(objectives)), [q.shape[0] for q in question_embeds]):
         chunk = objectives[part]
         leaves = [q.detach().requires_grad_(True) for q in question_embeds[part]]
         with torch.enable_grad():
@@ -220,17 +228,45 @@ def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[t
     return out
 
 
+#: An objective's candidate questions: embeddings [C, Lq, H], or token ids (C lists of Lq), embedded a chunk at a
+#: time (C grows with the question, so all C embedded at once would be quadratic in its length).
+Candidates = torch.Tensor | Sequence[Sequence[int]]
+
+
+def _width(batch: Candidates) -> int:
+    return int(batch.shape[1]) if isinstance(batch, torch.Tensor) else len(batch[0])
+
+
+def _chunk_rows(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates],
+                chunk: Sequence[tuple[int, int]]) -> list[torch.Tensor]:
+    """The question embeddings [Lq, H] of a chunk's (objective, candidate) rows, each objective's consecutive
+    candidates embedded together."""
+    out: list[torch.Tensor] = []
+    block = 0
+    while block < len(chunk):
+        j = chunk[block][0]
+        stop = block
+        while stop < len(chunk) and chunk[stop][0] == j:
+            stop += 1
+        first, last = chunk[block][1], chunk[stop - 1][1]
+        batch = questions[j]
+        out += list(batch[first : last + 1] if isinstance(batch, torch.Tensor)
+                    else objectives[j].embed_question(batch[first : last + 1]))
+        block = stop
+    return out
+
+
 @torch.no_grad()
-def scores(objectives: Sequence[MatchaObjective], questions: Sequence[torch.Tensor]) -> list[LossTerms]:
-    """L_opt terms [C_j] of each objective's equal-length candidate questions [C_j, Lq_j, H], all in padded
-    forwards over every candidate of every objective, chunked by the logit budget (:func:`_chunks`)."""
-    rows = [(j, c) for j, batch in enumerate(questions) for c in range(batch.shape[0])]
+def scores(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates]) -> list[LossTerms]:
+    """L_opt terms [C_j] of each objective's equal-length candidate questions (:data:`Candidates`), all in padded
+    forwards over every candidate of every objective, chunked by the logit and mask budgets (:func:`_chunks`)."""
+    rows = [(j, c) for j, batch in enumerate(questions) for c in range(len(batch))]
     totals: list[list[torch.Tensor]] = [[] for _ in objectives]
     cots: list[list[torch.Tensor]] = [[] for _ in objectives]
     answers: list[list[torch.Tensor]] = [[] for _ in objectives]
-    for part in _chunks(objectives, [j for j, _ in rows]):
+    for part in _chunks(objectives, [j for j, _ in rows], [_width(questions[j]) for j, _ in rows]):
         chunk = rows[part]
-        logits, ms = _logits([objectives[j] for j, _ in chunk], [questions[j][c] for j, c in chunk])
+        logits, ms = _logits([objectives[j] for j, _ in chunk], _chunk_rows(objectives, questions, chunk))
         # Consecutive rows of one objective share its m: their loss is one call over the block.
         block = 0
         while block < len(chunk):

@@ -202,6 +202,7 @@ def summarise_matcha(
             "clean_correct": bool(record["correct"]),
             "attacked": result is not None and not result.get("skipped"),
             "skip_reason": None if ok else reason,
+            **({"too_long": True} if record.get("too_long") else {}),  # not read: out of ACC's denominator
             **({k: v for k, v in result.items() if k != "attacked"} if result else {}),
         }
         if ok and result is None:

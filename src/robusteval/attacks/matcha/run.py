@@ -28,6 +28,7 @@ from robusteval.errors import UserError
 from robusteval.evals.answer_first import grade_completion, read_completion
 from robusteval.metrics.matcha import outcome
 from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
+from robusteval.models.context import PROMPT_TOO_LONG, context_overflow
 from robusteval.models.identity import backend_key
 from robusteval.progress import set_phase
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
@@ -133,8 +134,13 @@ class MatchaRunner:
 
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
             layouts = [self.layout(ex.question) for ex in batch]
-            rows = self._decode([(lay.prefix, lay.head + lay.question + lay.tail) for lay in layouts])
-            return [self._graded(ex, lay, row) for ex, lay, row in zip(batch, layouts, rows, strict=True)]
+            # Too long to read: skipped with one line (and counted in skip_reasons), never decoded.
+            fits = [self._overflow(ex.id, lay, say=True) is None for ex, lay in zip(batch, layouts, strict=True)]
+            todo = [i for i, ok in enumerate(fits) if ok]
+            rows = dict(zip(todo, self._decode([(layouts[i].prefix, layouts[i].head + layouts[i].question
+                                                 + layouts[i].tail) for i in todo]), strict=True))
+            return [self._graded(ex, lay, rows[i]) if fits[i] else self._too_long(ex, lay)
+                    for i, (ex, lay) in enumerate(zip(batch, layouts, strict=True))]
 
         return run_units(self.store, "matcha_clean", examples, key_of, compute, id_of=lambda e: e.id,
                          batch_size=self.batch_size, description="clean pass")
@@ -159,8 +165,30 @@ class MatchaRunner:
             **graded,
         }
 
+    def _overflow(self, example_id: str, layout: PromptLayout, *, attack: bool = False, say: bool = False
+                  ) -> str | None:
+        """Why ``layout``'s prompt does not fit the model's context with the tokens generated after it (and, for
+        ``attack`` at the token level, the question's insertions: a x its tokens), or None
+        (:func:`~robusteval.models.context.context_overflow`)."""
+        grown = len(layout.ids)
+        if attack and self.config.level == "token":
+            grown += max(1, round(self.config.insert_ratio * len(layout.question)))
+        return context_overflow(self.backend, f"example {example_id}", grown, self.config.max_new_tokens, say=say)
+
+    def _too_long(self, ex: Example, layout: PromptLayout) -> dict[str, Any]:
+        """The clean record of an example whose prompt does not fit the model's context: not generated, not
+        graded, never attacked, and left out of ACC's denominator (``skip_reasons`` counts it)."""
+        return {"id": ex.id, "question": ex.question, "question_ids": layout.question, "head_ids": layout.head,
+                "tail_ids": layout.tail, "prefix_length": len(layout.prefix), "gold": ex.answer, "completion": "",
+                "continuation_ids": [], "n_answer_tokens": 0, "predicted": None, "correct": False,
+                "too_long": PROMPT_TOO_LONG, "prompt_tokens": len(layout.ids)}
+
     # ------------------------------------------------------------------ attack
     def attackable(self, clean: dict[str, Any]) -> tuple[bool, str]:
+        if clean.get("too_long"):
+            return False, PROMPT_TOO_LONG
+        if self._overflow(clean["id"], self.layout(clean["question"]), attack=True) is not None:
+            return False, PROMPT_TOO_LONG  # fits clean, but not with its insertions
         if self.config.target_answer == "gold" and not clean["correct"]:
             return False, "clean answer wrong"
         if clean["predicted"] is None:
@@ -188,9 +216,11 @@ class MatchaRunner:
         by_id = {ex.id: ex for ex in examples}
         todo = []
         for record in clean:
-            ok, _ = self.attackable(record)
+            ok, reason = self.attackable(record)
             if ok:
                 todo.append(record)
+            elif reason == PROMPT_TOO_LONG and not record.get("too_long"):  # the clean pass said the others
+                self._overflow(record["id"], self.layout(record["question"]), attack=True, say=True)
 
         def key_of(record: dict[str, Any]) -> str:
             return unit_key("matcha_attack", self.backend_key, record["id"], record["completion"], self.hyper)
