@@ -36,7 +36,7 @@ ORS_KEYS = ("q", "eta", "beta_cap")
 #: Keys of a ``[[models]]`` entry besides the load options (``robusteval.models.registry.BACKEND_OPTIONS``).
 MODEL_KEYS = ("spec", "name")
 #: Keys of a ``[methods.NAME]`` table besides the method's options.
-METHOD_KEYS = ("method", "datasets")
+METHOD_KEYS = ("kind", "datasets")
 #: Fields that name files, resolved against the study file's folder.
 PATH_FIELDS = ("data_file", "instances")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -212,6 +212,7 @@ def _resolve(value: str, folder: Path) -> str:
 
 def _models(where: _Where, data: Mapping[str, Any], folder: Path) -> list[ModelEntry]:
     from robusteval.models.registry import check_backend_options, parse_spec
+    from robusteval.report.collect import short_model
     from robusteval.studies.sweep import slug
 
     entries = data.get("models")
@@ -233,7 +234,8 @@ def _models(where: _Where, data: Mapping[str, Any], folder: Path) -> list[ModelE
             raise where.error(str(exc), header=header, key=bad, occurrence=i, field=f"models[{i}]") from None
         if parsed.kind == "hf" and parsed.target.startswith((".", "~")):
             spec = f"hf:{_resolve(parsed.target, folder)}"
-        name = entry.get("name") or slug({"m": Path(parsed.target.rstrip("/")).name or parsed.target})[2:]
+        # Default: the model's short name as reports show it (``llama-3-8b``, ``run-1/checkpoint-500``).
+        name = entry.get("name") or slug({"m": short_model(spec)})[2:]
         if not isinstance(name, str):
             raise where.error("must be a string", header=header, key="name", occurrence=i, field=f"models[{i}].name")
         _name_ok(where, name, header, "model", i, key="name")
@@ -250,13 +252,13 @@ def _method_configs(where: _Where, name: str, table: Any, datasets: Mapping[str,
     _name_ok(where, name, header, "method")
     if not isinstance(table, dict):
         raise where.error("must be a table of options", header=header, field=f"methods.{name}")
-    kind = table.get("method", name)
+    kind = table.get("kind", name)
     method = get_method(kind) if isinstance(kind, str) else None
     if method is None:
         close = difflib.get_close_matches(str(kind), method_names(), n=1)
         raise where.error(f"no method {kind!r}{f' (did you mean {close[0]}?)' if close else ''}; methods: "
-                          f"{', '.join(method_names())} (name another table's method with method = \"...\")",
-                          header=header, key="method" if "method" in table else None,
+                          f"{', '.join(method_names())} (a table named otherwise says which with kind = \"...\")",
+                          header=header, key="kind" if "kind" in table else None,
                           field=f"methods.{name}")
     chosen = table.get("datasets", list(datasets) if len(datasets) == 1 else None)
     if isinstance(chosen, str):
