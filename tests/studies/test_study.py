@@ -14,20 +14,14 @@ from pathlib import Path
 import pytest
 
 import robusteval as rv
+from helpers.datafiles import write_ocnli
 from helpers.runs import cli, run_and_kill, units
+from helpers.shared import needs_modules
+from helpers.studies import MATH, YESNO, write_study
 from robusteval.cli.main import main
 from robusteval.errors import UserError
+from robusteval.models.tiny import tiny_nli_pairs
 from robusteval.store import SUMMARY_NAME
-
-SAMPLES = resources.files("robusteval.data") / "samples"
-MATH, YESNO = str(SAMPLES / "math.jsonl"), str(SAMPLES / "yesno.jsonl")
-
-
-def write_study(path: Path, models: list[Path | str], body: str, *, head: str = "") -> Path:
-    entries = "".join(f'[[models]]\nspec = "hf:{m}"\ndevice = "cpu"\n\n' for m in models)
-    path.write_text(head + entries + body, encoding="utf-8")
-    return path
-
 
 THREE_METHODS = f"""
 [datasets.math]
@@ -254,3 +248,43 @@ def test_a_bad_study_file_is_one_line_naming_file_line_and_field(
     assert len(err) == 1 and err[0].startswith("robusteval: error: ")
     assert __import__("re").match(message, err[0].removeprefix("robusteval: error: ")), err[0]
     assert not Path("study").exists()  # refused before anything was written
+
+
+@needs_modules("pypinyin")  # C-homophone
+def test_word_importance_cells_give_ors_over_the_models(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    """Robustness and a hard-label attack on the tiny NLI classifier and on a copy of it (another model folder:
+    another model to the study), with ORS over both; template and data paths relative to the study file."""
+    shutil.copytree(tiny_nli_dir, tmp_path / "nli-copy")
+    write_ocnli(tmp_path / "dev.json", tiny_nli_pairs(8, seed=5))
+    shutil.copy(tiny_nli_dir / "template.json", tmp_path / "template.json")
+    body = """
+[datasets.ocnli]
+dataset = "ocnli"
+data_file = "dev.json"
+template = "template.json"
+
+[methods.robustness]
+sets = ["C-homophone"]
+
+[methods.wi]
+kind = "wordimportance"
+method = "C-homophone"
+rates = [0.1, 0.3]
+budget = 20
+seed = 3
+"""
+    study_file = write_study(tmp_path / "study.toml", [tiny_nli_dir, "./nli-copy"], body)
+    result = rv.study(study_file)
+    assert not result.failed
+    out, board = result.out, json.loads((result.out / "leaderboard.json").read_text())
+    ors_file = json.loads((out / "ors" / "wi-ocnli" / "ors.json").read_text())
+    shown = {(c["model"], c["column"]): c for c in board["cells"]}
+    for model in [m.name for m in rv.load_study(study_file).models]:
+        summary = json.loads((out / model / "wi" / "ocnli" / SUMMARY_NAME).read_text())
+        assert summary["n_attacked"] > 0 and rv.load_run(out / model / "wi" / "ocnli").identity["template"] == "tiny-nli"
+        asr = shown[(model, "wi:ocnli:asr@max")]
+        assert (asr["value"], asr["n"]) == (summary["asr_by_rate"]["0.3"], summary["n_attacked"])
+        assert shown[(model, "wi:ocnli:ors")]["value"] == ors_file["ors"][summary["model"]]
+        robustness = json.loads((out / model / "robustness" / "ocnli" / SUMMARY_NAME).read_text())
+        assert shown[(model, "robustness:ocnli:rb_index")]["value"] == robustness["rb_index"]
+    assert len(ors_file["ors"]) == 2 and "ORS" in (out / "report.html").read_text()

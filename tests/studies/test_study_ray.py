@@ -10,7 +10,7 @@ import pytest
 import robusteval as rv
 from helpers.runs import stored_units
 from helpers.shared import needs_modules
-from test_study import MATH, YESNO, write_study
+from helpers.studies import MATH, YESNO, write_study
 
 pytestmark = [needs_modules("ray"), pytest.mark.slow]
 

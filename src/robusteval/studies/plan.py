@@ -37,8 +37,9 @@ ORS_KEYS = ("q", "eta", "beta_cap")
 MODEL_KEYS = ("spec", "name")
 #: Keys of a ``[methods.NAME]`` table besides the method's options.
 METHOD_KEYS = ("kind", "datasets")
-#: Fields that name files, resolved against the study file's folder.
-PATH_FIELDS = ("data_file", "instances")
+#: Fields that name files (or, for template and exemplars, a file or a built-in name), resolved against the study
+#: file's folder when the file is there.
+PATH_FIELDS = ("data_file", "instances", "template", "exemplars", "vectors")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -207,7 +208,7 @@ def _resolve(value: str, folder: Path) -> str:
     if path.is_absolute():
         return str(path)
     candidate = (folder / path).resolve()
-    return str(candidate) if candidate.exists() or not path.exists() else value
+    return str(candidate) if candidate.exists() else value
 
 
 def _models(where: _Where, data: Mapping[str, Any], folder: Path) -> list[ModelEntry]:
