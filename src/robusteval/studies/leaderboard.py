@@ -49,6 +49,7 @@ class StudyLeaderboard:
     runs: dict[tuple[str, str], str] = field(default_factory=dict)  # (model, column) -> run directory
     failed: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
 
     def records(self) -> list[dict[str, Any]]:
         """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high``."""
@@ -163,6 +164,7 @@ def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: 
     from robusteval.report.hardlabel import ors_score
 
     loaded = load_ors(target)
+    board.ors_dirs.append(target)
     by_dir = {str(run.path): model for model, run in runs.items()}
     for summary_model, methods in result.sources.items():  # the summaries' model names -> the study's
         model = by_dir[next(iter(methods.values()))]

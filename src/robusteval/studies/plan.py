@@ -291,7 +291,8 @@ def _method_configs(where: _Where, name: str, table: Any, datasets: Mapping[str,
 
 def option_fields(config_type: type) -> dict[str, tuple[tuple[str, ...], Any]]:
     """Every option of ``config_type`` by field name: (the nested configs leading to it, its annotation), nested
-    configs flattened as the command line flattens them."""
+    configs flattened as the command line flattens them. A default-True switch is also known by its flag
+    (``no_rank = true`` is ``rank = false``: :func:`negated_flags`)."""
     out: dict[str, tuple[tuple[str, ...], Any]] = {}
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):
@@ -300,7 +301,15 @@ def option_fields(config_type: type) -> dict[str, tuple[tuple[str, ...], Any]]:
                 out[name] = ((field.name, *path), annotation)
         elif field.metadata.get("cli", True):
             out[field.name] = ((), hints[field.name])
+    for alias, name in negated_flags(config_type).items():
+        out[alias] = out[name]
     return out
+
+
+def negated_flags(config_type: type) -> dict[str, str]:
+    """``{"no_rank": "rank"}``: the ``--no-...`` switches of default-True fields, as keys, and their fields."""
+    return {field.metadata["negate"].lstrip("-").replace("-", "_"): field.name
+            for field in dataclasses.fields(config_type) if field.metadata.get("negate")}
 
 
 def _check_key(where: _Where, key: str, fields: Mapping[str, Any], header: str, section: str, method: Method
@@ -318,6 +327,7 @@ def _build(where: _Where, method: Method, fields: Mapping[str, tuple[tuple[str, 
            method_header: tuple[str, str]) -> Any:
     """The method's config from the flat ``values`` (each key's ``source``: its table), checked as built."""
     tree: dict[str, Any] = {}
+    negated = negated_flags(method.config_type)
     for key, value in values.items():
         name = key.replace("-", "_")
         path, annotation = fields[name]
@@ -326,6 +336,8 @@ def _build(where: _Where, method: Method, fields: Mapping[str, tuple[tuple[str, 
             typed = _typed(value, annotation)
         except ValueError as exc:
             raise where.error(str(exc), header=header, key=key, field=f"{section}.{key}") from None
+        if name in negated:
+            name, typed = negated[name], not typed
         if name in PATH_FIELDS and isinstance(typed, str):
             typed = _resolve(typed, folder)
         node = tree

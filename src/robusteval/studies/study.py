@@ -108,10 +108,11 @@ def _run(plan: StudyPlan, root: Path, *, report: bool) -> StudyResult:
             results = _run_cells(plan, root, identities)
             board = build_leaderboard(plan, root, results)
             page = None
-            if report and any(r.status != "failed" for r in results):
+            finished = [Path(r.run_dir) for r in results if r.status != "failed"]
+            if report and finished:  # this study's cells only (not those of cells the file no longer has)
                 from robusteval.report.build import build_report
 
-                page = build_report([root], root / REPORT_NAME, title=plan.title)
+                page = build_report([*finished, *board.ors_dirs], root / REPORT_NAME, title=plan.title)
             failed = [r for r in results if r.status == "failed"]
             status(f"study: {len(results) - len(failed)}/{len(results)} cells finished"
                    + (f", {len(failed)} failed: {', '.join(r.cell for r in failed)}" if failed else ""))
@@ -134,7 +135,9 @@ def _identities(plan: StudyPlan, root: Path) -> dict[str, dict[str, Any]]:
                 described[cell.model.name] = describe_model(cell.model.spec, **cell.model.options)
             except UserError as exc:
                 raise UserError(f"{plan.path}: model {cell.model.name}: {exc}") from None
-        data = examples.setdefault(id(cell.config), cell.method.examples(cell.config))
+        if id(cell.config) not in examples:  # every model's cell of a (method, dataset) shares its config
+            examples[id(cell.config)] = cell.method.examples(cell.config)
+        data = examples[id(cell.config)]
         identity = cell.method.identity(cell.config, described[cell.model.name], data)
         try:
             RunStore.check_resumable(run_dir(root, cell), identity)
