@@ -7,6 +7,7 @@ that cannot load.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import robusteval as rv
-from helpers.datafiles import write_ocnli
+from helpers.datafiles import gsm8k_records, write_jsonl, write_ocnli
 from helpers.runs import cli, run_and_kill, units
 from helpers.shared import needs_modules
 from helpers.studies import MATH, YESNO, write_study
@@ -246,7 +247,7 @@ def test_a_bad_study_file_is_one_line_naming_file_line_and_field(
     assert main(["study", "study.toml"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("robusteval: error: ")
-    assert __import__("re").match(message, err[0].removeprefix("robusteval: error: ")), err[0]
+    assert re.match(message, err[0].removeprefix("robusteval: error: ")), err[0]
     assert not Path("study").exists()  # refused before anything was written
 
 
@@ -288,3 +289,19 @@ seed = 3
         robustness = json.loads((out / model / "robustness" / "ocnli" / SUMMARY_NAME).read_text())
         assert shown[(model, "robustness:ocnli:rb_index")]["value"] == robustness["rb_index"]
     assert len(ors_file["ors"]) == 2 and "ORS" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/study.md"])
+def test_the_documented_study_files_are_valid(doc: str, tmp_path: Path) -> None:
+    """The study files shown in the README and docs/study.md read and check as written (their data files put
+    in place; the models are only named, not loaded)."""
+    text = (Path(__file__).resolve().parents[2] / doc).read_text(encoding="utf-8")
+    (block,) = re.findall(r"```toml\n(.*?)```", text, re.S)
+    (tmp_path / "gsm8k").mkdir()
+    write_jsonl(tmp_path / "gsm8k" / "test.jsonl", gsm8k_records(3))
+    shutil.copy(MATH, tmp_path / "math.jsonl")
+    shutil.copy(YESNO, tmp_path / "yesno.jsonl")
+    _instances(tmp_path / "var_math.jsonl")
+    (tmp_path / "study.toml").write_text(block, encoding="utf-8")
+    plan = rv.load_study(tmp_path / "study.toml")
+    assert len(plan.cells) == len(plan.models) * len({(c.method_name, c.dataset) for c in plan.cells}) >= 4
