@@ -203,6 +203,7 @@ max_new_tokens = 8
         f"{good}/judged/math", "broken/eval/math", "broken/judged/math"]
     assert "no-such-judge" in failed[0] and "cannot load the model" in failed[1]
     assert all("traceback in " in line for line in failed)
+    assert "eval · math · acc (higher is more robust)" in captured.out  # the leaderboard, printed
     state = cells(tmp_path / "out")
     assert state[f"{good}/eval/math"]["status"] == "done"
     assert (tmp_path / "out" / good / "eval" / "math" / SUMMARY_NAME).is_file()

@@ -82,7 +82,9 @@ class StudyLeaderboard:
         """Printable: one row per column (metric), one column per model, each ``value [interval] n=N``."""
         rows = []
         for column in self.columns:
-            row = {"metric": f"{column.name} ({column.better} is more robust)"}
+            # Not the column's name: rich reads ":name:" as an emoji code ("eval:m:acc" would print "evalⓂacc").
+            label = f"{column.method} · {column.dataset} · {column.name.rsplit(':', 1)[1]}"
+            row = {"metric": f"{label} ({column.better} is more robust)"}
             for model in self.models:
                 num = self.cells.get((model, column.name))
                 row[model] = "-" if num is None else _text(num, column.denominator)

@@ -112,7 +112,10 @@ def _run(plan: StudyPlan, root: Path, *, report: bool) -> StudyResult:
             if report and finished:  # this study's cells only (not those of cells the file no longer has)
                 from robusteval.report.build import build_report
 
-                page = build_report([*finished, *board.ors_dirs], root / REPORT_NAME, title=plan.title)
+                try:
+                    page = build_report([*finished, *board.ors_dirs], root / REPORT_NAME, title=plan.title)
+                except UserError as exc:  # e.g. only eval cells: the report has no section for them
+                    board.notes.append(f"report.html not written: {exc}")
             failed = [r for r in results if r.status == "failed"]
             status(f"study: {len(results) - len(failed)}/{len(results)} cells finished"
                    + (f", {len(failed)} failed: {', '.join(r.cell for r in failed)}" if failed else ""))
