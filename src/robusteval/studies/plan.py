@@ -6,8 +6,9 @@ of the wrong type, values a config's ``__post_init__`` refuses, datasets a metho
 Method options are the fields of the method's config (the names of its command's flags, ``-`` or ``_``), nested
 configs flattened as on the command line; a dataset's keys fill the same config (a method's keys win).
 
-Relative paths (``data_file``, ``instances``, set files, ``hf:./model``, ``out``) are read relative to the study
-file when that path exists there, else as given (relative to the working directory).
+Relative paths (``data_file``, ``instances``, ``template``, set files, ``hf:./model``) are read relative to the
+study file when that path exists there, else as given (relative to the working directory); ``out`` is always
+relative to the study file.
 """
 
 from __future__ import annotations
@@ -175,8 +176,9 @@ def _plan(data: dict[str, Any], where: _Where, folder: Path, default_out: Path) 
         per_method += _method_configs(where, name, table, datasets, folder)
     for model in models:
         cells += [Cell(model, name, method, dataset, config) for name, method, dataset, config in per_method]
-    return StudyPlan(where.path, title, Path(_resolve(out, folder)) if out else default_out, batch_size, models,
-                     cells, ors)
+    # ``out`` is made by the study: always relative to the study file (a data path may be relative to the caller)
+    root = Path(os.path.abspath(folder / Path(out).expanduser())) if out else default_out
+    return StudyPlan(where.path, title, root, batch_size, models, cells, ors)
 
 
 def _known(where: _Where, table: Mapping[str, Any], known: Sequence[str], header: str | None, section: str,
@@ -207,7 +209,7 @@ def _resolve(value: str, folder: Path) -> str:
     path = Path(value).expanduser()
     if path.is_absolute():
         return str(path)
-    candidate = (folder / path).resolve()
+    candidate = Path(os.path.abspath(folder / path))  # not resolve(): a linked model keeps its own name
     return str(candidate) if candidate.exists() else value
 
 
