@@ -219,6 +219,7 @@ BAD_STUDIES = [
     ("[[models]]\nspec = 'hf:x'\n[datasets.a\n", r"^study.toml: invalid TOML: .*line 3"),
     ("colour = 1\n", r"^study.toml:1: colour: unknown key; known: title, out"),
     ("batch_size = 0\n", r"^study.toml:1: batch_size: must be a whole number >= 1, got 0"),
+    ("title = 't'\n[ors]\nq = 0\n", r"^study.toml:3: ors.q: must be a number > 0, got 0"),
     ("{models}[datasets.m]\ndataset = 'jsonl'\ndata_file = '{math}'\n[methods.matcha]\nsteps = 2\nstepz = 3\n",
      r"^study.toml:12: methods.matcha.stepz: unknown option of method matcha \(did you mean steps\?\)"),
     ("{models}[datasets.m]\ndataset = 'jsonl'\ndata_file = '{math}'\n[methods.matcha]\nsteps = 'three'\n",

@@ -157,6 +157,7 @@ def _plan(data: dict[str, Any], where: _Where, folder: Path, default_out: Path) 
         raise where.error("must be a folder path (a string)", key="out", field="out")
     ors = _table(where, data, "ors", "[ors]")
     _known(where, ors, ORS_KEYS, "[ors]", "ors")
+    _check_ors(where, ors)
     models = _models(where, data, folder)
     datasets = _table(where, data, "datasets", None)
     methods = _table(where, data, "methods", None)
@@ -179,6 +180,17 @@ def _plan(data: dict[str, Any], where: _Where, folder: Path, default_out: Path) 
     # ``out`` is made by the study: always relative to the study file (a data path may be relative to the caller)
     root = Path(os.path.abspath(folder / Path(out).expanduser())) if out else default_out
     return StudyPlan(where.path, title, root, batch_size, models, cells, ors)
+
+
+def _check_ors(where: _Where, ors: Mapping[str, Any]) -> None:
+    """The ORS constants, checked now by the config that will use them (ORS is computed after the cells)."""
+    from robusteval.evals.ors import OrsConfig
+
+    try:
+        OrsConfig(("-",), **ors)
+    except ConfigError as exc:
+        problem = str(exc).split(": ", 1)[1]
+        raise where.error(problem, header="[ors]", key=exc.field, field=f"ors.{exc.field}") from None
 
 
 def _known(where: _Where, table: Mapping[str, Any], known: Sequence[str], header: str | None, section: str,
