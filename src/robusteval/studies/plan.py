@@ -20,8 +20,6 @@ import json
 import os
 import re
 import tomllib
-import types
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any
 from robusteval.config import ConfigError
 from robusteval.errors import UserError
 from robusteval.studies.methods import Method, dataset_choices, get_method, method_names
+from robusteval.studies.options import MissingOption, instantiate, negated_flags, option_fields, typed_value
 
 #: Keys of the file's top level, and of its ``[ors]`` table (the constants of ``robusteval.evals.ors.OrsConfig``).
 TOP_KEYS = ("title", "out", "batch_size", "models", "datasets", "methods", "ors")
@@ -303,29 +302,6 @@ def _method_configs(where: _Where, name: str, table: Any, datasets: Mapping[str,
     return out
 
 
-def option_fields(config_type: type) -> dict[str, tuple[tuple[str, ...], Any]]:
-    """Every option of ``config_type`` by field name: (the nested configs leading to it, its annotation), nested
-    configs flattened as the command line flattens them. A default-True switch is also known by its flag
-    (``no_rank = true`` is ``rank = false``: :func:`negated_flags`)."""
-    out: dict[str, tuple[tuple[str, ...], Any]] = {}
-    hints = typing.get_type_hints(config_type)
-    for field in dataclasses.fields(config_type):
-        if field.metadata.get("nested"):
-            for name, (path, annotation) in option_fields(hints[field.name]).items():
-                out[name] = ((field.name, *path), annotation)
-        elif field.metadata.get("cli", True):
-            out[field.name] = ((), hints[field.name])
-    for alias, name in negated_flags(config_type).items():
-        out[alias] = out[name]
-    return out
-
-
-def negated_flags(config_type: type) -> dict[str, str]:
-    """``{"no_rank": "rank"}``: the ``--no-...`` switches of default-True fields, as keys, and their fields."""
-    return {field.metadata["negate"].lstrip("-").replace("-", "_"): field.name
-            for field in dataclasses.fields(config_type) if field.metadata.get("negate")}
-
-
 def _check_key(where: _Where, key: str, fields: Mapping[str, Any], header: str, section: str, method: Method
                ) -> None:
     if key.replace("-", "_") in fields:
@@ -347,7 +323,7 @@ def _build(where: _Where, method: Method, fields: Mapping[str, tuple[tuple[str, 
         path, annotation = fields[name]
         header, section = source[key]
         try:
-            typed = _typed(value, annotation)
+            typed = typed_value(value, annotation)
         except ValueError as exc:
             raise where.error(str(exc), header=header, key=key, field=f"{section}.{key}") from None
         if name in negated:
@@ -361,36 +337,16 @@ def _build(where: _Where, method: Method, fields: Mapping[str, tuple[tuple[str, 
     if method.name == "robustness" and "sets" in tree:  # set files (NAME=FILE) are paths too
         tree["sets"] = ",".join(_resolve_set(s, folder) for s in _split(tree["sets"]))
     try:
-        return _instantiate(method.config_type, tree)
+        return instantiate(method.config_type, tree)
     except ConfigError as exc:
         header, section = source.get(exc.field, source.get(exc.field.replace("_", "-"), method_header))
         problem = str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
         raise where.error(problem, header=header, key=exc.field, field=f"{section}.{exc.field}") from None
     except UserError as exc:
         raise where.error(f"{what}: {exc}", header=method_header[0], field=method_header[1]) from None
-    except _Missing as exc:
+    except MissingOption as exc:
         raise where.error(f"{what}: missing option '{exc.args[0]}' (give it in [methods.…] or [datasets.…])",
                           header=method_header[0], field=method_header[1]) from None
-
-
-class _Missing(Exception):
-    pass
-
-
-def _instantiate(config_type: type, tree: Mapping[str, Any]) -> Any:
-    hints = typing.get_type_hints(config_type)
-    kwargs: dict[str, Any] = {}
-    for field in dataclasses.fields(config_type):
-        if field.metadata.get("nested"):
-            if field.name in tree:
-                kwargs[field.name] = _instantiate(hints[field.name], tree[field.name])
-            elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-                kwargs[field.name] = _instantiate(hints[field.name], {})
-        elif field.name in tree:
-            kwargs[field.name] = tree[field.name]
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            raise _Missing(field.name)
-    return config_type(**kwargs)
 
 
 def _split(value: Any) -> list[str]:
@@ -400,50 +356,6 @@ def _split(value: Any) -> list[str]:
 def _resolve_set(entry: str, folder: Path) -> str:
     name, eq, file = entry.partition("=")
     return f"{name}={_resolve(file, folder)}" if eq else entry
-
-
-def _typed(value: Any, annotation: Any) -> Any:
-    """``value`` as TOML gives it, checked against the field's annotation (lists become the comma-separated
-    text the flags take, or tuples where the field holds one)."""
-    kinds = _kinds(annotation)
-    if isinstance(value, dict):
-        if dict in kinds:
-            return value
-        raise ValueError("expected a single value, got a table")
-    if isinstance(value, list):
-        if tuple in kinds:
-            return tuple(value)
-        if str in kinds and all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
-            return ",".join(str(v) for v in value)
-        raise ValueError(f"expected {_describe(kinds)}, got a list")
-    if isinstance(value, bool):
-        if bool in kinds:
-            return value
-        raise ValueError(f"expected {_describe(kinds)}, got {str(value).lower()}")
-    if isinstance(value, int) and (int in kinds or float in kinds):
-        return value if int in kinds else float(value)
-    if isinstance(value, float) and float in kinds:
-        return value
-    if isinstance(value, str) and (str in kinds or tuple in kinds):
-        return value
-    raise ValueError(f"expected {_describe(kinds)}, got {value!r}")
-
-
-def _kinds(annotation: Any) -> set[type]:
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return {k for a in typing.get_args(annotation) for k in _kinds(a)}
-    origin = typing.get_origin(annotation)
-    if origin is not None:
-        return {origin if origin in (tuple, dict) else str}
-    if annotation is type(None):
-        return set()
-    return {annotation} if annotation in (bool, int, float, str) else {str}
-
-
-def _describe(kinds: set[type]) -> str:
-    names = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", tuple: "a list",
-             dict: "a table"}
-    return " or ".join(names[k] for k in (bool, int, float, str, tuple, dict) if k in kinds) or "a value"
 
 
 def _check_dataset(where: _Where, method: Method, config: Any, source: Mapping[str, tuple[str, str]],
