@@ -55,6 +55,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PerturbationSpec": ("robusteval.perturbations.spec", "PerturbationSpec"),
     "AuditConfig": ("robusteval.judges.audit", "AuditConfig"),
     "audit_judge": ("robusteval.judges.audit", "audit_judge"),
+    # many models x methods x datasets from one TOML file (docs/study.md)
+    "study": ("robusteval.studies.study", "study"),
+    "load_study": ("robusteval.studies.plan", "load_study"),
     # registries (what exists, with summaries)
     "ATTACKS": ("robusteval.attacks.base", "ATTACKS"),
     "register_attack": ("robusteval.attacks.base", "register_attack"),

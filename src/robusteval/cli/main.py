@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "robusteval.cli.attack",
     "robusteval.cli.transfer",
     "robusteval.cli.sweep",
+    "robusteval.cli.study",
     "robusteval.cli.perturb",
     "robusteval.cli.robustness",
     "robusteval.cli.ors",

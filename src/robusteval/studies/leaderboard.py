@@ -1,0 +1,188 @@
+"""A study's leaderboard: one row per model, one column per (method table, dataset, headline metric).
+
+Every number is the one ``runs show`` and ``rv.results_frame`` give for the cell's run
+(:func:`robusteval.report.rates.run_rates`: value as the summary stores it, n and what n counts, 95% interval),
+so the leaderboard never disagrees with the per-run summaries. ORS is computed per (word-importance table,
+dataset) over every model's cell with :func:`robusteval.evals.ors.ors` (one β for all of them) and written to
+``<out>/ors/<table>-<dataset>/ors.json``. A column whose cells are not comparable (their comparability keys
+differ: :mod:`robusteval.report.comparability`) says so.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from robusteval.errors import UserError
+from robusteval.report.model import Num
+from robusteval.report.rates import Rate
+from robusteval.report.tables import format_num
+from robusteval.store import write_text_atomic
+from robusteval.studies.plan import StudyPlan
+
+CSV_NAME = "leaderboard.csv"
+JSON_NAME = "leaderboard.json"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # "<method table>:<dataset>:<metric>"
+    method: str
+    dataset: str
+    metric: str
+    better: str  # "higher" or "lower"
+    denominator: str = ""
+    comparability: str = ""  # the cells' comparability key hash ("" when they differ or are unknown)
+    note: str = ""
+
+
+@dataclass
+class StudyLeaderboard:
+    models: list[str]
+    columns: list[Column]
+    cells: dict[tuple[str, str], Num] = field(default_factory=dict)  # (model, column) -> number
+    runs: dict[tuple[str, str], str] = field(default_factory=dict)  # (model, column) -> run directory
+    failed: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
+
+    def records(self) -> list[dict[str, Any]]:
+        """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high``."""
+        out = []
+        for model in self.models:
+            record: dict[str, Any] = {"model": model}
+            for column in self.columns:
+                num = self.cells.get((model, column.name), Num(None))
+                low, high = num.ci if num.ci is not None and None not in num.ci else (None, None)
+                record.update({column.name: num.value, f"{column.name}_n": num.n, f"{column.name}_ci_low": low,
+                               f"{column.name}_ci_high": high})
+            out.append(record)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        cells = []
+        for model in self.models:
+            for column in self.columns:
+                num = self.cells.get((model, column.name))
+                if num is None:
+                    continue
+                ci = list(num.ci) if num.ci is not None and None not in num.ci else None
+                cells.append({"model": model, "column": column.name, "value": num.value, "n": num.n,
+                              "denominator": column.denominator or None, "ci95": ci,
+                              "run": self.runs.get((model, column.name))})
+        return {"models": self.models, "columns": [vars(c) for c in self.columns], "cells": cells,
+                "failed": self.failed, "notes": self.notes}
+
+    def rows(self) -> tuple[list[dict[str, str]], list[str]]:
+        """Printable: one row per column (metric), one column per model, each ``value [interval] n=N``."""
+        rows = []
+        for column in self.columns:
+            # Not the column's name: rich reads ":name:" as an emoji code ("eval:m:acc" would print "evalⓂacc").
+            label = f"{column.method} · {column.dataset} · {column.name.rsplit(':', 1)[1]}"
+            row = {"metric": f"{label} ({column.better} is more robust)"}
+            for model in self.models:
+                num = self.cells.get((model, column.name))
+                row[model] = "-" if num is None else _text(num, column.denominator)
+            rows.append(row)
+        return rows, ["metric", *self.models]
+
+
+def _text(num: Num, denominator: str) -> str:
+    shown = format_num(num, unit=True)
+    if num.value is not None and denominator:
+        shown += f" {denominator}={'?' if num.n is None else num.n}"
+    return shown
+
+
+def _headline_rates(rates: Sequence[Rate], metric: str) -> Rate | None:
+    by_name = {rate.metric: rate for rate in rates}
+    if metric == "asr[max]":  # a word-importance attack: its success rate at the largest rate
+        asr = [rate for rate in rates if rate.metric.startswith("asr[")]
+        return max(asr, key=lambda r: float(r.metric[4:-1])) if asr else None
+    return by_name.get(metric)
+
+
+def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> StudyLeaderboard:
+    """The leaderboard of the finished cells of ``plan`` under ``root``; writes ``leaderboard.csv`` and
+    ``leaderboard.json`` there."""
+    from robusteval.report.comparability import comparability_key, key_hash, why_apart
+    from robusteval.report.rates import run_rates
+    from robusteval.runs import load_run
+    from robusteval.studies.study import run_dir
+
+    finished = {r.cell for r in results if r.status in ("done", "skipped")}
+    board = StudyLeaderboard([m.name for m in plan.models], [],
+                             failed=[{"cell": r.cell, "error": r.error, "log": r.log, "run_dir": r.run_dir}
+                                     for r in results if r.status == "failed"])
+    pairs = list(dict.fromkeys((c.method_name, c.dataset) for c in plan.cells))
+    for method_name, dataset in pairs:
+        cells = [c for c in plan.cells if (c.method_name, c.dataset) == (method_name, dataset)]
+        method = cells[0].method
+        runs = {c.model.name: load_run(run_dir(root, c)) for c in cells if c.id in finished}
+        keys = {model: comparability_key(run) for model, run in runs.items()}
+        hashes = {key_hash(k) for k in keys.values()}
+        note = ""
+        if len(hashes) > 1:
+            first, *others = keys.values()
+            note = why_apart(first, others)
+        headlines = method.headlines or tuple((r.metric, "higher") for r in
+                                              (run_rates(next(iter(runs.values()))) if runs else []))
+        for metric, better in headlines:
+            # "acc[original]" -> "acc@original": brackets are markup to the terminal table and noise in a CSV
+            name = f"{method_name}:{dataset}:{metric.replace('[', '@').rstrip(']')}"
+            denominator = ""
+            for model, run in runs.items():
+                rate = _headline_rates(run_rates(run), metric)
+                if rate is not None:
+                    board.cells[(model, name)] = rate.num
+                    board.runs[(model, name)] = str(run.path)
+                    denominator = rate.denominator
+            board.columns.append(Column(name, method_name, dataset, metric, better, denominator,
+                                        next(iter(hashes)) if len(hashes) == 1 else "", note))
+        if method.name == "wordimportance" and runs:
+            _add_ors(board, plan, root, method_name, dataset, runs)
+    _write(board, root)
+    return board
+
+
+def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: str, dataset: str,
+             runs: dict[str, Any]) -> None:
+    """ORS over every model's word-importance cell of (``method_name``, ``dataset``)."""
+    from robusteval.evals.ors import OrsConfig, ors
+
+    name = f"{method_name}:{dataset}:ors"
+    target = root / "ors" / f"{method_name}-{dataset}"
+    try:
+        result = ors(OrsConfig(tuple(str(run.path) for run in runs.values()), out=str(target), **plan.ors))
+    except UserError as exc:
+        board.notes.append(f"{name}: not computed: {exc}")
+        return
+    from robusteval.report.collect import load_ors
+    from robusteval.report.hardlabel import ors_score
+
+    loaded = load_ors(target)
+    board.ors_dirs.append(target)
+    by_dir = {str(run.path): model for model, run in runs.items()}
+    for summary_model, methods in result.sources.items():  # the summaries' model names -> the study's
+        model = by_dir[next(iter(methods.values()))]
+        board.cells[(model, name)] = ors_score(loaded, summary_model)
+        board.runs[(model, name)] = str(target)
+    board.columns.append(Column(name, method_name, dataset, "ors", "higher", "",
+                                note=f"beta={result.result.beta}; a score over the success rates, no interval"))
+
+
+def _write(board: StudyLeaderboard, root: Path) -> None:
+    records = board.records()
+    buffer = io.StringIO()
+    columns = list(records[0]) if records else ["model"]
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    write_text_atomic(root / CSV_NAME, buffer.getvalue())
+    write_text_atomic(root / JSON_NAME, json.dumps(board.to_dict(), indent=2, ensure_ascii=False, default=str)
+                      + "\n")

@@ -1,0 +1,100 @@
+"""Config dataclasses from the flat options of a study file: which keys a method takes, values checked against
+each field's type, nested configs (DataSpec, perturbation settings, grading) filled as the command line fills them.
+
+Kept apart from ``cli/configflags.py`` (argparse) because a study is library code: the same names, no parser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+
+def option_fields(config_type: type) -> dict[str, tuple[tuple[str, ...], Any]]:
+    """Every option of ``config_type`` by field name: (the nested configs leading to it, its annotation), nested
+    configs flattened as the command line flattens them. A default-True switch is also known by its flag
+    (``no_rank = true`` is ``rank = false``: :func:`negated_flags`)."""
+    out: dict[str, tuple[tuple[str, ...], Any]] = {}
+    hints = typing.get_type_hints(config_type)
+    for field in dataclasses.fields(config_type):
+        if field.metadata.get("nested"):
+            for name, (path, annotation) in option_fields(hints[field.name]).items():
+                out[name] = ((field.name, *path), annotation)
+        elif field.metadata.get("cli", True):
+            out[field.name] = ((), hints[field.name])
+    for alias, name in negated_flags(config_type).items():
+        out[alias] = out[name]
+    return out
+
+
+def negated_flags(config_type: type) -> dict[str, str]:
+    """``{"no_rank": "rank"}``: the ``--no-...`` switches of default-True fields, as keys, and their fields."""
+    return {field.metadata["negate"].lstrip("-").replace("-", "_"): field.name
+            for field in dataclasses.fields(config_type) if field.metadata.get("negate")}
+
+
+class MissingOption(Exception):
+    """A required field that no key gave (its name is the argument)."""
+
+
+def instantiate(config_type: type, tree: Mapping[str, Any]) -> Any:
+    hints = typing.get_type_hints(config_type)
+    kwargs: dict[str, Any] = {}
+    for field in dataclasses.fields(config_type):
+        if field.metadata.get("nested"):
+            if field.name in tree:
+                kwargs[field.name] = instantiate(hints[field.name], tree[field.name])
+            elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                kwargs[field.name] = instantiate(hints[field.name], {})
+        elif field.name in tree:
+            kwargs[field.name] = tree[field.name]
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise MissingOption(field.name)
+    return config_type(**kwargs)
+
+
+def typed_value(value: Any, annotation: Any) -> Any:
+    """``value`` as TOML gives it, checked against the field's annotation (lists become the comma-separated
+    text the flags take, or tuples where the field holds one)."""
+    kinds = _kinds(annotation)
+    if isinstance(value, dict):
+        if dict in kinds:
+            return value
+        raise ValueError("expected a single value, got a table")
+    if isinstance(value, list):
+        if tuple in kinds:
+            return tuple(value)
+        if str in kinds and all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
+            return ",".join(str(v) for v in value)
+        raise ValueError(f"expected {_describe(kinds)}, got a list")
+    if isinstance(value, bool):
+        if bool in kinds:
+            return value
+        raise ValueError(f"expected {_describe(kinds)}, got {str(value).lower()}")
+    if isinstance(value, int) and (int in kinds or float in kinds):
+        return value if int in kinds else float(value)
+    if isinstance(value, float) and float in kinds:
+        return value
+    if isinstance(value, str) and (str in kinds or tuple in kinds):
+        return value
+    raise ValueError(f"expected {_describe(kinds)}, got {value!r}")
+
+
+def _kinds(annotation: Any) -> set[type]:
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return {k for a in typing.get_args(annotation) for k in _kinds(a)}
+    origin = typing.get_origin(annotation)
+    if origin is not None:
+        return {origin if origin in (tuple, dict) else str}
+    if annotation is type(None):
+        return set()
+    return {annotation} if annotation in (bool, int, float, str) else {str}
+
+
+def _describe(kinds: set[type]) -> str:
+    names = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", tuple: "a list",
+             dict: "a table"}
+    return " or ".join(names[k] for k in (bool, int, float, str, tuple, dict) if k in kinds) or "a value"
