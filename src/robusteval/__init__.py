@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.2.0"
+from robusteval._version import __version__
 
 #: public name -> (module, attribute); resolved on first use.
 _EXPORTS: dict[str, tuple[str, str]] = {

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from robusteval import __version__
+from robusteval._version import __version__
 from robusteval.errors import UserError
 from robusteval.store.faults import SQLITE_CANTOPEN, damaged_error, read_only_error, translated
 from robusteval.store.files import write_text_atomic
