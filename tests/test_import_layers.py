@@ -14,6 +14,7 @@ not imports, and are not edges.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,7 +187,7 @@ def _entry_missing(name: str, entries: list[str]) -> bool:
 def test_no_import_cycles() -> None:
     graph = import_graph()
     found = cycles(graph)
-    lines = [" -> ".join(f"{a} (line {graph[a][b]})" for a, b in zip(cycle, cycle[1:], strict=False))
+    lines = [" -> ".join(f"{a} (line {graph[a][b]})" for a, b in itertools.pairwise(cycle))
              + f" -> {cycle[-1]}" for cycle in found]
     assert not found, f"{len(found)} import cycles:\n" + "\n".join(lines)
 

@@ -30,9 +30,11 @@ from robusteval.models.identity import backend_key
 from robusteval.prompts.chat import check_chat_options, conversation, resolve_system_prompt
 from robusteval.seeding import derive_seed
 from robusteval.store import RunStore, canonical_json, unit_key
+from robusteval.store.stages import register_stage
 
-STAGE = "classify"
-SAMPLE_STAGE = "classify_sample"  # sampled labels (the word-importance attack's sampling confidence)
+STAGE = register_stage("classify", cache=True, summary="classifier answers")
+# sampled labels (the word-importance attack's sampling confidence)
+SAMPLE_STAGE = register_stage("classify_sample", cache=True, summary="sampled classifier labels")
 BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json", "yesno": "yesno.json"}
 # What the generation is cut at: a label is one short line.
 _STOP = ("\n",)
