@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -229,3 +233,16 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
         "robusteval.errors", "robusteval.store.sqlite", "robusteval.models", "robusteval.report.html"}
     graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3, "d": 4}, "d": {}}
     assert cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_executors_learn_the_cache_stages_from_the_modules_that_own_them() -> None:
+    """Run time, in a fresh interpreter: the transport imports no judge or evaluation, and the stage registry
+    imports its module list when read, so the stages a compute ships are complete in any process."""
+    code = ("import json, sys\n"
+            "import robusteval.executors.transport, robusteval.executors.ray, robusteval.models\n"
+            "before = sorted(m for m in sys.modules if m.startswith(('robusteval.judges', 'robusteval.evals')))\n"
+            "from robusteval.store.stages import cache_stages\n"
+            "print(json.dumps([before, cache_stages()]))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SOURCE.parent), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(out.stdout) == [[], ["classify", "classify_sample", "judge"]]

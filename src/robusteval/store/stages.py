@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from robusteval.registry import Registry
 
+#: The modules that register a stage (imported when :data:`STAGES` is first read).
+_STAGE_MODULES = ("robusteval.judges.base", "robusteval.evals.classification")
 #: Stage name -> itself; ``meta["cache"]``: computes read and write it as a cache.
-STAGES: Registry[str] = Registry("stage", ("robusteval.judges.base", "robusteval.evals.classification"))
+STAGES: Registry[str] = Registry("stage", modules=_STAGE_MODULES)
 
 
 def register_stage(name: str, *, cache: bool = False, summary: str = "") -> str:
