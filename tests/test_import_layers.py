@@ -165,27 +165,27 @@ def _cycle_in(graph: dict[str, dict[str, int]], component: set[str]) -> list[str
     raise AssertionError(f"no cycle through {start}")  # pragma: no cover - a component always has one
 
 
-def layer_of(module: str) -> int:
+def entry_of(module: str) -> str:
+    """The :data:`LAYERS` entry a module falls under: its top-level module or package under robusteval."""
     parts = module.split(".")
-    entry = "__init__" if len(parts) == 1 else parts[1]
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def layer_of(module: str) -> int:
     for rank, (_, entries) in enumerate(LAYERS):
-        if entry in entries:
+        if entry_of(module) in entries:
             return rank
-    raise KeyError(entry)
+    raise KeyError(entry_of(module))
 
 
 def test_every_module_has_a_layer() -> None:
     entries = [entry for _, members in LAYERS for entry in members]
     assert len(entries) == len(set(entries)), "a module is listed in two layers"
-    missing = sorted({name for name in modules() if _entry_missing(name, entries)})
+    present = {entry_of(name) for name in modules()}
+    missing = sorted(present - set(entries))
     assert not missing, f"modules in no layer of LAYERS (and docs/architecture.md): {missing}"
-    stale = sorted(set(entries) - {"__init__" if "." not in m else m.split(".")[1] for m in modules()})
+    stale = sorted(set(entries) - present)
     assert not stale, f"LAYERS lists modules that do not exist: {stale}"
-
-
-def _entry_missing(name: str, entries: list[str]) -> bool:
-    parts = name.split(".")
-    return ("__init__" if len(parts) == 1 else parts[1]) not in entries
 
 
 def test_no_import_cycles() -> None:

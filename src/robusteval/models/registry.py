@@ -1,7 +1,8 @@
 """Model spec strings (``hf:/path``, ``openai:MODEL@URL``) and the backend registry.
 
 Backends register with ``@register_backend("kind")``; the modules of the built-in kinds are imported only
-when a spec of that kind is loaded, so parsing a spec never imports torch.
+when a spec of that kind is loaded, so parsing a spec never imports torch. :class:`ModelHost` is where models
+load when an executor with workers is in force (loading itself is :mod:`robusteval.models.loading`).
 """
 
 from __future__ import annotations
