@@ -19,7 +19,8 @@ from robusteval.cli.common import backend_options
 from robusteval.cli.main import build_parser, main
 from robusteval.config import ConfigError
 from robusteval.errors import UserError
-from robusteval.models.registry import BACKEND_OPTIONS, HF_OPTIONS, load_backend
+from robusteval.models.loading import load_backend
+from robusteval.models.registry import BACKEND_OPTIONS, HF_OPTIONS
 from robusteval.perturbations.spec import CandidateSpec
 
 README = Path(__file__).resolve().parents[1] / "README.md"

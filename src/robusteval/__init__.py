@@ -20,12 +20,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.2.0"
+from robusteval._version import __version__
 
 #: public name -> (module, attribute); resolved on first use.
 _EXPORTS: dict[str, tuple[str, str]] = {
     # models and data
-    "load_model": ("robusteval.models.registry", "load_model"),
+    "load_model": ("robusteval.models.loading", "load_model"),
     "describe_model": ("robusteval.models.identity", "describe_model"),
     "DataSpec": ("robusteval.data.spec", "DataSpec"),
     "load_dataset": ("robusteval.data.loaders", "load_dataset"),

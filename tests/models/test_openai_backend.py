@@ -16,6 +16,7 @@ from helpers.servers import fake_answer, fake_openai_server, free_port
 from robusteval.errors import BackendError, UserError
 from robusteval.models.base import Backend, GenerationRequest
 from robusteval.models.identity import describe_model
+from robusteval.models.loading import load_backend
 from robusteval.models.openai_api import (
     OpenAIBackend,
     build_openai_backend,
@@ -23,7 +24,7 @@ from robusteval.models.openai_api import (
     parse_retry_after,
     scrub_secret,
 )
-from robusteval.models.registry import ModelSpec, load_backend
+from robusteval.models.registry import ModelSpec
 
 KEY_ENV = "ROBUSTEVAL_TEST_API_KEY"
 SECRET = "sk-test-SECRET-0123456789abcdef"

@@ -13,9 +13,10 @@ from robusteval.attacks.matcha.pipeline import MatchaRunConfig
 from robusteval.cli.main import main
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
+from robusteval.metrics.stats import mean_std
 from robusteval.models import load_backend
 from robusteval.models.tiny import build_tiny_llama
-from robusteval.studies.sweep import mean_std, parse_grid, sweep
+from robusteval.studies.sweep import parse_grid, sweep
 
 
 def _questions(path: Path) -> Path:

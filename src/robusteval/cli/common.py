@@ -9,11 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from robusteval.cli.configflags import add_config_arguments, config_from_args
+from robusteval.cli.configflags import _REQUIRED, add_config_arguments, config_from_args, required_option
 from robusteval.data.spec import DataSpec
 from robusteval.seeding import DEFAULT_SEED
-
-_REQUIRED = "_required_flags"
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -32,20 +30,6 @@ def add_command(subparsers: Any, name: str, *, help: str, description: str, exam
     parser.add_argument("--config", metavar="TOML", help="read flags from a TOML file (command-line flags win)")
     parser.set_defaults(**{_REQUIRED: [], "_parser": parser})
     return parser
-
-
-def required_option(parser: argparse.ArgumentParser | Any, *names: str, **kwargs: Any) -> None:
-    """An option that must be set on the command line *or* in the config file (``parser`` may be an argument
-    group of a command's parser).
-
-    argparse's own ``required=True`` would reject a value that comes from the config file.
-    """
-    action = parser.add_argument(*names, default=None, **kwargs)
-    action.help = (action.help or "") + " (required)"
-    owner = parser if hasattr(parser, "get_default") else parser._argument_group_container  # a group's parser
-    while not hasattr(owner, "get_default"):
-        owner = owner._argument_group_container
-    owner.get_default(_REQUIRED).append((action.dest, action.option_strings[0]))
 
 
 

@@ -14,6 +14,23 @@ from typing import Any, TypeVar
 
 C = TypeVar("C")
 
+#: The parser default that lists the (dest, flag) of every :func:`required_option`, checked after ``--config``.
+_REQUIRED = "_required_flags"
+
+
+def required_option(parser: argparse.ArgumentParser | Any, *names: str, **kwargs: Any) -> None:
+    """An option that must be set on the command line *or* in the config file (``parser`` may be an argument
+    group of a command's parser).
+
+    argparse's own ``required=True`` would reject a value that comes from the config file.
+    """
+    action = parser.add_argument(*names, default=None, **kwargs)
+    action.help = (action.help or "") + " (required)"
+    owner = parser if hasattr(parser, "get_default") else parser._argument_group_container  # a group's parser
+    while not hasattr(owner, "get_default"):
+        owner = owner._argument_group_container
+    owner.get_default(_REQUIRED).append((action.dest, action.option_strings[0]))
+
 
 def _flag(field: dataclasses.Field[Any]) -> str:
     return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
@@ -38,8 +55,6 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, config_type: typ
                          choices: dict[str, list[str]] | None = None) -> None:
     """One flag per CLI field of ``config_type``; fields declared with ``cli=False`` (nested configs such as a
     DataSpec, values the command derives) are left to the caller. ``choices`` overrides a field's choices."""
-    from robusteval.cli.common import required_option
-
     target = parser.add_argument_group(group) if group else parser
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):

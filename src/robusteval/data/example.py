@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,3 +31,23 @@ class Example:
             "answer_type": self.answer_type,
             "meta": self.meta,
         }
+
+
+def example_fields(example: Example) -> dict[str, str]:
+    """The text fields a template may use: ``text``/``premise`` = the question, plus string meta values."""
+    fields = {key: value for key, value in example.meta.items() if isinstance(value, str)}
+    fields["text"] = example.question
+    fields["premise"] = example.question
+    return fields
+
+
+def with_fields(example: Example, changed: Mapping[str, str]) -> Example:
+    """A copy of ``example`` with text fields replaced (``text``/``premise`` map to the question)."""
+    question = example.question
+    meta = dict(example.meta)
+    for key, value in changed.items():
+        if key in ("text", "premise", "question"):
+            question = value
+        else:
+            meta[key] = value
+    return Example(example.id, question, example.answer, example.answer_type, meta)

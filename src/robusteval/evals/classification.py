@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.data.example import Example
+from robusteval.data.example import example_fields as example_fields  # re-exported: moved down to data
+from robusteval.data.example import with_fields as with_fields
 from robusteval.errors import DataError, UserError
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.base import Message, can_score, scoring_note
@@ -28,9 +30,11 @@ from robusteval.models.identity import backend_key
 from robusteval.prompts.chat import check_chat_options, conversation, resolve_system_prompt
 from robusteval.seeding import derive_seed
 from robusteval.store import RunStore, canonical_json, unit_key
+from robusteval.store.stages import register_stage
 
-STAGE = "classify"
-SAMPLE_STAGE = "classify_sample"  # sampled labels (the word-importance attack's sampling confidence)
+STAGE = register_stage("classify", cache=True, summary="classifier answers")
+# sampled labels (the word-importance attack's sampling confidence)
+SAMPLE_STAGE = register_stage("classify_sample", cache=True, summary="sampled classifier labels")
 BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json", "yesno": "yesno.json"}
 # What the generation is cut at: a label is one short line.
 _STOP = ("\n",)
@@ -163,26 +167,6 @@ def template_for(source: str | None, dataset: str, examples: Sequence[Example]) 
 def _check_template(text: str, path: str, key: str) -> None:
     if not string.Template(text).is_valid():
         raise DataError(path, "invalid $placeholder (use $name or ${name}; $$ for a dollar sign)", field=key)
-
-
-def example_fields(example: Example) -> dict[str, str]:
-    """The text fields a template may use: ``text``/``premise`` = the question, plus string meta values."""
-    fields = {key: value for key, value in example.meta.items() if isinstance(value, str)}
-    fields["text"] = example.question
-    fields["premise"] = example.question
-    return fields
-
-
-def with_fields(example: Example, changed: Mapping[str, str]) -> Example:
-    """A copy of ``example`` with text fields replaced (``text``/``premise`` map to the question)."""
-    question = example.question
-    meta = dict(example.meta)
-    for key, value in changed.items():
-        if key in ("text", "premise", "question"):
-            question = value
-        else:
-            meta[key] = value
-    return Example(example.id, question, example.answer, example.answer_type, meta)
 
 
 @dataclass

@@ -18,6 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from robusteval.models.registry import hosted_by
+
 T = TypeVar("T")
 
 #: ``compute(batch) -> one record per item`` (a ``run_units`` compute).
@@ -88,7 +90,7 @@ class InProcessExecutor:
         return describe_here(spec, **options)
 
     def load_model(self, spec: Any, options: dict[str, Any]) -> Any:
-        from robusteval.models.registry import load_here
+        from robusteval.models.loading import load_here
 
         return load_here(spec, **options)
 
@@ -114,7 +116,8 @@ def use_executor(executor: Executor, *, close: bool = False) -> Iterator[Executo
     ``close``: shut it down when the block ends (its workers and any cluster it started)."""
     token = _current.set(executor)
     try:
-        yield executor
+        with hosted_by(executor):  # models (a lower layer) load through it without importing executors
+            yield executor
     finally:
         _current.reset(token)
         if close:

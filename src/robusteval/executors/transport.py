@@ -8,8 +8,9 @@ inside the worker instead of copying it:
   identity): the worker loads it once per process, checks that it resolves to the same identity (weights,
   dtype, device) as the run's, and every later compute reuses it;
 * the **run store** travels as a token and a snapshot of the cache stages (judge verdicts, classifier
-  answers): the worker gets a :class:`ScratchStore` that serves those and records every unit the compute
-  writes, which go back with the batch for the driver, the only writer, to commit.
+  answers: the stages their modules registered in :mod:`robusteval.store.stages`): the worker gets a
+  :class:`ScratchStore` that serves those and records every unit the compute writes, which go back with the
+  batch for the driver, the only writer, to commit.
 
 Nothing pickled is ever stored: a run store holds JSON only. :class:`WorkerModel` is the driver's stand-in
 for a model the workers hold.
@@ -31,14 +32,10 @@ from collections.abc import Callable
 from typing import Any
 
 from robusteval.errors import UserError
-from robusteval.evals.classification import SAMPLE_STAGE as CLASSIFY_SAMPLE_STAGE
-from robusteval.evals.classification import STAGE as CLASSIFY_STAGE
-from robusteval.judges.base import JUDGE_STAGE
 from robusteval.models.registry import LoadRecipe
 from robusteval.store.sqlite import RunStore, canonical_json
+from robusteval.store.stages import cache_stages
 
-#: Stages that computes read and write as caches (judge verdicts, classifier answers and samples).
-CACHE_STAGES = (JUDGE_STAGE, CLASSIFY_STAGE, CLASSIFY_SAMPLE_STAGE)
 _MAX_SCRATCH = 8  # scratch stores a worker keeps (runs of a sweep, one after the other)
 _MISSING = object()
 
@@ -57,7 +54,7 @@ def store_token(store: Any) -> str:
 
 
 def _snapshot(store: RunStore, exclude: str) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(stage, unit["key"], unit["record"]) for stage in CACHE_STAGES if stage != exclude
+    return [(stage, unit["key"], unit["record"]) for stage in cache_stages() if stage != exclude
             for unit in store.iter_units(stage)]
 
 
@@ -126,7 +123,7 @@ class WorkerModel:
     def local(self) -> Any:
         """The model loaded in this process (done on first use)."""
         if self._local is None:
-            from robusteval.models.registry import load_here
+            from robusteval.models.loading import load_here
             from robusteval.progress import status
 
             status(f"{self.name}: the driver needs the model itself, so it loads it here too")
@@ -193,7 +190,7 @@ def release_model(key: str) -> None:
 
 def shared_model(recipe: LoadRecipe) -> Any:
     """The model of ``recipe``, loaded once per process; refused when it resolves to another identity here."""
-    from robusteval.models.registry import load_here
+    from robusteval.models.loading import load_here
 
     key = model_key(recipe.spec, recipe.options)
     backend = _models.get(key)

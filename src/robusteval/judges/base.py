@@ -42,12 +42,13 @@ from robusteval.errors import UserError
 from robusteval.models.base import Backend
 from robusteval.registry import Registry
 from robusteval.store.sqlite import RunStore, unit_key
+from robusteval.store.stages import register_stage
 
 REASONING = "reasoning"
 SEMANTIC = "semantic"
 TASKS = (REASONING, SEMANTIC)
 
-JUDGE_STAGE = "judge"
+JUDGE_STAGE = register_stage("judge", cache=True, summary="judge verdicts, cached by CachedJudge")
 
 BackendLoader = Callable[[str], Backend]
 
@@ -281,8 +282,7 @@ class CachedJudge:
         return unit_key(self.stage, self.identity, type(item).__name__, asdict(item))
 
     def judge(self, items: Sequence[Any], example_id: str | None = None) -> list[Verdict]:
-        from robusteval.executors import current_executor
-        from robusteval.runner import compute_units
+        from robusteval.runner import compute_units, distributed
 
         check_items(self.task, items)
         keys = [self.key(item) for item in items]
@@ -306,7 +306,7 @@ class CachedJudge:
                          "verdict": verdict.to_record()} for item, verdict in zip(batch, verdicts, strict=True)]
 
             # In process the missing items go to the judge in one call; workers share them in small batches.
-            batch_size = _DISTRIBUTED_BATCH if current_executor().distributed else len(todo)
+            batch_size = _DISTRIBUTED_BATCH if distributed() else len(todo)
             compute_units(self.store, self.stage, list(todo.values()), list(todo), compute,
                           id_of=lambda _: example_id, batch_size=batch_size, description=f"judge {self.name}",
                           quiet=len(todo) < 2)

@@ -35,17 +35,17 @@ from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.judges.base import REASONING, BackendLoader, Judge, ReasoningItem, Verdict
+from robusteval.judges.error_categories import (
+    CATEGORIES,
+    ERROR_TYPES,
+    IRRELEVANT_INFORMATION,
+    UNCLASSIFIED,
+    WRONG_CALCULATION,
+    WRONG_INFORMATION,
+    WRONG_REASONING,
+)
 from robusteval.judges.llm import BinaryLLMJudge
 from robusteval.models.base import Backend
-
-WRONG_CALCULATION = "wrong calculation"
-WRONG_REASONING = "wrong reasoning"
-WRONG_INFORMATION = "wrong information"
-IRRELEVANT_INFORMATION = "irrelevant information"
-ERROR_TYPES = (WRONG_CALCULATION, WRONG_REASONING, WRONG_INFORMATION, IRRELEVANT_INFORMATION)
-UNCLASSIFIED = "unclassified"
-#: Every value ``ErrorType.category`` takes, in the order summaries list them.
-CATEGORIES = (*ERROR_TYPES, UNCLASSIFIED)
 
 
 @dataclass(frozen=True)

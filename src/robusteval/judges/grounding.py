@@ -51,7 +51,7 @@ from robusteval.judges.base import (
     reasoning_only,
     register_judge,
 )
-from robusteval.judges.errortypes import IRRELEVANT_INFORMATION, WRONG_INFORMATION
+from robusteval.judges.error_categories import IRRELEVANT_INFORMATION, WRONG_INFORMATION
 
 TRIVIAL = (Fraction(0), Fraction(1))
 #: Unit factors and the words that make each one known (and usable to convert a known quantity).

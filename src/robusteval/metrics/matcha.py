@@ -59,6 +59,8 @@ def outcome(record: Any) -> str | None:
 
 
 #: How a record that was not attacked but names no reason is counted (records written before reasons were kept).
+#: The rates of a MATCHA summary (accuracy, unfaithful, success and wrong-answer rates), as sweeps tabulate them.
+MATCHA_RATES = ("acc", "ur", "sr", "wr")
 UNKNOWN_SKIP = "not attacked (no reason recorded)"
 
 

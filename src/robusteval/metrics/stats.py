@@ -52,3 +52,14 @@ def bootstrap_ci(
         return None
     lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
+
+
+def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (None with fewer than two values) of the non-missing values."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None, None
+    mean = sum(present) / len(present)
+    if len(present) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in present) / (len(present) - 1))

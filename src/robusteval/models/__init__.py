@@ -13,11 +13,10 @@ from robusteval.models.base import (
     require,
     score_requests,
 )
+from robusteval.models.loading import load_backend, load_model
 from robusteval.models.registry import (
     BACKENDS,
     ModelSpec,
-    load_backend,
-    load_model,
     parse_spec,
     register_backend,
 )

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from robusteval.models.registry import ModelSpec, parse_spec
+from robusteval.models.registry import ModelSpec, check_backend_options, model_host, parse_spec
 
 #: Bytes of a weights file read for its fingerprint (safetensors and GGUF keep their index in the header).
 _HEAD_BYTES = 16 << 20
@@ -75,11 +75,9 @@ def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
     """The normalised identity of ``spec`` under ``options`` (dtype, device, model_args, endpoint, ...), as the
     machines that will run it resolve it: here, or a distributed executor's workers (``device auto`` is the
     workers' GPU even when this process has none)."""
-    from robusteval.executors import current_executor
-    from robusteval.models.registry import check_backend_options
-
     check_backend_options(spec, options)
-    return current_executor().describe_model(spec, options)
+    host = model_host()
+    return describe_here(spec, **options) if host is None else host.describe_model(spec, options)
 
 
 def describe_here(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:

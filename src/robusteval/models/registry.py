@@ -1,14 +1,17 @@
 """Model spec strings (``hf:/path``, ``openai:MODEL@URL``) and the backend registry.
 
 Backends register with ``@register_backend("kind")``; the modules of the built-in kinds are imported only
-when a spec of that kind is loaded, so parsing a spec never imports torch.
+when a spec of that kind is loaded, so parsing a spec never imports torch. :class:`ModelHost` is where models
+load when an executor with workers is in force (loading itself is :mod:`robusteval.models.loading`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from robusteval.errors import UserError
 from robusteval.models.base import Backend
@@ -98,71 +101,28 @@ def check_backend_options(spec: str | ModelSpec, options: dict[str, Any]) -> Non
                         f"{', '.join(known)}")
 
 
-def load_model(
-    spec: str | ModelSpec,
-    *,
-    dtype: str = "auto",
-    device: str = "auto",
-    batch_size: int = 8,
-    prefix_cache: bool = True,
-    model_args: dict[str, Any] | None = None,
-    decoder: str = "auto",
-    step_compile: str = "auto",
-    api_key_env: str = "OPENAI_API_KEY",
-    max_concurrency: int = 8,
-    timeout: float = 60.0,
-    retry_for: float = 120.0,
-    max_retries: int | None = None,
-    backoff_base: float = 0.5,
-    backoff_max: float = 30.0,
-    endpoint: str = "completions",
-    logprobs: str = "auto",
-    **unknown: Any,
-) -> Backend:
-    """Load a model from its spec (``hf:/path/or/hub-id``, ``hf:/path/model.gguf``, ``openai:MODEL@URL``):
-    ``robusteval.load_model``. The defaults are the command line's.
+class ModelHost(Protocol):
+    """Where models are described and loaded when not simply in this process: the executor in force.
+    :func:`robusteval.executors.use_executor` makes its executor the host, so models never import executors."""
 
-    hf: ``dtype`` (auto = bfloat16 on a GPU, float32 on a CPU; float32, bfloat16, float16), ``device`` (auto, cpu,
-    cuda, cuda:1, ...), ``batch_size`` (rows per forward and generation), ``prefix_cache`` (reuse the prompt
-    prefix's KV cache), ``model_args`` (``from_pretrained`` options: revision, trust_remote_code, ...; part of
-    the run identity), ``decoder`` (auto, static or dynamic KV cache), ``step_compile`` (how a static decode
-    step is compiled). openai: ``api_key_env`` (the environment variable holding the key), ``max_concurrency``
-    (parallel requests), ``timeout`` (seconds per request), ``retry_for`` (seconds a failing request is retried,
-    waiting with the others in flight on one shared backoff; not part of the model identity), ``max_retries``
-    (an extra cap, default none), ``backoff_base``, ``backoff_max`` (seconds), ``endpoint`` (completions, chat
-    or auto), ``logprobs`` (auto, echo, prompt_logprobs or off: how prompts are scored). Each backend ignores
-    the other's options; an unknown keyword is an error naming them.
-    A third-party backend's own options are passed the same way (``**unknown`` is checked against its factory).
-    """
-    options = {"dtype": dtype, "device": device, "batch_size": batch_size, "prefix_cache": prefix_cache,
-               "model_args": model_args, "decoder": decoder, "step_compile": step_compile,
-               "api_key_env": api_key_env, "max_concurrency": max_concurrency, "timeout": timeout,
-               "retry_for": retry_for, "max_retries": max_retries, "backoff_base": backoff_base,
-               "backoff_max": backoff_max, "endpoint": endpoint, "logprobs": logprobs, **unknown}
-    return load_backend(spec, **options)
+    def describe_model(self, spec: Any, options: dict[str, Any]) -> dict[str, Any]: ...
+
+    def load_model(self, spec: Any, options: dict[str, Any]) -> Any: ...
 
 
-def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
-    """Build a backend from a spec; ``options`` are any of :data:`BACKEND_OPTIONS` (see :func:`load_model`,
-    the public form with each one spelled out); an unknown one is an error.
-
-    The backend carries its normalised identity as ``backend.identity`` (see :mod:`robusteval.models.identity`).
-    Under a distributed executor (:func:`robusteval.executors.use_executor`) the workers load the model and
-    this returns the driver's stand-in for it.
-    """
-    from robusteval.executors import current_executor
-
-    check_backend_options(spec, options)
-    return current_executor().load_model(spec, options)  # type: ignore[no-any-return]
+_host: ContextVar[ModelHost | None] = ContextVar("robusteval_model_host", default=None)
 
 
-def load_here(spec: str | ModelSpec, **options: Any) -> Backend:
-    """:func:`load_backend` in this process, whatever the executor."""
-    from robusteval.models.identity import describe_here
+def model_host() -> ModelHost | None:
+    """The host in force (see :class:`ModelHost`); None: models are described and loaded in this process."""
+    return _host.get()
 
-    parsed = parse_spec(spec) if isinstance(spec, str) else spec
-    backend = BACKENDS.get(parsed.kind).value(parsed, **options)
-    if not getattr(backend, "identity", None):
-        backend.identity = describe_here(parsed, **options)  # type: ignore[attr-defined]
-    backend.load_recipe = LoadRecipe(spec, dict(options), dict(backend.identity))  # type: ignore[attr-defined]
-    return backend
+
+@contextmanager
+def hosted_by(host: ModelHost) -> Iterator[ModelHost]:
+    """Describe and load every model inside the block through ``host``."""
+    token = _host.set(host)
+    try:
+        yield host
+    finally:
+        _host.reset(token)

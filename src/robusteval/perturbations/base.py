@@ -19,23 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from robusteval.perturbations.segment import Language, Span, segment_words
+
 Level = Literal["char", "word", "sentence"]
-Language = Literal["zh", "en"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # {name}, {{name}}, <name>, [MASK]-style slots and $var: template placeholders keep their meaning only verbatim.
 _PLACEHOLDER = re.compile(r"\{\{[^{}]*\}\}|\{[^{}]*\}|<[A-Za-z_][\w-]*>|\[[A-Z_]+\]|\$[A-Za-z_]\w*")
 # A number with its separators and signs: "3", "-2.5", "1,000", "3/4", "50%".
 _NUMBER = re.compile(r"[-+]?\d[\d,.:/]*%?")
-
-
-@dataclass(frozen=True)
-class Span:
-    """``text[start:end]``: one character or word that a perturbation may replace."""
-
-    start: int
-    end: int
-    text: str
 
 
 @dataclass(frozen=True)
@@ -223,8 +215,6 @@ class SpanPerturbation:
         """The spans ``perturb`` may change: characters for char level, words for word level."""
         if self.level == "char":
             return [Span(i, i + 1, c) for i, c in enumerate(text) if not c.isspace()]
-        from robusteval.perturbations.segment import segment_words
-
         return segment_words(text, self.language)
 
     def candidates(self, text: str, span: Span, rng: random.Random) -> list[str]:

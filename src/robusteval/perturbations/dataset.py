@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.data.example import Example
-from robusteval.evals.classification import example_fields, with_fields
+from robusteval.data.example import Example, example_fields, with_fields
 from robusteval.perturbations.base import (
     DEFAULT_PROTECTION,
     ChangeBudget,

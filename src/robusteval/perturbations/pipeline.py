@@ -141,7 +141,7 @@ def line_drift(records: Sequence[dict[str, Any]], *, embedding: bool, device: st
                ) -> list[dict[str, Any]]:
     """Each record's drift: its perturbed fields joined, against the same fields of the original."""
     from robusteval.analysis.drift import DriftMeter, join_fields
-    from robusteval.evals.classification import example_fields
+    from robusteval.data.example import example_fields
     from robusteval.perturbations.dataset import example_from_record
 
     meter = DriftMeter("auto" if embedding else "char", device=device)

@@ -1,13 +1,26 @@
-"""Word segmentation with character offsets: jieba for Chinese, a regex word tokenizer for English."""
+"""Word segmentation with character offsets: jieba for Chinese, a regex word tokenizer for English; and the
+:class:`Span` (offsets + text) that segmentation gives and every perturbation edits (re-exported by ``base``)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from robusteval.extras import require_module
-from robusteval.perturbations.base import Language, Span
+
+Language = Literal["zh", "en"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """``text[start:end]``: one character or word that a perturbation may replace."""
+
+    start: int
+    end: int
+    text: str
+
 
 _EN_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*|\d+(?:[.,]\d+)*|[^\sA-Za-z\d]")
 

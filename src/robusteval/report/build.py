@@ -79,7 +79,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[
                  out: str | os.PathLike[str] = "report.html", *, title: str | None = None) -> Path:
     """Write the HTML report of ``run_dirs`` (run, sweep or ORS directories, or directories holding them) to
     ``out`` and return its path."""
-    from robusteval import __version__
+    from robusteval._version import __version__
     from robusteval.report.html import render
     from robusteval.store import write_text_atomic
 

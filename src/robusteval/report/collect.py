@@ -115,7 +115,7 @@ def _sweep_member(sweep_dir: Path, run_dir: str) -> Path:
 
 def check_sweep(path: Path, data: dict[str, Any]) -> None:
     """The shape of a sweep.json the report reads (as ``studies.sweep.sweep`` writes it), or a DataError."""
-    from robusteval.studies.sweep import METRICS
+    from robusteval.metrics.matcha import MATCHA_RATES as METRICS
 
     for key in ("table", "runs"):
         if key not in data:

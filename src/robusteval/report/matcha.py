@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from robusteval.judges.errortypes import CATEGORIES
-from robusteval.metrics.stats import wilson_interval
+from robusteval.metrics.stats import mean_std, wilson_interval
 from robusteval.report.collect import (
     MATCHA,
     TRANSFER,
@@ -30,7 +30,6 @@ from robusteval.report.matcha_examples import matcha_browser
 from robusteval.report.model import BarChart, Details, Line, LineChart, Note, Num, Section, Table
 from robusteval.report.reasons import not_attacked_table
 from robusteval.runs import Run
-from robusteval.studies.sweep import mean_std
 
 METRICS = ("acc", "ur", "sr", "wr")
 LABELS = {"acc": "ACC", "ur": "UR", "sr": "SR", "wr": "WR"}

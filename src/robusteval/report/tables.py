@@ -9,24 +9,12 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
+from robusteval.metrics.formatting import format_rate
 from robusteval.report.model import Num
 
 stdout = Console()
 if not stdout.is_terminal:
     stdout.width = 160  # piped or logged output: don't fold the table into 80 columns
-
-
-def format_rate(value: float | None, ci: Sequence[float | None] | None, *, scale: float = 1.0, digits: int = 3,
-                unit: str = "") -> str:
-    """``0.125 [0.041, 0.290]``: a value and its 95% interval (``-`` for no value; no brackets without an
-    interval)."""
-    if value is None:
-        return "-"
-    shown = f"{value * scale:.{digits}f}{unit}"
-    if ci is not None and len(ci) == 2 and None not in ci:
-        low, high = ci
-        shown += f" [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"  # type: ignore[operator]
-    return shown
 
 
 def format_num(num: Num, *, unit: bool = False) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from robusteval import __version__
+from robusteval._version import __version__
 from robusteval.errors import UserError
 from robusteval.store.classify import StoreKind, StoreState, classify
 from robusteval.store.faults import SQLITE_CANTOPEN, damaged_error, foreign_error, read_only_error, translated

@@ -23,7 +23,7 @@ from robusteval.report.model import Num
 from robusteval.report.rates import Rate
 from robusteval.report.tables import format_num
 from robusteval.store import write_text_atomic
-from robusteval.studies.plan import StudyPlan
+from robusteval.studies.plan import StudyPlan, run_dir
 
 CSV_NAME = "leaderboard.csv"
 JSON_NAME = "leaderboard.json"
@@ -113,7 +113,6 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
     from robusteval.report.comparability import comparability_key, key_hash, why_apart
     from robusteval.report.rates import run_rates
     from robusteval.runs import load_run
-    from robusteval.studies.study import run_dir
 
     finished = {r.cell for r in results if r.status in ("done", "skipped")}
     board = StudyLeaderboard([m.name for m in plan.models], [],

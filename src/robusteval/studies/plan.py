@@ -372,3 +372,8 @@ def _check_dataset(where: _Where, method: Method, config: Any, source: Mapping[s
     except UserError as exc:
         raise where.error(f"dataset {dataset} for method {method.name}: {exc}", header=f"[datasets.{dataset}]",
                           field=f"datasets.{dataset}") from None
+
+
+def run_dir(root: Path, cell: Cell) -> Path:
+    """The run directory of ``cell`` in the study directory ``root``: ``<model>/<method>/<dataset>``."""
+    return root / cell.model.name / cell.method_name / cell.dataset

@@ -29,7 +29,7 @@ from typing import Any
 from robusteval.errors import UserError, environment_error
 from robusteval.progress import log_to_file, status
 from robusteval.store import SUMMARY_NAME, RunLock, RunStore, write_text_atomic
-from robusteval.studies.plan import Cell, StudyPlan, load_study
+from robusteval.studies.plan import Cell, StudyPlan, load_study, run_dir
 
 STATE_NAME = "study.json"
 LOG_NAME = "study.log"
@@ -89,10 +89,6 @@ def _executor(executor: Any) -> Iterator[None]:
     else:
         with use_executor(executor):
             yield
-
-
-def run_dir(root: Path, cell: Cell) -> Path:
-    return root / cell.model.name / cell.method_name / cell.dataset
 
 
 def _run(plan: StudyPlan, root: Path, *, report: bool) -> StudyResult:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import math
 import os
 import re
 import typing
@@ -24,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.metrics.matcha import MATCHA_RATES
+from robusteval.metrics.stats import mean_std
 from robusteval.progress import status
 from robusteval.store import RunStore, write_text_atomic
 
 #: Summary fields averaged over seeds.
-METRICS = ("acc", "ur", "sr", "wr")
+METRICS = MATCHA_RATES
 #: Stages whose units depend only on the model, data and prompt: reused across points.
 SHARED_STAGES = {"matcha": ("matcha_clean",)}
 
@@ -74,17 +75,6 @@ def slug(values: Mapping[str, Any]) -> str:
     """A directory name for a grid point: ``steps-3_insert_ratio-0.2`` (``default`` for the empty grid)."""
     text = "_".join(f"{name}-{value}" for name, value in values.items()) or "default"
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text)
-
-
-def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (None with fewer than two values) of the non-missing values."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return None, None
-    mean = sum(present) / len(present)
-    if len(present) < 2:
-        return mean, None
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in present) / (len(present) - 1))
 
 
 def aggregate(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from robusteval.errors import DataError, UserError
 from robusteval.variants.expr import RESERVED, Expr, ExprError, parse_expr
+from robusteval.variants.template_error import TemplateError
 
 FORMAT_VERSION = 1
 VariableKind = Literal["range", "set", "values", "expr"]
@@ -46,20 +47,6 @@ _TEMPLATE_KEYS = {
     "meta",
 }
 _VARIABLE_KEYS = {"range", "set", "values", "expr", "round", "format"}
-
-
-class TemplateError(UserError):
-    """A problem with one template; ``template_id`` and ``field`` say where."""
-
-    def __init__(self, template_id: str | None, field: str | None, message: str, source: str | None = None):
-        self.template_id = template_id
-        self.field = field
-        self.reason = message
-        self.source = source
-        where = f"{source}: " if source else ""
-        who = f"template '{template_id}'" if template_id is not None else "template"
-        what = f", field '{field}'" if field else ""
-        super().__init__(f"{where}{who}{what}: {message}")
 
 
 @dataclass

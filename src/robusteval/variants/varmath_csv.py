@@ -18,7 +18,7 @@ from typing import Any
 
 from robusteval.errors import DataError
 from robusteval.variants.expr import CONSTANTS, FUNCTIONS, SUM_RANGE
-from robusteval.variants.template import TemplateError
+from robusteval.variants.template_error import TemplateError
 
 REQUIRED_COLUMNS = (
     "id",

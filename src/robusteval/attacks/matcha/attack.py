@@ -49,7 +49,7 @@ class MatchaAttack:
         return {**matcha_metrics(outcome_records(store))}
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
-        from robusteval.report.tables import format_rate
+        from robusteval.metrics.formatting import format_rate
 
         title = (f"MATCHA {summary['level']}-level ({summary['variant']}), target answer: "
                  f"{summary['target_answer']}; judges: reasoning={summary['judges']['reasoning']}, "

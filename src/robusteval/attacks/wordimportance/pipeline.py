@@ -348,8 +348,8 @@ class WordImportanceAttack:
         return attack_summary(attack_records(store), rates)
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
+        from robusteval.metrics.formatting import format_rate
         from robusteval.metrics.stats import wilson_interval
-        from robusteval.report.tables import format_rate
 
         title = f"word-importance attack: {summary['method']} on {summary['model']} (n={summary['n']})"
         n = summary["n"]
