@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
                                                     for m in ("strict", "loose")}}
                          for name, scores in (("original", variants["original"]), ("variants", variants))],
                         ["set", "n_problems", "n_instances", "strict", "loose"])
+    print(f"VAR-MATH diagnosis: {variants['diagnosis']['line']}")
     robust = results["robustness"]
     unparsed = robust.get("n_unparsed") or {}  # labels that could not be read: counted wrong
     print_summary_table(

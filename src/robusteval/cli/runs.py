@@ -157,7 +157,7 @@ def compare_runs(args: argparse.Namespace) -> int:
             from robusteval.report.tables import format_num, print_summary_table
 
             for board in boards:
-                columns = [c for c in board.columns if c != "run"]
+                columns = board.shown
                 if not any(row.get(columns[-1]) for row in board.rows):  # every row ranked: no reasons column
                     columns = columns[:-1]
                 rows = [{HEADINGS.get(c, c): format_num(v) if isinstance(v, Num) else v for c, v in row.items()}
