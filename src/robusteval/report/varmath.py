@@ -200,7 +200,8 @@ def diagnoses(runs: Sequence[Run]) -> list[Any]:
                   ["Run", "diagnosis", "problems", "with original", "strict drop (points)", "strict drop",
                    "loose drop", *(CATEGORY_NAMES[c] for c in used)], rows)
     out: list[Any] = [table, *blocks]
-    labelled = [run_label(run, runs) for run, d in found if d["n_with_original"]]
+    # Only runs with a defined drop (an original accuracy above 0): a chart is drawn only when it has bars.
+    labelled = [label for (label, name), num in drops.items() if name == "strict drop" and num.value is not None]
     if labelled:
         out.append(BarChart("Relative drop from the original problems (paired 95% interval)", labelled,
                             ["loose drop", "strict drop"], {k: v for k, v in drops.items() if k[0] in labelled},
