@@ -10,6 +10,7 @@ import pytest
 
 from robusteval.config import ConfigError
 from robusteval.metrics.stats import bootstrap_ci, wilson_interval
+from robusteval.metrics.variants import variant_scores
 from robusteval.metrics.varmath_diagnosis import (
     ALL_CATEGORIES,
     DiagnosisThresholds,
@@ -17,7 +18,6 @@ from robusteval.metrics.varmath_diagnosis import (
     diagnose,
     is_original_problems,
 )
-from robusteval.metrics.variants import variant_scores
 
 # Graded samples per instance (K = 2 for p4_0 and p4_1), as `variants eval` grades them.
 CORRECT: dict[str, list[bool]] = {

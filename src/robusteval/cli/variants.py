@@ -81,7 +81,9 @@ def _register_eval(sub: Any) -> None:
         "eval",
         help="run a model on instances and score strict/loose",
         description="Ask the model every instance (K samples each) with a math prompt that asks for the "
-        "final answer in \\boxed{}; every generation is stored, so re-running the same command resumes.",
+        "final answer in \\boxed{}; every generation is stored, so re-running the same command resumes. With the "
+        "original problems (--originals FILE asked in the same call, or --original-run DIR) the diagnosis says "
+        "whether points are lost to memorisation or to unstable reasoning (docs/variants.md).",
         example="robusteval variants eval --model hf:./tiny-llama --instances var_math.jsonl \\\n"
         "    --originals originals.jsonl --out runs/var-math-tiny --samples 1 --max-new-tokens 512",
     )

@@ -4,6 +4,11 @@ and the relative drop), and per problem each instance's values, answer, predicti
 An "original" run is a ``variants eval`` run with one instance per problem (the benchmark's own problems, ids
 without a ``_<j>`` suffix) of the same model, covering the variant run's problems: its accuracy is what the
 variants are compared with.
+
+The diagnosis (:mod:`robusteval.metrics.varmath_diagnosis`): per run, its reading, the drop from the original
+problems with its paired interval and each category's share with its Wilson interval (a table, a chart of the
+shares per run and one of the drops). :func:`diagnosis_of` is the one place a run's diagnosis is read, for this
+section, ``runs compare`` and ``runs show``.
 """
 
 from __future__ import annotations

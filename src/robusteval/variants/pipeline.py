@@ -361,6 +361,11 @@ def evaluate_variants(
 
     ``store`` is an open :class:`RunStore` or a run directory (opened, locked and checked here). Every
     generation is a stored unit, so the same call on the same directory resumes.
+
+    The summary's ``diagnosis`` (:mod:`robusteval.metrics.varmath_diagnosis`) compares each problem's variants
+    with its original: ``config.originals`` is asked now, with the same model and settings, into
+    ``<run dir>/original``; ``config.original_run`` is read (checked before any generation); without either,
+    problems are categorised by their variants only.
     """
     from robusteval.lifecycle import finish, store_for
 
