@@ -77,6 +77,11 @@ def test_the_report_shows_the_diagnosis_of_summary_json(runs: dict[str, Path], t
     assert "paired bootstrap over problems" in tips[0]
     # A chart of the category shares per run (here 1/3 each of three categories), and the drops.
     assert stored["categories"]["robust"]["value"] in page.marks and drop["relative"]["strict"]["value"] in page.marks
+    # The problem browser: each problem's category as a badge and a filter (the original run's problems: none).
+    items = page.data["varmath-problems"]
+    assert sorted(i["filters"].get("category", "-") for i in items) == sorted(
+        ["robust", "original_only", "unsolved"] * 2 + ["-"] * 3)
+    assert all(i["badges"][-1][0] == i["filters"]["category"] for i in items if "category" in i["filters"])
 
 
 def test_runs_compare_and_runs_show_carry_the_diagnosis(runs: dict[str, Path], tmp_path: Path) -> None:

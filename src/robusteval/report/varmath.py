@@ -21,6 +21,7 @@ from typing import Any
 from robusteval.errors import DataError
 from robusteval.metrics.stats import wilson_interval
 from robusteval.metrics.varmath_diagnosis import (
+    ALL_CATEGORIES,
     CATEGORIES,
     LABELS,
     NO_ORIGINAL,
@@ -226,8 +227,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def problem_items(run: Run, label: str) -> list[dict[str, Any]]:
-    """One item per problem: each instance's values, question, gold answer, prediction and verdict."""
+def problem_items(run: Run, label: str, categories: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One item per problem: each instance's values, question, gold answer, prediction and verdict
+    (``categories``: problem id -> its diagnosis category, shown as a badge and a filter)."""
     records = {(r["id"], r.get("sample", 0)): r for r in run.records(STAGE)} if STAGE in run.stages else {}
     samples_of: dict[str, list[tuple[str, int]]] = {}
     for key in sorted(records):
@@ -266,8 +268,12 @@ def problem_items(run: Run, label: str) -> list[dict[str, Any]]:
             "title": f"{pid} · {label}",
             "badges": [[f"strict {problem['strict']:.0%}", "ur" if problem["strict"] == 1 else "wr"],
                        [f"loose {problem['loose']:.0%}", "muted"]],
-            "filters": {"result": result, "run": label}, "search": pid, "blocks": blocks,
+            "filters": {"result": result, "run": label, **({"category": categories[pid]} if pid in
+                                                             (categories or {}) else {})},
+            "search": pid, "blocks": blocks,
         })
+        if pid in (categories or {}):
+            items[-1]["badges"].append([categories[pid], "muted"])
     return items
 
 
@@ -283,7 +289,15 @@ def variants_section(inputs: Inputs) -> Section | None:
     if not any(is_original(r) for r in runs):
         section.add(Note("No run on the original problems was given: evaluate them too (`robusteval variants "
                          "eval` on the originals, one instance per problem) to see the relative drop."))
-    section.add(runs_browser("varmath-problems", "Problems and their instances", runs, problem_items,
-                             lambda items: [Filter("result", "Instances right", ["all right", "some right",
-                                                                                  "none right"])]))
+    found = {run.path: diagnosis_of(run, runs) for run in runs}
+    categories = {path: {r["problem"]: r["category"] for r in d["problems"]} for path, d in found.items() if d}
+
+    def filters(items: list[dict[str, Any]]) -> list[Filter]:
+        chosen = [Filter("result", "Instances right", ["all right", "some right", "none right"])]
+        present = {item["filters"].get("category") for item in items}
+        shown = [c for c in ALL_CATEGORIES if c in present]
+        return chosen + ([Filter("category", "Diagnosis category", shown)] if shown else [])
+
+    section.add(runs_browser("varmath-problems", "Problems and their instances", runs,
+                             lambda run, label: problem_items(run, label, categories.get(run.path)), filters))
     return section
