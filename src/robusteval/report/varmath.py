@@ -178,34 +178,39 @@ CATEGORY_NAMES = {"robust": "robust", "original_only": "original only", "some_va
 
 
 def diagnoses(runs: Sequence[Run]) -> list[Any]:
-    """The diagnosis table (label, drops with paired intervals, every category's share with its Wilson
-    interval), a chart of the category shares per variants run and a chart of the drops."""
+    """The diagnosis table (reading, drops with paired intervals), the category table (every category's share
+    with its Wilson interval: the cells ``runs compare`` shows), a chart of the shares per variants run (the
+    categories some run has) and a chart of the relative drops."""
     found = [(run, d) for run in runs if (d := diagnosis_of(run, runs)) is not None]
     if not found:
         return []
     used = [c for c in SHOWN_CATEGORIES
             if any(category_share(d, c, run).value for run, d in found)] or ["robust"]
-    rows, blocks = [], []
+    rows, shares, charts = [], [], []
     drops: dict[tuple[str, str], Num] = {}
     for run, diagnosis in found:
         label = run_label(run, runs)
         rows.append([label, diagnosis_label(diagnosis), str(diagnosis["n_problems"]),
                      str(diagnosis["n_with_original"]), drop(diagnosis, "strict", "absolute", run),
-                     drop(diagnosis, "strict", "relative", run), drop(diagnosis, "loose", "relative", run),
-                     *(category_share(diagnosis, c, run) for c in used)])
-        blocks.append(BarChart(f"Problems per category: {label}", [CATEGORY_NAMES[c] for c in used],
+                     drop(diagnosis, "strict", "relative", run), drop(diagnosis, "loose", "relative", run)])
+        shares.append([label, *(category_share(diagnosis, c, run) for c in SHOWN_CATEGORIES)])
+        charts.append(BarChart(f"Problems per category: {label}", [CATEGORY_NAMES[c] for c in used],
                                ["share of problems"],
                                {(CATEGORY_NAMES[c], "share of problems"): category_share(diagnosis, c, run)
                                 for c in used}, y_label="% of problems"))
         drops[(label, "strict drop")] = drop(diagnosis, "strict", "relative", run)
         drops[(label, "loose drop")] = drop(diagnosis, "loose", "relative", run)
-    table = Table("Diagnosis (%): why points are lost on the variants. Strict drop in points and relative, with "
-                  "paired bootstrap intervals over the problems with an original; each category's share of the "
-                  "problems with its Wilson interval (original only: memorised; some variants / sample-dependent: "
-                  "unstable reasoning). See docs/variants.md for the rules and thresholds.",
-                  ["Run", "diagnosis", "problems", "with original", "strict drop (points)", "strict drop",
-                   "loose drop", *(CATEGORY_NAMES[c] for c in used)], rows)
-    out: list[Any] = [table, *blocks]
+    out: list[Any] = [
+        Table("Diagnosis: why points are lost on the variants (mostly memorisation: lost already on single "
+              "variants; mostly unstable reasoning: variants solved, but not all of a problem's). Drops (%) from "
+              "the original problems with paired bootstrap intervals, n = problems with an original; rules and "
+              "thresholds in docs/variants.md", ["Run", "diagnosis", "problems", "with original",
+                                                 "strict drop (points)", "strict drop", "loose drop"], rows),
+        Table("Problems per diagnosis category (% of the problems, Wilson interval): original only = memorised, "
+              "some variants / sample-dependent = unstable reasoning, no original = categorised by the variants "
+              "only", ["Run", *(CATEGORY_NAMES[c] for c in SHOWN_CATEGORIES)], shares),
+        *charts,
+    ]
     # Only runs with a defined drop (an original accuracy above 0): a chart is drawn only when it has bars.
     labelled = [label for (label, name), num in drops.items() if name == "strict drop" and num.value is not None]
     if labelled:
