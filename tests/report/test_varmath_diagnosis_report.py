@@ -30,7 +30,8 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 def runs(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``with``: variants with their originals asked in the same call, gold answers chosen from the model's own
     answers so that the problems are robust / original only / unsolved; ``paired``: the same variants without
-    originals, and ``original``: the originals' run, given to the report beside it."""
+    originals, and ``original``: the originals' run, given to the report beside it; ``other-originals``: another
+    run of the same model on the same original problem ids (with other gold answers)."""
     root = tmp_path_factory.mktemp("diagnosis-report")
     model = load_backend(f"hf:{tiny_trained_dir}")
     templates = str(resources.files("robusteval.variants") / "example_templates.yaml")
@@ -47,7 +48,8 @@ def runs(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
         write_jsonl_atomic(root / f"{name.replace('draft', 'chosen')}.jsonl",
                            [{**row, "answer": said[row["id"]] if row["id"] in right else "-987654"}
                             for row in _rows(root / f"{name}.jsonl")])
-    out = {"with": root / "with", "paired": root / "paired", "original": root / "original"}
+    out = {"with": root / "with", "paired": root / "paired", "original": root / "original",
+           "other-originals": root / "draft-originals"}  # the same problems graded against their true answers
     evaluate_variants(VariantsEvalConfig(str(root / "chosen.jsonl"), max_new_tokens=12,
                                          originals=str(root / "chosen-originals.jsonl")), model, out["with"])
     evaluate_variants(VariantsEvalConfig(str(root / "chosen-originals.jsonl"), max_new_tokens=12), model,
@@ -108,3 +110,17 @@ def test_runs_compare_and_runs_show_carry_the_diagnosis(runs: dict[str, Path], t
     rates = json.loads(show.stdout)["rates"]
     assert rates["drop[strict,relative]"].endswith("n_with_original = 3 (mostly memorisation)")
     assert rates["share[original only]"].startswith("33.3 % [") and "n_problems = 3" in rates["share[original only]"]
+
+
+def test_the_original_column_is_the_one_the_diagnosis_used(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Another original run of the same model on the same problem ids is given first: the "with" run's original
+    accuracy is still the one its diagnosis compared with (its own originals), with n and an interval."""
+    stored = summary(runs["with"])["diagnosis"]["drop"]
+    other = summary(runs["other-originals"])["loose"]
+    assert other != stored["original"]
+    page = Page(rv.report([runs["other-originals"], runs["with"]], out=tmp_path / "r.html").read_text("utf-8"))
+    caption = next(c for c in page.captions if c.startswith("Accuracy"))
+    row = next(r for r in page.rows[caption] if r[1] == "variants")
+    low, high = (f"{b * 100:.1f}" for b in stored["original_ci95"])
+    assert row[5] == f"{stored['original'] * 100:.1f} [{low}, {high}] n=3"
+

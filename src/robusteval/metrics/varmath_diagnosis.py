@@ -164,11 +164,12 @@ def _stat(value: float | None, ci: tuple[float, float] | None) -> dict[str, Any]
 
 def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 0, level: float = 0.95
           ) -> dict[str, Any]:
-    """Original, loose and strict over the problems that have an original, and the drops from the original to
-    each (absolute and relative), with paired bootstrap intervals (``rounds`` resamples of problems, seeded)."""
+    """Original (with ``original_ci95``), loose and strict over the problems that have an original, and the drops
+    from the original to each (absolute and relative), with paired bootstrap intervals (``rounds`` resamples of
+    problems, seeded)."""
     paired = [r for r in rows if r["original"] is not None]
     data = np.array([[r["original"], r["loose"], r["strict"]] for r in paired], dtype=float).reshape(-1, 3)
-    out: dict[str, Any] = {"n": len(paired), "original": None, "loose": None, "strict": None,
+    out: dict[str, Any] = {"n": len(paired), "original": None, "original_ci95": None, "loose": None, "strict": None,
                            "absolute": {}, "relative": {}, "memorisation_share": None,
                            "bootstrap": {"rounds": rounds, "seed": seed, "level": level,
                                          "resamples": "problems, original and variant scores together (paired)"}}
@@ -188,6 +189,7 @@ def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 
         # The same seed for every statistic: all are computed on the same resamples of problems.
         return bootstrap_ci(data, statistic, seed=seed, n_resamples=rounds, level=level) if rounds > 0 else None
 
+    out["original_ci95"] = list(ci) if (ci := interval(lambda d: d[:, 0].mean())) is not None else None
     for name, column in (("loose", 1), ("strict", 2)):
         out["absolute"][name] = _stat(float(absolute(column)(data)), interval(absolute(column)))
         value = float(relative(column)(data))

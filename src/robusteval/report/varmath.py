@@ -140,7 +140,7 @@ def scores(runs: Sequence[Run]) -> tuple[Table, BarChart]:
         original = original_for(run, originals) if not is_original(run) else None
         diagnosis = diagnosis_of(run, runs)
         strict, loose = accuracy(run, "strict"), accuracy(run, "loose")
-        base = _original_accuracy(original, list(_problems(run))) if original else _stored_original(diagnosis, run)
+        base = _base(run, original, diagnosis)
         label = run_label(run, runs)
         kind = "original" if is_original(run) else "variants"
         rows.append([label, kind, str(summary.get("n_problems")), str(summary.get("n_instances")),
@@ -159,14 +159,28 @@ def scores(runs: Sequence[Run]) -> tuple[Table, BarChart]:
     return table, chart
 
 
+def _base(run: Run, original: Run | None, diagnosis: dict[str, Any] | None) -> Num:
+    """The original accuracy the run is compared with: the diagnosis' own originals (``--originals``,
+    ``--original-run``, or asked in the run) unless they are the paired original run's (then with its interval);
+    the paired run's when the diagnosis has none."""
+    has = bool((diagnosis or {}).get("n_with_original"))
+    source = (diagnosis or {}).get("original_run")
+    same = original is not None and source is not None and Path(source).resolve() == original.path.resolve()
+    if has and not same:
+        return _stored_original(diagnosis, run)
+    if original is not None:
+        return _original_accuracy(original, list(_problems(run)))
+    return Num(None, note="no original run")
+
+
 def _stored_original(diagnosis: dict[str, Any] | None, run: Run) -> Num:
     """The original accuracy the stored diagnosis compared with (``--originals`` / ``--original-run``)."""
     found = (diagnosis or {}).get("drop") or {}
     if not found.get("n"):
         return Num(None, note="no original run")
     runs = (str(diagnosis["original_run"]),) if diagnosis and diagnosis.get("original_run") else (str(run.path),)
-    return Num(found["original"], n=found["n"], runs=runs, percent=True,
-               note=f"over the {found['n']} problems with an original")
+    return Num(found["original"], n=found["n"], ci=found.get("original_ci95"), runs=runs, percent=True,
+               note=f"over the {found['n']} problems with an original (bootstrap interval)")
 
 
 #: The category columns of the diagnosis table, in order; NO_ORIGINAL sums the variants-only categories.
