@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from helpers.browser import open_report, wait_until_ready
 from helpers.runs import units
+from robusteval.cli.quickstart import print_variants
 from robusteval.models import load_backend
 from robusteval.runs import load_run
 from robusteval.tour import TourConfig, run_tour, tour_report
 
 
-def test_tour_runs_every_part_resumes_and_reports(tiny_trained_dir: Path, tmp_path: Path) -> None:
+def test_tour_runs_every_part_resumes_and_reports(tiny_trained_dir: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     backend = load_backend(f"hf:{tiny_trained_dir}")
     config = TourConfig(attack_limit=2, max_new_tokens=24, variant_instances=1, variants_max_new_tokens=16,
                         wordimportance_examples=2, wordimportance_budget=10)
@@ -26,6 +30,11 @@ def test_tour_runs_every_part_resumes_and_reports(tiny_trained_dir: Path, tmp_pa
     original = results["variants"]["original"]  # each template's own problem, one instance each
     assert original["n_problems"] == original["n_instances"] == 3
     assert load_run(original["run_dir"]).command == "variants eval"
+    # The variants' diagnosis compares every problem with its original run, and the quick-start prints it.
+    diagnosis = results["variants"]["diagnosis"]
+    assert diagnosis["original_run"] == original["run_dir"] and diagnosis["n_with_original"] == 3
+    print_variants(results["variants"])
+    assert f"VAR-MATH diagnosis: {diagnosis['line']}\n" in capsys.readouterr().out
     before = {part: units(Path(r["run_dir"])) for part, r in results.items()}
     again = run_tour(tmp_path / "tour", backend, config)
     assert {part: units(Path(r["run_dir"])) for part, r in again.items()} == before  # nothing recomputed

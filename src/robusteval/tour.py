@@ -4,7 +4,8 @@ Every part is the library's own pipeline on data shipped with robusteval, sized 
 conversion included) stays within a few minutes on 2 CPU cores:
 
 1. MATCHA, token level, on the 30 math word problems (the arithmetic checker judges; its first attacks);
-2. VAR-MATH: the packaged example templates, a few instances each, strict and loose scores;
+2. VAR-MATH: the packaged example templates, a few instances each, strict and loose scores and the diagnosis
+   (memorisation or unstable reasoning) against the templates' original problems;
 3. a perturbed benchmark: the 20 yes/no questions as a classification set, English character-level
    perturbations, accuracy per set and the RB-index;
 4. a hard-label word-importance attack on a few of the yes/no questions, success per perturbation rate.
@@ -103,7 +104,9 @@ def _variants(out: Path, backend: Any, config: TourConfig, batch_size: int) -> d
     original = evaluate_variants(
         VariantsEvalConfig(str(out / "originals.jsonl"), max_new_tokens=config.variants_max_new_tokens),
         backend, out / "original", batch_size=batch_size)
-    summary = evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=config.variants_max_new_tokens),
+    # The originals' run is handed over so the summary's diagnosis compares each problem's variants with it.
+    summary = evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=config.variants_max_new_tokens,
+                                                   original_run=str(out / "original")),
                                 backend, out / "run", batch_size=batch_size)
     return {**summary, "run_dir": str(out / "run"), "original": {**original, "run_dir": str(out / "original")}}
 

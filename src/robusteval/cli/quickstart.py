@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from robusteval.cli.common import add_command, add_seed_option, build_backend
 
@@ -77,13 +78,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_matcha_example(record, success=success, where=f" (math question {record['id']})"))
         print()
 
-    variants = results["variants"]
-    print_summary_table("2. VAR-MATH: the example templates' original problems and their symbolic variants "
-                        "(strict: every instance right)",
-                        [{**scores, "set": name, **{m: format_rate(scores.get(m), scores.get(f"{m}_ci95"))
-                                                    for m in ("strict", "loose")}}
-                         for name, scores in (("original", variants["original"]), ("variants", variants))],
-                        ["set", "n_problems", "n_instances", "strict", "loose"])
+    print_variants(results["variants"])
     robust = results["robustness"]
     unparsed = robust.get("n_unparsed") or {}  # labels that could not be read: counted wrong
     print_summary_table(
@@ -114,3 +109,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _number(value: object) -> str:
     return "undefined" if value is None else f"{value:.3f}"
+
+
+def print_variants(variants: dict[str, Any]) -> None:
+    """Part 2: the original problems' and the variants' scores, and the diagnosis line."""
+    from robusteval.report.tables import format_rate, print_summary_table
+
+    print_summary_table("2. VAR-MATH: the example templates' original problems and their symbolic variants "
+                        "(strict: every instance right)",
+                        [{**scores, "set": name, **{m: format_rate(scores.get(m), scores.get(f"{m}_ci95"))
+                                                    for m in ("strict", "loose")}}
+                         for name, scores in (("original", variants["original"]), ("variants", variants))],
+                        ["set", "n_problems", "n_instances", "strict", "loose"])
+    print(f"VAR-MATH diagnosis: {variants['diagnosis']['line']}")

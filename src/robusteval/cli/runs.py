@@ -157,12 +157,18 @@ def compare_runs(args: argparse.Namespace) -> int:
             from robusteval.report.tables import format_num, print_summary_table
 
             for board in boards:
-                columns = [c for c in board.columns if c != "run"]
+                columns = board.shown
                 if not any(row.get(columns[-1]) for row in board.rows):  # every row ranked: no reasons column
                     columns = columns[:-1]
                 rows = [{HEADINGS.get(c, c): format_num(v) if isinstance(v, Num) else v for c, v in row.items()}
                         for row in board.rows]
-                print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in columns], file=out)
+                # VAR-MATH's category shares get a table of their own below: one table would fold every cell.
+                shares = [c for c in columns if c.startswith("share_")]
+                main = [c for c in columns if c not in shares]
+                print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in main], file=out)
+                if shares:
+                    print_summary_table("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
+                                        rows, [HEADINGS.get(c, c) for c in ("rank", "model", *shares)], file=out)
                 print(f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else ""), file=out)
             print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated)",
                   file=out)

@@ -83,9 +83,11 @@ def _register_eval(sub: Any) -> None:
         "eval",
         help="run a model on instances and score strict/loose",
         description="Ask the model every instance (K samples each) with a math prompt that asks for the "
-        "final answer in \\boxed{}; every generation is stored, so re-running the same command resumes.",
+        "final answer in \\boxed{}; every generation is stored, so re-running the same command resumes. With the "
+        "original problems (--originals FILE asked in the same call, or --original-run DIR) the diagnosis says "
+        "whether points are lost to memorisation or to unstable reasoning (docs/variants.md).",
         example="robusteval variants eval --model hf:./tiny-llama --instances var_math.jsonl \\\n"
-        "    --out runs/var-math-tiny --samples 1 --max-new-tokens 512",
+        "    --originals originals.jsonl --out runs/var-math-tiny --samples 1 --max-new-tokens 512",
     )
     add_model_options(p)
     add_config_arguments(p, VariantsEvalConfig)
@@ -241,9 +243,10 @@ def run_score(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from robusteval.lifecycle import open_run
+    from robusteval.report.tables import print_diagnosis
     from robusteval.store import SUMMARY_NAME
     from robusteval.variants.configs import VariantsEvalConfig
-    from robusteval.variants.pipeline import evaluate_variants, variants_eval_identity
+    from robusteval.variants.pipeline import check_originals, evaluate_variants, variants_eval_identity
 
     config = config_from_args(VariantsEvalConfig, args)
     config.check()
@@ -252,6 +255,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if config.samples > 1 and temperature == 0:
         _err("warning: --samples > 1 with temperature 0 gives K identical greedy answers")
     identity = variants_eval_identity(config, model_identity(args.model, args))
+    check_originals(config, identity.get("model"))  # a bad --original-run or --originals file: before the model
     info = {"limit": config.limit, "batch_size": args.batch_size}
 
     def load() -> Any:  # called by open_run after the identity check and the lock
@@ -260,6 +264,10 @@ def run_eval(args: argparse.Namespace) -> int:
     with open_run(args.out, identity, info=info, load=load) as (store, backend):
         summary = evaluate_variants(config, backend, store, batch_size=args.batch_size)
     _print_scores("variant scores", dict(summary))
+    print_diagnosis(summary["diagnosis"])
+    if not summary["diagnosis"]["n_with_original"]:
+        print("(no original problem evaluated: --originals FILE asks them in this call, --original-run DIR reads "
+              "an earlier run; see docs/variants.md)")
     print(f"run directory: {args.out}  (summary: {store.run_dir / SUMMARY_NAME})")
     return 0
 

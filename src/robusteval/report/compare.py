@@ -20,7 +20,7 @@ than ``max_width``, is shown but not ranked (rank "-" and the reason): one examp
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,15 @@ class Leaderboard:
     @property
     def models(self) -> set[str]:
         return {str(row["model"]) for row in self.rows}
+
+    @property
+    def shown(self) -> list[str]:
+        """The columns a table shows: all but "run", without a category share (``share_*``, VAR-MATH's
+        diagnosis) that is empty or 0 in every row; the CSV keeps every column."""
+        def used(column: str) -> bool:
+            return any(isinstance(row.get(column), Num) and row[column].value for row in self.rows)  # type: ignore[union-attr]
+
+        return [c for c in self.columns if c != "run" and (not c.startswith("share_") or used(c))]
 
     @property
     def group(self) -> str:
@@ -155,11 +164,17 @@ def _transfer_rows(run: Run) -> list[Row]:
              "transfer_rate": matcha.transfer_rate(run)}]
 
 
-def _variants_rows(run: Run) -> list[Row]:
+def _variants_rows(run: Run, others: Sequence[Run] = ()) -> list[Row]:
+    """A VAR-MATH run's scores and its diagnosis (paired with the original run among ``others`` when it stored
+    none): the label, the relative strict drop (paired interval, n = problems with an original) and every
+    category's share (Wilson interval, n = problems)."""
     summary = run.summary or {}
+    diagnosis = varmath.diagnosis_of(run, others)
     return [{"model": model_name(run), "instances": Path(str(summary.get("instances") or "?")).name,
              "n_problems": str(summary.get("n_problems")), "strict": varmath.accuracy(run, "strict"),
-             "loose": varmath.accuracy(run, "loose")}]
+             "loose": varmath.accuracy(run, "loose"), "diagnosis": varmath.diagnosis_label(diagnosis),
+             "strict_drop": varmath.drop(diagnosis, "strict", "relative", run),
+             **{f"share_{name}": varmath.category_share(diagnosis, name, run) for name in varmath.SHOWN_CATEGORIES}}]
 
 
 def unparsed_text(summary: Mapping[str, Any]) -> str:
@@ -203,6 +218,8 @@ class Board:
     rows: Callable[[Any], list[Row]]
     #: (column, what its n counts) of the number that must be precise enough to rank; None: not a rate (ORS)
     gate: tuple[str, str] | None
+    #: rows(run, the method's other runs): VAR-MATH pairs a variants run with its original run
+    paired: bool = False
 
 
 BOARDS = (
@@ -213,8 +230,9 @@ BOARDS = (
           ("source", "n_transferred", "n_original_correct", "transfer_rate"), (("transfer_rate", False),),
           _transfer_rows, ("transfer_rate", "n_original_correct")),
     Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
-          ("instances", "n_problems", "strict", "loose"), (("strict", True), ("loose", True)), _variants_rows,
-          ("strict", "n_problems")),
+          ("instances", "n_problems", "strict", "loose", "diagnosis", "strict_drop",
+           *(f"share_{name}" for name in varmath.SHOWN_CATEGORIES)), (("strict", True), ("loose", True)),
+          _variants_rows, ("strict", "n_problems"), paired=True),
     Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first",
           ("dataset", "sets", "label_mode", "n", "unparsed", "acc_original", "rb_index"), (("rb_index", False),),
           _robustness_rows, ("rb_index", "n")),
@@ -238,12 +256,13 @@ def leaderboard_groups(board: Board, inputs: Inputs, *, max_width: float = DEFAU
                        min_n: int = DEFAULT_MIN_N) -> list[Leaderboard]:
     """``board``'s leaderboards: one per comparability key among its runs (in the order the runs came), each
     saying how its key differs from the others'."""
-    sources: Iterable[Any] = inputs.ors if board.command is None else [
+    sources: list[Any] = list(inputs.ors) if board.command is None else [
         run for run in inputs.of(board.command) if run.summary]
     groups: dict[str, tuple[dict[str, str], list[Row]]] = {}
     for source in sources:
         key = ors_key(source) if board.command is None else comparability_key(source)
-        rows = [{**row, "run": str(source.path)} for row in board.rows(source)]
+        made = board.rows(source, sources) if board.paired else board.rows(source)
+        rows = [{**row, "run": str(source.path)} for row in made]
         groups.setdefault(key_hash(key), (key, []))[1].extend(rows)
     keys = [key for key, _ in groups.values()]
     boards = []
@@ -285,6 +304,8 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]], *, max_width: float = 
 HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "transfer_rate": "transfer rate %",
             "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
+            "strict_drop": "strict drop %",
+            **{f"share_{name}": f"{varmath.CATEGORY_NAMES[name]} %" for name in varmath.SHOWN_CATEGORIES},
             "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}
 
 
@@ -298,7 +319,7 @@ def comparison_section(inputs: Inputs) -> Section:
     for board in leaderboards(inputs):
         if len(board.models) < 2:
             continue
-        columns = [c for c in board.columns if c != "run"]
+        columns = board.shown
         section.add(Table(board.title, [HEADINGS.get(c, c) for c in columns],
                           [[row.get(c, "") for c in columns] for row in board.rows],
                           note=f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else "")))

@@ -77,7 +77,7 @@ def report_table(block: Table, note: str = "") -> str:
 
 
 def board_table(board: Leaderboard) -> str:
-    columns = [c for c in board.columns if c != "run"]
+    columns = board.shown
     note = f"Comparability key {board.group}." + (f" {board.apart[0].upper()}{board.apart[1:]}." if board.apart
                                                   else "")
     return table(board.title, [HEADINGS.get(c, c) for c in columns],

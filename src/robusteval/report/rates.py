@@ -70,7 +70,17 @@ def run_rates(run: Run) -> list[Rate]:
                                     ci=(summary.get("ci95") or {}).get(m), runs=(str(run.path),), percent=True),
                              "n_original_correct") for m in ("ur", "sr", "wr")]
     if command == VARIANTS:
-        return [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
+        rates = [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
+        diagnosis = varmath.diagnosis_of(run)
+        if diagnosis is None:  # a run on the original problems
+            return rates
+        # The drop from the original problems (paired interval) and every category's share of the problems.
+        label = varmath.diagnosis_label(diagnosis)
+        rates += [Rate(f"drop[{score},{kind}]", varmath.drop(diagnosis, score, kind, run), "n_with_original",
+                       note=label if (score, kind) == ("strict", "relative") else "")
+                  for score in ("loose", "strict") for kind in ("absolute", "relative")]
+        return rates + [Rate(f"share[{varmath.CATEGORY_NAMES[name]}]", varmath.category_share(diagnosis, name, run),
+                             "n_problems", extra={"diagnosis": label}) for name in varmath.SHOWN_CATEGORIES]
     if command == ROBUSTNESS:
         names = [perturbed.ORIGINAL, *(summary.get("sets") or {})]
         mode, unparsed = summary.get("label_mode") or "?", summary.get("n_unparsed") or {}

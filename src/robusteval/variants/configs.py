@@ -169,6 +169,15 @@ class VariantsEvalConfig:
     system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
     # A limit only leaves units out; stored ones stay valid, so it is not part of the identity.
     limit: int | None = option(None, help="only the first N instances", identity=False)
+    # Where the original problems' accuracy comes from (the diagnosis only: the variants' generations do not
+    # depend on it, so neither is part of the identity and a finished run can be diagnosed again).
+    originals: str | None = option(
+        None, metavar="FILE.jsonl", identity=False,
+        help="the original problems (one instance per problem, id = the problem id), asked in the same call "
+        "with the same settings into <out>/original: the diagnosis compares the variants with them")
+    original_run: str | None = option(
+        None, metavar="DIR", identity=False,
+        help="an earlier `variants eval` run of the same model on the original problems, for the diagnosis")
     grading: GradingConfig = dataclasses.field(default_factory=GradingConfig, metadata=_NESTED)
 
     def __post_init__(self) -> None:
@@ -178,6 +187,8 @@ class VariantsEvalConfig:
         """Refuse settings that cannot run (also when built)."""
         for name in ("samples", "limit", "max_new_tokens"):
             check_at_least(self, name, 1, optional=name == "limit")
+        if self.originals is not None and self.original_run is not None:
+            raise ConfigError(self, "originals", "give either {originals} or {original_run}, not both")
         check_at_least(self, "temperature", 0)
         if self.top_p is not None and not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
             raise ConfigError(self, "top_p", f"must be within (0, 1], got {self.top_p!r}")

@@ -254,6 +254,7 @@ class VariantsEvalSummary(VariantScores):
     top_p: float
     max_new_tokens: int
     grading: dict[str, Any]
+    diagnosis: dict[str, Any]
     model_identity: dict[str, Any] | None
     seeds: dict[str, int]
     environment: dict[str, Any] | None
@@ -360,6 +361,11 @@ def evaluate_variants(
 
     ``store`` is an open :class:`RunStore` or a run directory (opened, locked and checked here). Every
     generation is a stored unit, so the same call on the same directory resumes.
+
+    The summary's ``diagnosis`` (:mod:`robusteval.metrics.varmath_diagnosis`) compares each problem's variants
+    with its original: ``config.originals`` is asked now, with the same model and settings, into
+    ``<run dir>/original``; ``config.original_run`` is read (checked before any generation); without either,
+    problems are categorised by their variants only.
     """
     from robusteval.lifecycle import finish, store_for
 
@@ -367,6 +373,7 @@ def evaluate_variants(
     instances = config.load_instances()
     temperature, top_p = config.sampling()
     identity = variants_eval_identity(config, backend_identity(backend))
+    given = check_originals(config, identity.get("model"))  # a bad original run fails before any generation
     with store_for(store, identity, {"limit": config.limit, "batch_size": batch_size}) as run:
         records = generate_all(
             backend,
@@ -387,6 +394,7 @@ def evaluate_variants(
             [{"id": r["id"], "sample": r["sample"], "prediction": r["completion"]} for r in records],
         )
         write_jsonl_atomic(run.run_dir / "graded.jsonl", graded)
+        originals, source = _originals(config, given, backend, run.run_dir, batch_size)
         summary = {
             "model": backend.name,
             "instances": str(config.instances),
@@ -395,9 +403,97 @@ def evaluate_variants(
             "max_new_tokens": config.max_new_tokens,
             **scores,
             "grading": dataclasses.asdict(config.grading),
+            "diagnosis": {**diagnose_scores(scores, originals, config.grading), "original_run": source},
         }
         seeds = {"seed": config.seed, "bootstrap_seed": config.grading.bootstrap_seed}
         return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------- diagnosis
+#: Where ``variants eval --originals`` puts the run on the original problems, inside the variants run directory.
+ORIGINAL_DIR = "original"
+
+
+def diagnose_scores(scores: Mapping[str, Any], originals: Mapping[str, float] | None,
+                    grading: GradingConfig | None = None) -> dict[str, Any]:
+    """:func:`robusteval.metrics.varmath_diagnosis.diagnose` of scored variants, bootstrapped with the grading
+    config's rounds and seed (the same seeds as strict's and loose's intervals)."""
+    from robusteval.metrics.varmath_diagnosis import diagnose
+
+    grading = grading or GradingConfig()
+    return diagnose(scores["problems"], originals, rounds=grading.bootstrap_rounds, seed=grading.bootstrap_seed)
+
+
+def _same_model(mine: Mapping[str, Any] | None, theirs: Mapping[str, Any] | None) -> bool:
+    """The same weights (fingerprints when both have one, else the same backend and source)."""
+    if not isinstance(mine, Mapping) or not isinstance(theirs, Mapping):
+        return True  # nothing recorded to compare
+    if mine.get("weights_sha256") and theirs.get("weights_sha256"):
+        return mine["weights_sha256"] == theirs["weights_sha256"]
+    names = ("backend", "source", "model", "target")
+    return all(mine.get(k) == theirs.get(k) for k in names if mine.get(k) is not None and theirs.get(k) is not None)
+
+
+def original_accuracies(run_dir: str | os.PathLike[str], model: Mapping[str, Any] | None = None
+                        ) -> dict[str, float]:
+    """Problem id -> accuracy in an earlier ``variants eval`` run on the original problems (one instance per
+    problem, whose id is the problem id). A UserError, before any model loads, when ``run_dir`` is not such a
+    finished run, or (``model``: this run's model identity) is another model's."""
+    from robusteval.metrics.varmath_diagnosis import is_original_problems, originals_from_problems
+    from robusteval.runs import load_run
+
+    run = load_run(run_dir)
+    if run.command != COMMAND:
+        raise UserError(f"original run {run_dir}: not a `{COMMAND}` run (its command is {run.command!r})")
+    problems = (run.summary or {}).get("problems")
+    if not run.summary or not problems:
+        raise UserError(f"original run {run_dir}: unfinished (no summary with problems): run it to the end first")
+    if not is_original_problems(problems):
+        raise UserError(f"original run {run_dir}: not a run on the original problems (it must hold one instance per "
+                        "problem whose id is the problem id, e.g. '2024-I-8', not '2024-I-8_0')")
+    if not _same_model(model, run.identity.get("model")):
+        theirs = run.identity.get("model") or {}
+        raise UserError(f"original run {run_dir}: made with another model ({theirs.get('source') or theirs.get('model')}"
+                        "); the diagnosis compares one model's originals and variants")
+    return originals_from_problems(problems)
+
+
+def check_originals_file(path: str | os.PathLike[str]) -> list[VariantInstance]:
+    """The original problems of ``--originals``: an instances file whose every id is a problem id."""
+    from robusteval.metrics.variants import problem_id
+
+    rows = load_instances(path)
+    for row in rows:
+        if problem_id(row.id) != row.id:
+            raise UserError(f"originals {path}: id {row.id!r} is a variant's (<problem>_<j>); the original problems "
+                            "have the problem's own id")
+    return rows
+
+
+def check_originals(config: VariantsEvalConfig, model: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """What the diagnosis' originals need, checked before any generation: ``config.original_run``'s accuracies
+    (returned), or ``config.originals`` a file of original problems (None, like no originals at all)."""
+    if config.original_run:
+        return original_accuracies(config.original_run, model)
+    if config.originals:
+        check_originals_file(config.originals)
+    return None
+
+
+def _originals(config: VariantsEvalConfig, given: dict[str, float] | None, backend: Backend, run_dir: Path,
+               batch_size: int) -> tuple[dict[str, float] | None, str | None]:
+    """The original accuracies for the diagnosis and the run they come from: ``config.original_run``'s
+    (``given``), or ``config.originals`` asked now (same model and settings) in ``run_dir/original``."""
+    if config.original_run:
+        return given, str(config.original_run)
+    if not config.originals:
+        return None, None
+    target = run_dir / ORIGINAL_DIR
+    inner = dataclasses.replace(config, instances=config.originals, originals=None, limit=None)
+    done = evaluate_variants(inner, backend, target, batch_size=batch_size)
+    from robusteval.metrics.varmath_diagnosis import originals_from_problems
+
+    return originals_from_problems(done["problems"]), str(target)
 
 
 # ----------------------------------------------------------------------------------------------- import

@@ -1,0 +1,162 @@
+"""The VAR-MATH diagnosis on hand-written correctness: every category, the drops and their paired intervals
+computed by hand, and each threshold of the one-line reading hit on both sides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from robusteval.config import ConfigError
+from robusteval.metrics.stats import bootstrap_ci, wilson_interval
+from robusteval.metrics.variants import variant_scores
+from robusteval.metrics.varmath_diagnosis import (
+    ALL_CATEGORIES,
+    DiagnosisThresholds,
+    categorise,
+    diagnose,
+    is_original_problems,
+)
+
+# Graded samples per instance (K = 2 for p4_0 and p4_1), as `variants eval` grades them.
+CORRECT: dict[str, list[bool]] = {
+    "p1_0": [True], "p1_1": [True],           # original right, every variant right
+    "p2_0": [False], "p2_1": [False],         # original right, no variant right
+    "p3_0": [True], "p3_1": [False],          # original wrong, one of two variants right
+    "p4_0": [True, False], "p4_1": [True, True],  # a variant right in one sample of two
+    "p5_0": [True], "p5_1": [False],          # original not evaluated
+    "p6_0": [False], "p6_1": [False],         # original wrong, no variant right
+    "p7": [True],                             # no variants: the original itself, asked in this run
+    "p8_0": [True], "p8_1": [True],           # original wrong, every variant right
+}
+ORIGINALS = {"p1": 1.0, "p2": 1.0, "p3": 0.0, "p4": 1.0, "p6": 0.0, "p8": 0.0}  # p5: not evaluated
+EXPECTED = {"p1": "robust", "p2": "original_only", "p3": "some_variants", "p4": "sample_dependent",
+            "p5": "some_variants/no-original", "p6": "unsolved", "p7": "no_variants", "p8": "variants_not_original"}
+
+
+def _problems(correct: Mapping[str, Sequence[bool]]) -> list[dict[str, Any]]:
+    return variant_scores(correct, ci=False)["problems"]
+
+
+def test_categories_shares_and_drops_by_hand() -> None:
+    d = diagnose(_problems(CORRECT), ORIGINALS, rounds=500, seed=3)
+    assert {r["problem"]: r["category"] for r in d["problems"]} == EXPECTED
+    by = {r["problem"]: r for r in d["problems"]}
+    assert (by["p7"]["original"], by["p7"]["original_from"]) == (1.0, "this run")
+    assert (by["p5"]["original"], by["p5"]["original_from"]) == (None, None)
+    assert by["p1"]["original_from"] == "original run"
+    # Shares: over all 8 problems, every category present (zeros too), Wilson intervals.
+    assert set(d["categories"]) == set(ALL_CATEGORIES) and d["n_problems"] == 8
+    assert sum(share["k"] for share in d["categories"].values()) == 8
+    assert d["categories"]["robust"] == {"value": 1 / 8, "k": 1, "n": 8, "ci95": wilson_interval(1, 8)}
+    assert d["categories"]["all_variants/no-original"]["k"] == 0
+    # The drop over the 7 problems with an original (p5 left out), by hand:
+    # original 1 1 0 1 0 1 0 = 4/7; loose 1 0 .5 .75 0 1 1 = 4.25/7; strict 1 0 0 .5 0 1 1 = 3.5/7 (p4: .5 x 1).
+    drop = d["drop"]
+    assert drop["n"] == d["n_with_original"] == 7
+    assert drop["original"] == pytest.approx(4 / 7)
+    assert (drop["loose"], drop["strict"]) == (pytest.approx(4.25 / 7), pytest.approx(0.5))
+    assert drop["absolute"]["strict"]["value"] == pytest.approx(0.5 / 7)
+    assert drop["relative"]["strict"]["value"] == pytest.approx(0.125)
+    assert drop["absolute"]["loose"]["value"] == pytest.approx(-0.25 / 7)  # the variants did better on loose
+    assert drop["memorisation_share"] == pytest.approx(-0.5)  # all of the drop is lost across variants
+    # 12.5% > the 10% robust bound, and no part lost on single variants: unstable reasoning.
+    assert d["label"] == "unstable"
+    assert d["line"].startswith("mostly unstable reasoning: original 57.1% -> loose 60.7% -> strict 50.0% on 7 "
+                                "problems with an original; strict drop 12.5% relative [95% CI")
+    assert "1/8 original_only" in d["line"] and "1/8 some_variants/no-original" in d["line"]
+    assert d["line"].endswith("(few problems: n = 8 < 10, a weak reading)")
+
+
+def test_the_drop_interval_is_paired_and_seeded() -> None:
+    d = diagnose(_problems(CORRECT), ORIGINALS, rounds=500, seed=3)
+    rows = [r for r in d["problems"] if r["original"] is not None]
+    data = [[r["original"], r["loose"], r["strict"]] for r in rows]
+    expected = bootstrap_ci(data, lambda x: x[:, 0].mean() - x[:, 2].mean(), seed=3, n_resamples=500)
+    assert d["drop"]["absolute"]["strict"]["ci95"] == list(expected)  # problems resampled with both scores
+    assert diagnose(_problems(CORRECT), ORIGINALS, rounds=500, seed=3)["drop"] == d["drop"]
+    # Paired: when every problem scores the same on its original and its variants, the drop is exactly 0 in
+    # every resample (two separate intervals would be wide).
+    same = {"a_0": [True], "b_0": [False], "c_0": [True], "d_0": [False]}
+    flat = diagnose(_problems(same), {"a": 1.0, "b": 0.0, "c": 1.0, "d": 0.0}, rounds=200)
+    assert flat["drop"]["absolute"]["strict"] == {"value": 0.0, "ci95": [0.0, 0.0]}
+    assert flat["label"] == "robust"
+
+
+def test_without_originals_only_the_variants_categorise() -> None:
+    d = diagnose(_problems({k: v for k, v in CORRECT.items() if k != "p7"}), None, rounds=0)
+    assert {r["category"] for r in d["problems"]} == {"all_variants/no-original", "no_variant/no-original",
+                                                      "some_variants/no-original", "sample_dependent/no-original"}
+    assert d["drop"]["n"] == 0 and d["drop"]["original"] is None
+    assert "(no original evaluated)" in d["line"]
+
+
+@pytest.mark.parametrize(("variants", "original", "category"), [
+    ([], None, "no_variants"),
+    ([1.0, 1.0], 0.5, "sample_dependent"),  # the original's samples disagree
+    ([1.0, 0.5], None, "sample_dependent/no-original"),
+    ([1.0, 1.0], None, "all_variants/no-original"),
+    ([0.0], None, "no_variant/no-original"),
+    ([1.0, 0.0], 1.0, "some_variants"),
+])
+def test_categorise_rules(variants: list[float], original: float | None, category: str) -> None:
+    assert categorise(variants, original) == category
+
+
+def _diagnosis_of(pairs: Sequence[tuple[float, Sequence[bool]]], **thresholds: Any) -> dict[str, Any]:
+    """A run of 10 problems: (original accuracy, its variants' single samples) each."""
+    correct = {f"q{i}_{j}": [right] for i, (_, variants) in enumerate(pairs) for j, right in enumerate(variants)}
+    originals = {f"q{i}": original for i, (original, _) in enumerate(pairs)}
+    return diagnose(_problems(correct), originals, thresholds=DiagnosisThresholds(**thresholds), rounds=0)
+
+
+ALL, NONE, HALF, TWO_OF_THREE = (True, True), (False, False), (True, False), (True, True, False)
+
+
+@pytest.mark.parametrize(("pairs", "label"), [
+    # 1 of 10 originals right (< 20%): cannot solve the originals; 2 of 10 (= 20%) passes that bound.
+    ([(1.0, NONE)] + [(0.0, NONE)] * 9, "originals"),
+    ([(1.0, ALL), (1.0, NONE)] + [(0.0, NONE)] * 8, "memorisation"),
+    # Relative strict drop 10% (= the bound): robust; 20%: not.
+    ([(1.0, ALL)] * 9 + [(1.0, NONE)], "robust"),
+    ([(1.0, ALL)] * 8 + [(1.0, NONE)] * 2, "memorisation"),
+    # A strict drop of 50 points: 25 of them already lost under loose (half, = the bound) -> memorisation;
+    # 16.7 (a third) -> unstable reasoning; all 50 -> memorisation.
+    ([(1.0, ALL)] * 5 + [(1.0, HALF)] * 5, "memorisation"),
+    ([(1.0, ALL)] * 5 + [(1.0, TWO_OF_THREE)] * 5, "unstable"),
+    ([(1.0, ALL)] * 5 + [(1.0, NONE)] * 5, "memorisation"),
+])
+def test_each_threshold_of_the_reading(pairs: list[tuple[float, Sequence[bool]]], label: str) -> None:
+    assert _diagnosis_of(pairs)["label"] == label
+
+
+def test_thresholds_without_originals_and_custom_thresholds() -> None:
+    def variants_only(correct: dict[str, list[bool]]) -> str:
+        return diagnose(_problems(correct), None, rounds=0)["label"]
+
+    assert variants_only({"a_0": [False], "b_0": [False], "c_0": [False], "d_0": [False], "e_0": [True],
+                          "e_1": [False], "e_2": [False]}) == "variants"  # loose 1/15 < 20%
+    assert variants_only({"a_0": [True], "a_1": [True]}) == "robust"
+    assert variants_only({"a_0": [True], "a_1": [False]}) == "unstable_no_original"
+    assert variants_only({"a": [True]}) == "no_variants"  # a run on the original problems
+    assert diagnose([], None)["label"] == "empty"
+    pairs = [(1.0, ALL)] * 8 + [(1.0, NONE)] * 2  # 20% drop, all of it memorisation
+    assert _diagnosis_of(pairs, robust_max_drop=0.25)["label"] == "robust"
+    assert _diagnosis_of(pairs, memorisation_share=1.0)["label"] == "memorisation"
+    assert _diagnosis_of(pairs, min_original=1.0)["label"] == "memorisation"  # 100% is not below 1.0
+    assert "few problems" not in _diagnosis_of(pairs)["line"]
+    assert "few problems: n = 10 < 11" in _diagnosis_of(pairs, min_problems=11)["line"]
+
+
+@pytest.mark.parametrize(("name", "value"), [("min_original", 1.5), ("robust_max_drop", -0.1),
+                                             ("memorisation_share", "half"), ("min_problems", 2.5)])
+def test_bad_thresholds_are_refused_when_built(name: str, value: Any) -> None:
+    with pytest.raises(ConfigError, match=f"DiagnosisThresholds.{name}"):
+        DiagnosisThresholds(**{name: value})
+
+
+def test_is_original_problems() -> None:
+    assert is_original_problems(_problems({"a": [True], "b": [False]}))
+    assert not is_original_problems(_problems({"a_0": [True]}))
+    assert not is_original_problems([])
