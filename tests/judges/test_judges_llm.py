@@ -204,6 +204,7 @@ def test_a_judge_scores_all_its_items_at_once_as_one_at_a_time(
 
     backend = load_backend(f"hf:{tiny_llama_dir}", batch_size=4, device="cpu")
     assert isinstance(backend, HFBackend)
+    backend.mask_budget = 1 << 40  # rows per forward set by batch_size alone (the mask budget has its own tests)
     items = MANY if kind != "semantic" else [SemanticItem(i.question, i.question + " zq" * n)
                                              for n, i in enumerate(MANY)]
     judge_type = {"reasoning": ReasoningJudge, "semantic": SemanticJudge, "errortype": ErrorTypeClassifier}[kind]

@@ -106,6 +106,9 @@ class WorkerModel:
         self._class_path: str = description["class"]
         self._attributes = frozenset(description["attributes"])  # the loaded backend's own (instance) attributes
         self._local: Any = None
+        for name, value in description.get("values", {}).items():
+            if name not in vars(self):  # plain values as the loaded model has them; what is set above wins
+                setattr(self, name, value)
 
     def resolve_capabilities(self) -> frozenset[str]:
         """The capabilities the workers resolved when they loaded the model (nothing is asked here)."""
@@ -156,16 +159,24 @@ _models: dict[str, Any] = {}
 _scratch: OrderedDict[str, ScratchStore] = OrderedDict()
 
 
+#: Types of the loaded backend's attributes the driver's stand-in copies (``context_length``, ``batch_size``...):
+#: reading one must not load the model on the driver.
+_PLAIN = (bool, int, float, str, type(None))
+
+
 def describe(backend: Any) -> dict[str, Any]:
     """What the driver's :class:`WorkerModel` needs to know about a loaded backend: its capabilities resolved
-    here (an API backend asks its server, once per worker) and what its ``scoring`` probe found, if it has one."""
+    here (an API backend asks its server, once per worker), what its ``scoring`` probe found, if it has one, and its
+    plain-valued attributes."""
     from robusteval.models.base import resolve_capabilities
 
     cls = type(backend)
     capabilities = resolve_capabilities(backend)
     scoring = backend.scoring.as_dict() if inspect.getattr_static(cls, "scoring", None) is not None else None
     return {"name": backend.name, "identity": dict(backend.identity), "capabilities": sorted(capabilities),
-            "scoring": scoring, "class": f"{cls.__module__}:{cls.__qualname__}", "attributes": sorted(vars(backend))}
+            "scoring": scoring, "class": f"{cls.__module__}:{cls.__qualname__}", "attributes": sorted(vars(backend)),
+            "values": {name: value for name, value in vars(backend).items()
+                       if not name.startswith("_") and isinstance(value, _PLAIN)}}
 
 
 def model_key(spec: Any, options: dict[str, Any]) -> str:

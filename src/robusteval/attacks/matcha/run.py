@@ -135,7 +135,8 @@ class MatchaRunner:
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
             layouts = [self.layout(ex.question) for ex in batch]
             # Too long to read: skipped with one line (and counted in skip_reasons), never decoded.
-            fits = [self._overflow(ex.id, lay, say=True) is None for ex, lay in zip(batch, layouts, strict=True)]
+            fits = [self._overflow(ex.id, len(lay.ids), len(lay.question), say=True) is None
+                    for ex, lay in zip(batch, layouts, strict=True)]
             todo = [i for i, ok in enumerate(fits) if ok]
             rows = dict(zip(todo, self._decode([(layouts[i].prefix, layouts[i].head + layouts[i].question
                                                  + layouts[i].tail) for i in todo]), strict=True))
@@ -165,14 +166,15 @@ class MatchaRunner:
             **graded,
         }
 
-    def _overflow(self, example_id: str, layout: PromptLayout, *, attack: bool = False, say: bool = False
-                  ) -> str | None:
-        """Why ``layout``'s prompt does not fit the model's context with the tokens generated after it (and, for
-        ``attack`` at the token level, the question's insertions: a x its tokens), or None
-        (:func:`~robusteval.models.context.context_overflow`)."""
-        grown = len(layout.ids)
+    def _overflow(self, example_id: str, prompt_tokens: int, question_tokens: int, *, attack: bool = False,
+                  say: bool = False) -> str | None:
+        """Why a prompt of ``prompt_tokens`` does not fit the model's context with the tokens generated after it
+        (and, for ``attack`` at the token level, the question's insertions: a x its ``question_tokens``), or None
+        (:func:`~robusteval.models.context.context_overflow`). Sizes, not a layout: the driver of a Ray run decides
+        from the clean record, without the tokenizer (which would load the model there)."""
+        grown = prompt_tokens
         if attack and self.config.level == "token":
-            grown += max(1, round(self.config.insert_ratio * len(layout.question)))
+            grown += max(1, round(self.config.insert_ratio * question_tokens))
         return context_overflow(self.backend, f"example {example_id}", grown, self.config.max_new_tokens, say=say)
 
     def _too_long(self, ex: Example, layout: PromptLayout) -> dict[str, Any]:
@@ -187,7 +189,7 @@ class MatchaRunner:
     def attackable(self, clean: dict[str, Any]) -> tuple[bool, str]:
         if clean.get("too_long"):
             return False, PROMPT_TOO_LONG
-        if self._overflow(clean["id"], self.layout(clean["question"]), attack=True) is not None:
+        if self._overflow(clean["id"], *_prompt_sizes(clean), attack=True) is not None:
             return False, PROMPT_TOO_LONG  # fits clean, but not with its insertions
         if self.config.target_answer == "gold" and not clean["correct"]:
             return False, "clean answer wrong"
@@ -220,7 +222,7 @@ class MatchaRunner:
             if ok:
                 todo.append(record)
             elif reason == PROMPT_TOO_LONG and not record.get("too_long"):  # the clean pass said the others
-                self._overflow(record["id"], self.layout(record["question"]), attack=True, say=True)
+                self._overflow(record["id"], *_prompt_sizes(record), attack=True, say=True)
 
         def key_of(record: dict[str, Any]) -> str:
             return unit_key("matcha_attack", self.backend_key, record["id"], record["completion"], self.hyper)
@@ -467,3 +469,9 @@ def _gold_reasoning(example: Example) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+def _prompt_sizes(clean: dict[str, Any]) -> tuple[int, int]:
+    """(prompt tokens, question tokens) of a clean record, as its layout had them."""
+    question = len(clean["question_ids"])
+    return clean["prefix_length"] + len(clean["head_ids"]) + question + len(clean["tail_ids"]), question
