@@ -67,5 +67,10 @@ def run(args: argparse.Namespace) -> int:
     ci = summary["rb_index_ci95"]
     print(f"RB-index: {'undefined (original accuracy is 0)' if rb is None else f'{rb:.4f}'}"
           + (f"  95% CI [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+    for name, entry in summary["sets"].items():
+        if "similarity" in entry:
+            from robusteval.perturbations.similarity import similarity_line
+
+            print(f"{name}: {similarity_line(entry['similarity'])}")
     print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
     return 0
