@@ -162,8 +162,8 @@ class PerturbationSpec(CandidateSpec):
     def check_similarity_methods(self, config: object, methods: Sequence[str]) -> None:
         """Refuse ``min_similarity`` when none of ``methods`` (those generated) applies it: it would be ignored."""
         if self.min_similarity is not None and not any(method in FILTERED_METHODS for method in methods):
-            raise ConfigError(config, "min_similarity", f"applies to {' and '.join(FILTERED_METHODS)}, and "
-                              f"no generated set uses either (methods: {', '.join(methods) or 'none'})")
+            raise ConfigError(config, "min_similarity", f"applies to {' and '.join(FILTERED_METHODS)} only, and "
+                              f"this run perturbs with neither (methods: {', '.join(methods) or 'none'})")
 
     def budget(self, perturbation: Perturbation) -> ChangeBudget | None:
         """The method's default budget with any of rate/min_changes/max_changes applied; None: all unset."""
