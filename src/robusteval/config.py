@@ -22,13 +22,20 @@ from typing import Any
 
 from robusteval.errors import UserError
 
+#: ``option(identity=WHEN_SET)``: in the run identity only when set (not None).
+WHEN_SET = "when-set"
+
 
 def option(default: Any = dataclasses.MISSING, *, help: str = "", flag: str | None = None,
            choices: Sequence[Any] | None = None, metavar: str | None = None, cli: bool = True,
-           negate: str | None = None, identity: bool = True) -> Any:
+           negate: str | None = None, identity: bool | str = True) -> Any:
     """A config field. ``flag`` overrides ``--field-name``; ``negate`` makes a bool default-True field a
     ``--no-…`` switch; ``cli=False`` keeps it out of the command line; ``identity=False`` keeps it out of the
-    run identity (settings that do not change results, such as a batch size)."""
+    run identity (settings that do not change results, such as a batch size); ``identity="when-set"`` puts it
+    in only when it is not None (an option added later that must leave existing identities and cache keys
+    as they were while unset)."""
+    if identity not in (True, False, WHEN_SET):
+        raise TypeError(f"identity must be True, False or {WHEN_SET!r}, got {identity!r}")
     metadata = {"help": help, "flag": flag, "choices": tuple(choices) if choices else None, "metavar": metavar,
                 "cli": cli, "negate": negate, "identity": identity}
     if isinstance(default, list | dict | set):
@@ -51,9 +58,10 @@ def identity_fields(config: Any) -> dict[str, Any]:
     the parent (a DataSpec contributes dataset, data_file, data_sha256, fields), as run identities always were."""
     out: dict[str, Any] = {}
     for field in dataclasses.fields(config):
-        if not field.metadata.get("identity", True):
-            continue
+        mark = field.metadata.get("identity", True)
         value = getattr(config, field.name)
+        if not mark or (mark == WHEN_SET and value is None):
+            continue
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             out.update(value.identity() if hasattr(value, "identity") else identity_fields(value))
             continue

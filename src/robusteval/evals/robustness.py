@@ -103,7 +103,8 @@ class RobustnessConfig:
         check_choices(self)
         check_chat(self)
         check_at_least(self, "bootstrap", 0, optional=False)
-        self.set_specs()
+        specs = self.set_specs()
+        self.perturbation.check_similarity_methods(self, [spec.method for spec in specs if spec.method])
 
     def set_specs(self) -> list[SetSpec]:
         try:
@@ -204,6 +205,24 @@ def perturbed_sets(config: RobustnessConfig, plan: _Plan, store: RunStore, *,
     return out
 
 
+def set_similarity(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[Example]]
+                   ) -> dict[str, dict[str, Any]]:
+    """Per generated set whose method applies ``min_similarity``: what the gate did (see
+    :func:`~robusteval.perturbations.similarity.summarise_similarity`); empty without the option."""
+    from robusteval.perturbations.similarity import FILTERED_METHODS, measure_label, summarise_similarity
+
+    minimum = config.perturbation.min_similarity
+    if minimum is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for spec in plan.specs:
+        if spec.method in FILTERED_METHODS:
+            blocks = [block for ex in sets[spec.name]
+                      for block in ((ex.meta.get("perturbation") or {}).get("fields") or {}).values()]
+            out[spec.name] = summarise_similarity(blocks, minimum=minimum, measure=measure_label(plan.language))
+    return out
+
+
 def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
                load_model: Callable[[str], Backend] | None = None, batch_size: int = 8) -> RobustnessSummary:
     """Accuracy of ``backend`` (as a classifier) on ``config.data`` and on each perturbed set, and the
@@ -213,6 +232,8 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
     ``load_model(spec)`` builds a translator for back-translated sets (default: ``load_backend``).
     """
     from robusteval.lifecycle import finish, run_identity, store_for
+    from robusteval.perturbations.similarity import similarity_line
+    from robusteval.progress import logger
     from robusteval.runner import run_units
 
     plan = _plan(config)
@@ -237,7 +258,11 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
             by_set[name] = records[n * (i + 1) : n * (i + 2)]
         store_outcomes(run, plan.examples, sets, by_set, config.label_mode)
         summary = build_summary(config, backend.name, plan, sets, by_set, soft=bool(classifier.soft),
-                                drift=set_drift(config, plan, sets, device=device))
+                                drift=set_drift(config, plan, sets, device=device),
+                                similarity=set_similarity(config, plan, sets))
+        for name, block in summary["sets"].items():  # into run.log (the CLI prints them under its table)
+            if "similarity" in block:
+                logger.info("%s: %s", name, similarity_line(block["similarity"]))
         seeds = {"seed": config.seed, "bootstrap_seed": config.bootstrap_seed}
         return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
 
@@ -290,9 +315,10 @@ def set_drift(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[Exampl
 
 def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[str, list[Example]],
                   by_set: dict[str, list[dict[str, Any]]], *, soft: bool,
-                  drift: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+                  drift: dict[str, dict[str, Any]] | None = None,
+                  similarity: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Accuracies, drops and RB-index from the stored answers (``by_set``: "original" and each set);
-    ``drift`` (:func:`set_drift`) goes into each set's entry."""
+    ``drift`` (:func:`set_drift`) and ``similarity`` (:func:`set_similarity`) go into each set's entry."""
     from robusteval.metrics.robustness import robustness_summary
     from robusteval.seeding import derive_seed
 
@@ -312,6 +338,8 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
         )
         if drift is not None and name in drift:
             summary["sets"][name]["drift"] = drift[name]
+        if similarity and name in similarity:
+            summary["sets"][name]["similarity"] = similarity[name]
     summary["n_unparsed"] = {name: sum(1 for r in recs if r.get("label") is None) for name, recs in by_set.items()}
     # Every example is classified on every set: none is left out (a label that cannot be read counts as wrong and
     # is counted in n_unparsed); the fields are here so every method's summary says what it left out, and why.

@@ -10,7 +10,10 @@ The back-translation is rejected, and the text returned unchanged with no edits,
 empty or runs into the token limit (truncated or rambling), when the result is identical or not in the text's language, or when
 protected text did not survive: every number (compared after
 NFKC, without thousands separators or trailing punctuation), placeholder and protected word of the original
-must be in the result, and the result may not bring numbers of its own. The reason is the
+must be in the result, and the result may not bring numbers of its own. With a ``min_similarity``
+gate (:mod:`robusteval.perturbations.similarity`), a back-translation less similar to the original than the
+minimum is rejected too ("similarity"): decoding is greedy, so there is one candidate and the original is
+kept. The reason is the
 ``Perturbed.note`` of that text and is also counted in :attr:`BackTranslation.rejections`. A change is one edit over the whole
 text.
 
@@ -45,6 +48,7 @@ from robusteval.perturbations.base import (
     detect_language,
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
+from robusteval.perturbations.similarity import SimilarityGate
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +147,10 @@ class BackTranslation:
     template: str = TRANSLATE_TEMPLATE
     max_new_tokens: int | None = None
     chat: bool = True
-    #: How often a text came back unchanged, by reason: "empty", "truncated", "identical", "protected".
+    #: Rejects back-translations below its minimum similarity to the original (None: no gate).
+    gate: SimilarityGate | None = None
+    #: How often a text came back unchanged, by reason: "empty", "truncated", "identical", "wrong-language",
+    #: "protected", "similarity".
     rejections: Counter[str] = field(default_factory=Counter)
     #: text -> (back-translation, None) or ("", why it failed); protection is checked per call.
     _cache: dict[str, tuple[str, str | None]] = field(default_factory=dict, init=False, repr=False)
@@ -187,7 +194,12 @@ class BackTranslation:
         if rngs is not None and len(rngs) != len(texts):
             raise ValueError(f"perturb_batch got {len(texts)} texts but {len(rngs)} random generators")
         self._translate([text for text in dict.fromkeys(texts) if text not in self._cache])
-        return [self._outcome(text, protect) for text in texts]
+        reasons = [self._reason(text, protect) for text in texts]
+        scores: dict[str, float] = {}
+        if self.gate is not None:  # one batched measurement for every candidate that passed the other checks
+            todo = list(dict.fromkeys(text for text, reason in zip(texts, reasons, strict=True) if reason is None))
+            scores = dict(zip(todo, self.gate.scores(todo, [self._cache[text][0] for text in todo]), strict=True))
+        return [self._outcome(text, reason, scores.get(text)) for text, reason in zip(texts, reasons, strict=True)]
 
     # ------------------------------------------------------------------ translation
     def _requests(self, lines: Sequence[str], source: str, target: str) -> list[GenerationRequest]:
@@ -256,7 +268,8 @@ class BackTranslation:
                 parts.append(line[:start] + result + line[start + len(core) :])
             self._cache[text] = ("", failure) if failure else ("\n".join(parts), None)
 
-    def _outcome(self, text: str, protect: Protection) -> Perturbed:
+    def _reason(self, text: str, protect: Protection) -> str | None:
+        """Why the cached back-translation of ``text`` may not replace it (before the similarity gate), or None."""
         result, reason = self._cache[text]
         if reason is None and result == text:
             reason = "identical"
@@ -267,10 +280,23 @@ class BackTranslation:
             if lost:
                 reason = "protected"
                 log.debug("%s rejected %r -> %r: %s", METHOD, text, result, lost)
+        return reason
+
+    def _outcome(self, text: str, reason: str | None, score: float | None) -> Perturbed:
+        """The result for ``text``; ``score``: the gate's similarity of its back-translation (None: not measured)."""
+        result = self._cache[text][0]
+        note = None if reason is None else f"back-translation rejected: {reason}"
+        check = None
+        if self.gate is not None and score is not None:
+            if not self.gate.passes(score):
+                reason = "similarity"
+                note = f"back-translation rejected: similarity {score:.3f} < {self.gate.minimum:g} ({self.gate.label})"
+            check = self.gate.check(score if reason is None else 1.0, rejected=int(reason is not None),
+                                    fell_back=reason is not None)
         if reason is not None:
             self.rejections[reason] += 1
-            return Perturbed(text, text, (), METHOD, note=f"back-translation rejected: {reason}")
-        return Perturbed(text, result, (Edit(0, len(text), text, result),), METHOD)
+            return Perturbed(text, text, (), METHOD, note=note, similarity=check)
+        return Perturbed(text, result, (Edit(0, len(text), text, result),), METHOD, similarity=check)
 
 
 class ZhBackTranslation(BackTranslation):
@@ -301,6 +327,8 @@ def _build(cls: type[BackTranslation], options: MethodOptions) -> Perturbation:
         template=check_template(str(extra.get("translate_template", TRANSLATE_TEMPLATE))),
         max_new_tokens=int(max_new) if max_new else None,
         chat=bool(extra.get("chat", True)),
+        gate=None if options.min_similarity is None else SimilarityGate(options.min_similarity, cls.language,
+                                                                        device=options.device),
     )
 
 

@@ -48,6 +48,26 @@ class Edit:
 
 
 @dataclass(frozen=True)
+class SimilarityCheck:
+    """What the ``min_similarity`` gate saw for one text (see :mod:`robusteval.perturbations.similarity`).
+
+    ``value``: the similarity of the returned text to the original (1.0 when the original was kept);
+    ``rejected``: candidates refused for falling below ``minimum``; ``fell_back``: the original was kept
+    because every candidate was refused.
+    """
+
+    measure: str  # e.g. "chrF (zh)"
+    minimum: float
+    value: float
+    rejected: int = 0
+    fell_back: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"measure": self.measure, "min": self.minimum, "value": self.value, "rejected": self.rejected,
+                "fell_back": self.fell_back}
+
+
+@dataclass(frozen=True)
 class Perturbed:
     """A perturbed text and exactly what changed."""
 
@@ -57,6 +77,8 @@ class Perturbed:
     method: str
     #: Why a method left the text unchanged when it could not help it (e.g. a rejected back-translation).
     note: str | None = None
+    #: The similarity gate's view of this text; None when no ``min_similarity`` was set.
+    similarity: SimilarityCheck | None = None
 
     @property
     def changed(self) -> bool:
@@ -66,6 +88,8 @@ class Perturbed:
         out: dict[str, Any] = {"method": self.method, "edits": [edit.to_dict() for edit in self.edits]}
         if self.note:
             out["note"] = self.note
+        if self.similarity is not None:
+            out["similarity"] = self.similarity.to_dict()
         return out
 
 

@@ -19,6 +19,12 @@ only, or ``[A-Za-z]+``) that is not the original, a case variant or an inflectio
 replacements take the original's casing (uncased models predict lowercase) and are at least
 ``min(3, len(word))`` letters long.
 
+Similarity gate
+---------------
+With ``min_similarity`` (``gate``), a substitution that leaves the sentence less similar to the original than
+the minimum is refused and the word's next candidate tried
+(:func:`robusteval.perturbations.similarity.gated_perturb`).
+
 Optional re-ranking
 -------------------
 ``rerank_model`` (an hf causal LM, loaded with :func:`robusteval.models.load_backend`) re-orders the
@@ -51,6 +57,7 @@ from robusteval.perturbations.base import (
 from robusteval.perturbations.embedding import WORD_BUDGET, is_plausible_replacement, match_case
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 from robusteval.perturbations.segment import is_word
+from robusteval.perturbations.similarity import SimilarityGate, gated_perturb
 
 METHOD = "W-maskedlm"
 _EN_LETTERS = re.compile(r"[A-Za-z]+")
@@ -123,6 +130,7 @@ class MaskedLMPerturbation(SpanPerturbation):
     device: str = "cpu"
     beam_width: int = 0
     batch_size: int = 32
+    gate: SimilarityGate | None = None  # refuses substitutions below its minimum similarity (None: no gate)
     _model: _Model | None = field(default=None, init=False, repr=False)
     _reranker: Any = field(default=None, init=False, repr=False)
     _cache: dict[tuple[str, int, int], list[str]] = field(default_factory=dict, init=False, repr=False)
@@ -366,6 +374,8 @@ class MaskedLMPerturbation(SpanPerturbation):
         wanted = budget.count(len(eligible))
         if wanted:
             self.candidates_many(text, eligible[: 2 * wanted])
+        if self.gate is not None:
+            return gated_perturb(self, text, budget=budget, rng=rng, protect=protect, gate=self.gate)
         return super().perturb(text, budget=budget, rng=rng, protect=protect)
 
 
@@ -399,6 +409,8 @@ def _build(cls: type[MaskedLMPerturbation], options: MethodOptions) -> Perturbat
         rerank_model=options.rerank_model,
         device=options.device,
         beam_width=int(options.extra.get("beam_width", 0)),
+        gate=None if options.min_similarity is None else SimilarityGate(options.min_similarity, cls.language,
+                                                                        device=options.device),
     )
 
 

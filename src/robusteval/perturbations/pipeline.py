@@ -18,13 +18,14 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from robusteval.analysis.drift import summarise_drift
 from robusteval.config import field_check, nested, option
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.perturbations.registry import check_method_name
+from robusteval.perturbations.similarity import measure_label, summarise_similarity
 from robusteval.perturbations.spec import ModelLoader, PerturbationSpec
 from robusteval.seeding import DEFAULT_SEED
 
@@ -48,6 +49,7 @@ class PerturbConfig:
     def __post_init__(self) -> None:
         with field_check(self, "method"):
             check_method_name(self.method)
+        self.perturbation.check_similarity_methods(self, [self.method])
 
 
 class PerturbSummary(TypedDict):
@@ -59,6 +61,7 @@ class PerturbSummary(TypedDict):
     n_edits: int
     already_complete: bool  # the output was complete for these settings and was kept as it was
     drift: dict[str, Any]  # the lines' drift from their originals, summarised
+    similarity: NotRequired[dict[str, Any]]  # with min_similarity: what the gate did (texts kept / fell back, with n)
 
 
 def perturb_identity(config: PerturbConfig, examples: Sequence[Example]) -> dict[str, Any]:
@@ -120,7 +123,7 @@ def perturb_dataset(config: PerturbConfig, out_path: str | os.PathLike[str], *,
                    for r, d in zip(records, drifts, strict=True)]
         write_jsonl_atomic(out, records)
         shutil.rmtree(work_dir)
-    return {
+    summary: PerturbSummary = {
         "method": config.method,
         "language": language,
         "out": str(out_path),
@@ -131,6 +134,11 @@ def perturb_dataset(config: PerturbConfig, out_path: str | os.PathLike[str], *,
         "drift": summarise_drift([r["perturbation"].get("drift") for r in records],
                                  note=None if config.drift_embedding else EMBEDDING_OPT_IN),
     }
+    if spec.min_similarity is not None:
+        summary["similarity"] = summarise_similarity(
+            [block for r in records for block in r["perturbation"]["fields"].values()],
+            minimum=spec.min_similarity, measure=measure_label(language))
+    return summary
 
 
 #: Why ``perturb`` lines carry no cosine unless asked.

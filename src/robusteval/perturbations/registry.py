@@ -34,6 +34,8 @@ class MethodOptions:
     ``vectors``: a word-vector text file (word2vec/GloVe format) instead. ``mlm_model``: any HF fill-mask
     model. ``rerank_model``: a causal LM that re-ranks masked-LM candidates by sentence likelihood.
     ``translator``: a backend (any ``Backend``) for back-translation through ``pivot_language``.
+    ``min_similarity``: back-translation and masked-LM candidates less similar to the original are refused
+    (:mod:`robusteval.perturbations.similarity`; None: no gate).
     """
 
     max_candidates: int = 10
@@ -43,6 +45,7 @@ class MethodOptions:
     rerank_model: str | None = None
     translator: Any = None
     pivot_language: str = "English"
+    min_similarity: float | None = None
     device: str = "auto"  # for models the method loads itself (masked LM, re-ranker, translator spec)
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import ConfigError, check_at_least, check_choices, option
+from robusteval.config import WHEN_SET, ConfigError, check_at_least, check_choices, identity_fields, option
 from robusteval.data.example import Example
 from robusteval.perturbations.base import ChangeBudget, Language, Perturbation, Protection, detect_language
 from robusteval.perturbations.registry import MethodOptions
+from robusteval.perturbations.similarity import FILTERED_METHODS, check_measure_available
 
 
 def target_device(backend: Any) -> str:
@@ -112,8 +113,9 @@ class CandidateSpec:
                               "translates)")
 
     def identity(self) -> dict[str, Any]:
-        """Every setting: each one can change the perturbed texts (flattened into run identities)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Every setting: each one can change the perturbed texts (flattened into run identities); those marked
+        ``identity="when-set"`` only when set."""
+        return identity_fields(self)
 
 
 @dataclass(frozen=True)
@@ -126,15 +128,42 @@ class PerturbationSpec(CandidateSpec):
                                                 "character-level methods)")
     max_changes: int | None = option(None, help="at most this many changes per text (default: 15 for "
                                                 "character-level methods)")
+    # In the identity only when set: runs and perturbed files made before the option keep their identity.
+    min_similarity: float | None = option(None, metavar="X", identity=WHEN_SET,
+                                          help=f"{' and '.join(FILTERED_METHODS)}: refuse a perturbed text less "
+                                          "similar to the original than X (0-1; English: cosine of all-MiniLM-L6-v2 "
+                                          "sentence embeddings, drift extra; Chinese: chrF): the original is kept, "
+                                          "or the word's next candidate tried (default: no filter)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.rate is not None and not (isinstance(self.rate, int | float) and 0 <= self.rate <= 1):
-            raise ConfigError(self, "rate", f"must be a share within [0, 1], got {self.rate!r}")
+        for name in ("rate", "min_similarity"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not 0 <= value <= 1):
+                raise ConfigError(self, name, f"must be a share within [0, 1], got {value!r}")
         check_at_least(self, "min_changes", 0)
         check_at_least(self, "max_changes", 0)
         if self.min_changes is not None and self.max_changes is not None and self.max_changes < self.min_changes:
             raise ConfigError(self, "max_changes", f"{self.max_changes} is below {{min_changes={self.min_changes}}}")
+
+    def method_options(self, load_model: ModelLoader | None = None, *, device: str = "auto") -> MethodOptions:
+        """:meth:`CandidateSpec.method_options` with the similarity gate's minimum."""
+        return dataclasses.replace(super().method_options(load_model, device=device),
+                                   min_similarity=self.min_similarity)
+
+    def check_method(self, method: str, language: Language) -> None:
+        """As :meth:`CandidateSpec.check_method`; a gated method's measure must be available (English: the
+        embedding model)."""
+        super().check_method(method, language)
+        if self.min_similarity is not None and method in FILTERED_METHODS:
+            check_measure_available(language)
+
+    def check_similarity_methods(self, config: object, methods: Sequence[str]) -> None:
+        """Refuse ``min_similarity`` when none of ``methods`` (those generated) applies it: it would be ignored."""
+        if self.min_similarity is not None and not any(method in FILTERED_METHODS for method in methods):
+            raise ConfigError(config, "min_similarity", f"applies to {' and '.join(FILTERED_METHODS)} only, and "
+                              f"this run perturbs with neither (methods: {', '.join(methods) or 'none'})")
 
     def budget(self, perturbation: Perturbation) -> ChangeBudget | None:
         """The method's default budget with any of rate/min_changes/max_changes applied; None: all unset."""
