@@ -8,7 +8,31 @@ package) are translated once, at the CLI boundary, by :func:`environment_error`.
 from __future__ import annotations
 
 import errno
+import shlex
 import sqlite3
+from collections.abc import Sequence
+
+#: The command line of the run in progress (set by the CLI): what a user types to resume it.
+_command: str | None = None
+
+
+def set_command(argv: Sequence[str] | None) -> None:
+    """Remember the ``robusteval`` command line in progress (None: a library call) for :func:`resume_hint`."""
+    global _command
+    _command = None if argv is None else shlex.join(["robusteval", *argv])
+
+
+def resume_hint() -> str:
+    """How to resume an interrupted run: the same command line (stored units are kept), or the same call."""
+    if _command is None:
+        return "stored results are kept: make the same call again to resume"
+    return f"stored results are kept: re-run `{_command}` to resume"
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread by the CLI's handler so that every ``finally`` runs (Ray is shut
+    down, the store closed) as for Ctrl-C. A BaseException, like KeyboardInterrupt: no ``except Exception``
+    swallows it."""
 
 
 class UserError(Exception):
@@ -76,6 +100,10 @@ def environment_error(exc: BaseException) -> UserError | None:
             "--dtype such as bfloat16 on a GPU, or a machine with more memory. Stored results are kept: re-run "
             "the same command to resume"
         )
+    if type(exc).__module__.startswith("ray."):  # ray is imported only where it already is
+        from robusteval.executors.rayfaults import translate
+
+        return translate(exc)
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         from robusteval.extras import missing_module_error
 
