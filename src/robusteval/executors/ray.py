@@ -268,10 +268,10 @@ class RayExecutor:
                     deaths[culprit] += 1
                     if deaths[culprit] >= MAX_DEATHS_PER_BATCH:
                         from robusteval.errors import resume_hint
-                        from robusteval.executors.rayfaults import _reason
+                        from robusteval.executors.rayfaults import reason
 
                         raise RayDied(f"{stage}: batch {culprit} killed {deaths[culprit]} workers; giving up (last: "
-                                      f"{_reason(exc)}); {resume_hint()}") from exc
+                                      f"{reason(exc)}); {resume_hint()}") from exc
                     # Computed again first, by whichever worker is free; the innocent ones before the culprit, so they
                     # are not queued behind it again.
                     queue.extendleft(reversed([*unfinished[1:], culprit]))

@@ -198,10 +198,10 @@ def translate(exc: BaseException) -> UserError | None:
         what = "Ray failed"
     else:
         return None
-    return RayDied(f"{what}: {_reason(exc)}; {resume_hint()}")
+    return RayDied(f"{what}: {reason(exc)}; {resume_hint()}")
 
 
-def _reason(exc: BaseException) -> str:
+def reason(exc: BaseException) -> str:
     """The line of a Ray error that says why (Ray's messages run over many lines of ids)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     why = next((line for line in lines if "because" in line or "died" in line), lines[0] if lines else "")
