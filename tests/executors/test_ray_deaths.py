@@ -148,3 +148,23 @@ def test_ray_failures_are_one_line_with_exit_2_and_how_to_resume() -> None:
         assert str(error).endswith("stored results are kept: make the same call again to resume")
     # A worker's own exception wrapped by Ray is no failure of Ray: where it was not unwrapped, it is a bug.
     assert environment_error(rex.RayTaskError("f", "Traceback ...", ValueError("x"))) is None
+
+
+def test_closing_a_local_pool_stops_its_ray_instance_and_nothing_else(tmp_path: Path) -> None:
+    from robusteval.executors.ray import RayExecutor
+
+    ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # a process of the user's
+    pool = RayExecutor(workers=1)
+    ray: dict[int, str] = {}
+    try:
+        pool.worker_pids()
+        ray = {pid: title for pid, title in descendants(os.getpid()).items() if pid != ours.pid}
+        assert {"raylet", "gcs_server", "ray::DashboardAgent", "ray::UnitWorker"} <= set(ray.values())
+        pool.close()
+        assert wait_gone(ray, within=2) == {}, "Ray processes outlived the pool"
+        assert ours.poll() is None, "closing the pool killed a process that was not Ray's"
+    finally:
+        pool.close()
+        ours.kill()
+        ours.wait()
+        kill_all(ray)

@@ -57,10 +57,15 @@ class Proc:
         return DEPENDED_ON.get(self.title)
 
 
-def descendants(root: int) -> list[Proc]:
-    """Every live process below ``root``, read from ``/proc`` (empty where there is none)."""
+def ray_processes(root: int) -> list[Proc]:
+    """The processes of the local Ray instance ``root`` started, read from ``/proc``: its children that run
+    from Ray's installation (the GCS, the raylet, Ray's Python helpers) and everything below them (agents,
+    workers). Nothing else: the reaper must never kill a process of the user's (a server, a worker pool)."""
+    import ray
+
     from robusteval.executors.reaper import start_time
 
+    installed = os.path.dirname(os.path.abspath(ray.__file__)) + os.sep
     parents: dict[int, int] = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
@@ -69,25 +74,28 @@ def descendants(root: int) -> list[Proc]:
                     stat = Path(entry.path, "stat").read_text(errors="replace").rsplit(")", 1)[1].split()
                     if stat[0] not in ("Z", "X"):
                         parents[int(entry.name)] = int(stat[1])
+    frontier = [pid for pid, parent in parents.items() if parent == root and installed in _cmdline(pid)]
     found: list[Proc] = []
-    frontier = [root]
     while frontier:
-        parent = frontier.pop()
-        for pid in [p for p, pp in parents.items() if pp == parent]:
-            frontier.append(pid)
-            start = start_time(pid)
-            if start is not None:
-                found.append(Proc(pid, start, _title(pid)))
+        pid = frontier.pop()
+        frontier += [p for p, parent in parents.items() if parent == pid]
+        start = start_time(pid)
+        if start is not None:
+            found.append(Proc(pid, start, _title(pid)))
     return found
 
 
-def _title(pid: int) -> str:
+def _cmdline(pid: int) -> str:
     try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def _title(pid: int) -> str:
     # Ray's workers and agents set a title padded with spaces ("ray::DashboardAgent   "); binaries a path.
-    return os.path.basename(argv0.split(" ")[0]) if argv0.strip() else ""
+    words = _cmdline(pid).split()
+    return os.path.basename(words[0]) if words else ""
 
 
 def death_message(dead: list[Proc]) -> str:
@@ -129,7 +137,7 @@ class LocalRay:
     def guard(self) -> list[Proc]:
         """Hand the reaper every process of the instance now (call again after starting new workers)."""
         reaper = self._reaper
-        processes = [p for p in descendants(os.getpid()) if reaper is None or p.pid != reaper.pid]
+        processes = ray_processes(os.getpid())
         if reaper is not None and reaper.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 reaper.stdin.write("".join(f"{p.pid} {p.start}\n" for p in processes).encode())
