@@ -165,6 +165,8 @@ class LocalRay:
     def stop_watching(self) -> None:
         """Before the instance is shut down on purpose: its processes exiting is no death then."""
         with self._lock:
+            if self._stopped:  # its descriptors are closed (their numbers may belong to others by now)
+                return
             self._stopped = True
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
