@@ -168,3 +168,11 @@ def test_closing_a_local_pool_stops_its_ray_instance_and_nothing_else(tmp_path: 
         ours.kill()
         ours.wait()
         kill_all(ray)
+
+
+def test_an_agent_and_the_raylet_seen_dead_together_name_the_agent() -> None:
+    from robusteval.executors.rayfaults import Proc, death_message
+
+    raylet, agent = Proc(10, 1, "raylet"), Proc(11, 2, "ray::RuntimeEnvAgent")
+    assert death_message([raylet, agent]).startswith("Ray's runtime-env agent (ray::RuntimeEnvAgent, pid 11) died ")
+    assert death_message([raylet]).startswith("Ray's raylet (raylet, pid 10) died ")

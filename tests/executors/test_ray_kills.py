@@ -174,8 +174,10 @@ def test_a_batch_that_kills_its_workers_is_the_one_named_not_the_batch_behind_it
     # Batch size 1, two batches per worker: "killer" and "behind" go to the first worker, "behind" queued after it.
     items = ["killer", "behind", "a", "b", "c", "d"]
     with RunStore.open(tmp_path / "run") as store, use_executor(pool):
-        with pytest.raises(RayDied, match=rf"^stage: batch 0 killed {allowed} workers; giving up"):
+        with pytest.raises(RayDied, match=rf"^stage: batch 0 killed {allowed} workers; giving up") as died:
             run_units(store, "stage", items, key_of=str, compute=compute)
+        assert str(died.value).endswith("stored results are kept: make the same call again to resume")
+        assert died.value.exit_code == 2  # a UserError: one line on the command line, never a traceback
         deaths = [r.getMessage() for r in caplog.records if "a Ray worker died" in r.getMessage()]
         assert len(deaths) == allowed - 1 and all("died computing batch 0 " in line for line in deaths)
         if allowed > 1:  # the run went on until batch 0 had killed 3 workers: everything else was computed

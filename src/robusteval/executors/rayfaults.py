@@ -99,7 +99,10 @@ def _title(pid: int) -> str:
 
 
 def death_message(dead: list[Proc]) -> str:
-    named = " and ".join(f"Ray's {p.role} ({p.title}, pid {p.pid})" for p in dead)
+    """The line naming what died. An agent's death makes the raylet exit at once, while the agents notice a
+    dead raylet only seconds later: seen dead together, the agent is the cause and is the one named."""
+    agents = [p for p in dead if p.title.startswith("ray::")]
+    named = " and ".join(f"Ray's {p.role} ({p.title}, pid {p.pid})" for p in agents or dead)
     return (f"{named} died and the local Ray instance cannot go on without it (was it killed, or out of "
             f"memory?); {resume_hint()}")
 
