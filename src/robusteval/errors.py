@@ -8,7 +8,31 @@ package) are translated once, at the CLI boundary, by :func:`environment_error`.
 from __future__ import annotations
 
 import errno
+import shlex
 import sqlite3
+from collections.abc import Callable, Sequence
+
+#: The command line of the run in progress (set by the CLI): what a user types to resume it.
+_command: str | None = None
+
+
+def set_command(argv: Sequence[str] | None) -> None:
+    """Remember the ``robusteval`` command line in progress (None: a library call) for :func:`resume_hint`."""
+    global _command
+    _command = None if argv is None else shlex.join(["robusteval", *argv])
+
+
+def resume_hint() -> str:
+    """How to resume an interrupted run: the same command line (stored units are kept), or the same call."""
+    if _command is None:
+        return "stored results are kept: make the same call again to resume"
+    return f"stored results are kept: re-run `{_command}` to resume"
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread by the CLI's handler so that every ``finally`` runs (Ray is shut
+    down, the store closed) as for Ctrl-C. A BaseException, like KeyboardInterrupt: no ``except Exception``
+    swallows it."""
 
 
 class UserError(Exception):
@@ -111,6 +135,18 @@ def _device_of_oom(exc: BaseException) -> str:
     return "main (CPU) memory"
 
 
+#: Translators of failures owned by a higher layer (Ray's, in ``executors.rayfaults``): each returns the one-line
+#: error or None. Registered when their module is imported, which happens before such a failure can occur.
+_TRANSLATORS: list[Callable[[BaseException], UserError | None]] = []
+
+
+def register_translator(translate: Callable[[BaseException], UserError | None]
+                        ) -> Callable[[BaseException], UserError | None]:
+    """Add ``translate`` to what :func:`environment_error` consults (a decorator)."""
+    _TRANSLATORS.append(translate)
+    return translate
+
+
 def environment_error(exc: BaseException) -> UserError | None:
     """The one-line error for a failure of the machine a user can fix; None when ``exc`` is a bug."""
     if isinstance(exc, UserError):
@@ -121,6 +157,10 @@ def environment_error(exc: BaseException) -> UserError | None:
             "--dtype such as bfloat16 on a GPU, or a machine with more memory. Stored results are kept: re-run "
             "the same command to resume"
         )
+    for translate in _TRANSLATORS:
+        found = translate(exc)
+        if found is not None:
+            return found
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         return missing_module_error(exc.name)
     if isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc):

@@ -1,10 +1,9 @@
 """A Ray run survives its processes dying: a worker SIGKILLed mid-run is replaced and its batches computed
 again (none lost, none stored twice), and a driver SIGKILLed mid-run resumes from its store, ending with the
-units an uninterrupted in-process run stores."""
+units an uninterrupted in-process run stores; its local Ray instance does not outlive it (the reaper)."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 import robusteval as rv
+from helpers.processes import descendants, kill_all, wait_gone
 from helpers.runs import ENV, cli, units
 from helpers.runs import stored_units as stored
 from helpers.shared import needs_modules
@@ -44,24 +44,6 @@ def attack_count(out: Path) -> int:
             db.close()
     except sqlite3.Error:  # not created yet
         return 0
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (read from /proc: Ray's own processes, started by that driver)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [p for p, pp in parents.items() if pp == parent]
-        found += children
-        frontier += children
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +154,7 @@ def test_a_batch_that_kills_its_workers_is_the_one_named_not_the_batch_behind_it
         pool: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
         allowed: int) -> None:
     from robusteval.executors import ray as ray_executor
+    from robusteval.executors.rayfaults import RayDied
     from robusteval.runner import run_units
     from robusteval.store import RunStore
 
@@ -191,8 +174,10 @@ def test_a_batch_that_kills_its_workers_is_the_one_named_not_the_batch_behind_it
     # Batch size 1, two batches per worker: "killer" and "behind" go to the first worker, "behind" queued after it.
     items = ["killer", "behind", "a", "b", "c", "d"]
     with RunStore.open(tmp_path / "run") as store, use_executor(pool):
-        with pytest.raises(RuntimeError, match=rf"^stage: batch 0 killed {allowed} workers; giving up"):
+        with pytest.raises(RayDied, match=rf"^stage: batch 0 killed {allowed} workers; giving up") as died:
             run_units(store, "stage", items, key_of=str, compute=compute)
+        assert str(died.value).endswith("stored results are kept: make the same call again to resume")
+        assert died.value.exit_code == 2  # a UserError: one line on the command line, never a traceback
         deaths = [r.getMessage() for r in caplog.records if "a Ray worker died" in r.getMessage()]
         assert len(deaths) == allowed - 1 and all("died computing batch 0 " in line for line in deaths)
         if allowed > 1:  # the run went on until batch 0 had killed 3 workers: everything else was computed
@@ -213,7 +198,7 @@ def test_a_killed_driver_resumes_on_ray_with_the_units_of_an_uninterrupted_run(
     log = (tmp_path / "driver.log").open("w")
     driver = subprocess.Popen([sys.executable, "-m", "robusteval.cli.main", *_args(tiny_trained_dir, out, *ray_flags)],
                               stdout=log, stderr=subprocess.STDOUT, env=ENV)
-    started: list[int] = []
+    started: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and driver.poll() is None and attack_count(out) < 2:
@@ -222,6 +207,9 @@ def test_a_killed_driver_resumes_on_ray_with_the_units_of_an_uninterrupted_run(
         started = descendants(driver.pid)  # its local Ray cluster: cleaned up below
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait(timeout=30)
+        # A SIGKILLed driver cannot shut its instance down; Ray's agents would linger ~60 s (the reaper kills them).
+        assert {"raylet", "ray::DashboardAgent", "ray::RuntimeEnvAgent"} <= set(started.values())
+        assert wait_gone(started, within=10) == {}, "the killed driver's Ray processes outlived it"
         before = {row[:2]: row[2] for row in units(out)}
         assert 2 <= sum(1 for stage, _ in before if stage == "matcha_attack") < 10
         assert not (out / "summary.json").exists()
@@ -237,9 +225,7 @@ def test_a_killed_driver_resumes_on_ray_with_the_units_of_an_uninterrupted_run(
         log.close()
         if driver.poll() is None:
             driver.kill()
-        for pid in started:  # what the killed driver's Ray left behind (it exits by itself, eventually)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_all(started)  # whatever a failing run left behind
 
 
 def test_ray_flags_are_checked_before_anything_runs(tiny_trained_dir: Path, tmp_path: Path,

@@ -18,7 +18,7 @@ from typing import Any
 from robusteval import __version__
 from robusteval.cli.common import _REQUIRED
 from robusteval.config import ConfigError
-from robusteval.errors import UserError, environment_error
+from robusteval.errors import Terminated, UserError, environment_error, resume_hint, set_command
 
 # Order = order in `robusteval --help`.
 COMMAND_MODULES = (
@@ -122,14 +122,37 @@ def write_crash_log(exc: BaseException, argv: Sequence[str]) -> Path | None:
     return None
 
 
+def _on_sigterm(signum: int, frame: object) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup short (SIGKILL still can)
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import os
-    import traceback
+    import signal
+    import threading
 
     argv = list(sys.argv[1:] if argv is None else argv)
     # --debug anywhere on the line (argparse would only take it before the command).
     debug = "--debug" in argv or os.environ.get("ROBUSTEVAL_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
+    set_command(argv)
+    # SIGTERM ends a run as Ctrl-C does (every `finally` runs: the store closed, a local Ray instance shut down).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    try:
+        return _main(argv, debug)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        set_command(None)
+
+
+def _main(argv: list[str], debug: bool) -> int:
+    import traceback
+
     try:
         args = parse_args(argv)
         from robusteval.cli.common import executor_from_args
@@ -138,8 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with use_executor(executor_from_args(args), close=True):
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("robusteval: interrupted; stored results are kept, re-run the same command to resume", file=sys.stderr)
+        print(f"robusteval: interrupted; {resume_hint()}", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"robusteval: terminated (SIGTERM); {resume_hint()}", file=sys.stderr)
+        return 143
     except SystemExit:
         raise
     except BaseException as exc:

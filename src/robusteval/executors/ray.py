@@ -16,6 +16,8 @@ import contextlib
 import gc
 import logging
 import os
+import signal
+import threading
 import weakref
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
@@ -23,6 +25,7 @@ from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.executors.base import BatchResult, Compute
+from robusteval.executors.rayfaults import LocalRay, RayDied
 from robusteval.extras import require_module
 
 #: Deaths of workers while computing the same batch before the run gives up on it (an item that kills its
@@ -102,6 +105,7 @@ class RayExecutor:
         self.gpus_per_worker = 0
         self._actors: list[Any] = []
         self._started_ray = False
+        self._local: LocalRay | None = None  # the watchdog and reaper of a local instance started here
         # The driver's stand-ins, weakly: a model the driver drops is released on the workers.
         self._models: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
@@ -112,12 +116,20 @@ class RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            try:  # "local": always a cluster of its own, never another process's by accident
+            # ray.init replaces the SIGTERM handler with sys.exit(15); the CLI's own (a one-line message, exit
+            # code 143, the same cleanup) is put back.
+            main_thread = threading.current_thread() is threading.main_thread()
+            on_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
+            try:  # "local": always a cluster of its own, never another process's by accident. No dashboard: a
+                # local run serves no UI (Ray still runs its minimal head and the raylet's dashboard agent).
                 ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
                          logging_level=logging.WARNING)
             except ConnectionError as exc:
                 raise UserError(f"Ray address {self.address}: cannot reach a Ray cluster ({exc}); start one with "
                                 "`ray start --head`, or leave --ray-address out for a local one") from None
+            finally:
+                if callable(on_sigterm):
+                    signal.signal(signal.SIGTERM, on_sigterm)
             self._started_ray = True
         free = ray.available_resources()
         gpus, cpus = int(free.get("GPU", 0)), int(free.get("CPU", 0))
@@ -133,6 +145,8 @@ class RayExecutor:
         except ray.exceptions.GetTimeoutError:
             raise UserError(f"{count} Ray workers did not start within {STARTUP_TIMEOUT_S:.0f} s (free: "
                             f"{ray.available_resources()}); is another job holding the cluster's {unit}s?") from None
+        if self._started_ray and self.address is None and self._local is None:  # never a cluster it joined
+            self._local = LocalRay()
         from robusteval.progress import status
 
         status(f"ray: {count} workers, one {unit} each, on {self.address or 'a local cluster'}")
@@ -253,12 +267,17 @@ class RayExecutor:
                     culprit = unfinished[0]
                     deaths[culprit] += 1
                     if deaths[culprit] >= MAX_DEATHS_PER_BATCH:
-                        raise RuntimeError(f"{stage}: batch {culprit} killed {deaths[culprit]} workers; giving up "
-                                           f"(last: {exc})") from exc
+                        from robusteval.errors import resume_hint
+                        from robusteval.executors.rayfaults import reason
+
+                        raise RayDied(f"{stage}: batch {culprit} killed {deaths[culprit]} workers; giving up (last: "
+                                      f"{reason(exc)}); {resume_hint()}") from exc
                     # Computed again first, by whichever worker is free; the innocent ones before the culprit, so they
                     # are not queued behind it again.
                     queue.extendleft(reversed([*unfinished[1:], culprit]))
                     actors[slot] = self._actors[slot] = self._new_actor()
+                    if self._local is not None:  # the new worker's process, for the reaper
+                        self._local.guard()
                     from robusteval.progress import status
 
                     others = f"; so are the batches queued behind it: {unfinished[1:]}" if len(unfinished) > 1 else ""
@@ -285,6 +304,8 @@ class RayExecutor:
     def close(self) -> None:
         import ray
 
+        if self._local is not None:  # what follows stops the instance on purpose: no death to report
+            self._local.stop_watching()
         for actor in self._actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor)
@@ -292,6 +313,9 @@ class RayExecutor:
         self._models.clear()
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
+        if self._local is not None:  # whatever ray.shutdown left running is killed
+            self._local.close()
+            self._local = None
         self._started_ray = False
 
 
