@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from helpers.runs import ENV, cli, units
 
@@ -156,23 +157,48 @@ def test_malformed_line_is_reported_whatever_the_limit(tiny_llama_dir: Path, tmp
 # --------------------------------------------------------------------------------------------- memory
 
 
+#: The address space a run gets: torch and a small model load within it (checked by a run that succeeds).
+ADDRESS_SPACE = 4 << 30
+
+
+def cap_address_space() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def wide_kv_model(tiny_llama_dir: Path, target: Path) -> Path:
+    """The tiny Llama's tokenizer on a 1-layer model whose KV cache is wide: 4 KV heads of 4096 dimensions,
+    128 KiB a token (keys and values) for 17 MB of weights. A batch's KV cache, not a forward's attention mask
+    or logits (which the backend keeps within fixed budgets), is what outgrows memory, as with a large model
+    on a small machine."""
+    from transformers import AutoConfig, LlamaForCausalLM
+
+    shutil.copytree(tiny_llama_dir, target, ignore=shutil.ignore_patterns("*.safetensors", "config.json"))
+    config = AutoConfig.from_pretrained(tiny_llama_dir)
+    config.num_hidden_layers, config.head_dim = 1, 4096
+    config.num_key_value_heads = config.num_attention_heads
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(target)
+    return target
+
+
 def test_out_of_memory_is_one_line_and_keeps_stored_units(tiny_llama_dir: Path, tmp_path: Path) -> None:
-    data = write_questions(tmp_path / "q.jsonl", 3000, words=40)
+    model = f"hf:{wide_kv_model(tiny_llama_dir, tmp_path / 'wide')}"
+    data = write_questions(tmp_path / "q.jsonl", 400, words=1)
     out = tmp_path / "out"
-    assert cli(*eval_args(f"hf:{tiny_llama_dir}", data, out, "--limit", "4")).returncode == 0
+
+    def capped(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "robusteval.cli.main", *eval_args(model, data, out, *extra)]
+        return subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=300,
+                              preexec_fn=cap_address_space)
+
+    # Under the same cap, 4 examples run: the model and a small batch's cache fit.
+    first = capped("--limit", "4")
+    assert first.returncode == 0, first.stderr[-2000:]
     before = units(out)
     assert len(before) == 4
-
-    def cap_address_space() -> None:
-        # 4 GiB of address space: torch and the model fit, a batch of 3000 long prompts cannot be allocated.
-        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-    result = subprocess.run(
-        [sys.executable, "-m", "robusteval.cli.main",
-         *eval_args(f"hf:{tiny_llama_dir}", data, out, "--batch-size", "3000")],
-        capture_output=True, text=True, env=ENV, timeout=300, preexec_fn=cap_address_space,
-    )
-    one_line_error(result, "out of main (CPU) memory", "smaller --batch-size")
+    # A batch of short questions after the ~600-token exemplar prefix: about a hundred rows fit a forward's
+    # attention-mask budget, and the prefix's KV cache forked for them needs ~4 GiB for the keys alone.
+    one_line_error(capped("--batch-size", "400"), "out of main (CPU) memory", "smaller --batch-size")
     assert units(out)[:4] == before  # nothing stored was lost
 
 

@@ -156,11 +156,12 @@ def test_closing_a_local_pool_stops_its_ray_instance_and_nothing_else(tmp_path: 
     from robusteval.executors.ray import RayExecutor
 
     ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # a process of the user's
+    before = set(descendants(os.getpid()))  # ours, and what earlier tests left running (e.g. a grader pool)
     pool = RayExecutor(workers=1)
     ray: dict[int, str] = {}
     try:
         pool.worker_pids()
-        ray = {pid: title for pid, title in descendants(os.getpid()).items() if pid != ours.pid}
+        ray = {pid: title for pid, title in descendants(os.getpid()).items() if pid not in before}
         assert {"raylet", "gcs_server", "ray::DashboardAgent", "ray::UnitWorker"} <= set(ray.values())
         pool.close()
         assert wait_gone(ray, within=2) == {}, "Ray processes outlived the pool"
