@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("results", ("report",)),
     ("studies", ("studies",)),
     ("guides", ("doctor", "tour")),
-    ("interface", ("cli", "__init__")),
+    ("interface", ("cli", "__init__", "__main__")),
 )
 
 
