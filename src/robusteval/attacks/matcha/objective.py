@@ -11,7 +11,7 @@ The prefix is encoded once (KV cache); every forward and backward pass runs over
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -242,18 +242,24 @@ def _chunk_rows(objectives: Sequence[MatchaObjective], questions: Sequence[Candi
     """The question embeddings [Lq, H] of a chunk's (objective, candidate) rows, each objective's consecutive
     candidates embedded together."""
     out: list[torch.Tensor] = []
+    for j, block, stop in _blocks(chunk):
+        first, last = chunk[block][1], chunk[stop - 1][1]
+        batch = questions[j]
+        out += list(batch[first : last + 1] if isinstance(batch, torch.Tensor)
+                    else objectives[j].embed_question(batch[first : last + 1]))
+    return out
+
+
+def _blocks(chunk: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int, int]]:
+    """(objective j, start, stop) of each run of consecutive rows of one objective in ``chunk``."""
     block = 0
     while block < len(chunk):
         j = chunk[block][0]
         stop = block
         while stop < len(chunk) and chunk[stop][0] == j:
             stop += 1
-        first, last = chunk[block][1], chunk[stop - 1][1]
-        batch = questions[j]
-        out += list(batch[first : last + 1] if isinstance(batch, torch.Tensor)
-                    else objectives[j].embed_question(batch[first : last + 1]))
+        yield j, block, stop
         block = stop
-    return out
 
 
 @torch.no_grad()
@@ -268,17 +274,11 @@ def scores(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates
         chunk = rows[part]
         logits, ms = _logits([objectives[j] for j, _ in chunk], _chunk_rows(objectives, questions, chunk))
         # Consecutive rows of one objective share its m: their loss is one call over the block.
-        block = 0
-        while block < len(chunk):
-            j = chunk[block][0]
-            stop = block
-            while stop < len(chunk) and chunk[stop][0] == j:
-                stop += 1
+        for j, block, stop in _blocks(chunk):
             terms = objectives[j].terms(logits[block:stop, logits.shape[1] - ms[block]:])
             totals[j].append(terms.total)
             cots[j].append(terms.cot)
             answers[j].append(terms.answer)
-            block = stop
     return [LossTerms(torch.cat(t), torch.cat(c), torch.cat(a)) if t else
             LossTerms(torch.empty(0), torch.empty(0), torch.empty(0))
             for t, c, a in zip(totals, cots, answers, strict=True)]
