@@ -160,3 +160,9 @@ def test_is_original_problems() -> None:
     assert is_original_problems(_problems({"a": [True], "b": [False]}))
     assert not is_original_problems(_problems({"a_0": [True]}))
     assert not is_original_problems([])
+
+
+def test_a_relative_drop_from_an_original_score_of_zero_is_said_to_be_undefined() -> None:
+    line = _diagnosis_of([(0.0, NONE)] * 10)["line"]
+    assert "strict drop relative undefined (original 0%), 0.0 points" in line, line
+    assert " - relative" not in line

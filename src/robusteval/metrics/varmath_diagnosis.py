@@ -235,9 +235,11 @@ def diagnosis_line(diagnosis: Mapping[str, Any]) -> str:
     if diagnosis["label"] == "no_variants":
         return f"{text}: each of the {n} problems has only its original instance"
     if drop["n"]:
+        relative = drop["relative"]["strict"]
+        relative_text = (f"{_pct(relative['value'])} relative{_interval(relative)}" if relative["value"] is not None
+                         else "relative undefined (original 0%)")
         text += (f": original {_pct(drop['original'])} -> loose {_pct(drop['loose'])} -> strict "
-                 f"{_pct(drop['strict'])} on {drop['n']} problems with an original; strict drop "
-                 f"{_pct(drop['relative']['strict']['value'])} relative{_interval(drop['relative']['strict'])}, "
+                 f"{_pct(drop['strict'])} on {drop['n']} problems with an original; strict drop {relative_text}, "
                  f"{drop['absolute']['strict']['value'] * 100:.1f} points{_interval(drop['absolute']['strict'])}")
     else:
         text += f": loose {_pct(diagnosis['loose'])}, strict {_pct(diagnosis['strict'])} (no original evaluated)"
