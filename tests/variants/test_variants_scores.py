@@ -10,7 +10,8 @@ import pytest
 from variants_testlib import run_cli
 
 from helpers.shared import needs_modules
-from robusteval.metrics.variants import problem_id, variant_scores
+from robusteval.metrics.stats import wilson_interval
+from robusteval.metrics.variants import _bootstrap, group_problems, problem_id, variant_scores
 from robusteval.variants.grading import grade
 
 INSTANCES = [
@@ -126,15 +127,34 @@ def test_bootstrap_masks_the_empty_instance_slots_of_smaller_problems() -> None:
     # all right -> every resample has strict = loose = 1, so both intervals are exactly [1, 1];
     # each problem has one wrong instance -> strict is 0 in every resample: [0, 0]. A missing slot that counted
     # as wrong (or as right) would move these intervals.
+    # (The raw bootstrap is checked here; the reported interval of such a zero-width case is Wilson's, below.)
+    def bootstrap(correct: dict[str, list[bool]]) -> tuple[list[float], list[float]]:
+        return _bootstrap(group_problems(list(correct)), correct, 300, 0, 0.95)
+
     all_right = {"a_0": [True], "a_1": [True], "a_2": [True], "b_0": [True], "c_0": [True], "c_1": [True]}
-    s = variant_scores(all_right, bootstrap_rounds=300, seed=0)
-    assert s["strict_ci95"] == [1.0, 1.0] and s["loose_ci95"] == [1.0, 1.0]
+    strict, loose = bootstrap(all_right)
+    assert strict == [1.0, 1.0] and loose == [1.0, 1.0]
     one_wrong = {"a_0": [True], "a_1": [False], "a_2": [True], "b_0": [False], "c_0": [True], "c_1": [False]}
     s = variant_scores(one_wrong, bootstrap_rounds=300, seed=0)
-    assert s["strict"] == 0.0 and s["strict_ci95"] == [0.0, 0.0]
+    strict, loose = bootstrap(one_wrong)
+    assert s["strict"] == 0.0 and strict == [0.0, 0.0]
     # Loose per problem: a 2/3, b 0, c 1/2 -> every resample's mean lies between 0 and 2/3.
     lo, hi = s["loose_ci95"]
     assert 0.0 <= lo < hi <= 2 / 3 + 1e-12
+    assert s["loose_ci95"] == loose  # a bootstrap with spread is reported as it is
+
+
+def test_a_score_whose_resamples_all_agree_reports_the_wilson_interval_not_zero_width() -> None:
+    # 0 of 3 problems right: the bootstrap says [0, 0]; the Wilson score interval over 3 problems is [0, 0.562].
+    none_right = {"a_0": [False], "a_1": [False], "b_0": [False], "c_0": [False], "c_1": [True]}
+    s = variant_scores(none_right, bootstrap_rounds=300, seed=0)
+    assert s["strict"] == 0.0 and s["strict_ci95"] == pytest.approx(list(wilson_interval(0, 3)))
+    assert s["strict_ci95"][1] == pytest.approx(0.5615, abs=1e-4)
+    assert s["bootstrap"]["wilson"] == ["strict"]  # loose (c: 1/2) has spread: still the bootstrap's
+    all_right = {"a_0": [True], "b_0": [True]}
+    s = variant_scores(all_right, bootstrap_rounds=300, seed=0)
+    assert s["strict_ci95"] == s["loose_ci95"] == pytest.approx(list(wilson_interval(2, 2)))
+    assert s["strict_ci95"][0] < 1.0
 
 
 def test_bootstrap_interval_on_a_larger_benchmark() -> None:

@@ -10,8 +10,9 @@ import numpy as np
 Z95 = 1.959963984540054
 
 
-def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, float] | None:
-    """95% Wilson score interval for a proportion (well behaved near 0, 1 and for small n)."""
+def wilson_interval(successes: float, total: int, z: float = Z95) -> tuple[float, float] | None:
+    """95% Wilson score interval for a proportion (well behaved near 0, 1 and for small n); ``successes`` may be
+    fractional (a mean of values in [0, 1] times n)."""
     if total <= 0:
         return None
     p = successes / total

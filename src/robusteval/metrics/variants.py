@@ -11,7 +11,9 @@ an id without such a suffix is a problem of its own). With ``K`` graded samples 
   paired up (sample 0 of one instance has nothing to do with sample 0 of another).
 
 Confidence intervals: percentile bootstrap with a fixed seed. Each round resamples problems with replacement
-and, for every instance, one of its samples at random, then computes strict and loose on that draw.
+and, for every instance, one of its samples at random, then computes strict and loose on that draw. Where every
+resample agrees (all problems scored 0, or all 1) the bootstrap's zero-width interval is replaced by the Wilson
+score interval over the problems (named in ``bootstrap.wilson``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from robusteval.metrics.stats import wilson_interval
 
 _SUFFIX_RE = re.compile(r"^(.*)_(\d+)$")
 
@@ -85,13 +89,22 @@ def variant_scores(
         "problems": per_problem,
     }
     if ci and n_problems > 0 and bootstrap_rounds > 0:
-        lo_hi = _bootstrap(groups, samples, bootstrap_rounds, seed, level)
-        out["strict_ci95"], out["loose_ci95"] = lo_hi
+        degenerate = []
+        for name, interval in zip(("strict", "loose"), _bootstrap(groups, samples, bootstrap_rounds, seed, level),
+                                  strict=True):
+            if interval[0] == interval[1]:
+                # Every resample agreed (every problem scored 0, or every one 1): a percentile bootstrap then
+                # claims certainty, [0, 0] at 0 of 3. A score is a mean of per-problem values in [0, 1], whose
+                # variance is at most mean * (1 - mean), so the Wilson score interval over the problems bounds it.
+                interval = list(wilson_interval(out[name] * n_problems, n_problems) or interval)
+                degenerate.append(name)
+            out[f"{name}_ci95"] = interval
         out["bootstrap"] = {
             "rounds": bootstrap_rounds,
             "seed": seed,
             "level": level,
             "resamples": "problems, and one sample per instance",
+            "wilson": degenerate,  # the scores whose resamples all agreed: their interval is Wilson's
         }
     return out
 
