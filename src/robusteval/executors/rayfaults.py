@@ -101,11 +101,14 @@ def _title(pid: int) -> str:
 
 def death_message(dead: list[Proc]) -> str:
     """The line naming what died. An agent's death makes the raylet exit at once, while the agents notice a
-    dead raylet only seconds later: seen dead together, the agent is the cause and is the one named."""
+    dead raylet only seconds later: seen dead together, the agents are the cause and are the ones named. Two
+    agents seen dead together (the raylet's exit can take the other one with it on a loaded machine) are both
+    named: which went first cannot be told afterwards."""
     agents = [p for p in dead if p.title.startswith("ray::")]
-    named = " and ".join(f"Ray's {p.role} ({p.title}, pid {p.pid})" for p in agents or dead)
-    return (f"{named} died and the local Ray instance cannot go on without it (was it killed, or out of "
-            f"memory?); {resume_hint()}")
+    named = agents or dead
+    listed = " and ".join(f"Ray's {p.role} ({p.title}, pid {p.pid})" for p in named)
+    return (f"{listed} died and the local Ray instance cannot go on without {'it' if len(named) == 1 else 'them'} "
+            f"(was it killed, or out of memory?); {resume_hint()}")
 
 
 class LocalRay:
