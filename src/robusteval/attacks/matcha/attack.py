@@ -46,7 +46,8 @@ class MatchaAttack:
         from robusteval.attacks.matcha.pipeline import outcome_records
         from robusteval.metrics.matcha import matcha_metrics
 
-        return {**matcha_metrics(outcome_records(store))}
+        counting = (store.identity.get("config") or {}).get("counting") or "ours"
+        return {**matcha_metrics(outcome_records(store), counting)}
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
         from robusteval.metrics.formatting import format_rate

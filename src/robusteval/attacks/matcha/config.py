@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from robusteval.config import (
+    WHEN_SET,
     ConfigError,
     check_at_least,
     check_chat,
@@ -24,6 +25,13 @@ VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix
 #: When the token level generates and judges (see attacks/matcha/token.py): once after the last step (the
 #: paper's text), or also right after the insertions (the authors' implementation, the published tables).
 SUCCESS_CHECKS = ("final", "insertion-and-final")
+#: How outcomes are counted (docs/matcha.md, "Counting"): robusteval's rules ("ours": the reasoning judge's verdict
+#: alone, over the attacked examples whose clean reasoning is sound) or the MATCHA authors' code step by step
+#: ("authors": kept answer AND (LLM judge 0 OR a false equation OR empty reasoning), their insertion procedure,
+#: over every question answered correctly before perturbation).
+COUNTINGS = ("ours", "authors")
+#: Unreadable LLM verdicts re-asked this many times under --count authors (their API path asks up to 5 times).
+AUTHORS_JUDGE_RETRIES = 4
 
 #: Paper defaults per dataset: (top-k ratio, epsilon fraction).
 DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
@@ -60,6 +68,7 @@ class MatchaConfig:
     max_drift: float | None = None  # token level: candidates drifting further are rejected before the judge
     drift_measure: str | None = None  # what max_drift bounds: "embedding" (1 - cosine) or "char" (edit ratio)
     success_check: str = "final"  # token level: "final" or "insertion-and-final" (SUCCESS_CHECKS)
+    counting: str = "ours"  # COUNTINGS: the success rule, denominators and (token level) insertion procedure
 
     @classmethod
     def for_dataset(cls, dataset: str, **overrides: Any) -> MatchaConfig:
@@ -79,6 +88,7 @@ class MatchaConfig:
         check_choice(self, "target_answer", ("gold", "clean"))
         check_choice(self, "answer_loss", ("answer", "n3"))
         check_choice(self, "success_check", SUCCESS_CHECKS)
+        check_choice(self, "counting", COUNTINGS)
         if self.level == "embedding" and self.variant not in ("full", "cot-loss-only"):
             raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} takes "
                               "full or cot-loss-only")
@@ -100,10 +110,13 @@ class MatchaConfig:
 
     def identity_record(self) -> dict[str, Any]:
         """The hyper-parameters as the run identity and unit keys record them: every field, except a
-        ``success_check`` left at ``final`` (runs made before the option existed keep their identity)."""
+        ``success_check`` left at ``final`` or a ``counting`` left at ``ours`` (runs made before the options existed
+        keep their identity)."""
         record = asdict(self)
         if record["success_check"] == "final":
             del record["success_check"]
+        if record["counting"] == "ours":
+            del record["counting"]
         return record
 
 
@@ -121,6 +134,24 @@ class MatchaRunConfig:
                         "wrong), vote:A,B,C")
     semantic_judge: str = option("none", metavar="SPEC|none",
                                  help="judge that must accept each token replacement as meaning-preserving")
+    judge_prompt: str | None = option(None, metavar="FILE", identity=WHEN_SET,
+                                      help="the reasoning LLM judge's prompt: a string.Template file with $question, "
+                                      "$reference and $candidate ($$ for a literal $); e.g. the MATCHA authors' "
+                                      "criteria prompt wrapped as docs/matcha.md shows")
+    semantic_judge_prompt: str | None = option(None, metavar="FILE", identity=WHEN_SET,
+                                               help="the semantic LLM judge's prompt: a string.Template file with "
+                                               "$original and $perturbed")
+    judge_retries: int | None = option(None, metavar="N", identity=WHEN_SET,
+                                       help="re-ask an LLM judge whose verdict cannot be read up to N times (sampled "
+                                       "at temperature 0.7), then count the example apart as unjudged (default: "
+                                       f"{AUTHORS_JUDGE_RETRIES} under --count authors, else 0)")
+    counting: str | None = option(None, choices=COUNTINGS, flag="--count", metavar="ours|authors",
+                                  identity=WHEN_SET,
+                                  help="ours: the reasoning judge's verdict alone, over attacked examples whose clean "
+                                  "reasoning is sound (docs/matcha.md argues for it); authors: the MATCHA authors' "
+                                  "code step by step (kept answer AND (LLM judge 0 OR a false equation OR empty "
+                                  "reasoning), their one-token-at-a-time insertions, every clean-correct question "
+                                  "as the denominator); --preset paper's default. Default: ours")
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
     error_classifier: str | None = option(None, metavar="MODEL-SPEC",
@@ -177,7 +208,7 @@ class MatchaRunConfig:
     def __post_init__(self) -> None:
         """Refuse values that cannot run, in the config's own words (the CLI re-words them with flags), before
         any model loads: judge specs are part of the run identity."""
-        from robusteval.judges.base import REASONING, SEMANTIC, check_judge_spec
+        from robusteval.judges.base import REASONING, SEMANTIC, check_judge_prompt, check_judge_spec
         from robusteval.judges.errortypes import check_error_classifier_spec
 
         check_choices(self)
@@ -186,8 +217,17 @@ class MatchaRunConfig:
             check_positive(self, name)
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
         for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
-                              ("max_drift", 0), ("attack_limit", 0)):
+                              ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0)):
             check_at_least(self, name, minimum)
+        if self.resolved_counting() == "authors" and self.level == "token":
+            # Their insertions land anywhere in the question and the answer trigger: a chat template's markup
+            # there is not what they attacked, and the suffix baseline inserts nothing inside.
+            if self.chat:
+                raise ConfigError(self, "chat", "{counting=authors} inserts into the question and the answer trigger "
+                                  "of a raw prompt, as the authors' code does; attack without {chat}")
+            if self.variant == "gcg-suffix":
+                raise ConfigError(self, "variant", "gcg-suffix appends a suffix; {counting=authors} inserts one token "
+                                  "at a time inside the question (use another variant or {counting=ours})")
         if self.level == "embedding":
             if self.variant not in ("full", "cot-loss-only"):
                 raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} "
@@ -204,6 +244,20 @@ class MatchaRunConfig:
             check_judge_spec(self.semantic_judge, task=SEMANTIC)
         with field_check(self, "error_classifier"):
             check_error_classifier_spec(self.error_classifier)
+        with field_check(self, "judge_prompt"):
+            check_judge_prompt(self.judge_prompt, REASONING)
+        with field_check(self, "semantic_judge_prompt"):
+            check_judge_prompt(self.semantic_judge_prompt, SEMANTIC)
+
+    def resolved_counting(self) -> str:
+        """The counting a run uses: ``--count``, else the authors' under ``--preset paper``, else ours."""
+        return self.counting or ("authors" if self.preset == "paper" else "ours")
+
+    def resolved_judge_retries(self) -> int:
+        """How often an unreadable LLM verdict is asked again before the example is counted apart."""
+        if self.judge_retries is not None:
+            return self.judge_retries
+        return AUTHORS_JUDGE_RETRIES if self.resolved_counting() == "authors" else 0
 
     def hyperparameters(self, target_answer: str | None = None) -> MatchaConfig:
         """The attack's resolved hyper-parameters (dataset defaults filled in)."""
@@ -220,6 +274,7 @@ class MatchaRunConfig:
             drift_measure=drift_measure() if self.max_drift is not None else None,
             success_check=self.success_check or ("insertion-and-final" if self.preset == "paper"
                                                  and self.level == "token" else "final"),
+            counting=self.resolved_counting(),
         )
         config.validate()
         return config
@@ -244,8 +299,12 @@ class MatchaRunConfig:
         if self.exemplars in (None, "math", "yesno"):
             problems.append("{exemplars=FILE} (the paper uses Wei et al.'s exemplars; robusteval's built-in sets are "
                             "its own)")
-        if any(atom.strip() in (*OFFLINE_JUDGES, "none") for atom in judges):
-            problems.append("{judge=MODEL-SPEC} (the paper's reasoning judge is an LLM)")
+        # The authors OR the arithmetic check into their LLM judge (it is part of --count authors either way);
+        # the grounding checker is robusteval's own.
+        if all(atom.strip() in (*OFFLINE_JUDGES, "none") for atom in judges) or any(
+                atom.strip() in ("grounding", "none") for atom in judges):
+            problems.append("{judge=MODEL-SPEC} or {judge=arith+MODEL-SPEC} (the paper's reasoning judge is an LLM, "
+                            "with the arithmetic check OR-ed in)")
         if self.semantic_judge.strip() == "none":
             problems.append("{semantic_judge=MODEL-SPEC} (the paper gates every perturbation)")
         if problems:
@@ -264,7 +323,13 @@ class MatchaRunConfig:
         if self.exemplars in (None, "math", "yesno"):
             out.append("robusteval's own exemplars, not Wei et al.'s")
         atoms = {a.strip() for a in self.judge.replace("vote:", "").replace(",", "+").split("+")}
-        if "arith" in atoms:
+        authors = hyper.counting == "authors"
+        if not authors:
+            out.append("outcomes counted by robusteval's rules (the reasoning judge alone, over attacked examples "
+                       "whose clean reasoning is sound), not the authors' (--count authors)")
+        if atoms <= {"arith"}:
+            out.append("reasoning judged by the arithmetic checker alone (false equations only), no LLM judge")
+        elif "arith" in atoms and not authors:
             out.append("reasoning judged by the arithmetic checker (false equations only), not only an LLM judge")
         if "grounding" in atoms:
             out.append("reasoning judged by the grounding checker (quantities not from the question), not only an "

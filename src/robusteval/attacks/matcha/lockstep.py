@@ -27,9 +27,12 @@ from robusteval.progress import set_phase
 
 @dataclass(frozen=True)
 class Gate:
-    """Ask the semantic gate whether the question with these ids keeps its meaning -> (accepted, verdict)."""
+    """Ask the semantic gate whether the question with these ids keeps its meaning -> (accepted, verdict); compared
+    with the original question, or with ``against`` (the authors' insertions gate each token against the question
+    as it was before it)."""
 
     ids: list[int]
+    against: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,8 @@ Request = Gate | Gradient | Score | Checkpoint
 R = TypeVar("R")
 #: An example's attack: yields requests, receives their answers, returns its result.
 AttackSteps = Generator[Request, Any, R]
-#: Many gate requests at once, as (example index, question ids) -> (accepted, verdict) each, in order.
-GateMany = Callable[[list[tuple[int, list[int]]]], list[tuple[bool, dict[str, Any]]]]
+#: Many gate requests at once, as (example index, its Gate) -> (accepted, verdict) each, in order.
+GateMany = Callable[[list[tuple[int, Gate]]], list[tuple[bool, dict[str, Any]]]]
 #: Many checkpoints at once, as (example index, question ids) -> "success", "wrong" or None each, in order.
 CheckMany = Callable[[list[tuple[int, list[int]]]], list[str | None]]
 
@@ -89,7 +92,7 @@ def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[Attack
         kinds = Counter(type(r).__name__.lower() for r in asked.values())
         set_phase(f"{len(attacks)} example(s) in lock-step, round {rounds}: "
                   + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())))
-        gates = [(i, r.ids) for i, r in asked.items() if isinstance(r, Gate)]
+        gates = [(i, r) for i, r in asked.items() if isinstance(r, Gate)]
         if gates:
             if gate is None:
                 raise ValueError("an attack asked the semantic gate, but none was given")

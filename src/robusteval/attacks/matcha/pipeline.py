@@ -91,13 +91,29 @@ def select_examples(config: MatchaRunConfig, examples: list[Example]) -> list[Ex
     return [ex for i, ex in enumerate(examples) if i in chosen]
 
 
+def reasoning_spec_for(spec: str, counting: str) -> str:
+    """The reasoning judge a counting uses: under ``authors`` the arithmetic check is OR-ed into the judge (their
+    success rule: the LLM judge's 0 OR a false equation), so ``MODEL`` there means ``arith+MODEL``."""
+    if counting != "authors" or "arith" in {term.strip() for term in spec.split("+")}:
+        return spec
+    return f"arith+{spec}"
+
+
 def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load: Callable[[str], Backend], *,
-                  chat: bool = False) -> tuple[Any, Any, dict[str, str]]:
+                  chat: bool = False, counting: str = "ours", retries: int = 0, reasoning_prompt: str | None = None,
+                  semantic_prompt: str | None = None) -> tuple[Any, Any, dict[str, str]]:
     """Adapters from the judges package to the attack runner; every model verdict is cached in ``store``.
-    ``chat`` asks LLM judges through their chat template (unset: as the judges always asked, see judges.llm)."""
+    ``chat`` asks LLM judges through their chat template (unset: as the judges always asked, see judges.llm).
+    ``counting="authors"`` ORs ``arith`` into the reasoning judge and, without a prompt file, asks robusteval's
+    reasoning-only prompt (the authors' judge sees no question); ``retries`` re-asks unreadable LLM verdicts."""
     mode = True if chat else None
-    reasoning = with_cache(build_judge(reasoning_spec, load, task=REASONING, chat=mode), store)
-    semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC, chat=mode), store)
+    authors = counting == "authors"
+    reasoning = with_cache(build_judge(reasoning_spec_for(reasoning_spec, counting), load, task=REASONING, chat=mode,
+                                       prompt_file=reasoning_prompt, retries=retries,
+                                       prompt_name="reasoning_pair" if authors and not reasoning_prompt else None),
+                           store)
+    semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC, chat=mode, prompt_file=semantic_prompt,
+                                      retries=retries), store)
 
     def judge_reasoning(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
         verdicts = reasoning.judge([ReasoningItem(q, ref, cand) for q, ref, cand in items])
@@ -106,9 +122,25 @@ def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load
     def judge_semantic(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
         verdicts = semantic.judge([SemanticItem(original, perturbed) for original, perturbed in pairs])
         # An unreadable semantic verdict rejects the replacement: meaning preservation is never assumed.
+        # (An abstention rejects it too, and says so in the stored verdict.)
         return [{"same_meaning": v.decided(False), **v.to_record()} for v in verdicts]
 
     return judge_reasoning, judge_semantic, {"reasoning": reasoning.name, "semantic": semantic.name}
+
+
+def rate_flags(reasoning_spec: str, semantic_spec: str) -> list[dict[str, str]]:
+    """What the rates rest on that a reader must see next to them: a reasoning judge made of deterministic checkers
+    only (they see numbers, not reasoning, and abstain without them), and an unguarded semantic gate."""
+    from robusteval.attacks.matcha.config import OFFLINE_JUDGES
+
+    flags = []
+    atoms = [atom.strip() for term in reasoning_spec.split("+") for atom in term.removeprefix("vote:").split(",")]
+    if all(atom in OFFLINE_JUDGES for atom in atoms):
+        flags.append({"code": "deterministic_judge",
+                      "text": f"reasoning judged by deterministic checkers only ({reasoning_spec})"})
+    if semantic_spec.strip() == "none":
+        flags.append({"code": "ungated", "text": "semantic gate: none (edits unchecked)"})
+    return flags
 
 
 def error_classifier(store: RunStore, spec: str | None, load: Callable[[str], Backend], *, chat: bool = False
@@ -148,8 +180,10 @@ def attack_matcha(
 
     info = {"limit": config.data.limit, "batch_size": batch_size}
     with store_for(store, identity, info) as run:
-        judge_reasoning, judge_semantic, judge_names = matcha_judges(run, config.judge, config.semantic_judge, load,
-                                                                     chat=config.judge_chat)
+        judge_reasoning, judge_semantic, judge_names = matcha_judges(
+            run, config.judge, config.semantic_judge, load, chat=config.judge_chat,
+            counting=config.resolved_counting(), retries=config.resolved_judge_retries(),
+            reasoning_prompt=config.judge_prompt, semantic_prompt=config.semantic_judge_prompt)
         judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
         classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
         if classifier is not None:
@@ -173,6 +207,8 @@ def attack_matcha(
         summary = summarise_matcha(run, backend.name, config.data.dataset, hyper, judge_names, clean, attacked,
                                    runner, notes, error_classifier=classifier)
         summary["preset"] = config.preset
+        summary["judge_retries"] = config.resolved_judge_retries()
+        summary["flags"] = rate_flags(config.judge, config.semantic_judge)
         summary["deviations_from_paper"] = config.deviations(examples[0].answer_type)
         return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
 
@@ -221,9 +257,10 @@ def summarise_matcha(
         "target_answer": config.target_answer,
         "judges": judge_names,
         "hyperparameters": dataclasses.asdict(config),
-        **matcha_metrics(rows),
-        # Clean-correct examples whose completion has no reasoning after the answer cannot be attacked.
-        "n_no_cot": sum(1 for r in rows if r["clean_correct"] and r["skip_reason"] == NO_COT),
+        **matcha_metrics(rows, config.counting),
+        # Clean-correct examples whose completion has no reasoning after the answer: not attacked under ours;
+        # attacked under the authors' counting (an empty reasoning is a success there when the answer is kept).
+        "n_no_cot": sum(1 for r in rows if r["clean_correct"] and (r["skip_reason"] == NO_COT or r.get("no_cot"))),
         # Examples whose every insertion was refused (semantic judge or --max-drift): not attacked.
         "n_semantic_skipped": sum(1 for r in rows if r.get("skipped")),
         "drift": drift_summary([r for r in attacked if not r.get("skipped")], config.max_drift),

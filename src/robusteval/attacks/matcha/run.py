@@ -16,10 +16,16 @@ from typing import Any
 
 import torch
 
+from robusteval.attacks.matcha.authors import (
+    authors_reasoning,
+    authors_verdicts,
+    insertion_count,
+    vocabulary_ids,
+)
 from robusteval.attacks.matcha.config import MatchaConfig
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack_steps
 from robusteval.attacks.matcha.layout import PromptLayout, chat_layout, layout_from_text
-from robusteval.attacks.matcha.lockstep import run_lockstep
+from robusteval.attacks.matcha.lockstep import Gate, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids, prepare
 from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack_steps, word_boundaries
 from robusteval.data.answers import answers_match
@@ -108,6 +114,18 @@ class MatchaRunner:
                 self._layouts[text] = found
         return found
 
+    @property
+    def authors_insertion(self) -> bool:
+        """The authors' insertions (--count authors, token level): the edited span is the question and the answer
+        trigger after it."""
+        return self.config.counting == "authors" and self.config.level == "token"
+
+    def edited_layout(self, layout: PromptLayout) -> PromptLayout:
+        """The layout the attack edits: the question alone, or (authors' insertions) question + trigger."""
+        if not self.authors_insertion:
+            return layout
+        return PromptLayout(layout.prefix, layout.head, [*layout.question, *layout.tail], [])
+
     def _decode(self, rows: Sequence[tuple[list[int], Any]]) -> list[Any]:
         """Greedy completions (cut at the stop strings) of (prefix ids, suffix ids or embeddings [L, H]) rows;
         rows sharing a prefix are decoded together after its cached KV."""
@@ -166,15 +184,16 @@ class MatchaRunner:
             **graded,
         }
 
-    def _overflow(self, example_id: str, prompt_tokens: int, question_tokens: int, *, attack: bool = False,
-                  say: bool = False) -> str | None:
+    def _overflow(self, example_id: str, prompt_tokens: int, question_tokens: int, trigger_tokens: int = 0, *,
+                  attack: bool = False, say: bool = False) -> str | None:
         """Why a prompt of ``prompt_tokens`` does not fit the model's context with the tokens generated after it
         (and, for ``attack`` at the token level, the question's insertions: a x its ``question_tokens``), or None
         (:func:`~robusteval.models.context.context_overflow`). Sizes, not a layout: the driver of a Ray run decides
         from the clean record, without the tokenizer (which would load the model there)."""
         grown = prompt_tokens
         if attack and self.config.level == "token":
-            grown += max(1, round(self.config.insert_ratio * question_tokens))
+            grown += (insertion_count(self.config.insert_ratio, question_tokens, trigger_tokens)
+                      if self.authors_insertion else max(1, round(self.config.insert_ratio * question_tokens)))
         return context_overflow(self.backend, f"example {example_id}", grown, self.config.max_new_tokens, say=say)
 
     def _too_long(self, ex: Example, layout: PromptLayout) -> dict[str, Any]:
@@ -195,14 +214,18 @@ class MatchaRunner:
             return False, "clean answer wrong"
         if clean["predicted"] is None:
             return False, "no answer in the clean completion"
-        if clean["n_answer_tokens"] >= len(clean["continuation_ids"]):
+        if clean["n_answer_tokens"] >= len(clean["continuation_ids"]) and self.config.counting != "authors":
+            # The authors attack it too: an empty reasoning counts as a success when the answer is kept.
             return False, "no chain of thought after the answer"  # pipeline.NO_COT
         return True, ""
 
     @property
     def allowed_tokens(self) -> torch.Tensor:
         if self._allowed is None:
-            self._allowed = ordinary_token_ids(self.backend.tokenizer).to(self.backend.device)
+            tokenizer = self.backend.tokenizer
+            # The authors draw insertions (and take replacements) from the whole vocabulary; ours plain words.
+            ids = vocabulary_ids(tokenizer) if self.authors_insertion else ordinary_token_ids(tokenizer)
+            self._allowed = ids.to(self.backend.device)
         return self._allowed
 
     @property
@@ -247,7 +270,8 @@ class MatchaRunner:
             if layout.question != list(clean["question_ids"]):
                 raise UserError(f"{example.id}: the question tokenises differently than in the stored clean pass "
                                 "(was the tokenizer changed?); start a new run directory")
-            reference = Reference(clean["question_ids"], clean["continuation_ids"], clean["n_answer_tokens"])
+            layout = self.edited_layout(layout)
+            reference = Reference(list(layout.question), clean["continuation_ids"], clean["n_answer_tokens"])
             objective = MatchaObjective(self.backend, layout.prefix, layout.head, layout.tail, reference,
                                         lam=0.0 if cfg.variant == "cot-loss-only" else None,
                                         candidate_chunk=self.candidate_chunk, answer_loss=cfg.answer_loss)
@@ -267,7 +291,7 @@ class MatchaRunner:
                 "n3": objective.n3,
                 "n4": objective.n4,
                 "question_span": [len(layout.prefix) + len(layout.head),
-                                  len(layout.prefix) + len(layout.head) + len(clean["question_ids"])],
+                                  len(layout.prefix) + len(layout.head) + len(layout.question)],
             })
         prepare(objectives)
         timings = {"reference": time.perf_counter() - began}
@@ -307,12 +331,16 @@ class MatchaRunner:
         cfg = self.config
         meter = self.drift_meter
         # Drift against the question as the model reads it, so tokenizer round-trip artefacts do not count.
-        originals = [self.backend.decode(list(clean["question_ids"])).strip() for clean in cleans]
+        originals = [self.backend.decode(list(layout.question)).strip() for layout in layouts]
         verdicts: list[list[dict[str, Any]]] = [[] for _ in examples]  # each example's semantic verdicts
         generated: dict[tuple[int, tuple[int, ...]], Any] = {}  # the insertion checkpoints' completions
 
-        def gate(asked: list[tuple[int, list[int]]]) -> list[tuple[bool, dict[str, Any]]]:
-            texts = [self.backend.decode(ids).strip() for _, ids in asked]
+        def gate(asked: list[tuple[int, Gate]]) -> list[tuple[bool, dict[str, Any]]]:
+            texts = [self.backend.decode(g.ids).strip() for _, g in asked]
+            # What each edit is compared with: the original question, or (the authors' insertions) the span as it
+            # was before this token.
+            befores = [examples[i].question if g.against is None else self.backend.decode(g.against).strip()
+                       for i, g in asked]
             drifts: list[float | None] = [None] * len(asked)
             if cfg.max_drift is not None:
                 drifts = list(meter.drifts([originals[i] for i, _ in asked], texts))
@@ -325,7 +353,7 @@ class MatchaRunner:
                                       "max_drift": cfg.max_drift, "drift_measure": meter.kind})
                 else:
                     judged.append(k)
-            answers = self.semantic_judge([(examples[asked[k][0]].question, texts[k]) for k in judged]) if judged else []
+            answers = self.semantic_judge([(befores[k], texts[k]) for k in judged]) if judged else []
             for k, verdict in zip(judged, answers, strict=True):
                 verdicts[asked[k][0]].append(verdict)
                 out[k] = (bool(verdict["same_meaning"]),
@@ -346,19 +374,23 @@ class MatchaRunner:
                     out.append(None)
                 else:
                     out.append("wrong")
-            verdicts = self.reasoning_judge([(examples[i].question, cleans[i]["completion"], text)
-                                             for _, i, text in kept]) if kept else []
+            verdicts = self.perturbed_verdicts([(examples[i].question, cleans[i]["completion"], text)
+                                                for _, i, text in kept]) if kept else []
             for (k, _, _), verdict in zip(kept, verdicts, strict=True):
-                # An unreadable verdict is no success, as in the metrics.
+                # An abstention decides nothing here: the attack goes on, and the final judgement counts it apart
+                # if the judge abstains there too.
                 out[k] = "success" if verdict.get("reasoning_correct") is False else None
             return out
 
-        attack_config = TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps, cfg.n_candidates,
-                                          cfg.max_redraws, cfg.success_check)
-        steps = [token_attack_steps(objective, list(clean["question_ids"]), self.allowed_tokens, attack_config,
-                                    derive_rng(cfg.seed, "matcha-token", example.id),
-                                    slots=word_boundaries(self.backend.decode, clean["question_ids"]))
-                 for example, clean, objective in zip(examples, cleans, objectives, strict=True)]
+        steps = []
+        for example, clean, objective, layout in zip(examples, cleans, objectives, layouts, strict=True):
+            attack_config = TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps,
+                                              cfg.n_candidates, cfg.max_redraws, cfg.success_check,
+                                              insertion="authors" if self.authors_insertion else "words",
+                                              trigger_tokens=len(clean["tail_ids"]) if self.authors_insertion else 0)
+            slots = None if self.authors_insertion else word_boundaries(self.backend.decode, clean["question_ids"])
+            steps.append(token_attack_steps(objective, list(layout.question), self.allowed_tokens, attack_config,
+                                            derive_rng(cfg.seed, "matcha-token", example.id), slots=slots))
         results = run_lockstep(objectives, steps, gate, check)
         suffixes: list[Any] = [None] * len(examples)
         perturbed = {}
@@ -375,13 +407,19 @@ class MatchaRunner:
                                "drift": None})
                 continue
             perturbed[i] = self.backend.decode(result.question_ids).strip()
+            question_text = perturbed[i]
+            if self.authors_insertion:  # the edited span ends with the answer trigger: the question is before it
+                trigger = self.backend.decode(list(cleans[i]["tail_ids"])).strip()
+                if trigger and question_text.endswith(trigger):
+                    question_text = question_text[: -len(trigger)].rstrip()
+                record["perturbed_span"] = perturbed[i]
             record.update({
-                "perturbed_question": perturbed[i],
+                "perturbed_question": question_text,
                 "perturbed_question_ids": result.question_ids,
                 "inserted_positions": result.inserted_positions,
                 "replaced_positions": result.replaced_positions,
-                "edits": edit_spans(self.backend.decode, result.question_ids, result.inserted_positions,
-                                    result.replaced_positions),
+                "edits": [e for e in edit_spans(self.backend.decode, result.question_ids, result.inserted_positions,
+                                                result.replaced_positions) if e["end"] <= len(question_text)],
                 "perturbed_question_span": [record["question_span"][0],
                                             record["question_span"][0] + len(result.question_ids)],
                 "steps": result.steps,
@@ -422,31 +460,51 @@ class MatchaRunner:
         return suffixes
 
     # ------------------------------------------------------------------ judging
+    def perturbed_verdicts(self, items: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:
+        """The reasoning verdicts of (question, clean completion, perturbed completion) items.
+
+        Ours: the reasoning judge reads the question and both full completions. The authors' (--count authors):
+        it reads only the reasoning after each answer (:func:`.authors.reasoning_after_answer`), and an empty
+        reasoning on either side is judged wrong without asking (their ``auto_rater_gpt`` returns 0)."""
+        if self.config.counting != "authors":
+            return self.reasoning_judge(list(items)) if items else []
+        return authors_verdicts(items, self.reasoning_judge)
+
     def judge(self, attacked: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Judge every attacked example's clean reasoning, and the perturbed reasoning where the answer was kept
         (all verdicts cached). A clean reasoning already judged wrong makes the example ``clean_cot_wrong``:
-        whatever the attack does, it cannot be credited with breaking that reasoning."""
+        whatever the attack does, it cannot be credited with breaking that reasoning (our denominator)."""
+        authors = self.config.counting == "authors"
         live = [r for r in attacked if not r.get("skipped")]
         kept = [r for r in live if r["answer_kept"]]
-        items = [(r["clean_question"], r.get("gold_reasoning") or r["clean_completion"], r["clean_completion"])
-                 for r in live]
-        items += [(r["clean_question"], r["clean_completion"], r["perturbed_completion"]) for r in kept]
-        verdicts = self.reasoning_judge(items) if items else []
-        clean_of = {r["id"]: v for r, v in zip(live, verdicts[: len(live)], strict=True)}
-        perturbed_of = {r["id"]: v for r, v in zip(kept, verdicts[len(live):], strict=True)}
+
+        def clean_item(record: dict[str, Any]) -> tuple[str, str, str]:
+            if authors:
+                reasoning = authors_reasoning(record["clean_completion"])
+                return record["clean_question"], record.get("gold_reasoning") or reasoning, reasoning
+            return record["clean_question"], record.get("gold_reasoning") or record["clean_completion"], \
+                record["clean_completion"]
+
+        no_cot = {r["id"] for r in live if authors and not authors_reasoning(r["clean_completion"])}
+        judged_clean = [r for r in live if r["id"] not in no_cot]
+        verdicts = self.reasoning_judge([clean_item(r) for r in judged_clean]) if judged_clean else []
+        clean_of = dict(zip((r["id"] for r in judged_clean), verdicts, strict=True))
+        perturbed_of = dict(zip((r["id"] for r in kept), self.perturbed_verdicts(
+            [(r["clean_question"], r["clean_completion"], r["perturbed_completion"]) for r in kept]), strict=True))
         out = []
         for record in attacked:
             if record.get("skipped"):
                 out.append({**record, "attacked": False, "outcome": None})
                 continue
-            clean_verdict = clean_of[record["id"]]
-            clean_ok = clean_verdict.get("reasoning_correct")
+            clean_verdict = clean_of.get(record["id"])
+            clean_ok = None if clean_verdict is None else clean_verdict.get("reasoning_correct")
             verdict = perturbed_of.get(record["id"])
             correct = None if verdict is None else verdict.get("reasoning_correct")
             judged = {**record, "attacked": True, "clean_reasoning": clean_verdict,
                       "clean_cot_wrong": None if clean_ok is None else not clean_ok, "reasoning": verdict,
-                      "reasoning_wrong": None if correct is None else not correct}
-            out.append({**judged, "outcome": outcome(judged)})
+                      "reasoning_wrong": None if correct is None else not correct,
+                      **({"no_cot": True} if record["id"] in no_cot else {})}
+            out.append({**judged, "outcome": outcome(judged, self.config.counting)})
         return out
 
 
@@ -471,7 +529,8 @@ def _gold_reasoning(example: Example) -> str | None:
     return None
 
 
-def _prompt_sizes(clean: dict[str, Any]) -> tuple[int, int]:
-    """(prompt tokens, question tokens) of a clean record, as its layout had them."""
+def _prompt_sizes(clean: dict[str, Any]) -> tuple[int, int, int]:
+    """(prompt tokens, question tokens, trigger tokens) of a clean record, as its layout had them."""
     question = len(clean["question_ids"])
-    return clean["prefix_length"] + len(clean["head_ids"]) + question + len(clean["tail_ids"]), question
+    return (clean["prefix_length"] + len(clean["head_ids"]) + question + len(clean["tail_ids"]), question,
+            len(clean["tail_ids"]))

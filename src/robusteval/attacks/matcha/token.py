@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from robusteval.attacks.matcha.authors import authors_insertions, insertion_count
 from robusteval.attacks.matcha.config import VARIANTS
 from robusteval.attacks.matcha.lockstep import AttackSteps, Checkpoint, Gate, Gradient, Score, run_lockstep
 from robusteval.attacks.matcha.loss import LossTerms
@@ -50,6 +51,10 @@ class TokenAttackConfig:
     # "final": judged once, after the last step (the paper's text); "insertion-and-final": also right after the
     # insertions, stopping there on a success or a changed answer (the authors' implementation)
     success_check: str = "final"
+    # "words": round(a x |question|) plain-word tokens at once, at word boundaries inside the question (ours);
+    # "authors": one whole-vocabulary token at a time over question and trigger, gated each (attacks/matcha/authors.py)
+    insertion: str = "words"
+    trigger_tokens: int = 0  # "authors": how many trailing tokens of the edited span are the answer trigger
 
 
 @dataclass
@@ -122,7 +127,7 @@ def token_attack(
     insertion checkpoint of ``success_check="insertion-and-final"``."""
     steps = token_attack_steps(objective, question_ids, allowed, config, rng, slots)
     check = (lambda asked: [checkpoint(ids) for _, ids in asked]) if checkpoint is not None else None
-    return run_lockstep([objective], [steps], gate=lambda asked: [semantic_gate(ids) for _, ids in asked],
+    return run_lockstep([objective], [steps], gate=lambda asked: [semantic_gate(g.ids) for _, g in asked],
                         check=check)[0]
 
 
@@ -138,23 +143,32 @@ def token_attack_steps(
     gradients and candidate scores and receives their answers."""
     if config.variant not in VARIANTS:
         raise ValueError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
-    n_insert = max(1, round(config.insert_ratio * len(question_ids)))
-    allowed_ids = allowed.tolist()  # sampled on the host; the tensor goes where the scores are
     decode = objective.backend.decode
-    draws = []
-    for _ in range(config.max_redraws + 1):
-        ids, inserted = _insert(question_ids, n_insert, allowed_ids, rng, at_end=config.variant == "gcg-suffix",
-                                slots=slots)
-        accepted, verdict = yield Gate(ids)
-        tokens = [ids[p] for p in inserted]
-        # Each token's own text, so a report names the edits without a tokenizer.
-        draws.append({"inserted_positions": inserted, "tokens": tokens, "token_texts": [decode([t]) for t in tokens],
-                      "accepted": accepted, "semantic": verdict})
-        if accepted:
-            break
+    allowed_ids = allowed.tolist()  # sampled on the host; the tensor goes where the scores are
+    if config.insertion == "authors":
+        n_insert = insertion_count(config.insert_ratio, len(question_ids) - config.trigger_tokens,
+                                   config.trigger_tokens)
+        ids, inserted, draws = yield from authors_insertions(list(question_ids), n_insert, allowed_ids, rng,
+                                                             config.max_redraws, decode)
+        if not inserted:
+            return TokenAttackResult(list(question_ids), [], [], insertions=draws,
+                                     skipped=f"the semantic judge rejected all {len(draws)} random insertions")
     else:
-        return TokenAttackResult(list(question_ids), [], [], insertions=draws,
-                                 skipped=f"the semantic judge rejected all {len(draws)} random insertions")
+        n_insert = max(1, round(config.insert_ratio * len(question_ids)))
+        draws = []
+        for _ in range(config.max_redraws + 1):
+            ids, inserted = _insert(question_ids, n_insert, allowed_ids, rng,
+                                    at_end=config.variant == "gcg-suffix", slots=slots)
+            accepted, verdict = yield Gate(ids)
+            tokens = [ids[p] for p in inserted]
+            # Each token's own text, so a report names the edits without a tokenizer.
+            draws.append({"inserted_positions": inserted, "tokens": tokens,
+                          "token_texts": [decode([t]) for t in tokens], "accepted": accepted, "semantic": verdict})
+            if accepted:
+                break
+        else:
+            return TokenAttackResult(list(question_ids), [], [], insertions=draws,
+                                     skipped=f"the semantic judge rejected all {len(draws)} random insertions")
     result = TokenAttackResult(ids, inserted, [], insertions=draws)
     if config.variant == "random-insert":
         result.steps.append({"step": 0, "loss": _loss_record((yield Score([ids])))})

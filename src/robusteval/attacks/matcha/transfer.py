@@ -347,12 +347,14 @@ def _judged_item(row: dict[str, Any]) -> ReasoningItem:
 
 
 def transfer_outcome(row: dict[str, Any]) -> str:
-    """``excluded`` (original answered wrongly), ``wrong`` (answer flipped), ``success`` or ``unsuccessful``."""
+    """``excluded`` (original answered wrongly), ``wrong`` (answer flipped), ``success``, ``unsuccessful`` or
+    ``unjudged`` (the judge abstained: counted apart, never as a verdict)."""
     if not row["original_correct"]:
         return "excluded"
     if not row["answer_kept"]:
         return "wrong"
-    return "success" if row.get("reasoning_wrong") is True else "unsuccessful"
+    wrong = row.get("reasoning_wrong")
+    return "unjudged" if wrong is None else "success" if wrong else "unsuccessful"
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
