@@ -104,7 +104,7 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
                  kinds: list[str] | None = None, model_name: str = "synthetic/matcha-format",
                  identity: dict[str, Any] | None = None, hyperparameters: dict[str, Any] | None = None,
                  skipped: int = 0, cot_wrong: int = 0, summary_reasons: bool = True,
-                 success_check: str | None = None) -> Path:
+                 success_check: str | None = None, summary: dict[str, Any] | None = None) -> Path:
     """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output;
     ``finished=False``: the records only, no summary, as a run stopped before its end). ``kinds``: each
     record's outcome (success, unsuccessful, wrong, clean_cot_wrong or skip:<reason>) instead of a random one;
@@ -113,7 +113,9 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
     ``skipped`` more questions are not attacked (reasons cycling through :data:`SKIP_REASONS`), ``cot_wrong`` of
     the attacked ones have a clean reasoning the judge rejects; ``summary_reasons=False``: the summary does not
     count them (``skip_reasons``, ``exclusions``), as summaries before issue 20, so only the records hold them.
-    ``success_check``: the run's ``--success-check`` (its records then say which checkpoint decided them)."""
+    ``success_check``: the run's ``--success-check`` (its records then say which checkpoint decided them).
+    ``summary``: keys set in the summary over the computed ones (issue 26's ``counting``, ``flags``,
+    ``n_unjudged``, ``denominators``...)."""
     rng = random.Random(seed)
     chosen = kinds or [None] * n
     records = [_record(i, rng, text, None if kind in (None, "clean_cot_wrong") or kind.startswith("skip:")
@@ -138,17 +140,17 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
         error_types = {"n": len(successes), "counts": {c: successes.count(c) for c in ERROR_TYPES},
                        "shares": {c: successes.count(c) / len(successes) if successes else None
                                   for c in ERROR_TYPES}}
-        summary: dict[str, Any] = {"model": model_name, "dataset": "synthetic", "level": "token",
-                                   "variant": "full", "hyperparameters": {"seed": seed, **(hyperparameters or {})},
-                                   **matcha_metrics(records), "error_types": error_types}
+        computed: dict[str, Any] = {"model": model_name, "dataset": "synthetic", "level": "token",
+                                    "variant": "full", "hyperparameters": {"seed": seed, **(hyperparameters or {})},
+                                    **matcha_metrics(records), "error_types": error_types}
         if not summary_reasons:
-            summary.pop("skip_reasons", None)
-            summary.pop("exclusions", None)
+            computed.pop("skip_reasons", None)
+            computed.pop("exclusions", None)
         if success_check is not None:
-            summary["success_check"] = summary["hyperparameters"]["success_check"] = success_check
+            computed["success_check"] = computed["hyperparameters"]["success_check"] = success_check
             decided = [r["decided_at"] for r in records if r["attacked"]]
-            summary["decided_at"] = {k: decided.count(k) for k in ("insertion", "final") if k in decided}
-        finish(store, summary, seeds={"seed": seed})
+            computed["decided_at"] = {k: decided.count(k) for k in ("insertion", "final") if k in decided}
+        finish(store, {**computed, **(summary or {})}, seeds={"seed": seed})
     return out
 
 
