@@ -13,6 +13,7 @@ from typing import Any
 
 from robusteval.lifecycle import IDENTITY_VERSION, finish, open_run
 from robusteval.metrics.matcha import matcha_metrics, outcome
+from robusteval.metrics.stats import wilson_interval
 from robusteval.store import unit_key
 
 ERROR_TYPES = ("wrong calculation", "wrong reasoning", "wrong information", "irrelevant information")
@@ -170,3 +171,26 @@ def robustness_store(out: Path, *, label_mode: str, correct: dict[str, list[bool
     with open_run(out, identity) as (store, _):
         finish(store, summary, seeds={"seed": 0})
     return out
+
+
+#: Issue 26's flags as the MATCHA pipeline writes them into a summary's ``flags``.
+DETERMINISTIC = {"code": "deterministic_judge", "text": "reasoning judged by deterministic checkers only (arith)"}
+UNGATED = {"code": "ungated", "text": "semantic gate: none (edits unchecked)"}
+
+
+def denominator(unsuccessful: int, success: int, wrong: int, definition: str) -> dict[str, Any]:
+    """One entry of a summary's ``denominators``: n, UR/SR/WR, counts and Wilson intervals of the outcomes."""
+    n = unsuccessful + success + wrong
+    counts = {"unsuccessful": unsuccessful, "success": success, "wrong": wrong}
+    return {"n": n, "ur": unsuccessful / n, "sr": success / n, "wr": wrong / n, "counts": counts,
+            "definition": definition, "ci95": {m: list(wilson_interval(counts[k], n)) for m, k in
+                                               (("ur", "unsuccessful"), ("sr", "success"), ("wr", "wrong"))}}
+
+
+def authors_summary(ours: dict[str, Any], authors: dict[str, Any]) -> dict[str, Any]:
+    """A summary's issue-26 keys under the authors' counting (``matcha_store(summary=...)``): both denominators,
+    the authors' the headline (the top-level rates, ``n_rated``, ``counts`` and intervals)."""
+    return {"counting": "authors", "headline_denominator": "authors", "denominators": {"authors": authors,
+                                                                                      "ours": ours},
+            "n_rated": authors["n"], "counts": authors["counts"], **{m: authors[m] for m in ("ur", "sr", "wr")},
+            "ci95": {"acc": [0.5, 1.0], **authors["ci95"]}}

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import robusteval as rv
-from helpers.reportstores import matcha_store
+from helpers.reportstores import DETERMINISTIC, UNGATED, authors_summary, denominator, matcha_store
 from helpers.studies import MATH
-from robusteval.metrics.stats import wilson_interval
 from robusteval.report.tables import print_summary_table
 from robusteval.studies.leaderboard import CSV_NAME, JSON_NAME, StudyLeaderboard, build_leaderboard
 from robusteval.studies.plan import StudyPlan, run_dir
@@ -24,8 +23,6 @@ from robusteval.studies.study import CellResult
 
 #: Not in alphabetical order: the leaderboard keeps the study file's.
 MODELS = ("zeta", "alpha", "mu")
-DETERMINISTIC = {"code": "deterministic_judge", "text": "reasoning judged by deterministic checkers only (arith)"}
-UNGATED = {"code": "ungated", "text": "semantic gate: none (edits unchecked)"}
 
 
 def _plan() -> StudyPlan:
@@ -93,26 +90,9 @@ def test_flagged_cells_are_marked_everywhere_the_leaderboard_is_written(tmp_path
     assert records["mu"]["matcha:math:ur_flags"] == UNGATED["text"] and records["zeta"]["matcha:math:ur_flags"] == ""
 
 
-def _denominator(unsuccessful: int, success: int, wrong: int, definition: str) -> dict[str, Any]:
-    n = unsuccessful + success + wrong
-    counts = {"unsuccessful": unsuccessful, "success": success, "wrong": wrong}
-    rates = {"ur": unsuccessful / n, "sr": success / n, "wr": wrong / n}
-    return {"n": n, **rates, "counts": counts, "definition": definition,
-            "ci95": {m: list(wilson_interval(counts[k], n)) for m, k in (("ur", "unsuccessful"), ("sr", "success"),
-                                                                          ("wr", "wrong"))}}
-
-
-def authors_summary(ours: dict[str, Any], authors: dict[str, Any]) -> dict[str, Any]:
-    """A summary's issue-26 keys under the authors' counting: the headline (top level) is the authors'."""
-    return {"counting": "authors", "headline_denominator": "authors", "denominators": {"authors": authors,
-                                                                                      "ours": ours},
-            "n_rated": authors["n"], **{m: authors[m] for m in ("ur", "sr", "wr")},
-            "ci95": {"acc": [0.5, 1.0], **authors["ci95"]}}
-
-
 def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_ours(tmp_path: Path) -> None:
-    ours = _denominator(9, 1, 0, "attacked, clean reasoning not judged wrong, reasoning present")
-    authors = _denominator(9, 3, 0, "every clean-correct question with an outcome (the authors' code)")
+    ours = denominator(9, 1, 0, "attacked, clean reasoning not judged wrong, reasoning present")
+    authors = denominator(9, 3, 0, "every clean-correct question with an outcome (the authors' code)")
     board = _board(tmp_path, {"alpha": authors_summary(ours, authors)}, KINDS)
     names = [c.name for c in board.columns]
     assert names == ["matcha:math:sr", "matcha:math:sr@ours", "matcha:math:ur", "matcha:math:ur@ours"]

@@ -172,7 +172,8 @@ def compare_runs(args: argparse.Namespace) -> int:
                 # counting) get a table of their own below: one table would fold every cell.
                 shares = [c for c in columns if c.startswith("share_")]
                 ours = [c for c in columns if c.endswith("_ours")]
-                main = [c for c in columns if c not in shares and c not in ours]
+                # MATCHA's flags under the table, one line per flagged run (its rates marked ⚑ in the table).
+                main = [c for c in columns if c not in shares and c not in ours and c != "flags"]
                 print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in main], file=out)
                 if shares:
                     print_summary_table("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
@@ -181,10 +182,13 @@ def compare_runs(args: argparse.Namespace) -> int:
                     print_summary_table("the same runs over our denominator (counting: authors; UR, SR, WR above are "
                                         "over the authors' n_rated): % [95% interval], n = n_rated (ours)", rows,
                                         [HEADINGS.get(c, c) for c in ("rank", "model", *ours)], file=out)
+                for row in board.rows:
+                    if row.get("flags"):
+                        print(f"{row['model']}: {row['flags']}", file=out)
                 print(f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else ""), file=out)
             flagged = any("flags" in board.shown for board in boards)
             print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated, "
-                  "the headline denominator)" + ("; ⚑: a flagged rate (why: its row's flags column)" if flagged
+                  "the headline denominator)" + ("; ⚑: a flagged rate (why: under its table)" if flagged
                                                  else ""), file=out)
     if args.output != "-":
         print(f"wrote {sum(len(b.rows) for b in boards)} rows to {args.output}", file=sys.stderr)

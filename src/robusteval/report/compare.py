@@ -166,7 +166,7 @@ def _matcha_rows(run: Run) -> list[Row]:
     return [{"model": model_name(run), "dataset": dataset_name(run), "level": matcha.run_level(run),
              "variant": matcha.run_variant(run), "counting": matcha_summary.counting(summary),
              "n": str(summary.get("n")), "n_rated": str(summary.get("n_rated", summary.get("n_attacked"))),
-             "n_unjudged": matcha_summary.unjudged_text(summary),
+             "n_unjudged": str(summary.get("n_unjudged", "")),
              **{m: matcha.rate(summary, m, run) for m in matcha.METRICS},
              **({"n_rated_ours": str(ours.get("n")),
                  **{f"{m}_ours": matcha.denominator_rate(summary, m, "ours", run) for m in matcha_summary.RATES}}

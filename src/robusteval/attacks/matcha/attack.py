@@ -78,12 +78,13 @@ class MatchaAttack:
         for i, (name, denominator) in enumerate(shown.items()):
             lines.append(f"rates over {denominator_name(name)} n_rated{' (the headline)' if i == 0 else ''}: "
                          f"{denominator.get('definition') or '?'}")
-            if i == 0:  # the top-level numbers are the headline denominator's
-                rows[0]["rates over"] = denominator_name(name)
+            # n_rated names its denominator: "12 authors'" (the top-level numbers are the headline's), "10 ours"
+            if i == 0:
+                rows[0]["n_rated"] = f"{summary.get('n_rated')} {denominator_name(name)}"
             else:
-                rows.append({"rates over": denominator_name(name), "n_rated": denominator.get("n"),
-                             **rates(denominator), **dict.fromkeys(("model", "dataset", "n", "n_correct", "acc",
-                                                                   "n_attacked", "n_unjudged"), "")})
-        columns = ["model", "dataset", "n", "n_correct", "acc", "n_attacked", *(["rates over"] if shown else []),
-                   "n_rated", "ur", "sr", "wr", *(["n_unjudged"] if "n_unjudged" in summary else [])]
+                rows.append({"n_rated": f"{denominator.get('n')} {denominator_name(name)}", **rates(denominator),
+                             **dict.fromkeys(("model", "dataset", "n", "n_correct", "acc", "n_attacked",
+                                              "n_unjudged"), "")})
+        columns = ["model", "dataset", "n", "n_correct", "acc", "n_attacked", "n_rated", "ur", "sr", "wr",
+                   *(["n_unjudged"] if "n_unjudged" in summary else [])]
         return "\n".join(lines), rows, columns
