@@ -13,6 +13,7 @@ from typing import Any
 
 from robusteval.lifecycle import IDENTITY_VERSION, finish, open_run
 from robusteval.metrics.matcha import matcha_metrics, outcome
+from robusteval.metrics.stats import wilson_interval
 from robusteval.store import unit_key
 
 ERROR_TYPES = ("wrong calculation", "wrong reasoning", "wrong information", "irrelevant information")
@@ -104,7 +105,7 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
                  kinds: list[str] | None = None, model_name: str = "synthetic/matcha-format",
                  identity: dict[str, Any] | None = None, hyperparameters: dict[str, Any] | None = None,
                  skipped: int = 0, cot_wrong: int = 0, summary_reasons: bool = True,
-                 success_check: str | None = None) -> Path:
+                 success_check: str | None = None, summary: dict[str, Any] | None = None) -> Path:
     """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output;
     ``finished=False``: the records only, no summary, as a run stopped before its end). ``kinds``: each
     record's outcome (success, unsuccessful, wrong, clean_cot_wrong or skip:<reason>) instead of a random one;
@@ -113,7 +114,9 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
     ``skipped`` more questions are not attacked (reasons cycling through :data:`SKIP_REASONS`), ``cot_wrong`` of
     the attacked ones have a clean reasoning the judge rejects; ``summary_reasons=False``: the summary does not
     count them (``skip_reasons``, ``exclusions``), as summaries before issue 20, so only the records hold them.
-    ``success_check``: the run's ``--success-check`` (its records then say which checkpoint decided them)."""
+    ``success_check``: the run's ``--success-check`` (its records then say which checkpoint decided them).
+    ``summary``: keys set in the summary over the computed ones (issue 26's ``counting``, ``flags``,
+    ``n_unjudged``, ``denominators``...)."""
     rng = random.Random(seed)
     chosen = kinds or [None] * n
     records = [_record(i, rng, text, None if kind in (None, "clean_cot_wrong") or kind.startswith("skip:")
@@ -138,17 +141,17 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
         error_types = {"n": len(successes), "counts": {c: successes.count(c) for c in ERROR_TYPES},
                        "shares": {c: successes.count(c) / len(successes) if successes else None
                                   for c in ERROR_TYPES}}
-        summary: dict[str, Any] = {"model": model_name, "dataset": "synthetic", "level": "token",
-                                   "variant": "full", "hyperparameters": {"seed": seed, **(hyperparameters or {})},
-                                   **matcha_metrics(records), "error_types": error_types}
+        computed: dict[str, Any] = {"model": model_name, "dataset": "synthetic", "level": "token",
+                                    "variant": "full", "hyperparameters": {"seed": seed, **(hyperparameters or {})},
+                                    **matcha_metrics(records), "error_types": error_types}
         if not summary_reasons:
-            summary.pop("skip_reasons", None)
-            summary.pop("exclusions", None)
+            computed.pop("skip_reasons", None)
+            computed.pop("exclusions", None)
         if success_check is not None:
-            summary["success_check"] = summary["hyperparameters"]["success_check"] = success_check
+            computed["success_check"] = computed["hyperparameters"]["success_check"] = success_check
             decided = [r["decided_at"] for r in records if r["attacked"]]
-            summary["decided_at"] = {k: decided.count(k) for k in ("insertion", "final") if k in decided}
-        finish(store, summary, seeds={"seed": seed})
+            computed["decided_at"] = {k: decided.count(k) for k in ("insertion", "final") if k in decided}
+        finish(store, {**computed, **(summary or {})}, seeds={"seed": seed})
     return out
 
 
@@ -168,3 +171,26 @@ def robustness_store(out: Path, *, label_mode: str, correct: dict[str, list[bool
     with open_run(out, identity) as (store, _):
         finish(store, summary, seeds={"seed": 0})
     return out
+
+
+#: Issue 26's flags as the MATCHA pipeline writes them into a summary's ``flags``.
+DETERMINISTIC = {"code": "deterministic_judge", "text": "reasoning judged by deterministic checkers only (arith)"}
+UNGATED = {"code": "ungated", "text": "semantic gate: none (edits unchecked)"}
+
+
+def denominator(unsuccessful: int, success: int, wrong: int, definition: str) -> dict[str, Any]:
+    """One entry of a summary's ``denominators``: n, UR/SR/WR, counts and Wilson intervals of the outcomes."""
+    n = unsuccessful + success + wrong
+    counts = {"unsuccessful": unsuccessful, "success": success, "wrong": wrong}
+    return {"n": n, "ur": unsuccessful / n, "sr": success / n, "wr": wrong / n, "counts": counts,
+            "definition": definition, "ci95": {m: list(wilson_interval(counts[k], n)) for m, k in
+                                               (("ur", "unsuccessful"), ("sr", "success"), ("wr", "wrong"))}}
+
+
+def authors_summary(ours: dict[str, Any], authors: dict[str, Any]) -> dict[str, Any]:
+    """A summary's issue-26 keys under the authors' counting (``matcha_store(summary=...)``): both denominators,
+    the authors' the headline (the top-level rates, ``n_rated``, ``counts`` and intervals)."""
+    return {"counting": "authors", "headline_denominator": "authors", "denominators": {"authors": authors,
+                                                                                      "ours": ours},
+            "n_rated": authors["n"], "counts": authors["counts"], **{m: authors[m] for m in ("ur", "sr", "wr")},
+            "ci95": {"acc": [0.5, 1.0], **authors["ci95"]}}

@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.lifecycle import open_run
-    from robusteval.report.tables import print_exclusions, print_summary_table
+    from robusteval.report.tables import print_exclusions, print_flags, print_summary_table
 
     attack: Attack = args.attack
     config = config_from_args(attack.config_type, args)
@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
                              batch_size=args.batch_size)
     title, rows, columns = attack.table(summary)
     print_summary_table(title, rows, columns)
+    print_flags(summary)
     print_exclusions(summary)
     for note in summary.get("notes", []):
         print(f"note: {note}")

@@ -62,6 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def show_run(args: argparse.Namespace) -> int:
+    from robusteval.metrics.matcha_summary import FLAG, counting, flag_texts
+    from robusteval.report.collect import MATCHA
     from robusteval.report.rates import rates_block
     from robusteval.runs import load_run
 
@@ -71,8 +73,12 @@ def show_run(args: argparse.Namespace) -> int:
         "overview": run.overview(),
         # Each headline number with its 95% interval and what its n counts (MATCHA's UR/SR/WR: n_rated).
         "rates": rates_block(run),
-        "left_out": {k: (run.summary or {}).get(k) for k in ("skip_reasons", "exclusions")
+        "left_out": {k: (run.summary or {}).get(k) for k in ("skip_reasons", "exclusions", "n_unjudged",
+                                                             "unjudged_reasons")
                      if (run.summary or {}).get(k) is not None},
+        # A MATCHA run's counting rules and the flags its rates carry (each marked ⚑ in "rates").
+        **({"counting": counting(run.summary or {}), "flags": [f"{FLAG} {text}" for text in flag_texts(
+            run.summary or {})]} if run.command == MATCHA else {}),
         "identity": run.identity,
         "info": run.info,
         "units": run.stages,
@@ -162,16 +168,28 @@ def compare_runs(args: argparse.Namespace) -> int:
                     columns = columns[:-1]
                 rows = [{HEADINGS.get(c, c): format_num(v) if isinstance(v, Num) else v for c, v in row.items()}
                         for row in board.rows]
-                # VAR-MATH's category shares get a table of their own below: one table would fold every cell.
+                # VAR-MATH's category shares and MATCHA's rates over our denominator (under the authors'
+                # counting) get a table of their own below: one table would fold every cell.
                 shares = [c for c in columns if c.startswith("share_")]
-                main = [c for c in columns if c not in shares]
+                ours = [c for c in columns if c.endswith("_ours")]
+                # MATCHA's flags under the table, one line per flagged run (its rates marked ⚑ in the table).
+                main = [c for c in columns if c not in shares and c not in ours and c != "flags"]
                 print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in main], file=out)
                 if shares:
                     print_summary_table("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
                                         rows, [HEADINGS.get(c, c) for c in ("rank", "model", *shares)], file=out)
+                if ours:
+                    print_summary_table("the same runs over our denominator (counting: authors; UR, SR, WR above are "
+                                        "over the authors' n_rated): % [95% interval], n = n_rated (ours)", rows,
+                                        [HEADINGS.get(c, c) for c in ("rank", "model", *ours)], file=out)
+                for row in board.rows:
+                    if row.get("flags"):
+                        print(f"{row['model']}: {row['flags']}", file=out)
                 print(f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else ""), file=out)
-            print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated)",
-                  file=out)
+            flagged = any("flags" in board.shown for board in boards)
+            print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated, "
+                  "the headline denominator)" + ("; ⚑: a flagged rate (why: under its table)" if flagged
+                                                 else ""), file=out)
     if args.output != "-":
         print(f"wrote {sum(len(b.rows) for b in boards)} rows to {args.output}", file=sys.stderr)
     return 0

@@ -5,7 +5,8 @@ path), label mode, judges, success rule, attack settings (every hyper-parameter 
 or not, prompt... Everything the run identity records counts, except what may differ between the runs being
 compared: the model (that is what is compared), seeds (repeats of one setting), file paths whose content hash
 is recorded, and the identity's version. Settings that change numbers without changing stored units (label
-mode) come from the summary, as do defaults of older runs (``success_check`` absent = ``final``).
+mode) come from the summary, as do defaults of older runs (``success_check`` absent = ``final``; MATCHA's
+``counting`` absent = ``ours``: runs counted by the authors' rules never rank with ours).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def comparability_key(run: Run) -> dict[str, str]:
         key.pop("success_check", None)  # the unresolved option (None: the preset's); the resolved rule follows
         key["config.success_check"] = (hyper.get("success_check") or (identity.get("config") or {}).get(
             "success_check") or "final")
+        # The counting rules (issue 26): absent in runs made before the authors' could be chosen, which used ours.
+        config = identity.get("config") or {}
+        key.pop("counting", None)
+        key["config.counting"] = summary.get("counting") or config.get("counting") or identity.get("counting") or "ours"
         judges = {k: v for k, v in (summary.get("judges") or {}).items() if k not in NOT_KEY}
         if judges:
             key["judges"] = judges

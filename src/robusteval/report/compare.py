@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.metrics import matcha_summary
 from robusteval.report import hardlabel, matcha, perturbed, varmath
 from robusteval.report.collect import (
     MATCHA,
@@ -54,6 +55,9 @@ DEFAULT_MAX_WIDTH = 0.5
 DEFAULT_MIN_N = 10
 #: The column that says why a row has no rank.
 UNRANKED = "unranked_because"
+#: Columns a table shows only where some row fills them (runs made before issue 26 have no flags, no unjudged
+#: count and one denominator).
+OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated_ours", "ur_ours", "sr_ours", "wr_ours"})
 
 
 @dataclass(frozen=True)
@@ -74,11 +78,16 @@ class Leaderboard:
     @property
     def shown(self) -> list[str]:
         """The columns a table shows: all but "run", without a category share (``share_*``, VAR-MATH's
-        diagnosis) that is empty or 0 in every row; the CSV keeps every column."""
+        diagnosis) that is empty or 0 in every row, nor an optional column (:data:`OPTIONAL`) empty in every row;
+        the CSV keeps every column."""
         def used(column: str) -> bool:
             return any(isinstance(row.get(column), Num) and row[column].value for row in self.rows)  # type: ignore[union-attr]
 
-        return [c for c in self.columns if c != "run" and (not c.startswith("share_") or used(c))]
+        def filled(column: str) -> bool:
+            return any(row.get(column) not in (None, "") for row in self.rows)
+
+        return [c for c in self.columns if c != "run" and (not c.startswith("share_") or used(c))
+                and (c not in OPTIONAL or filled(c))]
 
     @property
     def group(self) -> str:
@@ -149,11 +158,20 @@ def _ranked(rows: list[Row], order: Sequence[tuple[str, bool]], gate: tuple[str,
 # tables and the leaderboards show the same value with the same n and interval.
 
 def _matcha_rows(run: Run) -> list[Row]:
+    """A MATCHA run: its counting, the headline UR/SR/WR over ``n_rated`` (the headline denominator), under the
+    authors' counting the same over our denominator (``*_ours``, n in ``n_rated_ours``), the examples whose
+    reasoning the judge did not decide, and the run's flags (its rates marked ⚑)."""
     summary = run.summary or {}
+    ours = matcha_summary.other_denominators(summary).get("ours") or {}
     return [{"model": model_name(run), "dataset": dataset_name(run), "level": matcha.run_level(run),
-             "variant": matcha.run_variant(run), "n": str(summary.get("n")),
-             "n_rated": str(summary.get("n_rated", summary.get("n_attacked"))),
-             **{m: matcha.rate(summary, m, run) for m in matcha.METRICS}}]
+             "variant": matcha.run_variant(run), "counting": matcha_summary.counting(summary),
+             "n": str(summary.get("n")), "n_rated": str(summary.get("n_rated", summary.get("n_attacked"))),
+             "n_unjudged": str(summary.get("n_unjudged", "")),
+             **{m: matcha.rate(summary, m, run) for m in matcha.METRICS},
+             **({"n_rated_ours": str(ours.get("n")),
+                 **{f"{m}_ours": matcha.denominator_rate(summary, m, "ours", run) for m in matcha_summary.RATES}}
+                if ours else {}),
+             "flags": matcha_summary.flags_line(summary)}]
 
 
 def _transfer_rows(run: Run) -> list[Row]:
@@ -224,7 +242,8 @@ class Board:
 
 BOARDS = (
     Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
-          ("dataset", "level", "variant", "n", "n_rated", "acc", "ur", "sr", "wr"),
+          ("dataset", "level", "variant", "counting", "n", "n_rated", "n_unjudged", "acc", "ur", "sr", "wr",
+           "n_rated_ours", "ur_ours", "sr_ours", "wr_ours", "flags"),
           (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_rated")),
     Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
           ("source", "n_transferred", "n_original_correct", "transfer_rate"), (("transfer_rate", False),),
@@ -301,7 +320,8 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]], *, max_width: float = 
 
 
 #: Column headings in the page and the terminal (the CSV keeps the plain names).
-HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "transfer_rate": "transfer rate %",
+HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours": "UR % (ours)",
+            "sr_ours": "SR % (ours)", "wr_ours": "WR % (ours)", "n_rated_ours": "n_rated (ours)", "transfer_rate": "transfer rate %",
             "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
             "strict_drop": "strict drop %",

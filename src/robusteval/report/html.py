@@ -22,6 +22,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from robusteval.metrics.matcha_summary import FLAG
 from robusteval.report.charts import bar_chart, chart_csv, line_chart
 from robusteval.report.model import (
     BarChart,
@@ -60,7 +61,8 @@ def _cell(cell: Num | str) -> str:
         detail = cell.detail()
         # The space keeps "12.5 [4.1, 29.0] n=40" one phrase in copied text; CSS puts the detail on its own line.
         shown = f'<span class="v">{escape(cell.text())}</span>' + (
-            f' <span class="d">{escape(detail)}</span>' if detail else "")
+            f' <span class="d">{escape(detail)}</span>' if detail else "") + "".join(
+            f' <span class="badge flag">{FLAG} {escape(flag)}</span>' for flag in cell.flags)
         return (f'<td class="num" tabindex="0" data-value="{value}" data-tip="{escape(cell.tip())}">'
                 f"{shown}</td>")
     return f"<td>{escape(str(cell))}</td>"

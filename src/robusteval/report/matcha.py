@@ -12,10 +12,18 @@ Every number is read from a summary (``summary.json`` / ``sweep.json``), never r
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.judges.errortypes import CATEGORIES
+from robusteval.metrics.matcha_summary import (
+    counting,
+    denominator_name,
+    denominators,
+    flag_texts,
+    flags_line,
+    headline_denominator,
+)
 from robusteval.metrics.stats import mean_std, wilson_interval
 from robusteval.report.collect import (
     MATCHA,
@@ -49,15 +57,31 @@ SUCCESS_RULES = {"final": "judged once, after the last replacement step (the pap
 
 
 def rate(summary: dict[str, Any], name: str, run: Run) -> Num:
-    """ACC over all examples, UR/SR/WR over the rated attacked ones (``n_rated``: attacked, clean reasoning
-    accepted), with the summary's interval."""
+    """ACC over all examples, UR/SR/WR over the rated attacked ones (``n_rated``: the headline denominator;
+    under our counting: attacked, clean reasoning accepted), with the summary's interval and the run's flags."""
     if name == "acc":
         return Num(summary.get(name), n=summary.get("n"), ci=(summary.get("ci95") or {}).get(name),
                    runs=(str(run.path),), percent=True, note="n = all questions")
     # Summaries made before clean-CoT exclusions rated every attacked question.
     n = summary.get("n_rated", summary.get("n_attacked"))
+    headline = denominators(summary).get(headline_denominator(summary)) or {}
     return Num(summary.get(name), n=n, ci=(summary.get("ci95") or {}).get(name), runs=(str(run.path),),
-               percent=True, note="n = attacked questions whose clean reasoning the judge accepts")
+               percent=True, note=denominator_note(headline_denominator(summary), headline),
+               flags=flag_texts(summary))
+
+
+def denominator_note(name: str, denominator: Mapping[str, Any]) -> str:
+    """What a rate's n counts: ``n = attacked questions whose ...`` (``authors' n = every clean-correct ...``)."""
+    definition = denominator.get("definition") or "attacked questions whose clean reasoning the judge accepts"
+    return f"{denominator_name(name)} n = {definition}" if denominator else f"n = {definition}"
+
+
+def denominator_rate(summary: dict[str, Any], name: str, denominator: str, run: Run) -> Num:
+    """UR/SR/WR over one of the run's ``denominators`` (under the authors' counting: ``"authors"`` or
+    ``"ours"``), with its n, interval and definition, and the run's flags."""
+    chosen = denominators(summary).get(denominator) or {}
+    return Num(chosen.get(name), n=chosen.get("n"), ci=(chosen.get("ci95") or {}).get(name), runs=(str(run.path),),
+               percent=True, note=denominator_note(denominator, chosen), flags=flag_texts(summary))
 
 
 def success_rule(run: Run) -> str:
@@ -105,7 +129,9 @@ def results_tables(runs: Sequence[Run]) -> list[Table]:
         datasets = list(dict.fromkeys(dataset_name(r) for r in chosen))
         rows: dict[tuple[str, str], dict[str, Run]] = {}
         for run in chosen:
-            model, rule = model_name(run), success_rule(run) if level == "token" else "final"
+            # Runs of the authors' counting get rows of their own: their rates are not ours.
+            model = model_name(run) + (" · authors' counting" if counting(run.summary or {}) == "authors" else "")
+            rule = success_rule(run) if level == "token" else "final"
             key = (model if dataset_name(run) not in rows.get((model, rule), {}) else f"{model} ({run.path.name})",
                    rule)
             rows.setdefault(key, {})[dataset_name(run)] = run
@@ -126,12 +152,49 @@ def results_tables(runs: Sequence[Run]) -> list[Table]:
             note = ("Success check: " + "; ".join(f"{rule}: {SUCCESS_RULES.get(rule, rule)}" for rule in used)
                     + (". Rows under different success checks are not comparable." if len(used) > 1 else ".")
                     + (" Decided: " + "; ".join(decided) + "." if decided else ""))
+        if any(counting(r.summary or {}) == "authors" for r in chosen):
+            note = (note + " " if note else "") + COUNTING_NOTE
         tables.append(Table(
             f"{level.capitalize()}-level attack (paper Table {number} layout): ACC over all questions; UR, SR and "
             "WR (%) over the attacked questions whose clean reasoning the judge accepts (n_rated)",
             ["Model", *(["Success check"] if level == "token" else []), *(LABELS[m] for _ in datasets for m in METRICS)],
             body, groups=[*lead, *((d, len(METRICS)) for d in datasets)], note=note))
     return tables
+
+
+#: Under Table 1/2 when a row uses the authors' counting.
+COUNTING_NOTE = ("Rows marked \"authors' counting\" count outcomes by the authors' rules: UR, SR and WR over the "
+                 "authors' denominator (both denominators, each with its n and interval, in the table \"Both "
+                 "denominators\"); they are not comparable with the other rows.")
+
+
+def denominators_table(runs: Sequence[Run]) -> Table | None:
+    """Under the authors' counting, each run's UR/SR/WR over both denominators (the headline first), each with
+    its n, interval and definition; None when no run used it."""
+    chosen = [r for r in runs if r.summary and counting(r.summary) == "authors" and denominators(r.summary)]
+    if not chosen:
+        return None
+    rows: list[list[Num | str]] = []
+    for run in chosen:
+        summary = run.summary or {}
+        headline = headline_denominator(summary)
+        for name, denominator in denominators(summary).items():
+            rows.append([run_label(run, chosen), denominator_name(name) + (" (headline)" if name == headline else ""),
+                         str(denominator.get("definition") or "?"), str(denominator.get("n")),
+                         *(denominator_rate(summary, m, name, run) for m in ("ur", "sr", "wr"))])
+    return Table("Both denominators (runs under the authors' counting): UR, SR and WR (%) over the authors' "
+                 "denominator and over ours, each with its n and 95% interval", ["Run", "denominator", "what n counts",
+                                                                                 "n", "UR", "SR", "WR"], rows)
+
+
+def flags_note(runs: Sequence[Run]) -> Note | None:
+    """One line per flagged run (its rates carry the same flags as badges): ``run: ⚑ ...; ⚑ ...``."""
+    lines = [f"{run_label(run, runs)}: {flags_line(run.summary or {})}" for run in runs
+             if run.summary and flags_line(run.summary)]
+    if not lines:
+        return None
+    return Note("Flagged runs (their UR, SR and WR are weaker evidence than they look): " + " · ".join(lines),
+                css="note flagged")
 
 
 def outcome_chart(runs: Sequence[Run]) -> BarChart | None:
@@ -311,6 +374,8 @@ def matcha_section(inputs: Inputs) -> Section | None:
                       "its chain of thought. Under each number: its 95% interval in brackets and n, the count it is "
                       "a share of; hover it for the exact value and its run.")
     section.add(*results_tables(direct))
+    extra = [flags_note([r for r in direct if r.summary]), denominators_table(direct)]
+    section.add(*(block for block in extra if block is not None))
     chart = outcome_chart(direct)
     if chart is not None:
         section.add(chart)

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from robusteval.metrics.matcha_summary import FLAG
+
 
 @dataclass(frozen=True)
 class Num:
@@ -30,6 +32,9 @@ class Num:
     basis: str = ""
     #: A short warning shown in the cell beside n ("10 unparsed"): what a reader must see to trust the value.
     caveat: str = ""
+    #: Why the number is weaker than it looks (a MATCHA rate whose reasoning judge is deterministic only, or whose
+    #: edits no semantic gate checked): shown as badges in its cell and marked "⚑" in the terminal.
+    flags: tuple[str, ...] = ()
 
     @property
     def scale(self) -> float:
@@ -81,6 +86,7 @@ class Num:
             parts.append(self.basis)
         if self.caveat:
             parts.append(self.caveat)
+        parts += [f"{FLAG} {flag}" for flag in self.flags]
         if self.note:
             parts.append(self.note)
         parts += [f"run: {run}" for run in self.runs]

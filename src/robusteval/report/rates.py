@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.metrics import matcha_summary
 from robusteval.metrics.stats import wilson_interval
 from robusteval.report import hardlabel, matcha, perturbed, varmath
 from robusteval.report.collect import (
@@ -63,7 +64,7 @@ def run_rates(run: Run) -> list[Rate]:
         return []
     command = run.command
     if command == MATCHA:
-        return [Rate(m, matcha.rate(summary, m, run), "n" if m == "acc" else "n_rated") for m in matcha.METRICS]
+        return _matcha_rates(run, summary)
     if command == TRANSFER:
         rates = [Rate("transfer_rate", matcha.transfer_rate(run), "n_original_correct")]
         return rates + [Rate(m, Num(summary.get(m), n=summary.get("n_original_correct"),
@@ -96,6 +97,24 @@ def run_rates(run: Run) -> list[Rate]:
         return [Rate("acc", _with_interval(Num(summary.get("acc"), n=summary.get("n"), ci=summary.get("acc_ci95"),
                                                runs=(str(run.path),), percent=True)))]
     return []
+
+
+def _matcha_rates(run: Run, summary: Mapping[str, Any]) -> list[Rate]:
+    """ACC over n; UR/SR/WR over n_rated (the headline denominator) and, under the authors' counting, over the
+    other denominator too (``ur[ours]``...); every UR/SR/WR carries the run's flags (marked ⚑, their text as
+    its note) and, in ``results_frame``, the run's counting, flags and unjudged examples."""
+    flags = "; ".join(matcha_summary.flag_texts(summary))
+    extra = {"counting": matcha_summary.counting(summary), "flags": flags or None,
+             "n_unjudged": summary.get("n_unjudged")}
+    rated = "n_rated"
+    if matcha_summary.denominators(summary):
+        rated = f"n_rated ({matcha_summary.denominator_name(matcha_summary.headline_denominator(summary))})"
+    rates = [Rate("acc", matcha.rate(dict(summary), "acc", run), "n", extra=extra)]
+    rates += [Rate(m, matcha.rate(dict(summary), m, run), rated, note=flags, extra=extra)
+              for m in matcha_summary.RATES]
+    return rates + [Rate(f"{m}[{name}]", matcha.denominator_rate(dict(summary), m, name, run),
+                         f"n_rated ({matcha_summary.denominator_name(name)})", note=flags, extra=extra)
+                    for name in matcha_summary.other_denominators(summary) for m in matcha_summary.RATES]
 
 
 def ors_rates(result: OrsResult) -> list[tuple[str, Rate]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robusteval.attacks.wordimportance.pipeline import STAGE as WORDIMPORTANCE_STAGE
+from robusteval.metrics.matcha_summary import denominator_name, denominators, headline_denominator
 from robusteval.metrics.stats import wilson_interval
 from robusteval.report.collect import MATCHA, WORDIMPORTANCE
 from robusteval.report.model import Num, Table
@@ -65,6 +66,21 @@ def wordimportance_skip_reason(record: Mapping[str, Any]) -> str | None:
     if record.get("status") != "skipped":
         return None
     return NO_ORIGINAL_LABEL if record.get("original_label") is None else ORIGINAL_WRONG
+
+
+#: The attacked examples whose answer was kept but whose reasoning the judge did not decide (out of every rate).
+UNJUDGED = "attacked, answer kept, not rated: the reasoning judge abstained"
+
+
+def unjudged(summary: Mapping[str, Any]) -> dict[str, int]:
+    """A MATCHA summary's ``n_unjudged`` by reason (``unjudged_reasons``; the count not given a reason as
+    "reason not recorded"); ``{}`` for summaries that do not count them, or count none."""
+    count = summary.get("n_unjudged")
+    if not isinstance(count, int) or isinstance(count, bool) or not count:
+        return {}
+    reasons = {k: v for k, v in (_counts(summary.get("unjudged_reasons")) or {}).items() if v}
+    rest = count - sum(reasons.values())
+    return {**reasons, **({"reason not recorded": rest} if rest > 0 else {})}
 
 
 def _from_records(run: Run) -> NotAttacked:
@@ -117,9 +133,13 @@ def not_attacked_table(run: Run, label: str, found: NotAttacked | None = None) -
     if run.command == MATCHA:
         rows += [[EXCLUSIONS.get(name, f"attacked, not rated: {name}"), str(count), _share(count, total, run)]
                  for name, count in found.excluded.items()]
+        rows += [[f"{UNJUDGED}: {reason}", str(count), _share(count, total, run)]
+                 for reason, count in unjudged(summary).items()]
         rated = summary.get("n_rated", summary.get("n_attacked"))
         if isinstance(rated, int):
-            rows.append(["attacked and rated (the UR, SR and WR denominator)", str(rated), _share(rated, total, run)])
+            which = denominator_name(headline_denominator(summary)) + " " if denominators(summary) else ""
+            rows.append([f"attacked and rated (the {which}UR, SR and WR denominator)", str(rated),
+                         _share(rated, total, run)])
     else:
         attacked = summary.get("n_attacked")
         if isinstance(attacked, int):

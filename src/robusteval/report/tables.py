@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robusteval.metrics.formatting import format_rate
+from robusteval.metrics.matcha_summary import FLAG, flag_texts, unjudged_text
 from robusteval.report.model import Num
 
 stdout = Console()
@@ -18,10 +19,12 @@ if not stdout.is_terminal:
 
 
 def format_num(num: Num, *, unit: bool = False) -> str:
-    """A report number as ``12.5 [4.1, 29.0]`` (percent numbers x100; ``unit``: ``12.5 % [4.1, 29.0]``)."""
+    """A report number as ``12.5 [4.1, 29.0]`` (percent numbers x100; ``unit``: ``12.5 % [4.1, 29.0]``), then
+    ``⚑`` when it is flagged (:attr:`Num.flags`: the surface prints the flags' text beside it)."""
+    marker = f" {FLAG}" if num.flags else ""
     if num.percent:
-        return format_rate(num.value, num.ci, scale=100.0, digits=num.digits, unit=" %" if unit else "")
-    return format_rate(num.value, num.ci, digits=num.digits)
+        return format_rate(num.value, num.ci, scale=100.0, digits=num.digits, unit=" %" if unit else "") + marker
+    return format_rate(num.value, num.ci, digits=num.digits) + marker
 
 
 def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
@@ -36,6 +39,16 @@ def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) 
     if excluded:
         detail = ", ".join(f"{EXCLUSIONS.get(name, name)} {count}" for name, count in excluded.items())
         print(f"left out of the rates: {sum(excluded.values())} ({detail})", file=out)
+    unjudged = unjudged_text(summary)
+    if unjudged and summary.get("n_unjudged"):
+        print(f"left out of every rate, answer kept but the reasoning judge abstained: {unjudged}", file=out)
+
+
+def print_flags(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
+    """Under a run's table, each of its flags on a line: ``⚑ semantic gate: none (edits unchecked)`` (the
+    table marks the flagged rates ⚑)."""
+    for text in flag_texts(summary):
+        print(f"{FLAG} {text}", file=file or sys.stdout)
 
 
 #: How the summaries' exclusions read in a sentence.

@@ -5,7 +5,11 @@ Every number is the one ``runs show`` and ``rv.results_frame`` give for the cell
 so the leaderboard never disagrees with the per-run summaries. ORS is computed per (word-importance table,
 dataset) over every model's cell with :func:`robusteval.evals.ors.ors` (one β for all of them) and written to
 ``<out>/ors/<table>-<dataset>/ors.json``. A column whose cells are not comparable (their comparability keys
-differ: :mod:`robusteval.report.comparability`) says so.
+differ: :mod:`robusteval.report.comparability`, which holds MATCHA's counting) says so. A flagged number (a
+MATCHA rate whose reasoning judge is deterministic only, or whose edits no semantic gate checked) is marked
+``⚑`` in the printed rows, its flags in the column's note, in ``leaderboard.json`` (each cell's ``flags``) and
+in the CSV (``<column>_flags``). Under the authors' counting a MATCHA headline's rate over our denominator
+(``ur[ours]``) gets a column beside it (``...:ur@ours``), with the same direction.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.report.model import Num
 from robusteval.report.rates import Rate
 from robusteval.report.tables import format_num
@@ -47,12 +52,16 @@ class StudyLeaderboard:
     columns: list[Column]
     cells: dict[tuple[str, str], Num] = field(default_factory=dict)  # (model, column) -> number
     runs: dict[tuple[str, str], str] = field(default_factory=dict)  # (model, column) -> run directory
+    #: (model, column) -> what the cell's n counts, where it differs from the column's (MATCHA under the authors'
+    #: counting beside runs under ours: "n_rated (authors')" and "n_rated")
+    denominators: dict[tuple[str, str], str] = field(default_factory=dict)
     failed: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
 
     def records(self) -> list[dict[str, Any]]:
-        """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high``."""
+        """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high`` and
+        ``_flags`` (the number's flags, "; "-separated; "" for none)."""
         out = []
         for model in self.models:
             record: dict[str, Any] = {"model": model}
@@ -60,9 +69,12 @@ class StudyLeaderboard:
                 num = self.cells.get((model, column.name), Num(None))
                 low, high = num.ci if num.ci is not None and None not in num.ci else (None, None)
                 record.update({column.name: num.value, f"{column.name}_n": num.n, f"{column.name}_ci_low": low,
-                               f"{column.name}_ci_high": high})
+                               f"{column.name}_ci_high": high, f"{column.name}_flags": "; ".join(num.flags)})
             out.append(record)
         return out
+
+    def denominator(self, model: str, column: Column) -> str:
+        return self.denominators.get((model, column.name), column.denominator)
 
     def to_dict(self) -> dict[str, Any]:
         cells = []
@@ -73,7 +85,8 @@ class StudyLeaderboard:
                     continue
                 ci = list(num.ci) if num.ci is not None and None not in num.ci else None
                 cells.append({"model": model, "column": column.name, "value": num.value, "n": num.n,
-                              "denominator": column.denominator or None, "ci95": ci,
+                              "denominator": self.denominator(model, column) or None, "ci95": ci,
+                              "flags": list(num.flags),
                               "run": self.runs.get((model, column.name))})
         return {"models": self.models, "columns": [vars(c) for c in self.columns], "cells": cells,
                 "failed": self.failed, "notes": self.notes}
@@ -87,7 +100,7 @@ class StudyLeaderboard:
             row = {"metric": f"{label} ({column.better} is more robust)"}
             for model in self.models:
                 num = self.cells.get((model, column.name))
-                row[model] = "-" if num is None else _text(num, column.denominator)
+                row[model] = "-" if num is None else _text(num, self.denominator(model, column))
             rows.append(row)
         return rows, ["metric", *self.models]
 
@@ -105,6 +118,15 @@ def _headline_rates(rates: Sequence[Rate], metric: str) -> Rate | None:
         asr = [rate for rate in rates if rate.metric.startswith("asr[")]
         return max(asr, key=lambda r: float(r.metric[4:-1])) if asr else None
     return by_name.get(metric)
+
+
+def _with_denominators(headlines: Sequence[tuple[str, str]], rates: Iterable[Sequence[Rate]]
+                       ) -> list[tuple[str, str]]:
+    """The headlines, each followed by its rates over other denominators some run has (MATCHA under the
+    authors' counting: ``ur`` then ``ur[ours]``), in the headline's direction."""
+    names = {rate.metric for run in rates for rate in run}
+    return [(name, better) for metric, better in headlines
+            for name in (metric, *(f"{metric}[{d}]" for d in DENOMINATOR_NAMES if f"{metric}[{d}]" in names))]
 
 
 def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> StudyLeaderboard:
@@ -131,18 +153,24 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
             note = why_apart(first, others)
         headlines = method.headlines or tuple((r.metric, "higher") for r in
                                               (run_rates(next(iter(runs.values()))) if runs else []))
-        for metric, better in headlines:
+        rates = {model: run_rates(run) for model, run in runs.items()}
+        for metric, better in _with_denominators(headlines, rates.values()):
             # "acc[original]" -> "acc@original": brackets are markup to the terminal table and noise in a CSV
             name = f"{method_name}:{dataset}:{metric.replace('[', '@').rstrip(']')}"
             denominator = ""
+            flagged: dict[str, list[str]] = {}  # flag text -> the models whose number carries it
             for model, run in runs.items():
-                rate = _headline_rates(run_rates(run), metric)
+                rate = _headline_rates(rates[model], metric)
                 if rate is not None:
                     board.cells[(model, name)] = rate.num
                     board.runs[(model, name)] = str(run.path)
-                    denominator = rate.denominator
+                    board.denominators[(model, name)] = denominator = rate.denominator
+                    for flag in rate.num.flags:
+                        flagged.setdefault(flag, []).append(model)
+            legend = "; ".join(f"{FLAG} {', '.join(models)}: {flag}" for flag, models in flagged.items())
             board.columns.append(Column(name, method_name, dataset, metric, better, denominator,
-                                        next(iter(hashes)) if len(hashes) == 1 else "", note))
+                                        next(iter(hashes)) if len(hashes) == 1 else "",
+                                        "; ".join(part for part in (note, legend) if part)))
         if method.name == "wordimportance" and runs:
             _add_ors(board, plan, root, method_name, dataset, runs)
     _write(board, root)

@@ -50,13 +50,42 @@ class MatchaAttack:
         return {**matcha_metrics(outcome_records(store), counting)}
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
+        """The terminal table: the counting in the title (under the authors' counting with what each denominator
+        counts), one row per denominator (the authors', which is the headline, then ours), every rate with its
+        interval and n, UR/SR/WR marked ⚑ when the run is flagged (the flags' text follows the table:
+        ``report.tables.print_flags``)."""
         from robusteval.metrics.formatting import format_rate
+        from robusteval.metrics.matcha_summary import (
+            FLAG,
+            counting,
+            denominator_name,
+            denominators,
+            flag_texts,
+        )
 
-        title = (f"MATCHA {summary['level']}-level ({summary['variant']}), target answer: "
-                 f"{summary['target_answer']}; judges: reasoning={summary['judges']['reasoning']}, "
-                 f"semantic={summary['judges']['semantic']}")
+        marker = f" {FLAG}" if flag_texts(summary) else ""
+
+        def rates(numbers: Any) -> dict[str, str]:
+            return {m: format_rate(numbers.get(m), (numbers.get("ci95") or {}).get(m)) + marker
+                    for m in ("ur", "sr", "wr")}
+
+        lines = [f"MATCHA {summary['level']}-level ({summary['variant']}), counting: {counting(summary)}, target "
+                 f"answer: {summary['target_answer']}; judges: reasoning={summary['judges']['reasoning']}, "
+                 f"semantic={summary['judges']['semantic']}"]
         # Every rate with its 95% interval; ACC is over n, UR/SR/WR over n_rated (see metrics.matcha).
-        row = {**summary, **{m: format_rate(summary.get(m), (summary.get("ci95") or {}).get(m))
-                             for m in ("acc", "ur", "sr", "wr")}}
-        return title, [row], ["model", "dataset", "n", "n_correct", "acc", "n_attacked", "n_rated", "ur", "sr",
-                              "wr"]
+        rows = [{**summary, "acc": format_rate(summary.get("acc"), (summary.get("ci95") or {}).get("acc")),
+                 **rates(summary)}]
+        shown = denominators(summary)  # the headline's first; {} under our counting (one denominator)
+        for i, (name, denominator) in enumerate(shown.items()):
+            lines.append(f"rates over {denominator_name(name)} n_rated{' (the headline)' if i == 0 else ''}: "
+                         f"{denominator.get('definition') or '?'}")
+            # n_rated names its denominator: "12 authors'" (the top-level numbers are the headline's), "10 ours"
+            if i == 0:
+                rows[0]["n_rated"] = f"{summary.get('n_rated')} {denominator_name(name)}"
+            else:
+                rows.append({"n_rated": f"{denominator.get('n')} {denominator_name(name)}", **rates(denominator),
+                             **dict.fromkeys(("model", "dataset", "n", "n_correct", "acc", "n_attacked",
+                                              "n_unjudged"), "")})
+        columns = ["model", "dataset", "n", "n_correct", "acc", "n_attacked", "n_rated", "ur", "sr", "wr",
+                   *(["n_unjudged"] if "n_unjudged" in summary else [])]
+        return "\n".join(lines), rows, columns

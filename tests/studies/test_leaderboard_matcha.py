@@ -1,0 +1,107 @@
+"""The study leaderboard's MATCHA columns: the printed "more robust" direction of each headline, models in the
+study file's order, flagged cells marked ⚑ (printed rows, column notes, leaderboard.json, CSV), both
+denominators under the authors' counting, and cells of different countings said to be not comparable.
+
+The cells are real MATCHA run directories (``helpers.reportstores.matcha_store``) at the paths a study gives
+them, so the leaderboard reads them as it reads a study's; no model is loaded."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import robusteval as rv
+from helpers.reportstores import DETERMINISTIC, UNGATED, authors_summary, denominator, matcha_store
+from helpers.studies import MATH
+from robusteval.report.tables import print_summary_table
+from robusteval.studies.leaderboard import CSV_NAME, JSON_NAME, StudyLeaderboard, build_leaderboard
+from robusteval.studies.plan import StudyPlan, run_dir
+from robusteval.studies.study import CellResult
+
+#: Not in alphabetical order: the leaderboard keeps the study file's.
+MODELS = ("zeta", "alpha", "mu")
+
+
+def _plan() -> StudyPlan:
+    return rv.load_study({"models": [{"spec": f"hf:/nowhere/{m}", "name": m} for m in MODELS],
+                          "datasets": {"math": {"dataset": "jsonl", "data_file": MATH, "limit": 4}},
+                          "methods": {"matcha": {"datasets": ["math"]}}})
+
+
+def _board(root: Path, summaries: dict[str, dict[str, Any]], kinds: dict[str, list[str]]) -> StudyLeaderboard:
+    """The leaderboard of a one-method study whose cells hold MATCHA runs of ``kinds`` with ``summaries``' keys."""
+    plan = _plan()
+    results = []
+    for i, cell in enumerate(plan.cells):
+        model = cell.model.name
+        out = matcha_store(run_dir(root, cell), len(kinds[model]), kinds=kinds[model], model_name=f"hf:{model}",
+                           seed=i, summary=summaries.get(model))
+        results.append(CellResult(cell.id, str(out), "done"))
+    return build_leaderboard(plan, root, results)
+
+
+def _printed(board: StudyLeaderboard) -> str:
+    rows, columns = board.rows()
+    out = io.StringIO()
+    print_summary_table("study leaderboard", rows, columns, file=out)
+    return out.getvalue()
+
+
+KINDS = {"zeta": ["unsuccessful"] * 6 + ["success"] * 4,  # UR 60 %, SR 40 %
+         "alpha": ["unsuccessful"] * 9 + ["success"] * 1,  # UR 90 %, SR 10 %
+         "mu": ["unsuccessful"] * 3 + ["success"] * 5 + ["wrong"] * 2}  # UR 30 %, SR 50 %
+
+
+def test_each_headline_prints_its_direction_and_the_models_keep_the_file_order(tmp_path: Path) -> None:
+    board = _board(tmp_path, {}, KINDS)
+    rows, columns = board.rows()
+    assert columns == ["metric", *MODELS]
+    # SR: a broken reasoning with the answer kept is the attack's success, lower is more robust; UR higher.
+    assert [row["metric"] for row in rows] == ["matcha · math · sr (lower is more robust)",
+                                               "matcha · math · ur (higher is more robust)"]
+    assert [(c.name, c.better) for c in board.columns] == [("matcha:math:sr", "lower"), ("matcha:math:ur", "higher")]
+    assert [rows[1][m].split(" ")[0] for m in MODELS] == ["60.0", "90.0", "30.0"]
+    saved = json.loads((tmp_path / JSON_NAME).read_text(encoding="utf-8"))
+    assert [(c["name"], c["better"]) for c in saved["columns"]] == [("matcha:math:sr", "lower"),
+                                                                    ("matcha:math:ur", "higher")]
+    assert saved["models"] == list(MODELS)
+    printed = _printed(board)
+    assert "sr (lower is more robust)" in printed and "ur (higher is more robust)" in printed
+    assert "⚑" not in printed  # no run is flagged
+
+
+def test_flagged_cells_are_marked_everywhere_the_leaderboard_is_written(tmp_path: Path) -> None:
+    board = _board(tmp_path, {"alpha": {"flags": [DETERMINISTIC, UNGATED]}, "mu": {"flags": [UNGATED]}}, KINDS)
+    rows, _ = board.rows()
+    ur = rows[1]
+    assert ur["zeta"].startswith("60.0 % [") and "⚑" not in ur["zeta"]
+    assert ur["alpha"].startswith("90.0 % [") and "] ⚑ n_rated=10" in ur["alpha"]
+    assert "] ⚑ n_rated=10" in ur["mu"]
+    note = {c.name: c.note for c in board.columns}["matcha:math:ur"]
+    assert note == ("⚑ alpha: reasoning judged by deterministic checkers only (arith); "
+                    "⚑ alpha, mu: semantic gate: none (edits unchecked)")
+    cells = {(c["model"], c["column"]): c for c in json.loads((tmp_path / JSON_NAME).read_text())["cells"]}
+    assert cells[("alpha", "matcha:math:sr")]["flags"] == [DETERMINISTIC["text"], UNGATED["text"]]
+    assert cells[("zeta", "matcha:math:sr")]["flags"] == []
+    records = {r["model"]: r for r in csv.DictReader((tmp_path / CSV_NAME).open(encoding="utf-8"))}
+    assert records["mu"]["matcha:math:ur_flags"] == UNGATED["text"] and records["zeta"]["matcha:math:ur_flags"] == ""
+
+
+def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_ours(tmp_path: Path) -> None:
+    ours = denominator(9, 1, 0, "attacked, clean reasoning not judged wrong, reasoning present")
+    authors = denominator(9, 3, 0, "every clean-correct question with an outcome (the authors' code)")
+    board = _board(tmp_path, {"alpha": authors_summary(ours, authors)}, KINDS)
+    names = [c.name for c in board.columns]
+    assert names == ["matcha:math:sr", "matcha:math:sr@ours", "matcha:math:ur", "matcha:math:ur@ours"]
+    assert [c.better for c in board.columns] == ["lower", "lower", "higher", "higher"]
+    rows = {row["metric"]: row for row in board.rows()[0]}
+    assert rows["matcha · math · ur (higher is more robust)"]["alpha"].startswith("75.0 % [")
+    assert rows["matcha · math · ur (higher is more robust)"]["alpha"].endswith("n_rated (authors')=12")
+    assert rows["matcha · math · ur@ours (higher is more robust)"]["alpha"].endswith("n_rated (ours)=10")
+    assert rows["matcha · math · ur@ours (higher is more robust)"]["zeta"] == "-"
+    # alpha counted by the authors' rules: its cells are not comparable with the others'.
+    column = {c.name: c for c in board.columns}["matcha:math:ur"]
+    assert column.comparability == "" and "config.counting=" in column.note
