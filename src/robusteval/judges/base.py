@@ -8,15 +8,20 @@ A *judge* answers one binary question about each item it is given:
   the two have the same meaning.
 
 ``Verdict.label`` is ``True`` when the property holds (reasoning correct / meaning preserved), ``False`` when
-it does not, and ``None`` when the judge's output could not be read ("unparsed"; the verdict still carries the
-raw output). Callers decide what ``None`` means with :meth:`Verdict.decided`: the MATCHA metrics count an
-unparsed reasoning verdict as *correct reasoning* (so it never inflates the success rate) and report how many
-there were; the attack should treat an unparsed semantic verdict as *meaning changed* (reject the edit).
+it does not, and ``None`` when the judge **abstained**: it had nothing to decide on (``arith`` with no equation
+to check, ``grounding`` with no quantity to ground) or its answer could not be read (an LLM verdict still
+unreadable after its re-asks, tied log-probabilities). Every abstention says why in
+``detail["abstained"]`` (one line, :attr:`Verdict.abstain_reason`) and keeps the raw output. An abstention is
+not a verdict: callers count it apart, never as "correct" nor as "wrong" (the MATCHA metrics never claim a
+success on it and report how many there were; ``judges audit`` leaves it out of agreement and kappa). Where a
+caller must act on every item it says so with :meth:`Verdict.decided`: the attack treats an abstaining
+semantic judge as *meaning changed* (rejects the edit).
 
 Judge spec grammar (``--judge`` / ``--semantic-judge``)::
 
-    spec   := term ("+" term)*              any term saying "no" makes the combination say "no"
-    term   := "vote:" atom ("," atom)*      majority of the atoms that answered
+    spec   := term ("+" term)*              "no" if any term says "no"; else "yes" if any term says "yes";
+                                            abstains only when every term abstains
+    term   := "vote:" atom ("," atom)*      majority of the atoms that answered; a tie, or no answer, abstains
             | atom
     atom   := "arith"                       deterministic arithmetic checker (reasoning only)
             | "grounding"                   deterministic: quantities not from the question (reasoning only)
@@ -24,7 +29,7 @@ Judge spec grammar (``--judge`` / ``--semantic-judge``)::
             | MODEL-SPEC                    an LLM judge on any backend: hf:PATH, openai:MODEL@URL, ...
 
 ``+`` binds loosest, so ``arith+vote:hf:a,hf:b,hf:c`` is the arithmetic check OR-ed (on "wrong") with a
-majority vote of three models. A ``+`` or ``,`` only separates when an atom follows it (a keyword, or a
+majority vote of three models; where ``arith`` has no equation to check, the vote alone decides. A ``+`` or ``,`` only separates when an atom follows it (a keyword, or a
 ``kind:`` model prefix), so paths and URLs may contain them as long as no such text follows.
 
 Judges never import a concrete backend: :func:`build_judge` receives a ``backend_loader(spec) -> Backend``.
@@ -83,10 +88,10 @@ _ITEM_TYPES: dict[str, type] = {REASONING: ReasoningItem, SEMANTIC: SemanticItem
 class Verdict:
     """One judge's answer for one item.
 
-    ``label``: True = property holds, False = it does not, None = the output could not be read.
-    ``judge``: the name of the judge that produced it. ``raw``: the judge's own output (generated text, or the
-    log-probabilities it was read from, as JSON). ``detail``: anything else worth keeping (method, offending
-    equations, member verdicts of a combination).
+    ``label``: True = property holds, False = it does not, None = the judge abstained (``detail["abstained"]``
+    says why). ``judge``: the name of the judge that produced it. ``raw``: the judge's own output (generated
+    text, or the log-probabilities it was read from, as JSON). ``detail``: anything else worth keeping (method,
+    offending equations, member verdicts of a combination, every attempt of a re-asked LLM judge).
     """
 
     label: bool | None
@@ -94,12 +99,30 @@ class Verdict:
     raw: str
     detail: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def abstain(cls, judge: str, raw: str, reason: str, detail: dict[str, Any] | None = None) -> Verdict:
+        """An abstention (label None) by ``judge``, ``reason`` (one line) kept as ``detail["abstained"]``."""
+        return cls(None, judge, raw, {**(detail or {}), "abstained": reason})
+
     @property
     def parsed(self) -> bool:
+        """Whether the judge gave a verdict (did not abstain); the name predates abstentions."""
         return self.label is not None
 
+    @property
+    def abstained(self) -> bool:
+        return self.label is None
+
+    @property
+    def abstain_reason(self) -> str | None:
+        """Why the judge abstained (None when it gave a verdict); "no reason recorded" for a
+        record made before abstentions had one."""
+        if self.label is not None:
+            return None
+        return str((self.detail or {}).get("abstained") or "no reason recorded")
+
     def decided(self, default: bool) -> bool:
-        """The label, with ``default`` standing in for an unparsed verdict."""
+        """The label, with ``default`` standing in for an abstention (for callers that must act on every item)."""
         return default if self.label is None else self.label
 
     def to_record(self) -> dict[str, Any]:
@@ -175,11 +198,13 @@ def reasoning_only(judge_type: Callable[[], Judge]) -> JudgeFactory:
 
 # ----------------------------------------------------------------------------------------------- combinations
 class AllMustPass:
-    """The ``a+b`` combination: the property holds only if no member says it fails.
+    """The ``a+b`` combination: the property fails if any member says it fails.
 
     For reasoning judges this is "wrong if any member says wrong" (the paper ORs the arithmetic check into the
-    LLM judge); for semantic judges "changed if any member says changed". Label: False if any member is False,
-    else None if any member is unparsed, else True.
+    LLM judge); for semantic judges "changed if any member says changed". Label: False if any member is False;
+    else True if any member is True (members that abstained are left out: ``arith`` with no equation to check
+    does not stop the LLM judge from deciding); None (abstained, "all members abstained: <their reasons>") only
+    when every member abstained.
     """
 
     def __init__(self, members: Sequence[Judge]):
@@ -201,16 +226,17 @@ class AllMustPass:
         out = []
         for verdicts in zip(*per_member, strict=True):
             labels = [v.label for v in verdicts]
-            label: bool | None = False if False in labels else (None if None in labels else True)
-            out.append(_combined(self.name, label, "all_must_pass", verdicts))
+            label: bool | None = False if False in labels else True if True in labels else None
+            extra = {} if label is not None else {"abstained": _all_abstained(verdicts)}
+            out.append(_combined(self.name, label, "all_must_pass", verdicts, extra))
         return out
 
 
 class MajorityVote:
     """The ``vote:a,b,c`` combination: the majority label among members that answered.
 
-    Unparsed members abstain. A tie (or no member answering) gives an unparsed (None) verdict, which callers
-    resolve with their conservative default.
+    Members that abstained are left out. A tie, or no member answering, abstains (label None, with the reason:
+    "tie (1 yes, 1 no)", "all members abstained: ...").
     """
 
     def __init__(self, members: Sequence[Judge]):
@@ -234,8 +260,16 @@ class MajorityVote:
             yes = sum(v.label is True for v in verdicts)
             no = sum(v.label is False for v in verdicts)
             label = True if yes > no else False if no > yes else None
-            out.append(_combined(self.name, label, "majority_vote", verdicts, {"yes": yes, "no": no}))
+            extra: dict[str, Any] = {"yes": yes, "no": no}
+            if label is None:
+                extra["abstained"] = f"tie ({yes} yes, {no} no)" if yes else _all_abstained(verdicts)
+            out.append(_combined(self.name, label, "majority_vote", verdicts, extra))
         return out
+
+
+def _all_abstained(verdicts: Sequence[Verdict]) -> str:
+    reasons = list(dict.fromkeys(f"{v.judge}: {v.abstain_reason}" for v in verdicts))
+    return "all members abstained: " + "; ".join(reasons)
 
 
 def _common_task(members: Sequence[Judge]) -> str:
@@ -254,7 +288,7 @@ def _combined(
 
 
 def _short(label: bool | None) -> str:
-    return "unparsed" if label is None else "yes" if label else "no"
+    return "abstained" if label is None else "yes" if label else "no"
 
 
 # ----------------------------------------------------------------------------------------------- caching
