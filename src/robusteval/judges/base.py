@@ -38,6 +38,7 @@ Judges never import a concrete backend: :func:`build_judge` receives a ``backend
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -372,7 +373,9 @@ def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge
 # ----------------------------------------------------------------------------------------------- registry
 JudgeFactory = Callable[..., Judge]
 """``factory(task, atom, backend_loader) -> Judge``; a factory of model judges may also take ``chat=`` (the
-``--judge-chat`` setting), which :func:`build_judge` passes only to factories that accept it."""
+``--judge-chat`` setting), ``retries=`` (``--judge-retries``), ``prompt_text=`` and ``prompt_label=``
+(``--judge-prompt``) and ``prompt_name=``, which :func:`build_judge` passes (when set) only to factories that
+accept them."""
 
 MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
 _BUILTIN_MODULES = (
@@ -406,17 +409,36 @@ def _split(text: str, sep: str) -> list[str]:
     return re.split(rf"{re.escape(sep)}(?={atom_start})", text)
 
 
-def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING, chat: bool | None = None
-                ) -> Judge:
+def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING, chat: bool | None = None,
+                prompt_file: str | None = None, retries: int = 0, prompt_name: str | None = None) -> Judge:
     """Build a judge for ``task`` ("reasoning" or "semantic") from a spec (grammar in the module docstring).
 
     ``backend_loader`` turns a model spec into a backend (the CLI passes ``robusteval.models.load_backend``
     with its options bound); each distinct model spec is loaded once per call. ``chat``: LLM judges ask through
     the judge model's chat template (True), as raw text (False), or as before (None: API judges use their chat
-    endpoint, log-prob judges the raw prompt); judges without a model ignore it.
+    endpoint, log-prob judges the raw prompt). ``prompt_file`` (``--judge-prompt``): a template file replacing
+    the built-in prompt (checked by :func:`~robusteval.judges.prompt_files.load_judge_prompt` before any model
+    loads; its file name labels it in the identity). ``retries`` (``--judge-retries``): re-asks of an unreadable
+    generated verdict before the judge abstains. ``prompt_name``: another built-in prompt
+    (``"reasoning_pair"``). Every LLM atom of the spec gets these; judges without a model ignore them, and a
+    plug-in factory gets only the keywords it accepts.
     """
     if task not in TASKS:
         raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+    if retries < 0:
+        raise UserError(f"judge retries: {retries} is negative; give 0 (ask once) or more")
+    options: dict[str, Any] = {}
+    if chat is not None:
+        options["chat"] = chat
+    if retries:
+        options["retries"] = retries
+    if prompt_name is not None:
+        options["prompt_name"] = prompt_name
+    if prompt_file is not None:
+        from robusteval.judges.prompt_files import load_judge_prompt
+
+        options["prompt_text"] = load_judge_prompt(prompt_file, task)
+        options["prompt_label"] = os.path.basename(prompt_file)
     loaded: dict[str, Backend] = {}
 
     def load(model_spec: str) -> Backend:
@@ -426,9 +448,17 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
 
     built: list[Judge] = []
     for vote, atoms in _terms(spec):
-        members = [_build_atom(atom, task, load, spec, chat) for atom in atoms]
+        members = [_build_atom(atom, task, load, spec, options) for atom in atoms]
         built.append(MajorityVote(members) if vote else members[0])
     return built[0] if len(built) == 1 else AllMustPass(built)
+
+
+def check_judge_prompt(path: str | None, task: str) -> None:
+    """Refuse a ``--judge-prompt`` file that :func:`build_judge` would refuse (None is fine), without loading a
+    model: configs call it before a run directory is made."""
+    from robusteval.judges.prompt_files import check_judge_prompt as check
+
+    check(path, task)
 
 
 class _WouldLoad(Exception):
@@ -477,17 +507,19 @@ def _terms(spec: str) -> list[tuple[bool, list[str]]]:
     return out
 
 
-def _takes_chat(factory: JudgeFactory) -> bool:
+def _takes(factory: JudgeFactory, name: str) -> bool:
+    """Whether ``factory`` accepts the keyword ``name`` (plug-in factories written before it keep working)."""
     import inspect
 
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return False
-    return "chat" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, chat: bool | None = None) -> Judge:
+def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, options: dict[str, Any] | None = None
+                ) -> Judge:
     if not atom:
         raise UserError(f"judge spec '{spec.strip()}': empty judge name")
     if atom.startswith("vote:"):
@@ -500,6 +532,5 @@ def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, chat: bool
         names = ", ".join(sorted(k for k in factories if k != MODEL))
         raise UserError(f"judge spec '{spec.strip()}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, "
                         "openai:MODEL@URL)")
-    if chat is not None and _takes_chat(factory):  # plug-in factories written before chat keep working
-        return factory(task, atom, load, chat=chat)
-    return factory(task, atom, load)
+    accepted = {k: v for k, v in (options or {}).items() if _takes(factory, k)}
+    return factory(task, atom, load, **accepted)
