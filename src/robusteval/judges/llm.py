@@ -124,8 +124,8 @@ class BinaryLLMJudge:
             check_template(prompt_text, self.task, self.prompt_label)
         self._template = Template(self.template_text)
         # The constant instructions before the first placeholder: sent as a cacheable prefix ("$$" read as "$").
-        first = min(m.start() for m in Template.pattern.finditer(self.template_text)
-                    if m.group("named") or m.group("braced"))
+        first = min((m.start() for m in Template.pattern.finditer(self.template_text)
+                     if m.group("named") or m.group("braced")), default=len(self.template_text))
         self._head = Template(self.template_text[:first]).substitute({})
         self._body = Template(self.template_text[first:])
         self.uses_logprobs = can_score(backend)

@@ -47,10 +47,9 @@ def load_prompt(name: str) -> str:
 def check_template(text: str, task: str, where: str) -> None:
     """Refuse a template that cannot judge ``task`` items, with one line naming ``where`` (a file) and the line:
     a ``$`` that starts no placeholder, an unknown placeholder, or no placeholder for the judged text."""
-    if task not in PLACEHOLDERS:
-        raise ValueError(f"task {task!r}: expected one of {', '.join(PLACEHOLDERS)}")
-    allowed = PLACEHOLDERS[task]
-    takes = ", ".join(f"${name}" for name in allowed)
+    # A task of no built-in kind (a plug-in judge's own): its placeholders are its business, the syntax is checked.
+    allowed = PLACEHOLDERS.get(task)
+    takes = ", ".join(f"${name}" for name in allowed or ())
     found: set[str] = set()
     for match in Template.pattern.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
@@ -59,13 +58,13 @@ def check_template(text: str, task: str, where: str) -> None:
             raise UserError(f"{where}:{line}: '{shown}' is not a placeholder; a {task} prompt takes {takes}; "
                             "write a literal dollar sign as $$")
         name = match.group("named") or match.group("braced")
-        if name is None:  # "$$": a literal dollar sign
+        if name is None or allowed is None:  # "$$": a literal dollar sign
             continue
         if name not in allowed:
             raise UserError(f"{where}:{line}: unknown placeholder ${name}; a {task} prompt takes {takes}")
         found.add(name)
-    required = REQUIRED[task]
-    if required not in found:
+    required = REQUIRED.get(task)
+    if required is not None and required not in found:
         raise UserError(f"{where}: no ${required} placeholder; a {task} prompt must show the judged text as "
                         f"${required} (it takes {takes}; a literal dollar sign is written $$)")
 
@@ -77,6 +76,8 @@ def load_judge_prompt(path: str, task: str) -> str:
     read, text that is not UTF-8, a ``$`` that starts no placeholder (a literal one is ``$$``), a placeholder
     the task does not take, or no placeholder for the judged text (``$candidate``, ``$perturbed``).
     """
+    if task not in PLACEHOLDERS:
+        raise ValueError(f"task {task!r}: expected one of {', '.join(PLACEHOLDERS)}")
     file = Path(path)
     try:
         data = file.read_bytes()
