@@ -53,6 +53,10 @@ def test_an_llm_verdict_is_typed_by_the_checkers_it_did_not_run() -> None:
     assert types[2].judge == "none" and "no LLM classifier" in types[2].detail["reason"]
     not_wrong = classify_errors([CALC], [Verdict(True, "arith", "")])[0]
     assert not_wrong.category == "unclassified" and "not judged wrong" in not_wrong.detail["reason"]
+    # An abstention is not a "wrong": nothing is typed, and the reason says the judge abstained.
+    abstained = classify_errors([CALC], [Verdict.abstain("llm:judge", "zq", "unreadable verdict after 3 asks")])[0]
+    assert abstained.category == "unclassified"
+    assert abstained.detail["reason"] == "the reasoning judge abstained (unreadable verdict after 3 asks)"
 
 
 def test_each_checker_is_asked_once_for_all_untyped_items_and_never_when_the_verdict_included_it(

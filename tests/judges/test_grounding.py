@@ -140,6 +140,19 @@ def test_the_judge_names_the_first_issue_and_keeps_them_all() -> None:
     assert ok.label is True and ok.detail["issues"] == [] and ok.detail["category"] is None
 
 
+def test_the_judge_abstains_with_nothing_to_ground() -> None:
+    judge = GroundingJudge()
+    # No question numbers and a chain without a number: nothing to ground, no issue.
+    empty = ReasoningItem("Can birds fly?", "The answer is yes. Most birds can fly.", "The answer is yes. Birds fly.")
+    # The question's numbers used by the reference but none in the chain: a dropped quantity is still a verdict.
+    dropped = ReasoningItem(APPLES, APPLES_REF, "The answer is 8. He adds what he buys to what he has.")
+    v_empty, v_dropped = judge.judge([empty, dropped])
+    assert v_empty.label is None and v_empty.abstain_reason == "nothing to ground"
+    assert v_empty.detail["issues"] == [] and v_empty.raw == "0 quantities in the chain: abstains"
+    assert v_dropped.label is False and v_dropped.detail["category"] == "wrong information"
+    assert GroundingJudge.identity["version"] == 2
+
+
 def test_grounding_is_registered_alone_combined_and_in_votes() -> None:
     def no_models(spec: str):  # type: ignore[no-untyped-def]
         raise AssertionError(f"no model should load for {spec}")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robusteval.judges import ArithmeticJudge, ReasoningItem, check_arithmetic, false_equations
+from robusteval.judges import ArithmeticJudge, ReasoningItem, Verdict, check_arithmetic, false_equations
 
 TRUE_EQUATIONS = [
     "5 + 3 = 8",
@@ -164,7 +164,24 @@ def test_arith_judge_verdict_names_the_offending_equations() -> None:
     assert v_bad.label is False and v_bad.judge == "arith"
     assert [e["text"] for e in v_bad.detail["false_equations"]] == ["5 + 3 = 9"]
     assert "5 + 3 = 9" in v_bad.raw and v_bad.detail["n_equations"] == 2
-    assert v_none.label is True and v_none.detail["n_equations"] == 0
+    # No equation: nothing to decide on, so arith abstains (it used to call prose correct).
+    assert v_none.label is None and v_none.detail["n_equations"] == 0
+    assert v_none.abstain_reason == "no equation to check" and v_none.raw == "0 equation(s) checked: abstains"
+
+
+def test_arith_abstains_without_an_equation_and_decides_with_one() -> None:
+    judge = ArithmeticJudge()
+    prose = ReasoningItem("q", "ref", "The answer is 44. The 28 cones are shablo's 60 pages to school.")
+    true_eq = ReasoningItem("q", "ref", "The answer is 44. She has 16 + 28 = 44 cones.")
+    false_eq = ReasoningItem("q", "ref", "The answer is 44. She has 16 + 28 = 45 cones, and 2 * 3 = 6.")
+    v_prose, v_true, v_false = judge.judge([prose, true_eq, false_eq])
+    assert (v_prose.label, v_prose.abstained, v_prose.abstain_reason) == (None, True, "no equation to check")
+    assert v_prose.raw == "0 equation(s) checked: abstains"
+    assert v_true.label is True and v_true.abstain_reason is None and "abstained" not in v_true.detail
+    assert v_false.label is False and v_false.abstain_reason is None
+    # The reason survives the store's record round trip.
+    assert Verdict.from_record(v_prose.to_record()).abstain_reason == "no equation to check"
+    assert ArithmeticJudge.identity["version"] == 2
 
 
 def test_arith_judge_checks_only_the_candidate() -> None:

@@ -61,9 +61,15 @@ def test_audit_cli_prints_per_category_figures_and_writes_the_agreement(tmp_path
                            summary["environment"], "model_identity": None, "seeds": {}}
         agreement = summary["agreement"]
         confusion = agreement["confusion"]
-        assert sum(confusion.values()) == summary["n"] == len(load_labelled(LABELLED))
-        assert agreement["accuracy"] == pytest.approx((confusion["tp"] + confusion["tn"]) / summary["n"])
+        # Abstentions (arith with no equation to check) are counted apart, never as agreement or disagreement.
+        assert summary["n"] == len(load_labelled(LABELLED)) == summary["n_judged"] + summary["n_abstained"]
+        assert sum(confusion.values()) == agreement["n"] == summary["n_judged"]
+        assert summary["n_unparsed"] == summary["n_abstained"] == len(summary["abstentions"])
+        assert sum(summary["abstain_reasons"].values()) == summary["n_abstained"]
+        assert agreement["accuracy"] == pytest.approx((confusion["tp"] + confusion["tn"]) / agreement["n"])
         assert len(summary["disagreements"]) == confusion["fp"] + confusion["fn"]
+        assert not {d["id"] for d in summary["disagreements"]} & {a["id"] for a in summary["abstentions"]}
+        assert sum(row["n"] + row["n_abstained"] for row in summary["per_category"].values()) == summary["n_incorrect"]
         figures[spec] = summary
     recall = {spec: {c: s["per_category"][c]["recall"] for c in ERROR_TYPES} for spec, s in figures.items()}
     # arith sees false equations only; grounding sees quantities; together they see both.
@@ -151,7 +157,7 @@ def test_a_correct_item_needs_no_category_and_an_incorrect_one_does(tmp_path: Pa
     path = write_jsonl(tmp_path / "plain.jsonl", [plain])
     assert [(i.label, i.category) for i in load_labelled(path)] == [("correct", None)]
     summary = audit_judge(AuditConfig("arith", str(path)))
-    assert summary["false_alarms"] == {"other": {"n": 1, "flagged": 0, "rate": 0.0}}
+    assert summary["false_alarms"] == {"other": {"n": 1, "flagged": 0, "n_abstained": 0, "rate": 0.0}}
     missing = write_jsonl(tmp_path / "missing.jsonl", [{**plain, "label": "incorrect"}])
     with pytest.raises(UserError, match=r"missing\.jsonl:1: field 'category': required field is missing"):
         load_labelled(missing)
@@ -170,3 +176,49 @@ def test_other_bad_files_and_specs_are_refused(tmp_path: Path) -> None:
     result = cli("--judge", "nonsense", "--labelled", str(LABELLED), "--out", str(tmp_path / "never"))
     assert result.returncode == 2 and "unknown judge 'nonsense'" in result.stderr
     assert not (tmp_path / "never").exists()
+
+
+def test_abstentions_are_counted_apart_from_agreement(tmp_path: Path, tiny_backend: Any) -> None:
+    """A generating LLM judge that never answers readably (the tiny random model), re-asked once: every item is
+    an abstention with two attempts, so nothing is agreement or disagreement; arith+it judges where arith can."""
+    from robusteval.models import GENERATE
+
+    class GenerateOnly:
+        name = tiny_backend.name
+        capabilities = frozenset({GENERATE})
+
+        def generate(self, requests: Any) -> Any:
+            return tiny_backend.generate(requests)
+
+    small = write_jsonl(tmp_path / "small.jsonl", [json.loads(line) for line in
+                                                   LABELLED.read_text(encoding="utf-8").splitlines()[:6]])
+    prompt = tmp_path / "criteria.txt"
+    prompt.write_text("Is the second solution's reasoning right?\n$reference\n---\n$candidate\nRating:", "utf-8")
+    config = AuditConfig("hf:judge", str(small), judge_retries=1, judge_prompt=str(prompt))
+    summary = audit_judge(config, load_model=lambda spec: GenerateOnly())
+    assert summary["n_abstained"] == summary["n_unparsed"] == summary["n"] == 6 and summary["n_judged"] == 0
+    assert summary["abstain_reasons"] == {"unreadable verdict after 2 asks": 6}
+    assert summary["agreement"]["n"] == 0 and summary["agreement"]["accuracy"] is None
+    assert summary["disagreements"] == [] and len(summary["abstentions"]) == 6
+    assert all(row["n"] == 0 for row in summary["per_category"].values())
+    both = audit_judge(AuditConfig("arith+hf:judge", str(small), judge_retries=1), load_model=lambda s: GenerateOnly())
+    arith = audit_judge(AuditConfig("arith", str(small)))
+    assert both["n_judged"] == arith["n_judged"] and both["agreement"] == arith["agreement"]
+    assert all(r.startswith("all members abstained: arith: no equation to check") for r in both["abstain_reasons"])
+    # The options reach the run identity only when set: earlier audit runs keep theirs.
+    from robusteval.judges.audit import audit_identity
+
+    plain = audit_identity(AuditConfig("hf:judge", str(small)), "x")
+    assert "judge_retries" not in plain and "judge_prompt_sha256" not in plain
+    assert audit_identity(config, "x")["judge_retries"] == 1 and audit_identity(config, "x")["judge_prompt_sha256"]
+
+
+def test_a_bad_judge_prompt_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    prompt = tmp_path / "bad.txt"
+    prompt.write_text("Grade this for $5.\n$candidate\nRating:", encoding="utf-8")
+    result = cli("--judge", "arith", "--labelled", str(LABELLED), "--judge-prompt", str(prompt),
+                 "--out", str(tmp_path / "never"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("robusteval: error:")]
+    assert len(errors) == 1 and f"{prompt}:1: '$5.' is not a placeholder" in errors[0], result.stderr
+    assert "$$" in errors[0] and not (tmp_path / "never").exists()

@@ -68,10 +68,43 @@ ITEMS4 = [GOOD] * 4
 def test_all_must_pass_is_or_on_wrong() -> None:
     combo = AllMustPass([Fixed("a", [T, F, T, U]), Fixed("b", [T, T, F, T])])
     verdicts = combo.judge(ITEMS4)
-    assert [v.label for v in verdicts] == [T, F, F, U]
+    assert [v.label for v in verdicts] == [T, F, F, T]  # an abstaining member is left out
     assert combo.name == "a+b"
     assert [m["judge"] for m in verdicts[1].detail["members"]] == ["a", "b"]
     assert verdicts[1].raw == "a: no; b: yes"
+    assert verdicts[3].raw == "a: abstained; b: yes"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "label"),
+    [
+        (T, T, T), (T, F, F), (F, T, F), (F, F, F),
+        (U, T, T), (T, U, T), (U, F, F), (F, U, F),
+        (U, U, U),
+    ],
+)
+def test_all_must_pass_truth_table(a: bool | None, b: bool | None, label: bool | None) -> None:
+    class Abstaining(Fixed):
+        def judge(self, items: Sequence[Any]) -> list[Verdict]:
+            return [Verdict.abstain(self.name, "", f"{self.name} had nothing") if v.label is None else v
+                    for v in super().judge(items)]
+
+    (verdict,) = AllMustPass([Abstaining("a", [a]), Abstaining("b", [b])]).judge([GOOD])
+    assert verdict.label is label
+    if label is None:
+        assert verdict.abstain_reason == "all members abstained: a: a had nothing; b: b had nothing"
+    else:
+        assert verdict.abstain_reason is None and "abstained" not in verdict.detail
+
+
+def test_arith_without_an_equation_leaves_the_other_judge_to_decide() -> None:
+    prose = ReasoningItem("q", "r", "The answer is 44. The 28 cones are shablo's 60 pages to school.")
+    yes, no = Fixed("yes", [T]), Fixed("no", [F])
+    assert AllMustPass([ArithmeticJudge(), yes]).judge([prose])[0].label is True
+    assert AllMustPass([ArithmeticJudge(), no]).judge([prose])[0].label is False
+    both = AllMustPass([ArithmeticJudge(), ArithmeticJudge()]).judge([prose])[0]
+    assert both.label is None
+    assert both.abstain_reason == "all members abstained: arith: no equation to check"
 
 
 def test_majority_vote_with_abstentions_and_ties() -> None:
@@ -79,7 +112,12 @@ def test_majority_vote_with_abstentions_and_ties() -> None:
     verdicts = vote.judge(ITEMS4)
     assert [v.label for v in verdicts] == [T, F, U, U]  # 2-1, 1-2, 1-1 tie, nobody answered
     assert verdicts[2].detail["yes"] == 1 and verdicts[2].detail["no"] == 1
+    assert verdicts[2].abstain_reason == "tie (1 yes, 1 no)"
+    assert verdicts[3].abstain_reason is not None and verdicts[3].abstain_reason.startswith("all members abstained")
+    assert verdicts[0].abstain_reason is None
     assert vote.name == "vote(a,b,c)"
+    even = MajorityVote([Fixed("a", [T]), Fixed("b", [F]), Fixed("c", [T]), Fixed("d", [F])]).judge([GOOD])[0]
+    assert even.label is None and even.abstain_reason == "tie (2 yes, 2 no)"
 
 
 def test_combinations_refuse_mixed_roles() -> None:

@@ -13,6 +13,7 @@ from robusteval.judges.base import (
     SemanticItem,
     Verdict,
     build_judge,
+    check_judge_prompt,
     register_judge,
     with_cache,
 )
@@ -28,12 +29,14 @@ from robusteval.judges.errortypes import (
 )
 from robusteval.judges.grounding import GroundingJudge, check_grounding
 from robusteval.judges.llm import BinaryLLMJudge, parse_binary
+from robusteval.judges.prompt_files import PLACEHOLDERS, load_judge_prompt
 from robusteval.judges.reasoning import ReasoningJudge
 from robusteval.judges.semantic import AlwaysSameMeaning, SemanticJudge
 
 __all__ = [
     "ERROR_TYPES",
     "JUDGE_STAGE",
+    "PLACEHOLDERS",
     "REASONING",
     "SEMANTIC",
     "UNCLASSIFIED",
@@ -57,9 +60,11 @@ __all__ = [
     "build_judge",
     "check_arithmetic",
     "check_grounding",
+    "check_judge_prompt",
     "classify_errors",
     "error_type_summary",
     "false_equations",
+    "load_judge_prompt",
     "parse_binary",
     "register_judge",
     "with_cache",

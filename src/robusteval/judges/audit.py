@@ -11,7 +11,12 @@ agreement (accuracy), Cohen's kappa and precision/recall/F1 of "incorrect"; per 
 (share of the category's incorrect items flagged) and the precision of the items the judge path typed with that
 category (:func:`~robusteval.judges.errortypes.classify_errors` on every flagged item); the error-type
 accuracy and confusion matrix over flagged incorrect items; the false alarms per kind of correct item; and the
-items where the judge disagrees with the label. An unparsed verdict counts as "not flagged", as in MATCHA.
+items where the judge disagrees with the label. An abstention (``arith`` with no equation to check, an LLM
+verdict still unreadable after its re-asks) is neither agreement nor disagreement: it is counted apart
+(``n_abstained``, with the reasons in ``abstain_reasons`` and the items in ``abstentions``), and agreement,
+kappa, the per-category figures and the false alarms are computed over the judged items only (``n_judged``,
+the denominator, is ``agreement["n"]``). ``n_unparsed`` is the old name of ``n_abstained``, kept for readers of
+earlier summaries.
 
 With ``error_classifier`` the LLM classifier names the types no checker can, and is also scored on its own on
 every incorrect item (``classifier``). With ``out``, the audit is a run directory like any other
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,13 +122,24 @@ class AuditConfig:
                                           "also scored on its own on every incorrect item")
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
+    judge_prompt: str | None = option(None, metavar="FILE", identity=False,
+                                      help="a string.Template file replacing the LLM judges' built-in prompt "
+                                      "($question, $reference, $candidate; $candidate required; a literal $ is "
+                                      "$$); its content hash is in the run identity")
+    judge_retries: int | None = option(None, metavar="N", identity="when-set",
+                                       help="re-ask an LLM judge whose generated verdict cannot be read up to N "
+                                       "times (sampled), then count it as an abstention (default 0)")
 
     def __post_init__(self) -> None:
-        from robusteval.judges.base import REASONING, check_judge_spec
+        from robusteval.judges.base import REASONING, check_judge_prompt, check_judge_spec
         from robusteval.judges.errortypes import check_error_classifier_spec
 
         with field_check(self, "judge"):
             check_judge_spec(self.judge, task=REASONING)
+        with field_check(self, "judge_prompt"):
+            check_judge_prompt(self.judge_prompt, REASONING)
+        if self.judge_retries is not None and self.judge_retries < 0:
+            raise ConfigError(self, "judge_retries", f"{self.judge_retries} is negative; give 0 (ask once) or more")
         with field_check(self, "error_classifier"):
             check_error_classifier_spec(self.error_classifier)
         if not os.path.isfile(self.labelled):
@@ -132,7 +149,10 @@ class AuditConfig:
 def audit_identity(config: AuditConfig, labelled_sha256: str) -> dict[str, Any]:
     from robusteval.lifecycle import run_identity
 
-    return run_identity(COMMAND, config, None, labelled_sha256=labelled_sha256)
+    extra: dict[str, Any] = {"labelled_sha256": labelled_sha256}
+    if config.judge_prompt is not None:  # the prompt's content, not its path, changes the verdicts
+        extra["judge_prompt_sha256"] = hashlib.sha256(Path(config.judge_prompt).read_bytes()).hexdigest()
+    return run_identity(COMMAND, config, None, **extra)
 
 
 def audit_judge(config: AuditConfig, *, out: str | os.PathLike[str] | None = None,
@@ -157,7 +177,8 @@ def audit_judge(config: AuditConfig, *, out: str | os.PathLike[str] | None = Non
     chat = True if config.judge_chat else None
 
     def build() -> tuple[Judge, Judge | None]:
-        judge = build_judge(config.judge, load, task=REASONING, chat=chat)
+        judge = build_judge(config.judge, load, task=REASONING, chat=chat, prompt_file=config.judge_prompt,
+                            retries=config.judge_retries or 0)
         spec = config.error_classifier
         return judge, (build_error_classifier(spec, load, chat=chat) if spec else None)
 
@@ -186,29 +207,41 @@ def audit_items(judge: Judge, items: Sequence[LabelledItem], classifier: Judge |
     verdicts = judge.judge(questions)
     flagged = [v.label is False for v in verdicts]
     gold = [item.incorrect for item in items]
+    # Abstentions are counted apart: every agreement figure is over the items the judge decided.
+    judged = [i for i, v in enumerate(verdicts) if v.label is not None]
+    abstained = [i for i, v in enumerate(verdicts) if v.label is None]
+    reasons = Counter(str(verdicts[i].abstain_reason) for i in abstained)
     typed = [i for i, f in enumerate(flagged) if f]
     found = classify_errors([questions[i] for i in typed], [verdicts[i] for i in typed], llm_classifier=classifier)
     types: list[str | None] = [None] * len(items)
     for i, error in zip(typed, found, strict=True):
         types[i] = error.category
     incorrect_typed = [i for i in typed if gold[i]]
+    per_category = category_table(ERROR_TYPES, [items[i].category for i in judged], [gold[i] for i in judged],
+                                  [flagged[i] for i in judged], [types[i] for i in judged])
+    for category, row in per_category.items():
+        row["n_abstained"] = sum(gold[i] and items[i].category == category for i in abstained)
     summary: dict[str, Any] = {
         "judge": judge.name,
         "n": len(items),
         "n_correct": gold.count(False),
         "n_incorrect": gold.count(True),
-        "n_unparsed": sum(v.label is None for v in verdicts),
-        "agreement": agreement(gold, flagged),
-        "per_category": category_table(ERROR_TYPES, [item.category for item in items], gold, flagged, types),
-        "false_alarms": _false_alarms(items, flagged),
+        "n_judged": len(judged),
+        "n_abstained": len(abstained),
+        "n_unparsed": len(abstained),  # the old name of n_abstained
+        "abstain_reasons": dict(reasons.most_common()),
+        "agreement": agreement([gold[i] for i in judged], [flagged[i] for i in judged]),
+        "per_category": per_category,
+        "false_alarms": _false_alarms(items, flagged, verdicts),
         "error_types": {
             "n": len(incorrect_typed),
             "accuracy": ratio(sum(types[i] == items[i].category for i in incorrect_typed), len(incorrect_typed)),
             "confusion": confusion_matrix([str(items[i].category) for i in incorrect_typed],
                                           [str(types[i]) for i in incorrect_typed], CATEGORIES),
         },
-        "disagreements": [_disagreement(items[i], verdicts[i], types[i]) for i in range(len(items))
-                          if flagged[i] != gold[i]],
+        "disagreements": [_disagreement(items[i], verdicts[i], types[i]) for i in judged if flagged[i] != gold[i]],
+        "abstentions": [{"id": items[i].id, "line": items[i].line, "label": items[i].label,
+                         "category": items[i].category, "reason": verdicts[i].abstain_reason} for i in abstained],
     }
     if classifier is not None:
         summary["classifier"] = classifier_accuracy(classifier, items)
@@ -243,26 +276,32 @@ def classifier_accuracy(classifier: Judge, items: Sequence[LabelledItem]) -> dic
         "name": classifier.name,
         "n": len(wrong),
         "accuracy": ratio(sum(g == p for g, p in zip(gold, predicted, strict=True)), len(wrong)),
+        "n_abstained": sum(a.label is None for a in answers),  # left unclassified: counted as wrong types
         "n_unparsed": predicted.count("unclassified"),
         "per_category": {c: {**v, "recall": ratio(v["correct"], v["n"])} for c, v in per_category.items()},
         "confusion": confusion_matrix(gold, predicted, CATEGORIES),
     }
 
 
-def _false_alarms(items: Sequence[LabelledItem], flagged: Sequence[bool]) -> dict[str, dict[str, Any]]:
-    """Correct items flagged, per kind of correct item (its ``category``; "other" when it has none)."""
+def _false_alarms(items: Sequence[LabelledItem], flagged: Sequence[bool], verdicts: Sequence[Verdict]
+                  ) -> dict[str, dict[str, Any]]:
+    """Correct items flagged, per kind of correct item (its ``category``; "other" when it has none); the rate is
+    over the judged items (``n``), the abstentions counted apart (``n_abstained``)."""
     out: dict[str, dict[str, Any]] = {}
-    for item, flag in zip(items, flagged, strict=True):
+    for item, flag, verdict in zip(items, flagged, verdicts, strict=True):
         if item.incorrect:
             continue
-        row = out.setdefault(item.category or "other", {"n": 0, "flagged": 0})
+        row = out.setdefault(item.category or "other", {"n": 0, "flagged": 0, "n_abstained": 0})
+        if verdict.label is None:
+            row["n_abstained"] += 1
+            continue
         row["n"] += 1
         row["flagged"] += flag
     return {kind: {**row, "rate": ratio(row["flagged"], row["n"])} for kind, row in out.items()}
 
 
 def _disagreement(item: LabelledItem, verdict: Verdict, error_type: str | None) -> dict[str, Any]:
-    said = "unparsed" if verdict.label is None else "correct" if verdict.label else "incorrect"
+    said = "abstained" if verdict.label is None else "correct" if verdict.label else "incorrect"
     return {"id": item.id, "line": item.line, "label": item.label, "category": item.category, "judge_says": said,
             "error_type": error_type, "why": _why(verdict), "note": item.note}
 

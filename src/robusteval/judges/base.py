@@ -8,15 +8,20 @@ A *judge* answers one binary question about each item it is given:
   the two have the same meaning.
 
 ``Verdict.label`` is ``True`` when the property holds (reasoning correct / meaning preserved), ``False`` when
-it does not, and ``None`` when the judge's output could not be read ("unparsed"; the verdict still carries the
-raw output). Callers decide what ``None`` means with :meth:`Verdict.decided`: the MATCHA metrics count an
-unparsed reasoning verdict as *correct reasoning* (so it never inflates the success rate) and report how many
-there were; the attack should treat an unparsed semantic verdict as *meaning changed* (reject the edit).
+it does not, and ``None`` when the judge **abstained**: it had nothing to decide on (``arith`` with no equation
+to check, ``grounding`` with no quantity to ground) or its answer could not be read (an LLM verdict still
+unreadable after its re-asks, tied log-probabilities). Every abstention says why in
+``detail["abstained"]`` (one line, :attr:`Verdict.abstain_reason`) and keeps the raw output. An abstention is
+not a verdict: callers count it apart, never as "correct" nor as "wrong" (the MATCHA metrics never claim a
+success on it and report how many there were; ``judges audit`` leaves it out of agreement and kappa). Where a
+caller must act on every item it says so with :meth:`Verdict.decided`: the attack treats an abstaining
+semantic judge as *meaning changed* (rejects the edit).
 
 Judge spec grammar (``--judge`` / ``--semantic-judge``)::
 
-    spec   := term ("+" term)*              any term saying "no" makes the combination say "no"
-    term   := "vote:" atom ("," atom)*      majority of the atoms that answered
+    spec   := term ("+" term)*              "no" if any term says "no"; else "yes" if any term says "yes";
+                                            abstains only when every term abstains
+    term   := "vote:" atom ("," atom)*      majority of the atoms that answered; a tie, or no answer, abstains
             | atom
     atom   := "arith"                       deterministic arithmetic checker (reasoning only)
             | "grounding"                   deterministic: quantities not from the question (reasoning only)
@@ -24,7 +29,7 @@ Judge spec grammar (``--judge`` / ``--semantic-judge``)::
             | MODEL-SPEC                    an LLM judge on any backend: hf:PATH, openai:MODEL@URL, ...
 
 ``+`` binds loosest, so ``arith+vote:hf:a,hf:b,hf:c`` is the arithmetic check OR-ed (on "wrong") with a
-majority vote of three models. A ``+`` or ``,`` only separates when an atom follows it (a keyword, or a
+majority vote of three models; where ``arith`` has no equation to check, the vote alone decides. A ``+`` or ``,`` only separates when an atom follows it (a keyword, or a
 ``kind:`` model prefix), so paths and URLs may contain them as long as no such text follows.
 
 Judges never import a concrete backend: :func:`build_judge` receives a ``backend_loader(spec) -> Backend``.
@@ -33,6 +38,7 @@ Judges never import a concrete backend: :func:`build_judge` receives a ``backend
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -83,10 +89,10 @@ _ITEM_TYPES: dict[str, type] = {REASONING: ReasoningItem, SEMANTIC: SemanticItem
 class Verdict:
     """One judge's answer for one item.
 
-    ``label``: True = property holds, False = it does not, None = the output could not be read.
-    ``judge``: the name of the judge that produced it. ``raw``: the judge's own output (generated text, or the
-    log-probabilities it was read from, as JSON). ``detail``: anything else worth keeping (method, offending
-    equations, member verdicts of a combination).
+    ``label``: True = property holds, False = it does not, None = the judge abstained (``detail["abstained"]``
+    says why). ``judge``: the name of the judge that produced it. ``raw``: the judge's own output (generated
+    text, or the log-probabilities it was read from, as JSON). ``detail``: anything else worth keeping (method,
+    offending equations, member verdicts of a combination, every attempt of a re-asked LLM judge).
     """
 
     label: bool | None
@@ -94,12 +100,30 @@ class Verdict:
     raw: str
     detail: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def abstain(cls, judge: str, raw: str, reason: str, detail: dict[str, Any] | None = None) -> Verdict:
+        """An abstention (label None) by ``judge``, ``reason`` (one line) kept as ``detail["abstained"]``."""
+        return cls(None, judge, raw, {**(detail or {}), "abstained": reason})
+
     @property
     def parsed(self) -> bool:
+        """Whether the judge gave a verdict (did not abstain); the name predates abstentions."""
         return self.label is not None
 
+    @property
+    def abstained(self) -> bool:
+        return self.label is None
+
+    @property
+    def abstain_reason(self) -> str | None:
+        """Why the judge abstained (None when it gave a verdict); "no reason recorded" for a
+        record made before abstentions had one."""
+        if self.label is not None:
+            return None
+        return str((self.detail or {}).get("abstained") or "no reason recorded")
+
     def decided(self, default: bool) -> bool:
-        """The label, with ``default`` standing in for an unparsed verdict."""
+        """The label, with ``default`` standing in for an abstention (for callers that must act on every item)."""
         return default if self.label is None else self.label
 
     def to_record(self) -> dict[str, Any]:
@@ -175,11 +199,13 @@ def reasoning_only(judge_type: Callable[[], Judge]) -> JudgeFactory:
 
 # ----------------------------------------------------------------------------------------------- combinations
 class AllMustPass:
-    """The ``a+b`` combination: the property holds only if no member says it fails.
+    """The ``a+b`` combination: the property fails if any member says it fails.
 
     For reasoning judges this is "wrong if any member says wrong" (the paper ORs the arithmetic check into the
-    LLM judge); for semantic judges "changed if any member says changed". Label: False if any member is False,
-    else None if any member is unparsed, else True.
+    LLM judge); for semantic judges "changed if any member says changed". Label: False if any member is False;
+    else True if any member is True (members that abstained are left out: ``arith`` with no equation to check
+    does not stop the LLM judge from deciding); None (abstained, "all members abstained: <their reasons>") only
+    when every member abstained.
     """
 
     def __init__(self, members: Sequence[Judge]):
@@ -201,16 +227,17 @@ class AllMustPass:
         out = []
         for verdicts in zip(*per_member, strict=True):
             labels = [v.label for v in verdicts]
-            label: bool | None = False if False in labels else (None if None in labels else True)
-            out.append(_combined(self.name, label, "all_must_pass", verdicts))
+            label: bool | None = False if False in labels else True if True in labels else None
+            extra = {} if label is not None else {"abstained": _all_abstained(verdicts)}
+            out.append(_combined(self.name, label, "all_must_pass", verdicts, extra))
         return out
 
 
 class MajorityVote:
     """The ``vote:a,b,c`` combination: the majority label among members that answered.
 
-    Unparsed members abstain. A tie (or no member answering) gives an unparsed (None) verdict, which callers
-    resolve with their conservative default.
+    Members that abstained are left out. A tie, or no member answering, abstains (label None, with the reason:
+    "tie (1 yes, 1 no)", "all members abstained: ...").
     """
 
     def __init__(self, members: Sequence[Judge]):
@@ -234,8 +261,16 @@ class MajorityVote:
             yes = sum(v.label is True for v in verdicts)
             no = sum(v.label is False for v in verdicts)
             label = True if yes > no else False if no > yes else None
-            out.append(_combined(self.name, label, "majority_vote", verdicts, {"yes": yes, "no": no}))
+            extra: dict[str, Any] = {"yes": yes, "no": no}
+            if label is None:
+                extra["abstained"] = f"tie ({yes} yes, {no} no)" if yes else _all_abstained(verdicts)
+            out.append(_combined(self.name, label, "majority_vote", verdicts, extra))
         return out
+
+
+def _all_abstained(verdicts: Sequence[Verdict]) -> str:
+    reasons = list(dict.fromkeys(f"{v.judge}: {v.abstain_reason}" for v in verdicts))
+    return "all members abstained: " + "; ".join(reasons)
 
 
 def _common_task(members: Sequence[Judge]) -> str:
@@ -254,7 +289,7 @@ def _combined(
 
 
 def _short(label: bool | None) -> str:
-    return "unparsed" if label is None else "yes" if label else "no"
+    return "abstained" if label is None else "yes" if label else "no"
 
 
 # ----------------------------------------------------------------------------------------------- caching
@@ -338,7 +373,9 @@ def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge
 # ----------------------------------------------------------------------------------------------- registry
 JudgeFactory = Callable[..., Judge]
 """``factory(task, atom, backend_loader) -> Judge``; a factory of model judges may also take ``chat=`` (the
-``--judge-chat`` setting), which :func:`build_judge` passes only to factories that accept it."""
+``--judge-chat`` setting), ``retries=`` (``--judge-retries``), ``prompt_text=`` and ``prompt_label=``
+(``--judge-prompt``) and ``prompt_name=``, which :func:`build_judge` passes (when set) only to factories that
+accept them."""
 
 MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
 _BUILTIN_MODULES = (
@@ -372,17 +409,36 @@ def _split(text: str, sep: str) -> list[str]:
     return re.split(rf"{re.escape(sep)}(?={atom_start})", text)
 
 
-def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING, chat: bool | None = None
-                ) -> Judge:
+def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING, chat: bool | None = None,
+                prompt_file: str | None = None, retries: int = 0, prompt_name: str | None = None) -> Judge:
     """Build a judge for ``task`` ("reasoning" or "semantic") from a spec (grammar in the module docstring).
 
     ``backend_loader`` turns a model spec into a backend (the CLI passes ``robusteval.models.load_backend``
     with its options bound); each distinct model spec is loaded once per call. ``chat``: LLM judges ask through
     the judge model's chat template (True), as raw text (False), or as before (None: API judges use their chat
-    endpoint, log-prob judges the raw prompt); judges without a model ignore it.
+    endpoint, log-prob judges the raw prompt). ``prompt_file`` (``--judge-prompt``): a template file replacing
+    the built-in prompt (checked by :func:`~robusteval.judges.prompt_files.load_judge_prompt` before any model
+    loads; its file name labels it in the identity). ``retries`` (``--judge-retries``): re-asks of an unreadable
+    generated verdict before the judge abstains. ``prompt_name``: another built-in prompt
+    (``"reasoning_pair"``). Every LLM atom of the spec gets these; judges without a model ignore them, and a
+    plug-in factory gets only the keywords it accepts.
     """
     if task not in TASKS:
         raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+    if retries < 0:
+        raise UserError(f"judge retries: {retries} is negative; give 0 (ask once) or more")
+    options: dict[str, Any] = {}
+    if chat is not None:
+        options["chat"] = chat
+    if retries:
+        options["retries"] = retries
+    if prompt_name is not None:
+        options["prompt_name"] = prompt_name
+    if prompt_file is not None:
+        from robusteval.judges.prompt_files import load_judge_prompt
+
+        options["prompt_text"] = load_judge_prompt(prompt_file, task)
+        options["prompt_label"] = os.path.basename(prompt_file)
     loaded: dict[str, Backend] = {}
 
     def load(model_spec: str) -> Backend:
@@ -392,9 +448,17 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
 
     built: list[Judge] = []
     for vote, atoms in _terms(spec):
-        members = [_build_atom(atom, task, load, spec, chat) for atom in atoms]
+        members = [_build_atom(atom, task, load, spec, options) for atom in atoms]
         built.append(MajorityVote(members) if vote else members[0])
     return built[0] if len(built) == 1 else AllMustPass(built)
+
+
+def check_judge_prompt(path: str | None, task: str) -> None:
+    """Refuse a ``--judge-prompt`` file that :func:`build_judge` would refuse (None is fine), without loading a
+    model: configs call it before a run directory is made."""
+    from robusteval.judges.prompt_files import check_judge_prompt as check
+
+    check(path, task)
 
 
 class _WouldLoad(Exception):
@@ -443,17 +507,19 @@ def _terms(spec: str) -> list[tuple[bool, list[str]]]:
     return out
 
 
-def _takes_chat(factory: JudgeFactory) -> bool:
+def _takes(factory: JudgeFactory, name: str) -> bool:
+    """Whether ``factory`` accepts the keyword ``name`` (plug-in factories written before it keep working)."""
     import inspect
 
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return False
-    return "chat" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, chat: bool | None = None) -> Judge:
+def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, options: dict[str, Any] | None = None
+                ) -> Judge:
     if not atom:
         raise UserError(f"judge spec '{spec.strip()}': empty judge name")
     if atom.startswith("vote:"):
@@ -466,6 +532,5 @@ def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, chat: bool
         names = ", ".join(sorted(k for k in factories if k != MODEL))
         raise UserError(f"judge spec '{spec.strip()}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, "
                         "openai:MODEL@URL)")
-    if chat is not None and _takes_chat(factory):  # plug-in factories written before chat keep working
-        return factory(task, atom, load, chat=chat)
-    return factory(task, atom, load)
+    accepted = {k: v for k, v in (options or {}).items() if _takes(factory, k)}
+    return factory(task, atom, load, **accepted)

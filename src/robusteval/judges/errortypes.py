@@ -44,8 +44,8 @@ from robusteval.judges.error_categories import (
     WRONG_INFORMATION,
     WRONG_REASONING,
 )
-from robusteval.judges.llm import BinaryLLMJudge
-from robusteval.models.base import Backend
+from robusteval.judges.llm import LOGPROBS_TIED, BinaryLLMJudge, unreadable
+from robusteval.models.base import Backend, Generation
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,10 @@ def classify_errors(items: Sequence[ReasoningItem], reasoning_verdicts: Sequence
         raise ValueError(f"{len(items)} items but {len(reasoning_verdicts)} verdicts")
     out: list[ErrorType | None] = []
     for verdict in reasoning_verdicts:
-        if verdict.label is not False:
+        if verdict.label is None:  # an abstention is not a "wrong": nothing to type
+            reason = f"the reasoning judge abstained ({verdict.abstain_reason})"
+            out.append(ErrorType(UNCLASSIFIED, "none", "", {"reason": reason}))
+        elif verdict.label is not False:
             out.append(ErrorType(UNCLASSIFIED, "none", "", {"reason": "the reasoning was not judged wrong"}))
         else:
             out.append(named_error(verdict))
@@ -183,7 +186,7 @@ class ErrorTypeClassifier(BinaryLLMJudge):
     """An LLM asked which of the four error types a wrong chain of thought shows (``prompts/errortype.txt``).
 
     Items are :class:`ReasoningItem`; ``Verdict.detail["category"]`` holds the answer and ``label`` is True
-    when a category could be read, None when not. Prompt rendering, chat handling and caching identity are
+    when a category could be read, None (abstained, with the reason) when not. Prompt rendering, chat handling and caching identity are
     those of :class:`~robusteval.judges.llm.BinaryLLMJudge`.
     """
 
@@ -193,8 +196,8 @@ class ErrorTypeClassifier(BinaryLLMJudge):
     # having fewer tokens (the sum of a name's token log-probs falls with every token it has).
     choices = CHOICES
 
-    def __init__(self, backend: Backend, *, max_new_tokens: int = 8, chat: bool | None = None):
-        super().__init__(backend, max_new_tokens=max_new_tokens, chat=chat)
+    def __init__(self, backend: Backend, *, max_new_tokens: int = 8, chat: bool | None = None, retries: int = 0):
+        super().__init__(backend, max_new_tokens=max_new_tokens, chat=chat, retries=retries)
         self.name = f"errortype:{backend.name}"
 
     def _logprob_verdict(self, scores: Sequence[float]) -> Verdict:
@@ -202,17 +205,22 @@ class ErrorTypeClassifier(BinaryLLMJudge):
         best = max(logprobs.values())
         top = [c for c, lp in logprobs.items() if lp == best]
         category = top[0] if len(top) == 1 and math.isfinite(best) else None
-        return Verdict(category is not None or None, self.name, json.dumps(logprobs),
-                       {"method": "logprobs", "category": category, "logprobs": logprobs})
+        detail = {"method": "logprobs", "category": category, "logprobs": logprobs}
+        if category is None:
+            return Verdict.abstain(self.name, json.dumps(logprobs), LOGPROBS_TIED, detail)
+        return Verdict(True, self.name, json.dumps(logprobs), detail)
 
-    def _judge_generate(self, items: Sequence[Any]) -> list[Verdict]:
-        out = []
-        for verdict in super()._judge_generate(items):  # the same requests; the text is read as a category
-            category = parse_category(verdict.raw)
-            detail = {"method": "generate", "category": category,
-                      "finish_reason": verdict.detail.get("finish_reason"), "unparsed": category is None}
-            out.append(Verdict(category is not None or None, self.name, verdict.raw, detail))
-        return out
+    def _readable(self, text: str) -> bool:
+        return parse_category(text) is not None
+
+    def _generated_verdict(self, attempts: Sequence[Generation]) -> Verdict:
+        last = attempts[-1]  # the same requests and re-asks as a judge's; the text is read as a category
+        category = parse_category(last.text)
+        detail = {"method": "generate", "category": category, "finish_reason": last.finish_reason,
+                  "unparsed": category is None, "attempts": [out.text for out in attempts]}
+        if category is None:
+            return Verdict.abstain(self.name, last.text, unreadable(len(attempts)), detail)
+        return Verdict(True, self.name, last.text, detail)
 
 
 def check_error_classifier_spec(spec: str | None) -> None:

@@ -27,6 +27,9 @@ Self-corrections are honoured: a sentence (or clause) starting "wait", "actually
 mean", "let me fix" ... retracts the sentence before it, whose numbers are then ignored. An answer sentence
 ("The answer is 18.") is set aside before checking; the answer is what a dead-end step may still reach.
 
+A chain that states no quantity at all and has no issue leaves nothing to ground: the judge abstains (label
+None, ``detail["abstained"] = "nothing to ground"``) rather than calling it correct.
+
 ``Verdict.detail``: ``{"method": "grounding", "category", "span", "quantity", "reason", "issues": [...]}``
 (category, span and quantity of the first issue; ``None`` when there is none). See ``docs/judges.md``.
 """
@@ -495,9 +498,12 @@ def _show(value: Fraction) -> str:
 
 
 class GroundingJudge(DeterministicReasoningJudge):
-    """The ``grounding`` reasoning judge (rules in the module docstring). ``label`` True = nothing ungrounded."""
+    """The ``grounding`` reasoning judge (rules in the module docstring). ``label`` True = nothing ungrounded,
+    False = an issue, None (abstains, "nothing to ground") when the candidate's chain states no quantity and no
+    issue was found: there was nothing to check."""
 
     name = "grounding"
+    version = 2  # 2: abstains when the chain has no quantity (1 called it correct)
 
     def verdict(self, item: ReasoningItem) -> Verdict:
         issues = check_grounding(item.question, item.reference, item.candidate)
@@ -506,7 +512,17 @@ class GroundingJudge(DeterministicReasoningJudge):
             f"; {i['category']}: {i['quantity']} in '{i['span']}'" for i in issues)
         detail = {"method": "grounding", **{k: first.get(k) for k in ("category", "span", "quantity", "reason")},
                   "issues": issues}
+        if not issues and not _has_quantity(item.candidate):
+            return Verdict.abstain(self.name, "0 quantities in the chain: abstains", NOTHING_TO_GROUND, detail)
         return Verdict(not issues, self.name, raw, detail)
+
+
+NOTHING_TO_GROUND = "nothing to ground"
+
+
+def _has_quantity(candidate: str) -> bool:
+    """Whether the candidate's chain of thought (its answer sentence set aside) states any number."""
+    return any(step.quantities or step.results for step in parse_steps(split_answer_and_cot(candidate)[1]))
 
 
 _grounding_judge = register_judge(

@@ -5,14 +5,20 @@ Reading the verdict (only ever from the judge model's own output, never from the
 * backends with the ``logprobs`` capability: the prompt is scored with the two continuations ``" 1"`` and
   ``" 0"`` (teacher-forced, no sampling; all items of one ``judge`` call in one
   :func:`~robusteval.models.base.score_requests` call, which the hf backend runs in batched forwards); the label
-  is whichever is more likely, and ``raw`` keeps both log-probabilities as JSON. Equal scores give an unparsed
-  verdict.
+  is whichever is more likely, and ``raw`` keeps both log-probabilities as JSON. Equal (or non-finite) scores
+  abstain ("log-probs tied or not finite"); the path is deterministic, so nothing is re-asked.
 * other backends (APIs): greedy generation of at most ``max_new_tokens`` (default 3) tokens; the label is read
   from the first number in the output, which must be exactly ``0`` or ``1`` (``"1"``, ``" 1."``, ``"**0**"``
-  and ``"Rating: 1"`` parse; ``"10"``, ``"0.5"`` and ``"Correct"`` do not and give an unparsed verdict).
+  and ``"Rating: 1"`` parse; ``"10"``, ``"0.5"`` and ``"Correct"`` do not). An unreadable output is asked
+  again up to ``retries`` times (``--judge-retries``; default 0), each re-ask sampled at temperature 0.7 with
+  its own seed (1, 2, 3, ... by round), the unreadable items of a round in one batch; every attempt's text is
+  kept in ``detail["attempts"]``. Still unreadable after ``retries + 1`` asks: the judge abstains
+  ("unreadable verdict after K asks").
 
-Prompts are ``string.Template`` files in ``judges/prompts/`` (``$name`` placeholders, one pass, no ``eval`` or
-``str.format``, so braces or dollar signs in model text are inert). The instructions before the first
+Prompts are ``string.Template`` texts (:mod:`robusteval.judges.prompt_files`): the built-in ones in
+``judges/prompts/`` (``prompt_name``: ``reasoning``, ``reasoning_pair``, ``semantic``) or the user's own
+(``prompt_text``, from ``--judge-prompt FILE``). ``$name`` placeholders, one pass, no ``eval`` or
+``str.format``, so braces or dollar signs in model text are inert. The instructions before the first
 placeholder are sent as the ``prefix`` argument of ``continuation_logprobs`` when the backend takes one (the hf
 backend then encodes them once per run); otherwise the full prompt is scored.
 
@@ -24,6 +30,7 @@ endpoint with the prompt as one user message, log-prob judges score the raw prom
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -31,14 +38,15 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict
-from importlib import resources
 from string import Template
 from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.judges.base import Verdict, check_items
+from robusteval.judges.prompt_files import PLACEHOLDERS, check_template, load_judge_prompt, load_prompt
 from robusteval.models.base import (
     Backend,
+    Generation,
     GenerationRequest,
     Message,
     ScoreRequest,
@@ -46,14 +54,14 @@ from robusteval.models.base import (
     score_requests,
 )
 
+__all__ = ["PLACEHOLDERS", "BinaryLLMJudge", "load_judge_prompt", "load_prompt", "parse_binary"]
+
 CHAT_YES, CHAT_NO = "1", "0"  # in a chat they start the assistant's reply: no separating space
 YES, NO = " " + CHAT_YES, " " + CHAT_NO  # continuations scored after the raw prompt's cue
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
-
-
-def load_prompt(name: str) -> str:
-    """The text of ``judges/prompts/<name>.txt``."""
-    return (resources.files("robusteval.judges") / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
+#: Re-asks of an unreadable generated verdict: sampled at this temperature, round r with seed r.
+RETRY_TEMPERATURE = 0.7
+LOGPROBS_TIED = "log-probs tied or not finite"
 
 
 def parse_binary(text: str) -> bool | None:
@@ -78,7 +86,13 @@ def _accepts_prefix(backend: Backend) -> bool:
 
 
 class BinaryLLMJudge:
-    """A judge that renders ``template`` with an item's fields and reads a 1/0 answer from ``backend``."""
+    """A judge that renders ``template`` with an item's fields and reads a 1/0 answer from ``backend``.
+
+    ``retries``: re-asks of an unreadable generated answer (the log-prob path never re-asks). ``prompt_name``:
+    a built-in prompt instead of the class's own (``"reasoning_pair"``). ``prompt_text``: the user's template
+    instead of any built-in one (checked like a ``--judge-prompt`` file), ``prompt_label`` naming it in the
+    identity (default ``"custom"``; its sha256 is there too, so another text is another cache key).
+    """
 
     task: str
     prompt_name: str
@@ -86,19 +100,33 @@ class BinaryLLMJudge:
     #: What the log-prob path scores after every item's prompt, read by :meth:`_logprob_verdict`.
     choices: tuple[str, ...] = (CHAT_YES, CHAT_NO)
 
-    def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None):
+    def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None, retries: int = 0,
+                 prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None):
+        if retries < 0:
+            raise UserError(f"judge retries: {retries} is negative; give 0 (ask once) or more")
         self.backend = backend
         self.max_new_tokens = max_new_tokens
+        self.retries = int(retries)
         # True: the prompt as a chat conversation on every backend (hf renders its chat template). None: the
         # generate path asks API judges through their chat endpoint (instruction-tuned), the log-prob path scores
         # the raw prompt. False: raw text everywhere.
         self.uses_chat_template = chat is True
         self.chat = chat is not False
-        self.template_text = load_prompt(self.prompt_name)
+        if prompt_name is not None:
+            self.prompt_name = prompt_name
+        if prompt_text is None:
+            self.template_text = load_prompt(self.prompt_name)
+            self.prompt_label = self.prompt_name
+            check_template(self.template_text, self.task, f"built-in judge prompt '{self.prompt_name}'")
+        else:
+            self.template_text = prompt_text
+            self.prompt_label = prompt_label or "custom"
+            check_template(prompt_text, self.task, self.prompt_label)
         self._template = Template(self.template_text)
-        # The constant instructions before the first placeholder: sent as a cacheable prefix.
-        first = min(m.start() for m in Template.pattern.finditer(self.template_text) if m.group("named"))
-        self._head = self.template_text[:first]
+        # The constant instructions before the first placeholder: sent as a cacheable prefix ("$$" read as "$").
+        first = min((m.start() for m in Template.pattern.finditer(self.template_text)
+                     if m.group("named") or m.group("braced")), default=len(self.template_text))
+        self._head = Template(self.template_text[:first]).substitute({})
         self._body = Template(self.template_text[first:])
         self.uses_logprobs = can_score(backend)
         self._scores_with_prefix = self.uses_logprobs and _accepts_prefix(backend)
@@ -113,12 +141,15 @@ class BinaryLLMJudge:
             "name": self.name,
             "task": self.task,
             "backend": self.backend.name,
-            "prompt": self.prompt_name,
+            "prompt": self.prompt_label,
             "prompt_sha256": hashlib.sha256(self.template_text.encode("utf-8")).hexdigest()[:16],
             "method": "logprobs" if self.uses_logprobs else "generate",
             "max_new_tokens": None if self.uses_logprobs else self.max_new_tokens,
             # None on the raw log-prob path, as verdicts cached before chat judges existed were keyed.
             "chat": (True if self.uses_chat_template else None) if self.uses_logprobs else self.chat,
+            # Only where re-asks happen (the generate path) and only when asked for: keys cached before
+            # re-asks existed stay valid.
+            **({"retries": self.retries} if self.retries and not self.uses_logprobs else {}),
         }
 
     def render(self, item: Any) -> tuple[str, str]:
@@ -161,25 +192,55 @@ class BinaryLLMJudge:
 
     def _logprob_verdict(self, scores: Sequence[float]) -> Verdict:
         lp_yes, lp_no = scores
-        label: bool | None = None
-        if math.isfinite(lp_yes) and math.isfinite(lp_no) and lp_yes != lp_no:
-            label = lp_yes > lp_no
         raw = json.dumps({"1": lp_yes, "0": lp_no})
-        return Verdict(label, self.name, raw, {"method": "logprobs", "logprob_1": lp_yes, "logprob_0": lp_no})
+        detail: dict[str, Any] = {"method": "logprobs", "logprob_1": lp_yes, "logprob_0": lp_no}
+        if not (math.isfinite(lp_yes) and math.isfinite(lp_no)) or lp_yes == lp_no:
+            return Verdict.abstain(self.name, raw, LOGPROBS_TIED, detail)
+        return Verdict(lp_yes > lp_no, self.name, raw, detail)
 
-    def _judge_generate(self, items: Sequence[Any]) -> list[Verdict]:
-        # The full prompt goes in ``prompt`` (no prefix): API backends send only that field.
-        requests = [
+    def _requests(self, items: Sequence[Any]) -> list[GenerationRequest]:
+        """The first ask of every item: greedy. The full prompt goes in ``prompt`` (no prefix): API backends
+        send only that field."""
+        return [
             GenerationRequest(max_new_tokens=self.max_new_tokens, temperature=0.0, chat=True,
                               messages=tuple(self.messages(item)))
             if self.uses_chat_template else
             GenerationRequest(self.full_prompt(item), max_new_tokens=self.max_new_tokens, temperature=0.0, chat=self.chat)
             for item in items
         ]
-        outputs = self.backend.generate(requests)
-        verdicts = []
-        for out in outputs:
-            label = parse_binary(out.text)
-            detail = {"method": "generate", "finish_reason": out.finish_reason, "unparsed": label is None}
-            verdicts.append(Verdict(label, self.name, out.text, detail))
-        return verdicts
+
+    def _readable(self, text: str) -> bool:
+        """Whether a generated answer can be read (else it is asked again while re-asks are left)."""
+        return parse_binary(text) is not None
+
+    def _ask(self, items: Sequence[Any]) -> list[list[Generation]]:
+        """Every item's answers, in order: the greedy first ask, then for the items still unreadable up to
+        ``retries`` re-asks, round r sampled at :data:`RETRY_TEMPERATURE` with seed r, one batch per round."""
+        first = self._requests(items)
+        attempts = [[out] for out in self.backend.generate(first)]
+        for round_ in range(1, self.retries + 1):
+            todo = [i for i, outs in enumerate(attempts) if not self._readable(outs[-1].text)]
+            if not todo:
+                break
+            again = [dataclasses.replace(first[i], temperature=RETRY_TEMPERATURE, seed=round_) for i in todo]
+            for i, out in zip(todo, self.backend.generate(again), strict=True):
+                attempts[i].append(out)
+        return attempts
+
+    def _judge_generate(self, items: Sequence[Any]) -> list[Verdict]:
+        return [self._generated_verdict(outs) for outs in self._ask(items)]
+
+    def _generated_verdict(self, attempts: Sequence[Generation]) -> Verdict:
+        """The verdict read from an item's answers (the last is the readable one, if any)."""
+        last = attempts[-1]
+        label = parse_binary(last.text)
+        detail: dict[str, Any] = {"method": "generate", "finish_reason": last.finish_reason,
+                                  "unparsed": label is None, "attempts": [out.text for out in attempts]}
+        if label is None:
+            return Verdict.abstain(self.name, last.text, unreadable(len(attempts)), detail)
+        return Verdict(label, self.name, last.text, detail)
+
+
+def unreadable(asks: int) -> str:
+    """The abstention reason of an answer still unreadable after ``asks`` asks."""
+    return f"unreadable verdict after {asks} ask" + ("s" if asks != 1 else "")

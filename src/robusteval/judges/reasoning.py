@@ -2,8 +2,11 @@
 
 The prompt (``prompts/reasoning.txt``, written for this project) covers the paper's criteria: logical
 coherence, departures from the reference that introduce errors, correct calculations, true facts; text about
-another question is ignored and extra self-checking steps are not errors. The judge model answers with one
-digit, read from its own output only (see :mod:`robusteval.judges.llm`). Any backend can judge.
+another question is ignored and extra self-checking steps are not errors. ``prompt_name="reasoning_pair"``
+selects the other built-in prompt (also the project's own words), which shows the judge the two responses
+only, no question. ``prompt_text`` (``--judge-prompt FILE``) replaces both with the user's template. The judge
+model answers with one digit, read from its own output only (see :mod:`robusteval.judges.llm`). Any backend can
+judge.
 """
 
 from __future__ import annotations
@@ -21,20 +24,29 @@ class ReasoningJudge(BinaryLLMJudge):
 
 
 @register_judge(MODEL, summary="a model spec (hf:PATH, openai:MODEL@URL): an LLM judge with a project-written prompt")
-def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None) -> Judge:
+def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
+                 prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None
+                 ) -> Judge:
     # One factory for both roles: the role decides the prompt, the spec decides the model.
     from robusteval.judges.semantic import SemanticJudge
 
+    judge_type: type[BinaryLLMJudge]
     if task == REASONING:
-        return ReasoningJudge(load(spec), chat=chat)
-    if task == SEMANTIC:
-        return SemanticJudge(load(spec), chat=chat)
-    raise UserError(f"no LLM judge for task {task!r}")
+        judge_type = ReasoningJudge
+    elif task == SEMANTIC:
+        judge_type = SemanticJudge
+    else:
+        raise UserError(f"no LLM judge for task {task!r}")
+    return judge_type(load(spec), chat=chat, retries=retries, prompt_text=prompt_text, prompt_label=prompt_label,
+                      prompt_name=prompt_name)
 
 
 @register_judge("embedded", summary="an LLM judge on the shipped Gemma 3 270M (the quick-start's model; needs the "
                 "demo extra)")
-def _embedded_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None) -> Judge:
+def _embedded_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
+                    prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None
+                    ) -> Judge:
     from robusteval.models.embedded import embedded_model_spec
 
-    return _model_judge(task, embedded_model_spec(), load, chat=chat)
+    return _model_judge(task, embedded_model_spec(), load, chat=chat, retries=retries, prompt_text=prompt_text,
+                        prompt_label=prompt_label, prompt_name=prompt_name)
