@@ -143,7 +143,8 @@ def check_summary(out: Path, *, n: int, level: str, variant: str, steps: int = 2
     # Examples whose clean reasoning is already judged wrong are attacked but not rated (no SR credit).
     rated = summary["n_rated"]
     assert counts["unsuccessful"] + counts["success"] + counts["wrong"] == rated
-    assert rated + summary["n_clean_cot_wrong"] == attacked
+    # ... and kept answers the judge abstained on (arith: no equation) are counted apart, in no rate.
+    assert rated + summary["n_clean_cot_wrong"] + summary["n_unjudged"] == attacked
     assert summary["sr"] == pytest.approx(counts["success"] / rated)
     outcomes = records(out, "matcha_outcome")
     assert len(outcomes) == n and len({r["id"] for r in outcomes}) == n
@@ -153,7 +154,8 @@ def check_summary(out: Path, *, n: int, level: str, variant: str, steps: int = 2
         if row["attacked"]:
             assert row["skip_reason"] is None
             expected = "clean_cot_wrong" if row["clean_cot_wrong"] else "wrong" if not row["answer_kept"] else (
-                "success" if row["reasoning_wrong"] is True else "unsuccessful")
+                "unjudged" if row["reasoning_wrong"] is None else "success" if row["reasoning_wrong"] else
+                "unsuccessful")
             assert row["outcome"] == expected
             assert row["level"] == level and row["variant"] == variant
             assert len([s for s in row["steps"] if "loss" in s]) >= 1

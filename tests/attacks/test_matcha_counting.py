@@ -145,9 +145,11 @@ def test_arith_alone_never_counts_reasoning_without_an_equation_correct() -> Non
 
 
 def test_the_authors_judge_reads_the_reasoning_only() -> None:
-    completion = ("The answer is 18. She sells 16 - 3 - 4 = 9 eggs. So 9 x 2 = 18. So 9 x 2 = 18. So 9 x 2 = 18."
+    completion = ("The answer is 18. She sells 9 eggs. So she makes 18 dollars. So she makes 18 dollars."
                   "\nQ: Another question? A: The answer is 3.")
-    assert authors_reasoning(completion) == "She sells 16 - 3 - 4 = 9 eggs. So 9 x 2 = 18."
+    assert authors_reasoning(completion) == "She sells 9 eggs. So she makes 18 dollars."
+    # Their pattern's sentences hold no '=': repeated equations stay (as in their remove_repeated_phrases).
+    assert collapse_repeats("So 9 x 2 = 18. So 9 x 2 = 18.") == "So 9 x 2 = 18. So 9 x 2 = 18."
     assert authors_reasoning("The answer is 18.") == ""
     assert authors_reasoning("no answer sentence here.") == "no answer sentence here."
     assert collapse_repeats("7 shelves. 7 shelves.  7 shelves. Done.") == "7 shelves. Done."
@@ -272,3 +274,20 @@ def test_preset_paper_records_the_authors_counting_and_its_rates_match_a_hand_co
     # The authors' insertions: one token per draw, positions over question and trigger.
     attacked = [r for r in records if r["attacked"]]
     assert attacked and all(len(d["tokens"]) == 1 for r in attacked for d in r["insertions"])
+
+
+@pytest.mark.slow
+def test_a_default_run_flags_its_unguarded_gate_and_deterministic_judge_in_the_terminal(
+        tiny_trained_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "default"
+    args = ["attack", "matcha", "--model", f"hf:{tiny_trained_dir}", "--dataset", "jsonl", "--data-file", SAMPLE,
+            "--answer-type", "number", "--target-answer", "clean", "--limit", "3", "--steps", "1",
+            "--max-new-tokens", "24", "--out", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    assert [flag["code"] for flag in summary["flags"]] == ["deterministic_judge", "ungated"]
+    assert "⚑ semantic gate: none (edits unchecked)" in printed and "⚑ reasoning judged by deterministic" in printed
+    assert "counting: ours" in printed and summary["counting"] == "ours"
+    # Our counting leaves the identity as runs made before the option had it (they resume).
+    assert "counting" not in RunStore.open(out).identity["config"]

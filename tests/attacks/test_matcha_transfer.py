@@ -202,12 +202,16 @@ def test_judged_path_with_gold_the_target_gives(
     for row in outcomes:
         assert row["original_correct"] == (row["id"] in readable)
         if row in kept:
-            assert row["reasoning"]["judge"] == "arith" and row["reasoning_wrong"] is not None
+            # arith decides, or abstains (no equation in the reasoning) and the row is counted apart.
+            assert row["reasoning"]["judge"] == "arith"
+            assert (row["reasoning_wrong"] is None) == (row["outcome"] == "unjudged")
         else:
             assert row["reasoning"] is None
     wins = sum(r["reasoning_wrong"] is True for r in kept)
     assert summary["n_success"] == wins
-    assert summary["transfer_rate"] == wins / len(readable)
+    unjudged = sum(r["reasoning_wrong"] is None for r in kept)
+    assert summary["n_unjudged"] == unjudged and summary["n_rated"] == len(readable) - unjudged
+    assert summary["transfer_rate"] == (wins / summary["n_rated"] if summary["n_rated"] else None)
     assert summary["counts"]["wrong"] == len(readable) - len(kept)
     # Transferred successes carry their error type, as the attack's own successes do (arith: calculation).
     for row in outcomes:

@@ -43,10 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from robusteval.attacks.base import get_attack
     from robusteval.metrics.stats import wilson_interval
     from robusteval.models.embedded import embedded_model_spec
     from robusteval.report.examples import format_matcha_example, pick_example
-    from robusteval.report.tables import format_rate, print_exclusions, print_summary_table
+    from robusteval.report.tables import format_rate, print_exclusions, print_flags, print_summary_table
     from robusteval.runs import load_run
     from robusteval.tour import TourConfig, run_tour, tour_report
 
@@ -58,20 +59,18 @@ def run(args: argparse.Namespace) -> int:
     results = run_tour(args.out, backend, config, batch_size=args.batch_size)
 
     matcha = results["matcha"]
+    _, rows, columns = get_attack("matcha").table(matcha)
     print_summary_table(
         "1. MATCHA token-level attack, 30 math word problems (reasoning judge: arithmetic checker); "
-        "rates with their 95% intervals",
-        [{**matcha, **{m: format_rate(matcha.get(m), (matcha.get("ci95") or {}).get(m))
-                       for m in ("acc", "ur", "sr", "wr")}}],
-        ["model", "n", "n_correct", "acc", "target_answer", "n_attacked", "n_clean_cot_wrong", "n_rated", "ur", "sr",
-         "wr"],
-    )
+        "rates with their 95% intervals", rows, [*columns[:6], "target_answer", "n_clean_cot_wrong", *columns[6:]])
+    print_flags(matcha)
     print_exclusions(matcha)
     for note in matcha.get("notes", []):
         print(f"note: {note}")
-    print("ACC over all questions; UR/SR/WR over the attacked ones whose clean reasoning the judge accepts "
-          "(n_clean_cot_wrong: attacked, but the clean reasoning was already wrong, so no success can be "
-          "credited). UR: answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: answer changed.")
+    print("ACC over all questions; UR/SR/WR over the attacked ones the judge gave a verdict on whose clean "
+          "reasoning it accepts (n_clean_cot_wrong: the clean reasoning was already wrong, so no success can be "
+          "credited; n_unjudged: the arithmetic checker found no equation to check, so it gave no verdict). UR: "
+          "answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: answer changed.")
     record, success = pick_example(load_run(matcha["run_dir"]).records("matcha_outcome"))
     if record is not None:
         print()

@@ -194,7 +194,8 @@ def transfer_metrics(records: Iterable[Any]) -> dict[str, Any]:
     Transfer rate (paper): successes (answer kept and reasoning judged wrong) among the transferred questions
     that the other model answers correctly on the original question; questions it gets wrong to begin with
     are excluded, as an attack cannot misalign an answer that was never right. The UR/SR/WR breakdown is over
-    the same denominator (``transfer_rate == sr``).
+    the same denominator (``transfer_rate == sr``), less the questions whose kept answer the judge abstained on
+    (``n_unjudged``: counted apart, never as a verdict).
     """
     rows = list(records)
     eligible = [r for r in rows if _get(r, "original_correct", False)]
@@ -206,10 +207,11 @@ def transfer_metrics(records: Iterable[Any]) -> dict[str, Any]:
         "n_transferred": len(rows),
         "n_original_correct": len(eligible),
         "n_success": successes,
+        "n_rated": rates["n_rated"],  # the transfer rate's denominator
         "transfer_rate": rates["sr"],
-        "transfer_rate_ci95": wilson_interval(successes, len(eligible)),
+        "transfer_rate_ci95": wilson_interval(successes, rates["n_rated"]),
         # Transferred questions the other model gets wrong in their original form are left out of every rate.
         "skip_reasons": {},
-        "exclusions": {"original_wrong": len(rows) - len(eligible)},
+        "exclusions": {"original_wrong": len(rows) - len(eligible), "unjudged": rates["n_unjudged"]},
         **{k: rates[k] for k in ("ur", "sr", "wr", "counts", "n_unjudged", "unjudged_reasons", "ci95")},
     }

@@ -105,10 +105,16 @@ def transfer_source(run: Run) -> str:
     return f"{short_model(str(summary.get('source_model') or '?'))} · {summary.get('source_dataset')}"
 
 
+def transfer_denominator(summary: dict[str, Any]) -> str:
+    """What a transfer run's rates are over: the questions answered correctly originally with a verdict
+    (``n_rated``), or for runs made before abstentions were counted apart, all of them."""
+    return "n_rated" if summary.get("n_rated") is not None else "n_original_correct"
+
+
 def transfer_rate(run: Run) -> Num:
     """Successes among the transferred questions the target answers correctly, with the summary's interval."""
     summary = run.summary or {}
-    return Num(summary.get("transfer_rate"), n=summary.get("n_original_correct"),
+    return Num(summary.get("transfer_rate"), n=summary.get(transfer_denominator(summary)),
                ci=summary.get("transfer_rate_ci95"), runs=(str(run.path),), percent=True)
 
 

@@ -66,10 +66,11 @@ def run_rates(run: Run) -> list[Rate]:
     if command == MATCHA:
         return _matcha_rates(run, summary)
     if command == TRANSFER:
-        rates = [Rate("transfer_rate", matcha.transfer_rate(run), "n_original_correct")]
-        return rates + [Rate(m, Num(summary.get(m), n=summary.get("n_original_correct"),
+        over = matcha.transfer_denominator(summary)
+        rates = [Rate("transfer_rate", matcha.transfer_rate(run), over)]
+        return rates + [Rate(m, Num(summary.get(m), n=summary.get(over),
                                     ci=(summary.get("ci95") or {}).get(m), runs=(str(run.path),), percent=True),
-                             "n_original_correct") for m in ("ur", "sr", "wr")]
+                             over) for m in ("ur", "sr", "wr")]
     if command == VARIANTS:
         rates = [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
         diagnosis = varmath.diagnosis_of(run)
