@@ -26,7 +26,7 @@ def test_hand_computed_example() -> None:
         rec(True, True, True, True),  # success
         rec(True, True, True, True),  # success
         rec(True, True, True, False),  # unsuccessful
-        rec(True, True, True, None),  # unparsed verdict: counted as unsuccessful
+        rec(True, True, True, None),  # the judge abstained: counted apart, in no rate
         rec(True, True, False, None),  # answer flipped
         rec(True, True, False, True),  # answer flipped (a reasoning verdict does not matter then)
         rec(False, False),
@@ -36,15 +36,18 @@ def test_hand_computed_example() -> None:
     ]
     m = matcha_metrics(records)
     assert (m["n"], m["n_correct"], m["acc"], m["n_attacked"]) == (10, 6, 0.6, 6)
-    assert m["sr"] == 2 / 6 and m["ur"] == 2 / 6 and m["wr"] == pytest.approx(2 / 6, abs=1e-15)
+    # Over the 5 with a verdict (issue 26: an abstention was counted as unsuccessful before).
+    assert m["n_rated"] == 5 and m["n_unjudged"] == 1
+    assert m["sr"] == 2 / 5 and m["ur"] == 1 / 5 and m["wr"] == pytest.approx(2 / 5, abs=1e-15)
     assert m["ur"] + m["sr"] + m["wr"] == 1.0
-    assert m["counts"] == {"unsuccessful": 2, "success": 2, "wrong": 2, "unparsed_reasoning": 1}
-    assert m["n_unparsed"] == 1
+    assert m["counts"] == {"unsuccessful": 1, "success": 2, "wrong": 2, "unjudged": 1}
+    assert m["unjudged_reasons"] == {"the judge gave no verdict": 1} and m["exclusions"]["unjudged"] == 1
     assert m["ci95"]["acc"] == wilson_interval(6, 10)
-    for key in ("ur", "sr", "wr"):
-        assert m["ci95"][key] == wilson_interval(2, 6)
+    assert m["ci95"]["ur"] == wilson_interval(1, 5)
+    for key in ("sr", "wr"):
+        assert m["ci95"][key] == wilson_interval(2, 5)
     lo, hi = m["ci95"]["sr"]
-    assert lo < 2 / 6 < hi
+    assert lo < 2 / 5 < hi
 
 
 def test_paper_sized_numbers() -> None:
@@ -67,7 +70,7 @@ def test_no_attacked_examples() -> None:
     assert (m["n"], m["n_correct"], m["acc"], m["n_attacked"]) == (2, 0, 0.0, 0)
     assert m["ur"] is None and m["sr"] is None and m["wr"] is None
     assert m["ci95"]["ur"] is None and m["ci95"]["acc"] == wilson_interval(0, 2)
-    assert m["counts"] == {"unsuccessful": 0, "success": 0, "wrong": 0, "unparsed_reasoning": 0}
+    assert m["counts"] == {"unsuccessful": 0, "success": 0, "wrong": 0, "unjudged": 0}
 
 
 def test_empty_run() -> None:
@@ -105,14 +108,15 @@ def test_rates_sum_to_exactly_one(u: int, s: int, w: int, p: int) -> None:
     )
     r = outcome_rates(records)
     attacked = u + min(p, u) + s + w
-    assert r["n_attacked"] == attacked
-    if attacked == 0:
+    rated = u + s + w  # abstentions are in no rate
+    assert r["n_attacked"] == attacked and r["n_rated"] == rated
+    if rated == 0:
         assert r["ur"] is None
         return
     assert r["ur"] + r["sr"] + r["wr"] == 1.0
     assert sum([r["ur"], r["sr"], r["wr"]]) == 1.0
-    assert r["wr"] == pytest.approx(w / attacked, abs=1e-15)
-    assert r["counts"]["success"] == s and r["n_unparsed"] == min(p, u)
+    assert r["wr"] == pytest.approx(w / rated, abs=1e-15)
+    assert r["counts"]["success"] == s and r["n_unjudged"] == min(p, u)
 
 
 def test_transfer_rate_counts_only_questions_the_model_gets_right_originally() -> None:
@@ -148,8 +152,8 @@ def test_what_was_left_out_is_counted_by_reason() -> None:
     m = matcha_metrics(records)
     assert m["skip_reasons"] == {"no answer in the clean completion": 2, "beyond the attack limit": 1,
                                  "not attacked (no reason recorded)": 1}
-    assert m["exclusions"] == {"clean_cot_wrong": 2}
+    assert m["exclusions"] == {"unjudged": 0, "clean_cot_wrong": 2}
     assert (m["n_attacked"], m["n_rated"]) == (3, 1)
     transfer = transfer_metrics([{"original_correct": False}, {"original_correct": True, "answer_kept": True,
                                                                 "reasoning_wrong": True}])
-    assert transfer["exclusions"] == {"original_wrong": 1} and transfer["n_original_correct"] == 1
+    assert transfer["exclusions"] == {"original_wrong": 1, "unjudged": 0} and transfer["n_original_correct"] == 1
