@@ -291,3 +291,51 @@ def test_a_default_run_flags_its_unguarded_gate_and_deterministic_judge_in_the_t
     assert "counting: ours" in printed and summary["counting"] == "ours"
     # Our counting leaves the identity as runs made before the option had it (they resume).
     assert "counting" not in RunStore.open(out).identity["config"]
+
+
+def test_the_counting_options_are_checked_when_the_config_is_built(tmp_path: Path) -> None:
+    import dataclasses
+
+    import robusteval as rv
+    from robusteval.errors import UserError
+
+    data = rv.DataSpec("jsonl", SAMPLE, limit=4, answer_type="number")
+    ours = rv.MatchaRunConfig(data=data, target_answer="clean")
+    assert ours.resolved_counting() == "ours" and ours.resolved_judge_retries() == 0
+    assert "counting" not in ours.hyperparameters().identity_record()
+    assert any("robusteval's rules" in d for d in ours.deviations("number"))
+    exemplars = str(write_exemplars(tmp_path / "ex.json"))
+    paper = rv.MatchaRunConfig(data=data, preset="paper", exemplars=exemplars, judge="arith+hf:judge",
+                               semantic_judge="hf:judge")
+    assert paper.resolved_counting() == "authors" and paper.resolved_judge_retries() == 4
+    assert paper.hyperparameters().identity_record()["counting"] == "authors"
+    assert not any("robusteval's rules" in d for d in paper.deviations("number"))
+    assert any("own prompt" in d for d in paper.deviations("number"))
+    assert dataclasses.replace(paper, counting="ours").hyperparameters().counting == "ours"
+    paper.check("number")  # arith OR-ed into an LLM judge is the paper's judge
+    with pytest.raises(UserError, match="paper needs"):
+        dataclasses.replace(paper, judge="arith").check("number")
+    with pytest.raises(UserError, match="paper needs"):
+        dataclasses.replace(paper, judge="grounding+hf:judge").check("number")
+    with pytest.raises(UserError, match="chat"):
+        rv.MatchaRunConfig(data=data, counting="authors", chat=True)
+    with pytest.raises(UserError, match="gcg-suffix"):
+        rv.MatchaRunConfig(data=data, counting="authors", variant="gcg-suffix")
+    with pytest.raises(UserError, match="judge_retries"):
+        rv.MatchaRunConfig(data=data, judge_retries=-1)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Rate it.\nResponse: $answer\nRating:", encoding="utf-8")
+    with pytest.raises(UserError, match=r"bad.txt:2: unknown placeholder \$answer"):
+        rv.MatchaRunConfig(data=data, judge_prompt=str(bad))
+
+
+def test_a_bad_judge_prompt_is_one_line_before_any_model_loads(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "prompt.txt"
+    bad.write_text("Response 0:\n$reference\nResponse 1:\n$canddate\nRating:", encoding="utf-8")
+    args = ["attack", "matcha", "--model", "hf:/does/not/exist", "--dataset", "jsonl", "--data-file", SAMPLE,
+            "--answer-type", "number", "--judge-prompt", str(bad), "--out", str(tmp_path / "out")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "prompt.txt:4" in err and "$canddate" in err
+    assert not (tmp_path / "out").exists()

@@ -331,6 +331,9 @@ class MatchaRunConfig:
             out.append("reasoning judged by the arithmetic checker alone (false equations only), no LLM judge")
         elif "arith" in atoms and not authors:
             out.append("reasoning judged by the arithmetic checker (false equations only), not only an LLM judge")
+        if atoms - {"arith", "grounding"} and self.judge_prompt is None:
+            out.append("the reasoning LLM judge asks robusteval's own prompt, not the authors' criteria prompt "
+                       "(--judge-prompt FILE, docs/matcha.md)")
         if "grounding" in atoms:
             out.append("reasoning judged by the grounding checker (quantities not from the question), not only an "
                        "LLM judge")
