@@ -186,3 +186,14 @@ def test_the_report_shows_flags_as_badges_both_denominators_and_the_unjudged(run
         ["attacked, answer kept, not rated: the reasoning judge abstained: unreadable verdict after 3 asks", "1"],
         ["attacked and rated (the UR, SR and WR denominator)", "10"]]
     assert any("Flagged runs" in line for line in html.splitlines())
+
+
+def test_latex_marks_flagged_rates_and_names_the_counting(runs: dict[str, Path]) -> None:
+    from robusteval.report.latex import compare_latex
+
+    flagged = compare_latex([runs["ours-flagged"]])
+    assert r"$^{\dagger}$" in flagged and "counting ours" in flagged
+    assert "Rates marked \u2020: reasoning judged by deterministic checkers only (arith); semantic gate: none" in flagged
+    plain = compare_latex([runs["ours-plain"]])
+    assert "dagger" not in plain and "Rates marked" not in plain
+    assert "counting authors" in compare_latex([runs["authors-b"]])

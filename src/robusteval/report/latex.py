@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from robusteval.metrics.matcha_summary import counting, flag_texts
 from robusteval.report import matcha
 from robusteval.report.collect import MATCHA, Inputs, collect, nothing_to_show
 from robusteval.report.comparability import comparability_key, key_hash
@@ -48,6 +49,8 @@ def cell(value: Cell) -> str:
         text += f" [{value.ci[0] * scale:.{value.digits}f}, {value.ci[1] * scale:.{value.digits}f}]"
     if value.n is not None:
         text += f" {{\\scriptsize n={value.n}}}"
+    if value.flags:  # a rate resting on a weak check: the caption says which (see matcha_tables)
+        text += r"$^{\dagger}$"
     return text
 
 
@@ -93,8 +96,10 @@ def matcha_tables(inputs: Inputs) -> list[str]:
     out = []
     for group, runs in groups.items():
         rule = (runs[0].summary or {}).get("success_check") or "final"
-        note = (f"Comparability key {group}; success rule {rule}. Each cell: value [95% interval], n (ACC: all "
-                "questions; UR/SR/WR: n_rated).")
+        flags = sorted({text for run in runs for text in flag_texts(run.summary or {})})
+        note = (f"Comparability key {group}; success rule {rule}; counting {counting(runs[0].summary or {})}. Each "
+                "cell: value [95% interval], n (ACC: all questions; UR/SR/WR: n_rated)."
+                + (f" Rates marked \u2020: {'; '.join(flags)}." if flags else ""))
         out += [report_table(block, note) for block in matcha.results_tables(runs)]
     baselines = matcha.baselines_table(inputs.all_runs(MATCHA))
     if isinstance(baselines, Table):
