@@ -3,7 +3,9 @@
 Every part is the library's own pipeline on data shipped with robusteval, sized so that a first run (model
 conversion included) stays within a few minutes on 2 CPU cores:
 
-1. MATCHA, token level, on the 30 math word problems (the arithmetic checker judges; its first attacks);
+1. MATCHA, token level, on the 30 math word problems (the arithmetic and grounding checkers judge: a false
+   equation or an ungrounded quantity is wrong reasoning, and each abstains where it has nothing to check; its first
+   attacks);
 2. VAR-MATH: the packaged example templates, a few instances each, strict and loose scores and the diagnosis
    (memorisation or unstable reasoning) against the templates' original problems;
 3. a perturbed benchmark: the 20 yes/no questions as a classification set, English character-level
@@ -82,7 +84,7 @@ def _matcha(out: Path, backend: Any, config: TourConfig, batch_size: int) -> dic
         data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number"), exemplars="math",
         target_answer="auto", min_correct=config.min_correct, attack_limit=config.attack_limit,
         topk_ratio=0.25, epsilon=0.005, max_new_tokens=config.max_new_tokens, n_candidates=config.n_candidates,
-        seed=config.seed, judge="arith", semantic_judge="none",
+        seed=config.seed, judge="arith+grounding", semantic_judge="none",
     )
     return {**attack_matcha(run, backend, out, batch_size=batch_size), "run_dir": str(out)}
 

@@ -141,7 +141,8 @@ def test_runs_show_prints_each_rate_with_its_n_and_interval(matcha_runs: dict[st
     shown = json.loads(done.stdout)
     assert shown["rates"] == {"acc": "100.0 % [56.6, 100.0], n = 5", "ur": "100.0 % [20.7, 100.0], n_rated = 1",
                               "sr": "0.0 % [0.0, 79.3], n_rated = 1", "wr": "0.0 % [0.0, 79.3], n_rated = 1"}
-    assert shown["left_out"] == {"skip_reasons": {}, "exclusions": {"clean_cot_wrong": 4}}
+    assert shown["left_out"] == {"skip_reasons": {}, "exclusions": {"clean_cot_wrong": 4, "unjudged": 0},
+                                 "n_unjudged": 0, "unjudged_reasons": {}}
     shown = json.loads(cli("runs", "show", str(matcha_runs["none-rated"])).stdout)
     assert shown["left_out"]["skip_reasons"] == {"no answer in the clean completion": 5}
 

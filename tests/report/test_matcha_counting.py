@@ -125,7 +125,7 @@ def test_runs_compare_prints_and_writes_the_flags_and_both_denominators(runs: di
     assert cli("runs", "compare", *map(str, runs.values()), "--format", "csv", "--output", str(out)).returncode == 0
     rows = {row["model"]: row for row in csv.DictReader(out.open(encoding="utf-8"))}
     assert rows["ours-flagged"]["flags"].startswith("⚑ reasoning judged") and rows["ours-plain"]["flags"] == ""
-    assert (rows["ours-flagged"]["n_unjudged"], rows["ours-plain"]["n_unjudged"]) == ("3", "")
+    assert (rows["ours-flagged"]["n_unjudged"], rows["ours-plain"]["n_unjudged"]) == ("3", "0")
     a = rows["authors-a"]
     assert (a["counting"], a["ur"], a["ur_n"], a["ur_ours"], a["ur_ours_n"]) == ("authors", "0.75", "12", "0.9", "10")
     assert float(a["ur_ours_ci_low"]) == pytest.approx(OURS["ci95"]["ur"][0])

@@ -98,8 +98,11 @@ def test_n_and_intervals_are_visible_without_hover(report: Path, all_runs: dict[
         cells = table.locator("tbody tr").first.locator("td.num")
         low, high = stored["ci95"]["sr"]
         sr = cells.nth(2)  # ACC, UR, SR, WR
-        assert sr.inner_text().split() == [f"{stored['sr'] * 100:.1f}", f"[{low * 100:.1f},", f"{high * 100:.1f}]",
-                                           f"n={stored['n_rated']}"]
+        # The number, its interval and n, then (this run judged by arith alone, ungated) its flags as badges.
+        words = sr.inner_text().split()
+        assert words[:4] == [f"{stored['sr'] * 100:.1f}", f"[{low * 100:.1f},", f"{high * 100:.1f}]",
+                             f"n={stored['n_rated']}"]
+        assert " ".join(words[4:]) == " ".join(f"⚑ {flag['text']}" for flag in stored["flags"])
         # Visible where a screenshot or a printout sees it: drawn with a size, and kept by the print style.
         box = sr.locator(".d").bounding_box()
         assert box is not None and box["height"] > 5 and box["width"] > 30

@@ -48,7 +48,12 @@ def test_the_example_browser_shows_every_question(page: Page, all_runs: dict[str
     records = load_run(all_runs["matcha"]).records("matcha_outcome")
     attacked = [r for r in records if r["attacked"]]
     items = page.data["matcha-examples"]
-    assert len(items) == len(records) and {"UR", "SR", "WR"} <= {i["filters"]["outcome"] for i in items}
+    shown = {i["filters"]["outcome"] for i in items}
+    # arith gives no verdict on a reasoning without an equation: such examples are browsable as unjudged.
+    assert len(items) == len(records) and {"SR", "WR"} <= shown <= {
+        "UR", "SR", "WR", "unjudged", "clean reasoning already wrong", "not attacked"}
+    assert sum(1 for i in items if i["filters"]["outcome"] == "unjudged") == sum(
+        1 for r in attacked if r["outcome"] == "unjudged")
     assert sum(1 for i in items if i["filters"]["outcome"] == "not attacked") == len(records) - len(attacked)
     success = next(r for r in attacked if r["outcome"] == "success")
     item = next(i for i in items if i["filters"]["outcome"] == "SR")

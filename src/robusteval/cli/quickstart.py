@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "quickstart",
         help="a tour of robusteval on the embedded model: MATCHA, VAR-MATH, RB-index, hard-label attack, report",
         description="With the shipped Gemma 3 270M and data written by this project: (1) the token-level MATCHA "
-        "attack on 30 math word problems, judged by the arithmetic checker, with one attacked example shown in "
+        "attack on 30 math word problems, judged by the arithmetic and grounding checkers, with one attacked example shown in "
         "full; (2) VAR-MATH variant scores on the example templates; (3) accuracy under English character noise "
         "on 20 yes/no questions and the RB-index; (4) a hard-label word-importance attack on some of them; then "
         "one self-contained HTML report. The GGUF is converted once into ~/.cache/robusteval; re-running on the "
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     matcha = results["matcha"]
     _, rows, columns = get_attack("matcha").table(matcha)
     print_summary_table(
-        "1. MATCHA token-level attack, 30 math word problems (reasoning judge: arithmetic checker); "
+        "1. MATCHA token-level attack, 30 math word problems (reasoning judge: arithmetic + grounding checkers); "
         "rates with their 95% intervals", rows, [*columns[:6], "target_answer", "n_clean_cot_wrong", *columns[6:]])
     print_flags(matcha)
     print_exclusions(matcha)
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print("ACC over all questions; UR/SR/WR over the attacked ones the judge gave a verdict on whose clean "
           "reasoning it accepts (n_clean_cot_wrong: the clean reasoning was already wrong, so no success can be "
-          "credited; n_unjudged: the arithmetic checker found no equation to check, so it gave no verdict). UR: "
+          "credited; n_unjudged: neither checker found anything to check, so no verdict was given). UR: "
           "answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: answer changed.")
     record, success = pick_example(load_run(matcha["run_dir"]).records("matcha_outcome"))
     if record is not None:

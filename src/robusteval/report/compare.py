@@ -83,8 +83,8 @@ class Leaderboard:
         def used(column: str) -> bool:
             return any(isinstance(row.get(column), Num) and row[column].value for row in self.rows)  # type: ignore[union-attr]
 
-        def filled(column: str) -> bool:
-            return any(row.get(column) not in (None, "") for row in self.rows)
+        def filled(column: str) -> bool:  # a count of 0 in every row says nothing a reader needs
+            return any(row.get(column) not in (None, "", "0") for row in self.rows)
 
         return [c for c in self.columns if c != "run" and (not c.startswith("share_") or used(c))
                 and (c not in OPTIONAL or filled(c))]

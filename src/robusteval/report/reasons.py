@@ -131,8 +131,9 @@ def not_attacked_table(run: Run, label: str, found: NotAttacked | None = None) -
     rows: list[list[Num | str]] = [[reason, str(count), _share(count, total, run)]
                                    for reason, count in found.skipped.items()]
     if run.command == MATCHA:
+        # The unjudged exclusion is given by reason in the next rows (summaries count it in both places).
         rows += [[EXCLUSIONS.get(name, f"attacked, not rated: {name}"), str(count), _share(count, total, run)]
-                 for name, count in found.excluded.items()]
+                 for name, count in found.excluded.items() if name != "unjudged" or not unjudged(summary)]
         rows += [[f"{UNJUDGED}: {reason}", str(count), _share(count, total, run)]
                  for reason, count in unjudged(summary).items()]
         rated = summary.get("n_rated", summary.get("n_attacked"))
