@@ -339,3 +339,31 @@ def test_a_bad_judge_prompt_is_one_line_before_any_model_loads(tmp_path: Path,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "prompt.txt:4" in err and "$canddate" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("level", ["token", "embedding"])
+def test_the_authors_counting_batched_equals_alone(tiny_trained_dir: Path, tmp_path: Path, level: str) -> None:
+    """Lock-step batching decides exactly what each example decides alone, the authors' insertions included."""
+    from helpers.runs import differences
+    from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
+    from robusteval.data.loaders import load_dataset
+    from robusteval.models import load_backend
+    from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
+
+    backend = load_backend(f"hf:{tiny_trained_dir}", device="cpu")
+    examples = load_dataset("jsonl", SAMPLE, limit=4, answer_type="number")
+    config = MatchaConfig(level=level, target_answer="clean", max_new_tokens=24, steps=1, seed=5, counting="authors",
+                          success_check="insertion-and-final" if level == "token" else "final")
+    runner = MatchaRunner(backend, RunStore.open(tmp_path / "run"), AnswerFirstPrompt(default_exemplars("number")),
+                          config, reasoning_judge=adapter(ArithmeticJudge()),
+                          semantic_judge=lambda pairs: [{"same_meaning": len(b) % 3 != 0} for _, b in pairs])
+    clean = [r for r in runner.clean_records(examples) if runner.attackable(r)[0]]
+    by_id = {ex.id: ex for ex in examples}
+    chosen = [by_id[r["id"]] for r in clean]
+    together = runner.attack_many(chosen, clean)
+    alone = [runner.attack_one(example, record) for example, record in zip(chosen, clean, strict=True)]
+    assert together and differences(together, alone) == []
+    judged = runner.judge(together)
+    assert all(r["outcome"] in ("success", "unsuccessful", "wrong", "unjudged", None) for r in judged)
+    if level == "token":  # one token per draw, gated against the span before it
+        assert all(len(d["tokens"]) == 1 for r in together if "insertions" in r for d in r["insertions"])
