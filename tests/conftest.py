@@ -88,6 +88,16 @@ def tiny_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_thinking_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny reasoning model: trained to write ``<think> The answer is W. </think>`` (W wrong) before the
+    answer-first reply, with a chat template that names ``</think>`` (so ``--reasoning auto`` finds it)."""
+    from robusteval.models.tiny import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny_thinking") / "model", seed=0, train_steps=400,
+                            thinking=True)
+
+
+@pytest.fixture(scope="session")
 def tiny_nli_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llama trained to answer a Chinese NLI prompt with a label word (built once, ~10-15 s).
 

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.evals.answer_first import EvalConfig, eval_identity, evaluate
     from robusteval.lifecycle import open_run
     from robusteval.report.tables import format_rate, print_summary_table
+    from robusteval.text.thinking import THINKING_TRUNCATED
 
     config = config_from_args(EvalConfig, args)
     examples = config.data.load()  # bad data fails here, before the model loads
@@ -46,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         summary = evaluate(config, backend, store, batch_size=args.batch_size)
     row = {**summary, "acc": format_rate(summary["acc"], summary.get("acc_ci95"))}
     print_summary_table("answer-first accuracy [95% interval]", [row], ["model", "dataset", "n", "n_correct", "acc"])
+    thinking = summary.get("reasoning_format")
+    if thinking:  # a thinking model: answers read from its replies; traces cut by the budget have none
+        cut = summary.get("thinking_truncated") or {}
+        print(f"reasoning format: {thinking['kind']} (answers read from the reply after the trace); "
+              f"{THINKING_TRUNCATED}: {cut.get('count', 0)} of {summary['n']}, counted wrong")
     skipped = summary.get("skip_reasons") or {}
     if skipped:  # outside n: each was named on its own line when skipped
         detail = ", ".join(f"{reason} {count}" for reason, count in skipped.items())

@@ -31,6 +31,15 @@ CHAT_TEMPLATE = (
 )
 
 
+#: A reasoning model's template (Qwen3's habit): earlier assistant turns keep only their reply, the text after
+#: ``</think>``; so a template names its closing tag and ``--reasoning auto`` finds it.
+THINKING_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
+    "{{ m['content'] }}",
+    "{% if m['role'] == 'assistant' %}{{ m['content'].split('</think>')[-1].lstrip() }}"
+    "{% else %}{{ m['content'] }}{% endif %}",
+)
+
+
 def _training_corpus() -> list[str]:
     """Text the tokenizer learns from: the package's own samples and exemplars, plus a little arithmetic."""
     lines: list[str] = []
@@ -46,14 +55,27 @@ def _training_corpus() -> list[str]:
     return lines
 
 
-def _answer_first_blocks(sets: tuple[str, ...] = ("math", "yesno")) -> list[str]:
-    """The built-in exemplars as answer-first blocks (question, answer, rationale)."""
+def _answer_first_blocks(sets: tuple[str, ...] = ("math", "yesno"), *, thinking: bool = False) -> list[str]:
+    """The built-in exemplars as answer-first blocks (question, answer, rationale); ``thinking``: each answer after
+    a trace that first states a wrong answer (``<think> The answer is 8. </think>``), so a
+    reader that takes the trace for the reply reads the wrong one."""
     blocks = []
     exemplars = resources.files("robusteval.prompts") / "exemplars"
     for name in (f"{s}.json" for s in sets):
         for ex in json.loads((exemplars / name).read_text(encoding="utf-8"))["exemplars"]:
-            blocks.append(f"Q: {ex['question']}\nA: The answer is {ex['answer']}. {ex['rationale']}")
+            trace = f"<think> The answer is {_wrong(ex['answer'])}. </think> " if thinking else ""
+            blocks.append(f"Q: {ex['question']}\nA: {trace}The answer is {ex['answer']}. {ex['rationale']}")
     return blocks
+
+
+def _wrong(answer: str) -> str:
+    """A wrong answer of the same kind: the number plus one, the other yes/no."""
+    if answer.lower() in ("yes", "no"):
+        return "no" if answer.lower() == "yes" else "yes"
+    try:
+        return str(int(answer) + 1)
+    except ValueError:
+        return answer + "0"
 
 
 def build_tokenizer(vocab_size: int = 600):  # type: ignore[no-untyped-def]
@@ -196,23 +218,26 @@ def build_tiny_llama(
     train_steps: int = 0,
     train_on: tuple[str, ...] = ("math",),
     tokenizer_family: str = "robusteval",
+    thinking: bool = False,
 ) -> Path:
     """Write a tiny LlamaForCausalLM + tokenizer into ``out_dir`` and return it.
 
     ``train_steps > 0`` briefly trains it on answer-first text (``Q: …\nA: The answer is X. …``) so that it
     follows the format: attacks then have answers and chains of thought to work on. ``tokenizer_family``
-    picks the tokenizer (:data:`TOKENIZER_FAMILIES`, see :func:`build_family_tokenizer`). Deterministic.
+    picks the tokenizer (:data:`TOKENIZER_FAMILIES`, see :func:`build_family_tokenizer`). ``thinking``: a
+    reasoning model: trained to write a ``<think> ... </think>`` trace (stating a wrong answer) before the
+    answer-first reply, with :data:`THINKING_CHAT_TEMPLATE`. Deterministic.
     """
     from transformers import LlamaForCausalLM
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_family_tokenizer(tokenizer_family, vocab_size)
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = THINKING_CHAT_TEMPLATE if thinking else CHAT_TEMPLATE
     torch.manual_seed(seed)
     model = LlamaForCausalLM(_llama_config(tokenizer, hidden_size, num_layers))
     if train_steps > 0:
-        _train(model, tokenizer, train_steps, seed, train_on)
+        _train(model, tokenizer, train_steps, seed, train_on, thinking=thinking)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
@@ -237,13 +262,14 @@ def _llama_config(tokenizer, hidden_size: int, num_layers: int):  # type: ignore
     )
 
 
-def _train(model, tokenizer, steps: int, seed: int, sets: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+def _train(model, tokenizer, steps: int, seed: int, sets: tuple[str, ...],  # type: ignore[no-untyped-def]
+           *, thinking: bool = False) -> None:
     """A few hundred AdamW steps on the answer-first corpus: enough for the format, not for arithmetic.
 
     Documents chain three exemplar blocks (answer, rationale, blank line, next ``Q:``) so the model learns
     to write a rationale and then start a new question, where generation stops.
     """
-    blocks = _answer_first_blocks(sets)
+    blocks = _answer_first_blocks(sets, thinking=thinking)
     # Without special tokens: families whose post-processor adds BOS would otherwise start every block with it.
     encoded_blocks = [tokenizer(b + "\n\n", add_special_tokens=False)["input_ids"] for b in blocks]
     # Families without a pad token (Llama-2, Llama-3) pad with EOS; padded positions are masked either way.

@@ -1,0 +1,136 @@
+"""Thinking traces: a reasoning model's generation split into its thinking and its reply.
+
+Reasoning models (DeepSeek-R1 distills, Qwen3, gpt-oss, reasoning APIs) write a trace before they answer. Everything
+robusteval grades or judges must read the reply only: an answer stated, then revised, inside the trace is not the
+model's answer. Formats:
+
+* ``think-tags``: ``<think> ... </think> reply`` (Qwen3, R1 distills; the tags are settable). R1-distill's
+  generation prompt already opens the block, so its completions hold only the closing tag (``opened=True``).
+* ``harmony``: gpt-oss's channels, ``<|channel|>analysis<|message|> ... <|end|>`` then
+  ``<|start|>assistant<|channel|>final<|message|> reply`` (read from text decoded with its special tokens kept).
+* ``none``: no trace; the whole generation is the reply (every model without thinking: nothing changes).
+
+A trace that was opened and never closed has no reply: :attr:`Split.truncated`, never graded on a fragment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FORMATS = ("auto", "none", "think-tags", "harmony")
+DEFAULT_TAGS = ("<think>", "</think>")
+HARMONY_ANALYSIS = "<|channel|>analysis<|message|>"
+HARMONY_FINAL = "<|channel|>final<|message|>"
+HARMONY_ENDS = ("<|end|>", "<|return|>", "<|call|>")
+#: The reason a record with an unclosed trace gives (``skip_reasons`` / ``thinking_truncated``).
+THINKING_TRUNCATED = "no answer (thinking truncated)"
+
+
+@dataclass(frozen=True)
+class ReasoningFormat:
+    """How a model's generations hold their thinking (resolved: never ``auto``)."""
+
+    kind: str = "none"  # none | think-tags | harmony
+    open_tag: str = DEFAULT_TAGS[0]
+    close_tag: str = DEFAULT_TAGS[1]
+
+    def __post_init__(self) -> None:
+        if self.kind not in FORMATS[1:]:
+            raise ValueError(f"reasoning format {self.kind!r}: expected one of {', '.join(FORMATS[1:])}")
+        if self.kind == "think-tags" and not (self.open_tag.strip() and self.close_tag.strip()):
+            raise ValueError("think tags: give an opening and a closing tag (OPEN,CLOSE)")
+
+    @property
+    def thinks(self) -> bool:
+        return self.kind != "none"
+
+    def record(self) -> dict[str, str]:
+        """What a run identity records of it."""
+        if self.kind == "think-tags":
+            return {"kind": self.kind, "open": self.open_tag, "close": self.close_tag}
+        return {"kind": self.kind}
+
+
+NO_THINKING = ReasoningFormat()
+
+
+def parse_tags(text: str | None) -> tuple[str, str]:
+    """``"<think>,</think>"`` -> the two tags (``None``: the default ones); a bad value raises ``ValueError``."""
+    if text is None:
+        return DEFAULT_TAGS
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
+        raise ValueError(f"{text!r}: give the opening and the closing tag, comma-separated (<think>,</think>)")
+    return parts[0], parts[1]
+
+
+def detect_format(chat_template: str | None, tags: tuple[str, str] = DEFAULT_TAGS) -> ReasoningFormat:
+    """The format a chat template announces: harmony's channels, or the think tags, else none (a model without a
+    template is read as it always was)."""
+    template = chat_template or ""
+    if "<|channel|>" in template:
+        return ReasoningFormat("harmony")
+    if tags[1] in template:
+        return ReasoningFormat("think-tags", *tags)
+    return NO_THINKING
+
+
+def resolve_format(kind: str, chat_template: str | None, tags: str | None = None) -> ReasoningFormat:
+    """``--reasoning KIND`` (``auto``: :func:`detect_format`) and ``--think-tags OPEN,CLOSE`` as a format."""
+    pair = parse_tags(tags)
+    if kind == "auto":
+        return detect_format(chat_template, pair)
+    if kind == "think-tags":
+        return ReasoningFormat(kind, *pair)
+    return ReasoningFormat(kind)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A generation as thinking and reply. ``thinking`` is None when none was written; ``truncated``: a trace was
+    opened and never closed, so ``reply`` is empty and there is no answer to read."""
+
+    thinking: str | None
+    reply: str
+    truncated: bool = False
+
+    def record(self) -> dict[str, object]:
+        return {"thinking": self.thinking, "reply": self.reply, "thinking_truncated": self.truncated}
+
+
+def split_generation(text: str, fmt: ReasoningFormat, *, opened: bool = False) -> Split:
+    """Split ``text`` by ``fmt``; ``opened``: the prompt ended inside an open trace (R1-distill's template), so
+    the text starts in the thinking."""
+    if fmt.kind == "none":
+        return Split(None, text)
+    if fmt.kind == "harmony":
+        return _split_harmony(text)
+    head, close, tail = text.partition(fmt.close_tag)
+    start = head.find(fmt.open_tag)
+    if not close:
+        if opened or start >= 0:  # the block was opened (by the prompt or the model) and never closed
+            return Split(head[start + len(fmt.open_tag):] if start >= 0 else head, "", truncated=True)
+        return Split(None, text)  # no trace at all: the whole text is the reply
+    thinking = head[start + len(fmt.open_tag):] if start >= 0 else head
+    # Text before an opening tag (rare) is neither trace nor reply: it is kept with the reply, never dropped.
+    before = head[:start] if start >= 0 else ""
+    return Split(thinking.strip(), (before + tail).strip() if before.strip() else tail.lstrip())
+
+
+def _split_harmony(text: str) -> Split:
+    analysis = text.find(HARMONY_ANALYSIS)
+    final = text.find(HARMONY_FINAL)
+    thinking = None
+    if analysis >= 0:
+        body = text[analysis + len(HARMONY_ANALYSIS): final if final > analysis else len(text)]
+        thinking = _cut_end(body).strip()
+    if final < 0:
+        if analysis >= 0:
+            return Split(thinking, "", truncated=True)
+        return Split(None, text)
+    return Split(thinking, _cut_end(text[final + len(HARMONY_FINAL):]).strip())
+
+
+def _cut_end(text: str) -> str:
+    cuts = [text.find(end) for end in HARMONY_ENDS if end in text]
+    return text[: min(cuts)] if cuts else text

@@ -1,0 +1,124 @@
+"""Thinking traces (issue 27, first part): generations split into thinking and reply, answers read from the reply
+only, an unclosed trace never graded on a fragment, and nothing changed for a model that does not think."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from robusteval.cli.main import main
+from robusteval.data.answers import extract_answer_first
+from robusteval.errors import UserError
+from robusteval.store import SUMMARY_NAME, RunStore
+from robusteval.text.thinking import (
+    NO_THINKING,
+    ReasoningFormat,
+    detect_format,
+    parse_tags,
+    resolve_format,
+    split_generation,
+)
+
+SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
+TAGS = ReasoningFormat("think-tags")
+
+
+def test_a_trace_is_split_from_its_reply() -> None:
+    text = "<think>\nThe answer is 5. Hmm, no: 3+4=7.\n</think>\nThe answer is 7. She had 3 and got 4."
+    split = split_generation(text, TAGS)
+    assert split.thinking == "The answer is 5. Hmm, no: 3+4=7." and split.reply == "The answer is 7. She had 3 and got 4."
+    assert extract_answer_first(split.reply, "number") == "7" != extract_answer_first(text, "number")
+    # R1-distill: the generation prompt opened the block, the completion holds only the closing tag.
+    opened = split_generation("The answer is 5, or not.\n</think>\n\nThe answer is 7.", TAGS, opened=True)
+    assert (opened.thinking, opened.reply, opened.truncated) == ("The answer is 5, or not.", "The answer is 7.", False)
+    # Never closed: no reply, and said so (a fragment is never graded).
+    for cut, was_opened in (("<think> The answer is 5. Let me", False), ("The answer is 5. Let me", True)):
+        truncated = split_generation(cut, TAGS, opened=was_opened)
+        assert truncated.truncated and truncated.reply == "" and "The answer is 5" in (truncated.thinking or "")
+    # No trace at all: the whole text is the reply; a model without thinking is read as before.
+    assert split_generation("The answer is 7.", TAGS).reply == "The answer is 7."
+    assert split_generation(text, NO_THINKING).reply == text
+    custom = split_generation("[[plan: 5]] The answer is 7.", ReasoningFormat("think-tags", "[[", "]]"))
+    assert (custom.thinking, custom.reply) == ("plan: 5", "The answer is 7.")
+
+
+def test_harmony_channels() -> None:
+    harmony = ReasoningFormat("harmony")
+    text = ("<|channel|>analysis<|message|>The answer is 5? No.<|end|><|start|>assistant<|channel|>final"
+            "<|message|>The answer is 7.<|return|>")
+    split = split_generation(text, harmony)
+    assert (split.thinking, split.reply, split.truncated) == ("The answer is 5? No.", "The answer is 7.", False)
+    cut = split_generation("<|channel|>analysis<|message|>The answer is 5", harmony)
+    assert cut.truncated and cut.reply == ""
+
+
+def test_formats_are_detected_and_parsed() -> None:
+    from robusteval.models.tiny import CHAT_TEMPLATE, THINKING_CHAT_TEMPLATE
+
+    assert detect_format(THINKING_CHAT_TEMPLATE) == TAGS and detect_format(CHAT_TEMPLATE) == NO_THINKING
+    assert detect_format(None) == NO_THINKING
+    assert detect_format("{{ '<|channel|>final<|message|>' }}").kind == "harmony"
+    assert resolve_format("none", THINKING_CHAT_TEMPLATE) == NO_THINKING
+    assert resolve_format("think-tags", None, "<r>,</r>") == ReasoningFormat("think-tags", "<r>", "</r>")
+    assert parse_tags(None) == ("<think>", "</think>")
+    for bad in ("<think>", "<a>,<a>", ",</b>"):
+        with pytest.raises(ValueError):
+            parse_tags(bad)
+
+
+def test_bad_think_tags_are_refused_when_the_config_is_built() -> None:
+    import robusteval as rv
+    from robusteval.evals.answer_first import EvalConfig
+
+    data = rv.DataSpec("jsonl", SAMPLE, limit=2, answer_type="number")
+    with pytest.raises(UserError, match="think_tags"):
+        EvalConfig(data=data, think_tags="<think>")
+    with pytest.raises(UserError, match="think_tags"):
+        EvalConfig(data=data, reasoning="harmony", think_tags="<a>,</a>")
+
+
+def eval_run(model: Path, out: Path, *extra: str, max_new_tokens: int = 48) -> tuple[dict, list[dict]]:
+    args = ["eval", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", SAMPLE, "--answer-type", "number",
+            "--limit", "8", "--max-new-tokens", str(max_new_tokens), "--out", str(out), *extra]
+    assert main(args) == 0
+    return (json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8")),
+            RunStore.open(out).records("answer_first"))
+
+
+def test_eval_reads_the_answer_from_the_reply_never_the_trace(tiny_thinking_dir: Path, tmp_path: Path) -> None:
+    summary, rows = eval_run(tiny_thinking_dir, tmp_path / "auto")
+    assert summary["reasoning_format"] == {"kind": "think-tags", "open": "<think>", "close": "</think>"}
+    closed = [r for r in rows if not r["thinking_truncated"] and r["thinking"] is not None]
+    assert closed, "the tiny thinking model should close some traces within 48 tokens"
+    for row in rows:
+        assert row["completion"].startswith(" <think>")  # the model thinks first (it was trained to)
+        if row["thinking_truncated"]:
+            assert row["predicted"] is None and row["correct"] is False and row["reply"] == ""
+        else:
+            assert row["predicted"] == extract_answer_first(row["reply"], "number")
+    # The trace states another answer than the reply somewhere: reading the trace would change the verdicts.
+    planted = [r for r in closed if extract_answer_first(r["thinking"], "number") not in (None, r["predicted"])]
+    assert planted
+    naive, naive_rows = eval_run(tiny_thinking_dir, tmp_path / "none", "--reasoning", "none")
+    assert "reasoning_format" not in naive and all("thinking" not in r for r in naive_rows)
+    by_id = {r["id"]: r for r in naive_rows}
+    assert any(by_id[r["id"]]["predicted"] != r["predicted"] for r in planted)
+    assert summary["thinking_truncated"]["count"] == sum(r["thinking_truncated"] for r in rows)
+
+
+def test_a_trace_cut_by_the_budget_is_counted_and_never_graded(tiny_thinking_dir: Path, tmp_path: Path) -> None:
+    summary, rows = eval_run(tiny_thinking_dir, tmp_path / "short", max_new_tokens=10)
+    assert all(r["thinking_truncated"] and r["predicted"] is None for r in rows)
+    assert summary["acc"] == 0.0 and summary["thinking_truncated"]["count"] == summary["n"] == 8
+    low, high = summary["thinking_truncated"]["ci95"]
+    assert low < 1.0 == high
+
+
+def test_a_model_without_thinking_is_read_as_before(tiny_trained_dir: Path, tmp_path: Path) -> None:
+    summary, rows = eval_run(tiny_trained_dir, tmp_path / "plain")
+    assert "reasoning_format" not in summary and "thinking_truncated" not in summary
+    assert all("thinking" not in r for r in rows)
+    assert "reasoning" not in RunStore.open(tmp_path / "plain").identity
