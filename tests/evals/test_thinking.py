@@ -122,3 +122,29 @@ def test_a_model_without_thinking_is_read_as_before(tiny_trained_dir: Path, tmp_
     assert "reasoning_format" not in summary and "thinking_truncated" not in summary
     assert all("thinking" not in r for r in rows)
     assert "reasoning" not in RunStore.open(tmp_path / "plain").identity
+
+
+def test_an_api_trace_returned_apart_is_kept_apart(tmp_path: Path) -> None:
+    from helpers.servers import REASONING_REPLY, fake_openai_server
+
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"Question {i}: 3 + 4?", "answer": "7"}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    out = tmp_path / "api"
+    with fake_openai_server(tmp_path, "reasoning") as server:
+        args = ["eval", "--model", f"openai:r1@{server.base_url}", "--endpoint", "chat", "--dataset", "jsonl",
+                "--data-file", str(data), "--answer-type", "number", "--max-new-tokens", "64",
+                "--reasoning-effort", "high", "--max-tokens-field", "max_completion_tokens", "--out", str(out)]
+        assert main(args) == 0
+        sent = [json.loads(line)["body"] for line in server.log_path.read_text().splitlines()]
+    assert all(b["reasoning_effort"] == "high" and b["max_completion_tokens"] == 64 and "max_tokens" not in b
+               for b in sent)
+    rows = RunStore.open(out).records("answer_first")
+    for row in rows:  # the trace says 5, the reply 7: the answer is the reply's
+        assert (row["thinking"], row["reply"]) == (REASONING_REPLY["reasoning_content"], REASONING_REPLY["content"])
+        assert row["predicted"] == "7" and row["correct"] is True
+        assert row["reasoning_tokens"] == REASONING_REPLY["reasoning_tokens"]
+    summary = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    assert summary["acc"] == 1.0 and summary["reasoning_format"]["kind"].startswith("returned apart")
+    identity = RunStore.open(out).identity["model"]
+    assert identity["reasoning_effort"] == "high" and identity["max_tokens_field"] == "max_completion_tokens"

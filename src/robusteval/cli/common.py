@@ -74,6 +74,11 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="openai: how prompts are scored for soft labels, log-prob confidence and log-prob judges: "
                        "auto = probe the server once (echo+logprobs on /completions, then vLLM's prompt_logprobs) and "
                        "fall back to sampled labels / generated verdicts when it offers neither; off = never score")
+    group.add_argument("--reasoning-effort", default=None, choices=("minimal", "low", "medium", "high"),
+                       help="openai: sent as reasoning_effort to reasoning APIs (recorded in the run identity)")
+    group.add_argument("--max-tokens-field", default="max_tokens", choices=("max_tokens", "max_completion_tokens"),
+                       help="openai: the request field the generation budget goes in (reasoning APIs take "
+                       "max_completion_tokens: trace and reply together; recorded in the run identity)")
     add_executor_options(parser)
 
 
@@ -118,6 +123,8 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         "retry_for": getattr(args, "retry_for", 120.0),
         "endpoint": getattr(args, "endpoint", "completions"),
         "logprobs": getattr(args, "api_logprobs", "auto"),
+        "reasoning_effort": getattr(args, "reasoning_effort", None),
+        "max_tokens_field": getattr(args, "max_tokens_field", "max_tokens"),
     }
 
 

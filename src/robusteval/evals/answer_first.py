@@ -35,7 +35,7 @@ from robusteval.text.thinking import (
     ReasoningFormat,
     parse_tags,
     resolve_format,
-    split_generation,
+    split_output,
 )
 
 STAGE = "answer_first"
@@ -120,10 +120,12 @@ def answer_first_records(
             if out is None:
                 record.update({"completion": "", "finish_reason": "skipped", "n_tokens": 0, "predicted": None,
                                "correct": False, "skipped": PROMPT_TOO_LONG, "prompt_tokens": lengths[ex.id]})
-            elif reasoning.thinks:
-                split = split_generation(out.text, reasoning, opened=opens_thinking(ex))
+            elif reasoning.thinks or "thinking" in out.meta:
+                split = split_output(out.text, out.meta, reasoning, opened=opens_thinking(ex))
                 record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
-                               **split.record(), **grade_completion(ex, split.reply, math_grader=math_grader)})
+                               **split.record(), **grade_completion(ex, split.reply, math_grader=math_grader),
+                               **({"reasoning_tokens": out.meta["reasoning_tokens"]}
+                                  if "reasoning_tokens" in out.meta else {})})
                 if split.truncated:  # no reply to read: wrong, and said why (never graded on a fragment)
                     record.update({"predicted": None, "correct": False, "no_answer": THINKING_TRUNCATED})
             else:
@@ -233,8 +235,11 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
         records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
                                        batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
                                        math_grader=config.math_grader, reasoning=reasoning)
+        apart = not reasoning.thinks and any(r.get("thinking") is not None for r in records)
         summary = {
             **({"reasoning_format": reasoning.record()} if reasoning.thinks else {}),
+            # An API that returns the trace apart (reasoning_content): the reply is its content.
+            **({"reasoning_format": {"kind": "returned apart (reasoning_content)"}} if apart else {}),
             "model": backend.name,
             "dataset": config.data.dataset,
             "data_file": config.data.data_file,

@@ -86,8 +86,13 @@ def describe_here(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
     if parsed.kind == "hf":
         return _describe_hf(parsed, options)
     if parsed.kind == "openai":
-        return {"backend": "openai", "model": parsed.target, "base_url": parsed.base_url,
-                "endpoint": options.get("endpoint") or parsed.options.get("endpoint") or "completions"}
+        described = {"backend": "openai", "model": parsed.target, "base_url": parsed.base_url,
+                     "endpoint": options.get("endpoint") or parsed.options.get("endpoint") or "completions"}
+        # Only when asked for, so every identity made before these options stays as it was.
+        effort = options.get("reasoning_effort") or parsed.options.get("reasoning_effort")
+        field = options.get("max_tokens_field") or parsed.options.get("max_tokens_field") or "max_tokens"
+        return {**described, **({"reasoning_effort": effort} if effort else {}),
+                **({"max_tokens_field": field} if field != "max_tokens" else {})}
     return {"backend": parsed.kind, "target": parsed.target}
 
 

@@ -80,6 +80,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
+
+
 @dataclass
 class OpenAIConfig:
     """Backend options; every field can be given as a keyword to :func:`build_openai_backend`."""
@@ -93,6 +97,8 @@ class OpenAIConfig:
     backoff_max: float = 30.0  # cap for backoff and for Retry-After
     endpoint: str = "completions"  # "completions" | "chat" | "auto"
     logprobs: str = "auto"  # prompt scoring: "auto" (probe), "echo", "prompt_logprobs" or "off"
+    reasoning_effort: str | None = None  # reasoning APIs: sent as ``reasoning_effort`` when set
+    max_tokens_field: str = "max_tokens"  # or "max_completion_tokens" (reasoning APIs: trace and reply together)
 
     def __post_init__(self) -> None:
         # Options may arrive as strings from a CLI or YAML; coerce them to the declared types.
@@ -107,6 +113,12 @@ class OpenAIConfig:
             raise UserError(f"openai backend: bad option value ({exc})") from None
         if self.endpoint not in _ENDPOINTS:
             raise UserError(f"openai backend: endpoint '{self.endpoint}': use one of {', '.join(_ENDPOINTS)}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise UserError(f"openai backend: reasoning_effort '{self.reasoning_effort}': use one of "
+                            f"{', '.join(REASONING_EFFORTS)}")
+        if self.max_tokens_field not in MAX_TOKENS_FIELDS:
+            raise UserError(f"openai backend: max_tokens_field '{self.max_tokens_field}': use one of "
+                            f"{', '.join(MAX_TOKENS_FIELDS)}")
         if self.logprobs not in LOGPROBS_MODES:
             raise UserError(f"openai backend: logprobs '{self.logprobs}': use one of {', '.join(LOGPROBS_MODES)}")
         if self.max_concurrency < 1 or (self.max_retries is not None and self.max_retries < 0) or self.timeout <= 0:
@@ -320,10 +332,12 @@ class OpenAIBackend:
     def _payload(self, request: GenerationRequest, chat: bool) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": request.max_new_tokens,
+            self.config.max_tokens_field: request.max_new_tokens,
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
+        if self.config.reasoning_effort is not None:
+            payload["reasoning_effort"] = self.config.reasoning_effort
         if request.messages:
             payload["messages"] = [dict(m) for m in request.messages]
         elif chat:
@@ -433,6 +447,13 @@ class OpenAIBackend:
         usage = body.get("usage") if isinstance(body, dict) else None
         n_tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
         meta: dict[str, object] = {"endpoint": "chat" if chat else "completions"}
+        if chat:  # the trace a reasoning parser (vLLM) or API (DeepSeek) returns apart from the reply
+            thinking = choice["message"].get("reasoning_content") or choice["message"].get("reasoning")
+            if isinstance(thinking, str):
+                meta["thinking"] = thinking
+        details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+        if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+            meta["reasoning_tokens"] = details["reasoning_tokens"]
         if raw_reason is not None and raw_reason != finish_reason:
             meta["server_finish_reason"] = raw_reason
         return Generation(text=text, finish_reason=finish_reason, n_tokens=n_tokens, meta=meta)

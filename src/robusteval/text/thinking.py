@@ -117,6 +117,15 @@ def split_generation(text: str, fmt: ReasoningFormat, *, opened: bool = False) -
     return Split(thinking.strip(), (before + tail).strip() if before.strip() else tail.lstrip())
 
 
+def split_output(text: str, meta: dict[str, object] | None, fmt: ReasoningFormat, *, opened: bool = False) -> Split:
+    """A backend's output split: the trace an API returned apart (``meta["thinking"]``, from ``reasoning_content``)
+    with the text as the reply, else :func:`split_generation` of the text."""
+    thinking = (meta or {}).get("thinking")
+    if isinstance(thinking, str):
+        return Split(thinking.strip(), text.strip())
+    return split_generation(text, fmt, opened=opened)
+
+
 def _split_harmony(text: str) -> Split:
     analysis = text.find(HARMONY_ANALYSIS)
     final = text.find(HARMONY_FINAL)
