@@ -90,11 +90,30 @@ def tiny_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_thinking_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny reasoning model: trained to write ``<think> The answer is W. </think>`` (W wrong) before the
-    answer-first reply, with a chat template that names ``</think>`` (so ``--reasoning auto`` finds it)."""
+    answer-first reply, with a chat template in Qwen3's form (it names ``</think>``, so ``--reasoning auto`` finds
+    it, and has an ``enable_thinking`` switch)."""
     from robusteval.models.tiny import build_tiny_llama
 
     return build_tiny_llama(tmp_path_factory.mktemp("tiny_thinking") / "model", seed=0, train_steps=400,
                             thinking=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_r1_dir(tiny_thinking_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny reasoning model with a chat template in DeepSeek-R1-distill's form: the generation prompt opens
+    ``<think>``, so completions hold only the closing tag."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from robusteval.models.tiny import R1_CHAT_TEMPLATE
+
+    out = tmp_path_factory.mktemp("tiny_r1") / "model"
+    shutil.copytree(tiny_thinking_dir, out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    tokenizer.chat_template = R1_CHAT_TEMPLATE
+    tokenizer.save_pretrained(out)
+    return out
 
 
 @pytest.fixture(scope="session")

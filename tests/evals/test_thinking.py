@@ -148,3 +148,33 @@ def test_an_api_trace_returned_apart_is_kept_apart(tmp_path: Path) -> None:
     assert summary["acc"] == 1.0 and summary["reasoning_format"]["kind"].startswith("returned apart")
     identity = RunStore.open(out).identity["model"]
     assert identity["reasoning_effort"] == "high" and identity["max_tokens_field"] == "max_completion_tokens"
+
+
+def test_the_thinking_switch_reaches_the_template_and_the_identity(tiny_thinking_dir: Path,
+                                                                   tiny_trained_dir: Path) -> None:
+    from robusteval.models import load_backend
+    from robusteval.models.identity import describe_model
+
+    messages = [{"role": "user", "content": "What is 3 + 4?"}]
+    off = load_backend(f"hf:{tiny_thinking_dir}", thinking="off")
+    assert off.chat_text(messages).endswith("<|assistant|>\n<think>\n\n</think>\n\n")
+    on = load_backend(f"hf:{tiny_thinking_dir}", thinking="on")
+    assert on.chat_text(messages).endswith("<|assistant|>\n")
+    assert describe_model(f"hf:{tiny_thinking_dir}", thinking="off")["thinking"] == "off"
+    assert "thinking" not in describe_model(f"hf:{tiny_thinking_dir}")
+    with pytest.raises(UserError, match="has no enable_thinking switch"):
+        load_backend(f"hf:{tiny_trained_dir}", thinking="on")
+    with pytest.raises(UserError, match="use on or off"):
+        load_backend(f"hf:{tiny_thinking_dir}", thinking="maybe")
+
+
+def test_a_prompt_that_opens_the_trace_is_read_as_opened(tiny_r1_dir: Path, tmp_path: Path) -> None:
+    """R1-distill's form: the generation prompt opens <think>; a completion without the closing tag is all trace."""
+    summary, rows = eval_run(tiny_r1_dir, tmp_path / "r1", "--chat", "--system-prompt", "", max_new_tokens=24)
+    assert summary["reasoning_format"]["kind"] == "think-tags"
+    for row in rows:
+        if "</think>" in row["completion"]:
+            assert not row["thinking_truncated"] and row["reply"] == row["completion"].split("</think>", 1)[1].lstrip()
+        else:  # never closed: the whole completion is trace, nothing is graded
+            assert row["thinking_truncated"] and row["reply"] == "" and row["predicted"] is None
+            assert row["thinking"] == row["completion"]

@@ -74,6 +74,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="openai: how prompts are scored for soft labels, log-prob confidence and log-prob judges: "
                        "auto = probe the server once (echo+logprobs on /completions, then vLLM's prompt_logprobs) and "
                        "fall back to sampled labels / generated verdicts when it offers neither; off = never score")
+    group.add_argument("--thinking", default=None, choices=("on", "off"),
+                       help="a reasoning model's thinking switch: passed to its chat template as enable_thinking "
+                       "(hf; refused where the template has none) or as chat_template_kwargs (openai, vLLM); "
+                       "unset: the template's default (recorded in the run identity when set)")
     group.add_argument("--reasoning-effort", default=None, choices=("minimal", "low", "medium", "high"),
                        help="openai: sent as reasoning_effort to reasoning APIs (recorded in the run identity)")
     group.add_argument("--max-tokens-field", default="max_tokens", choices=("max_tokens", "max_completion_tokens"),
@@ -125,6 +129,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         "logprobs": getattr(args, "api_logprobs", "auto"),
         "reasoning_effort": getattr(args, "reasoning_effort", None),
         "max_tokens_field": getattr(args, "max_tokens_field", "max_tokens"),
+        "thinking": getattr(args, "thinking", None),
     }
 
 

@@ -257,6 +257,8 @@ class HFBackend:
         self._token_cache: dict[str, list[int]] = {}
         self._split_cache: dict[str, tuple[list[int], list[int]]] = {}
         self._chat_cache: dict[tuple[Any, ...], str] = {}
+        # --thinking on|off: the template's own switch (Qwen3's enable_thinking), set by build_hf_backend.
+        self.chat_template_kwargs: dict[str, Any] = {}
         eos = model.generation_config.eos_token_id if model.generation_config is not None else None
         if eos is None:
             eos = tokenizer.eos_token_id
@@ -414,7 +416,8 @@ class HFBackend:
         if text is None:
             try:
                 text = self.tokenizer.apply_chat_template(
-                    [dict(m) for m in frozen], tokenize=False, add_generation_prompt=add_generation_prompt
+                    [dict(m) for m in frozen], tokenize=False, add_generation_prompt=add_generation_prompt,
+                    **self.chat_template_kwargs,
                 )
             except Exception as exc:  # jinja2 errors, raise_exception() in a template ("roles must alternate")
                 if not _template_error(exc):
@@ -1037,6 +1040,15 @@ def _from_pretrained(auto: Any, source: str, dtype: torch.dtype, model_args: dic
         return auto.from_pretrained(source, dtype=dtype, **model_args)
 
 
+THINKING_SWITCH = ("on", "off")
+
+
+def check_thinking_option(thinking: str | None) -> None:
+    """``--thinking``: ``on``, ``off`` or unset (the template's default)."""
+    if thinking is not None and thinking not in THINKING_SWITCH:
+        raise UserError(f"--thinking {thinking}: use on or off (unset: the chat template's default)")
+
+
 @register_backend("hf")
 def build_hf_backend(
     spec: ModelSpec,
@@ -1048,16 +1060,25 @@ def build_hf_backend(
     model_args: dict[str, Any] | None = None,
     decoder: str = "auto",
     step_compile: str = "auto",
+    thinking: str | None = None,
     **other_backends: Any,
 ) -> HFBackend:
     """``decoder``: ``auto`` (a static KV cache with a CUDA-graph step on cuda where the model allows it, the
     dynamic cache elsewhere), ``static`` or ``dynamic``; ``step_compile``: how the static step is compiled
     (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time.
-    ``other_backends``: the openai backend's options, ignored (one option set fits every spec); others are typos."""
+    ``thinking``: ``on``/``off`` is passed to the chat template as ``enable_thinking`` (refused for a template
+    without that switch). ``other_backends``: the openai backend's options, ignored (one option set fits every
+    spec); others are typos."""
     check_backend_options(spec, other_backends)
+    check_thinking_option(thinking)
     model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, model_args=model_args)
+    if thinking is not None and "enable_thinking" not in str(getattr(tokenizer, "chat_template", "") or ""):
+        raise UserError(f"--thinking {thinking}: the chat template of hf:{spec.target} has no enable_thinking "
+                        "switch; leave --thinking out (use --reasoning to say how its traces are written)")
     torch.set_grad_enabled(True)
     backend = HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache,
                         decoder=decoder, step_compile=step_compile)
+    if thinking is not None:
+        backend.chat_template_kwargs = {"enable_thinking": thinking == "on"}
     backend.warm_up()
     return backend

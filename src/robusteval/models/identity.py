@@ -91,7 +91,9 @@ def describe_here(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
         # Only when asked for, so every identity made before these options stays as it was.
         effort = options.get("reasoning_effort") or parsed.options.get("reasoning_effort")
         field = options.get("max_tokens_field") or parsed.options.get("max_tokens_field") or "max_tokens"
+        thinking = options.get("thinking") or parsed.options.get("thinking")
         return {**described, **({"reasoning_effort": effort} if effort else {}),
+                **({"thinking": thinking} if thinking else {}),
                 **({"max_tokens_field": field} if field != "max_tokens" else {})}
     return {"backend": parsed.kind, "target": parsed.target}
 
@@ -114,6 +116,8 @@ def _describe_hf(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
     identity["device"] = device.type
     if model_args:
         identity["model_args"] = {k: model_args[k] for k in sorted(model_args)}
+    if options.get("thinking"):  # --thinking on|off: the chat template's switch (absent: its default)
+        identity["thinking"] = options["thinking"]
     return identity
 
 

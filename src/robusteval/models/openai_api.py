@@ -99,6 +99,7 @@ class OpenAIConfig:
     logprobs: str = "auto"  # prompt scoring: "auto" (probe), "echo", "prompt_logprobs" or "off"
     reasoning_effort: str | None = None  # reasoning APIs: sent as ``reasoning_effort`` when set
     max_tokens_field: str = "max_tokens"  # or "max_completion_tokens" (reasoning APIs: trace and reply together)
+    thinking: str | None = None  # "on"/"off": sent to chat requests as chat_template_kwargs.enable_thinking (vLLM)
 
     def __post_init__(self) -> None:
         # Options may arrive as strings from a CLI or YAML; coerce them to the declared types.
@@ -116,6 +117,8 @@ class OpenAIConfig:
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
             raise UserError(f"openai backend: reasoning_effort '{self.reasoning_effort}': use one of "
                             f"{', '.join(REASONING_EFFORTS)}")
+        if self.thinking not in (None, "on", "off"):
+            raise UserError(f"openai backend: thinking '{self.thinking}': use on or off")
         if self.max_tokens_field not in MAX_TOKENS_FIELDS:
             raise UserError(f"openai backend: max_tokens_field '{self.max_tokens_field}': use one of "
                             f"{', '.join(MAX_TOKENS_FIELDS)}")
@@ -344,6 +347,8 @@ class OpenAIBackend:
             payload["messages"] = [{"role": "user", "content": request.full_prompt}]
         else:
             payload["prompt"] = request.full_prompt
+        if "messages" in payload and self.config.thinking is not None:  # the server's template switch (vLLM)
+            payload["chat_template_kwargs"] = {"enable_thinking": self.config.thinking == "on"}
         stops = [s for s in request.stop if s]
         if stops:
             payload["stop"] = stops[:MAX_API_STOP]  # the rest are cut client-side

@@ -65,10 +65,12 @@ class LoadRecipe:
 
 
 #: What loading an ``hf:`` model takes (the keywords of ``robusteval.models.hf.build_hf_backend``).
-HF_OPTIONS = ("dtype", "device", "batch_size", "prefix_cache", "model_args", "decoder", "step_compile")
+HF_OPTIONS = ("dtype", "device", "batch_size", "prefix_cache", "model_args", "decoder", "step_compile",
+              "thinking")
 #: What loading an ``openai:`` model takes (the fields of ``robusteval.models.openai_api.OpenAIConfig``).
 OPENAI_OPTIONS = ("api_key_env", "max_concurrency", "timeout", "retry_for", "max_retries", "backoff_base",
-                  "backoff_max", "endpoint", "logprobs", "reasoning_effort", "max_tokens_field")
+                  "backoff_max", "endpoint", "logprobs", "reasoning_effort", "max_tokens_field",
+                  "thinking")
 #: Every spec accepts every built-in backend's options and ignores the others' (so one command line, with one
 #: option set, can load a local judge and an API model); a name outside them all is a typo.
 BACKEND_OPTIONS = HF_OPTIONS + OPENAI_OPTIONS

@@ -31,13 +31,25 @@ CHAT_TEMPLATE = (
 )
 
 
-#: A reasoning model's template (Qwen3's habit): earlier assistant turns keep only their reply, the text after
-#: ``</think>``; so a template names its closing tag and ``--reasoning auto`` finds it.
+#: A reasoning model's template in Qwen3's form: earlier assistant turns keep only their reply (the text after
+#: ``</think>``, so the template names its closing tag and ``--reasoning auto`` finds it), and an
+#: ``enable_thinking`` switch that, when false, writes an empty think block for the model (``--thinking off``).
 THINKING_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
     "{{ m['content'] }}",
     "{% if m['role'] == 'assistant' %}{{ m['content'].split('</think>')[-1].lstrip() }}"
     "{% else %}{{ m['content'] }}{% endif %}",
+).replace(
+    "<|assistant|>\n{% endif %}",
+    "<|assistant|>\n{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}",
 )
+#: The same in DeepSeek-R1-distill's form: the generation prompt opens the think block itself, so completions
+#: hold only its closing tag; no switch.
+R1_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
+    "{{ m['content'] }}",
+    "{% if m['role'] == 'assistant' %}{{ m['content'].split('</think>')[-1].lstrip() }}"
+    "{% else %}{{ m['content'] }}{% endif %}",
+).replace("<|assistant|>\n{% endif %}", "<|assistant|>\n<think>\n{% endif %}")
 
 
 def _training_corpus() -> list[str]:
