@@ -16,6 +16,7 @@ from robusteval.store import SUMMARY_NAME, RunStore
 from robusteval.text.thinking import (
     NO_THINKING,
     ReasoningFormat,
+    ReasoningOptions,
     detect_format,
     parse_tags,
     resolve_format,
@@ -75,9 +76,9 @@ def test_bad_think_tags_are_refused_when_the_config_is_built() -> None:
 
     data = rv.DataSpec("jsonl", SAMPLE, limit=2, answer_type="number")
     with pytest.raises(UserError, match="think_tags"):
-        EvalConfig(data=data, think_tags="<think>")
+        EvalConfig(data=data, thinking=ReasoningOptions(think_tags="<think>"))
     with pytest.raises(UserError, match="think_tags"):
-        EvalConfig(data=data, reasoning="harmony", think_tags="<a>,</a>")
+        EvalConfig(data=data, thinking=ReasoningOptions(reasoning="harmony", think_tags="<a>,</a>"))
 
 
 def eval_run(model: Path, out: Path, *extra: str, max_new_tokens: int = 48) -> tuple[dict, list[dict]]:
@@ -178,3 +179,26 @@ def test_a_prompt_that_opens_the_trace_is_read_as_opened(tiny_r1_dir: Path, tmp_
         else:  # never closed: the whole completion is trace, nothing is graded
             assert row["thinking_truncated"] and row["reply"] == "" and row["predicted"] is None
             assert row["thinking"] == row["completion"]
+
+
+def test_variants_grades_the_reply_of_a_trace_returned_apart(tmp_path: Path) -> None:
+    """VAR-MATH: the API's trace says 5, its reply 7; the instances' answer is 7, so strict = loose = 1 only when
+    the reply is graded (the trace would give 0)."""
+    from helpers.servers import REASONING_REPLY, fake_openai_server
+
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(json.dumps({"id": f"sum_{k}", "question": f"What is 3 + 4 (take {k})?",
+                                             "answer": 7, "template": "sum", "values": {"k": str(k)}}) + "\n"
+                                 for k in range(2)), encoding="utf-8")
+    out = tmp_path / "var"
+    with fake_openai_server(tmp_path, "reasoning") as server:
+        args = ["variants", "eval", "--model", f"openai:r1@{server.base_url}", "--endpoint", "chat", "--chat",
+                "--instances", str(instances), "--max-new-tokens", "64", "--out", str(out)]
+        assert main(args) == 0
+    summary = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    assert summary["strict"] == 1.0 and summary["loose"] == 1.0
+    assert summary["reasoning_format"]["kind"].startswith("returned apart")
+    rows = RunStore.open(out).records("variants_generation")
+    assert rows and all(r["thinking"] == REASONING_REPLY["reasoning_content"] for r in rows)
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert {p["prediction"] for p in predictions} == {REASONING_REPLY["content"]}

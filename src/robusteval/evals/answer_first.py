@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from robusteval.config import WHEN_SET, ConfigError, check_at_least, check_chat, field_check, nested, option
+from robusteval.config import check_at_least, check_chat, field_check, nested, option
 from robusteval.data.answers import (
     MATH_GRADERS,
     check_math_grader,
@@ -29,13 +29,14 @@ from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
 from robusteval.text.thinking import (
-    FORMATS,
     NO_THINKING,
     THINKING_TRUNCATED,
     ReasoningFormat,
-    parse_tags,
-    resolve_format,
+    ReasoningOptions,
+    opens_thinking,
     split_output,
+    summary_format,
+    truncation_summary,
 )
 
 STAGE = "answer_first"
@@ -94,14 +95,6 @@ def answer_first_records(
         # Text prompts keep the key they always had, so stored runs stay resumable.
         return unit_key(STAGE, backend_key(backend), example.id, example.question, prefix, max_new_tokens)
 
-    def opens_thinking(example: Example) -> bool:
-        """Whether the prompt ends inside an open trace (R1-distill's generation prompt opens ``<think>``)."""
-        render = getattr(backend, "chat_text", None)
-        if not (chat and reasoning.kind == "think-tags" and callable(render)):
-            return False
-        messages = request(example).messages
-        return bool(messages) and str(render(messages)).rstrip().endswith(reasoning.open_tag)
-
     def too_long(example: Example) -> int | None:
         """The prompt's token count when it does not fit the model's context (said once), else None."""
         tokens = request_tokens(backend, request(example))
@@ -121,7 +114,8 @@ def answer_first_records(
                 record.update({"completion": "", "finish_reason": "skipped", "n_tokens": 0, "predicted": None,
                                "correct": False, "skipped": PROMPT_TOO_LONG, "prompt_tokens": lengths[ex.id]})
             elif reasoning.thinks or "thinking" in out.meta:
-                split = split_output(out.text, out.meta, reasoning, opened=opens_thinking(ex))
+                split = split_output(out.text, out.meta, reasoning,
+                                     opened=opens_thinking(backend, request(ex).messages, reasoning))
                 record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
                                **split.record(), **grade_completion(ex, split.reply, math_grader=math_grader),
                                **({"reasoning_tokens": out.meta["reasoning_tokens"]}
@@ -146,12 +140,9 @@ def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     n_correct = sum(1 for r in answered if r["correct"])
     acc = proportion(n_correct, len(answered))
     skipped = Counter(str(r["skipped"]) for r in records if r.get("skipped"))
-    out = {"n": len(answered), "n_correct": n_correct, "acc": acc["value"], "acc_ci95": acc["ci95"],
-           "skip_reasons": dict(skipped.most_common())}
-    if any("thinking" in r for r in records):  # a thinking model: how often its trace ran out of budget
-        truncated = sum(1 for r in answered if r.get("thinking_truncated"))
-        out["thinking_truncated"] = {"count": truncated, **proportion(truncated, len(answered))}
-    return out
+    # A thinking model: how often its trace ran out of budget (those answers are wrong, never graded).
+    return {"n": len(answered), "n_correct": n_correct, "acc": acc["value"], "acc_ci95": acc["ci95"],
+            "skip_reasons": dict(skipped.most_common()), **truncation_summary(answered)}
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
@@ -170,30 +161,13 @@ class EvalConfig:
     seed: int = option(DEFAULT_SEED, help="random seed (recorded; greedy decoding ignores it)")
     # In the identity: every stored answer holds its verdict, so one run directory never mixes graders.
     math_grader: str = option("builtin", choices=MATH_GRADERS, help=MATH_GRADER_HELP)
-    reasoning: str | None = option(None, choices=FORMATS, identity=WHEN_SET,
-                                   help="how the model's generations hold a thinking trace: auto (default: from its "
-                                   "chat template), none, think-tags (<think>...</think>) or harmony (gpt-oss); the "
-                                   "answer is read from the reply only")
-    think_tags: str | None = option(None, metavar="OPEN,CLOSE", identity=WHEN_SET,
-                                    help="the trace's tags for --reasoning think-tags (default <think>,</think>)")
+    thinking: ReasoningOptions = nested(default_factory=ReasoningOptions)
 
     def __post_init__(self) -> None:
         check_chat(self)
         check_at_least(self, "max_new_tokens", 1, optional=False)
         with field_check(self, "math_grader"):
             check_math_grader(self.math_grader)
-        try:
-            parse_tags(self.think_tags)
-        except ValueError as exc:
-            raise ConfigError(self, "think_tags", str(exc)) from None
-        if self.think_tags is not None and self.reasoning not in (None, "auto", "think-tags"):
-            raise ConfigError(self, "think_tags", f"tags are for {{reasoning=think-tags}}, not {self.reasoning}")
-
-    def reasoning_format(self, backend: Backend) -> ReasoningFormat:
-        """The resolved format: the one asked for, or (auto) the one the model's chat template announces."""
-        template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
-        return resolve_format(self.reasoning or "auto", template if isinstance(template, str) else None,
-                              self.think_tags)
 
 
 class EvalSummary(TypedDict):
@@ -229,17 +203,14 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
 
     examples = config.data.load()
     prompt = exemplars_for(config.exemplars, examples[0].answer_type)
-    reasoning = config.reasoning_format(backend)
+    reasoning = config.thinking.resolve(backend)
     identity = eval_identity(config, backend_identity(backend), examples)
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
         records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
                                        batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
                                        math_grader=config.math_grader, reasoning=reasoning)
-        apart = not reasoning.thinks and any(r.get("thinking") is not None for r in records)
         summary = {
-            **({"reasoning_format": reasoning.record()} if reasoning.thinks else {}),
-            # An API that returns the trace apart (reasoning_content): the reply is its content.
-            **({"reasoning_format": {"kind": "returned apart (reasoning_content)"}} if apart else {}),
+            **summary_format(reasoning, records),
             "model": backend.name,
             "dataset": config.data.dataset,
             "data_file": config.data.data_file,

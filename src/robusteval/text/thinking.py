@@ -16,6 +16,9 @@ A trace that was opened and never closed has no reply: :attr:`Split.truncated`, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from robusteval.config import WHEN_SET, ConfigError, option
 
 FORMATS = ("auto", "none", "think-tags", "harmony")
 DEFAULT_TAGS = ("<think>", "</think>")
@@ -143,3 +146,61 @@ def _split_harmony(text: str) -> Split:
 def _cut_end(text: str) -> str:
     cuts = [text.find(end) for end in HARMONY_ENDS if end in text]
     return text[: min(cuts)] if cuts else text
+
+
+@dataclass(frozen=True)
+class ReasoningOptions:
+    """``--reasoning`` and ``--think-tags``, nested in every config whose method reads answers from generations
+    (``eval``, ``variants eval``): in the run identity only when given (``auto`` resolves from the chat template,
+    which the model identity fixes)."""
+
+    reasoning: str | None = option(None, choices=FORMATS, identity=WHEN_SET,
+                                   help="how the model's generations hold a thinking trace: auto (default: from its "
+                                   "chat template), none, think-tags (<think>...</think>) or harmony (gpt-oss); "
+                                   "answers are read from the reply only")
+    think_tags: str | None = option(None, metavar="OPEN,CLOSE", identity=WHEN_SET,
+                                    help="the trace's tags for --reasoning think-tags (default <think>,</think>)")
+
+    def __post_init__(self) -> None:
+        try:
+            parse_tags(self.think_tags)
+        except ValueError as exc:
+            raise ConfigError(self, "think_tags", str(exc)) from None
+        if self.think_tags is not None and self.reasoning not in (None, "auto", "think-tags"):
+            raise ConfigError(self, "think_tags", f"tags are for {{reasoning=think-tags}}, not {self.reasoning}")
+
+    def resolve(self, backend: Any) -> ReasoningFormat:
+        """The format: the one asked for, or (auto) the one ``backend``'s chat template announces."""
+        template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+        return resolve_format(self.reasoning or "auto", template if isinstance(template, str) else None,
+                              self.think_tags)
+
+
+def opens_thinking(backend: Any, messages: Any, fmt: ReasoningFormat) -> bool:
+    """Whether a chat prompt ends inside an open trace (R1-distill's generation prompt writes ``<think>``): its
+    completion then starts in the thinking. Only backends that render templates here (hf) can tell."""
+    render = getattr(backend, "chat_text", None)
+    if not (messages and fmt.kind == "think-tags" and callable(render)):
+        return False
+    return str(render(messages)).rstrip().endswith(fmt.open_tag)
+
+
+def summary_format(fmt: ReasoningFormat, records: Any) -> dict[str, Any]:
+    """What a summary says of the format: the resolved one for a thinking model, "returned apart" when an API gave
+    the traces apart, nothing for a model without thinking (its summary stays as it was)."""
+    if fmt.thinks:
+        return {"reasoning_format": fmt.record()}
+    if any(r.get("thinking") is not None for r in records):
+        return {"reasoning_format": {"kind": "returned apart (reasoning_content)"}}
+    return {}
+
+
+def truncation_summary(records: Any) -> dict[str, Any]:
+    """``thinking_truncated`` (count, share of ``records``, 95% interval) when the records hold traces."""
+    from robusteval.metrics.stats import proportion
+
+    rows = list(records)
+    if not any("thinking" in r for r in rows):
+        return {}
+    truncated = sum(1 for r in rows if r.get("thinking_truncated"))
+    return {"thinking_truncated": {"count": truncated, **proportion(truncated, len(rows))}}

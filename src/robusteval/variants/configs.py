@@ -24,6 +24,7 @@ from robusteval.config import (
 )
 from robusteval.data.answers.graders import MATH_GRADER_HELP, MATH_GRADERS, check_math_grader
 from robusteval.seeding import DEFAULT_SEED
+from robusteval.text.thinking import ReasoningOptions
 
 if TYPE_CHECKING:
     from robusteval.variants.grading import VariantInstance
@@ -179,6 +180,8 @@ class VariantsEvalConfig:
         None, metavar="DIR", identity=False,
         help="an earlier `variants eval` run of the same model on the original problems, for the diagnosis")
     grading: GradingConfig = dataclasses.field(default_factory=GradingConfig, metadata=_NESTED)
+    # A reasoning model's trace is never graded: the answer is read from the reply (--reasoning, --think-tags).
+    thinking: ReasoningOptions = dataclasses.field(default_factory=ReasoningOptions, metadata=_NESTED)
 
     def __post_init__(self) -> None:
         self.check()

@@ -33,6 +33,14 @@ from robusteval.prompts.chat import conversation
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED, derive_seed
 from robusteval.store import RunStore, file_sha256, unit_key, write_jsonl_atomic, write_text_atomic
+from robusteval.text.thinking import (
+    NO_THINKING,
+    ReasoningFormat,
+    opens_thinking,
+    split_output,
+    summary_format,
+    truncation_summary,
+)
 from robusteval.variants.checks import Check, validate_templates
 from robusteval.variants.configs import (
     GradingConfig,
@@ -289,8 +297,11 @@ def generate_all(
     batch_size: int = 8,
     prompt_template: str = MATH_PROMPT,
     system_prompt: str | None = None,
+    reasoning: ReasoningFormat = NO_THINKING,
 ) -> list[dict[str, Any]]:
-    """One stored generation per (instance, sample): a killed run resumes where it stopped.
+    """One stored generation per (instance, sample): a killed run resumes where it stopped. ``reasoning``: how a
+    thinking model's generations hold their trace; each record then keeps ``thinking`` and ``reply`` (the text
+    graded; empty for a trace never closed, which is graded wrong).
 
     ``chat``: the prompt is one user turn (after a ``system_prompt`` turn when given), rendered by the model's chat
     template (hf) or sent to /chat/completions (openai); the conversation is part of every unit's key.
@@ -316,18 +327,15 @@ def generate_all(
 
     def compute(batch: list[tuple[VariantInstance, int]]) -> list[dict[str, Any]]:
         outputs = backend.generate([request(inst, k) for inst, k in batch])
-        return [
-            {
-                "id": inst.id,
-                "sample": k,
-                "question": inst.question,
-                "gold": inst.gold,
-                "completion": out.text,
-                "finish_reason": out.finish_reason,
-                "n_tokens": out.n_tokens,
-            }
-            for (inst, k), out in zip(batch, outputs, strict=True)
-        ]
+        records = []
+        for (inst, k), out in zip(batch, outputs, strict=True):
+            record = {"id": inst.id, "sample": k, "question": inst.question, "gold": inst.gold,
+                      "completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens}
+            if reasoning.thinks or "thinking" in out.meta:
+                opened = opens_thinking(backend, request(inst, k).messages, reasoning)
+                record.update(split_output(out.text, out.meta, reasoning, opened=opened).record())
+            records.append(record)
+        return records
 
     return run_units(
         store,
@@ -342,10 +350,11 @@ def generate_all(
 
 
 def predictions_from_records(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
-    """``{id: [completion of sample 0, 1, …]}`` from stored generation records."""
+    """``{id: [prediction of sample 0, 1, …]}`` from stored generation records: the reply of a thinking model's
+    generation (empty when its trace was never closed), else the whole completion."""
     out: dict[str, list[str]] = {}
     for record in sorted(records, key=lambda r: (r["id"], r["sample"])):
-        out.setdefault(record["id"], []).append(record["completion"])
+        out.setdefault(record["id"], []).append(record["reply"] if "reply" in record else record["completion"])
     return out
 
 
@@ -374,6 +383,7 @@ def evaluate_variants(
     temperature, top_p = config.sampling()
     identity = variants_eval_identity(config, backend_identity(backend))
     given = check_originals(config, identity.get("model"))  # a bad original run fails before any generation
+    reasoning = config.thinking.resolve(backend)
     with store_for(store, identity, {"limit": config.limit, "batch_size": batch_size}) as run:
         records = generate_all(
             backend,
@@ -387,16 +397,21 @@ def evaluate_variants(
             chat=config.chat,
             batch_size=batch_size,
             system_prompt=config.system_prompt,
+            reasoning=reasoning,
         )
-        scores, graded = score(instances, predictions_from_records(records), config.grading)
+        predictions = predictions_from_records(records)
+        scores, graded = score(instances, predictions, config.grading)
         write_jsonl_atomic(
             run.run_dir / "predictions.jsonl",
-            [{"id": r["id"], "sample": r["sample"], "prediction": r["completion"]} for r in records],
+            [{"id": r["id"], "sample": r["sample"], "prediction": predictions[r["id"]][r["sample"]]}
+             for r in records],
         )
         write_jsonl_atomic(run.run_dir / "graded.jsonl", graded)
         originals, source = _originals(config, given, backend, run.run_dir, batch_size)
         summary = {
             "model": backend.name,
+            **summary_format(reasoning, records),
+            **truncation_summary(records),
             "instances": str(config.instances),
             "temperature": temperature,
             "top_p": top_p,
