@@ -49,11 +49,15 @@ from pathlib import Path
 from typing import Any
 
 LOOPBACK = "127.0.0.1"
-FAKE_MODES = ("ok", "fail-then-ok", "always-500", "slow", "401", "ok-then-401", "chat-only", "reasoning")
+FAKE_MODES = ("ok", "fail-then-ok", "always-500", "slow", "401", "ok-then-401", "chat-only", "reasoning",
+              "judge-reasoning")
 #: The ``reasoning`` mode's chat reply, as vLLM's reasoning parsers and DeepSeek's API return it: the trace apart
 #: (``reasoning_content``, stating a wrong answer), the reply in ``content``.
 REASONING_REPLY = {"content": "The answer is 7. She had 3 and got 4 more, 3 + 4 = 7.",
                    "reasoning_content": "The answer is 5. Hmm, no: 3 + 4 = 7.", "reasoning_tokens": 12}
+#: The ``judge-reasoning`` mode's reply: a verdict of 1 after a trace that first writes 0.
+JUDGE_REASONING_REPLY = {"content": "1", "reasoning_content": "Rating: 0? No, every step holds, so 1.",
+                         "reasoning_tokens": 9}
 
 
 def free_port() -> int:
@@ -200,10 +204,11 @@ def _make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             text, finish = fake_answer(prompt, body.get("max_tokens"), stops)
             usage: dict[str, Any] = {"completion_tokens": len(text.split()), "prompt_tokens": len(prompt.split())}
             choice: dict[str, Any]
-            if path.endswith("/chat/completions") and args.mode == "reasoning":
-                choice = {"index": 0, "message": {"role": "assistant", "content": REASONING_REPLY["content"],
-                                                  "reasoning_content": REASONING_REPLY["reasoning_content"]}}
-                usage["completion_tokens_details"] = {"reasoning_tokens": REASONING_REPLY["reasoning_tokens"]}
+            if path.endswith("/chat/completions") and args.mode in ("reasoning", "judge-reasoning"):
+                reply = REASONING_REPLY if args.mode == "reasoning" else JUDGE_REASONING_REPLY
+                choice = {"index": 0, "message": {"role": "assistant", "content": reply["content"],
+                                                  "reasoning_content": reply["reasoning_content"]}}
+                usage["completion_tokens_details"] = {"reasoning_tokens": reply["reasoning_tokens"]}
                 obj = "chat.completion"
             elif path.endswith("/chat/completions"):
                 choice = {"index": 0, "message": {"role": "assistant", "content": text}}

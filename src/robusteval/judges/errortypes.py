@@ -210,12 +210,12 @@ class ErrorTypeClassifier(BinaryLLMJudge):
             return Verdict.abstain(self.name, json.dumps(logprobs), LOGPROBS_TIED, detail)
         return Verdict(True, self.name, json.dumps(logprobs), detail)
 
-    def _readable(self, text: str) -> bool:
-        return parse_category(text) is not None
+    def _readable(self, out: Generation) -> bool:
+        return parse_category(self._reply(out)[0]) is not None
 
     def _generated_verdict(self, attempts: Sequence[Generation]) -> Verdict:
-        last = attempts[-1]  # the same requests and re-asks as a judge's; the text is read as a category
-        category = parse_category(last.text)
+        last = attempts[-1]  # the same requests and re-asks as a judge's; the reply is read as a category
+        category = parse_category(self._reply(last)[0])
         detail = {"method": "generate", "category": category, "finish_reason": last.finish_reason,
                   "unparsed": category is None, "attempts": [out.text for out in attempts]}
         if category is None:

@@ -53,6 +53,14 @@ from robusteval.models.base import (
     can_score,
     score_requests,
 )
+from robusteval.text.thinking import (
+    NO_THINKING,
+    THINKING_TRUNCATED,
+    ReasoningOptions,
+    Split,
+    opens_thinking,
+    split_output,
+)
 
 __all__ = ["PLACEHOLDERS", "BinaryLLMJudge", "load_judge_prompt", "load_prompt", "parse_binary"]
 
@@ -61,6 +69,8 @@ YES, NO = " " + CHAT_YES, " " + CHAT_NO  # continuations scored after the raw pr
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 #: Re-asks of an unreadable generated verdict: sampled at this temperature, round r with seed r.
 RETRY_TEMPERATURE = 0.7
+#: Tokens a thinking judge may spend on its trace before its verdict (a real R1 trace runs to thousands).
+THINKING_BUDGET = 2048
 LOGPROBS_TIED = "log-probs tied or not finite"
 
 
@@ -101,11 +111,17 @@ class BinaryLLMJudge:
     choices: tuple[str, ...] = (CHAT_YES, CHAT_NO)
 
     def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None, retries: int = 0,
-                 prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None):
+                 prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
+                 thinking_budget: int = THINKING_BUDGET):
         if retries < 0:
             raise UserError(f"judge retries: {retries} is negative; give 0 (ask once) or more")
         self.backend = backend
         self.max_new_tokens = max_new_tokens
+        # A reasoning model judges after its trace: read from its chat template (none for every other model).
+        self.reasoning = ReasoningOptions().resolve(backend) if chat is True else NO_THINKING
+        self.thinking_budget = thinking_budget
+        # Whether the template's generation prompt opens the trace itself (R1-distill): the same for every item.
+        self._prompt_opens = opens_thinking(backend, ({"role": "user", "content": "?"},), self.reasoning)
         self.retries = int(retries)
         # True: the prompt as a chat conversation on every backend (hf renders its chat template). None: the
         # generate path asks API judges through their chat endpoint (instruction-tuned), the log-prob path scores
@@ -133,6 +149,9 @@ class BinaryLLMJudge:
         if self.uses_chat_template and self.uses_logprobs and not _accepts(backend, "messages"):
             raise UserError(f"judge chat: {backend.name} cannot score a chat conversation; judge without the chat "
                             "template")
+        if self.uses_logprobs and self.reasoning.kind == "harmony":
+            raise UserError(f"judge {backend.name}: its replies come after harmony's analysis channel, which the "
+                            "log-prob path cannot close; judge it through an API that generates (openai:...)")
         self.name = f"llm:{backend.name}"
 
     @property
@@ -150,6 +169,10 @@ class BinaryLLMJudge:
             # Only where re-asks happen (the generate path) and only when asked for: keys cached before
             # re-asks existed stay valid.
             **({"retries": self.retries} if self.retries and not self.uses_logprobs else {}),
+            # A thinking judge only (every other judge's keys stay as they were).
+            **({"thinking": self.reasoning.record(),
+                **({} if self.uses_logprobs else {"thinking_budget": self.thinking_budget})}
+               if self.reasoning.thinks else {}),
         }
 
     def render(self, item: Any) -> tuple[str, str]:
@@ -179,12 +202,27 @@ class BinaryLLMJudge:
         (``"1"``); otherwise after a space that continues the prompt's cue (``" 1"``), the instructions sent as
         the cacheable ``prefix`` where the backend takes one, else the whole prompt (the two-argument form)."""
         if self.uses_chat_template:
-            return ScoreRequest("", tuple(continuations), messages=tuple(self.messages(item)))
+            messages = tuple(self.messages(item))
+            # A thinking model's verdict comes after its trace: the trace is closed empty before the scored
+            # answer (the comparison of "1" and "0" is unchanged by the shared prefix).
+            closed = self._closed_trace()
+            return ScoreRequest("", tuple(closed + c for c in continuations), messages=messages)
         prefix, prompt = self.render(item)
         spaced = tuple(" " + c for c in continuations)
         if self._scores_with_prefix:
             return ScoreRequest(prompt, spaced, prefix)
         return ScoreRequest(prefix + prompt, spaced)
+
+    def _closed_trace(self) -> str:
+        """What closes the trace before a scored verdict: the closing tag where the generation prompt opened the
+        block (R1-distill), an empty block where the model would open it (Qwen3's ``enable_thinking`` off writes
+        the same), nothing for a model without thinking."""
+        fmt = self.reasoning
+        if fmt.kind != "think-tags":
+            return ""
+        if self._prompt_opens:
+            return f"\n{fmt.close_tag}\n\n"
+        return f"{fmt.open_tag}\n\n{fmt.close_tag}\n\n"
 
     def _score(self, items: Sequence[Any], continuations: Sequence[str]) -> list[list[float]]:
         """Log-probabilities of each continuation after every item's prompt, all items in one backend call."""
@@ -201,17 +239,25 @@ class BinaryLLMJudge:
     def _requests(self, items: Sequence[Any]) -> list[GenerationRequest]:
         """The first ask of every item: greedy. The full prompt goes in ``prompt`` (no prefix): API backends
         send only that field."""
+        # A thinking model writes its trace first: the budget covers it (thinking_budget), then the verdict.
+        budget = self.max_new_tokens + (self.thinking_budget if self.reasoning.thinks else 0)
         return [
-            GenerationRequest(max_new_tokens=self.max_new_tokens, temperature=0.0, chat=True,
+            GenerationRequest(max_new_tokens=budget, temperature=0.0, chat=True,
                               messages=tuple(self.messages(item)))
             if self.uses_chat_template else
-            GenerationRequest(self.full_prompt(item), max_new_tokens=self.max_new_tokens, temperature=0.0, chat=self.chat)
+            GenerationRequest(self.full_prompt(item), max_new_tokens=budget, temperature=0.0, chat=self.chat)
             for item in items
         ]
 
-    def _readable(self, text: str) -> bool:
+    def _reply(self, out: Generation) -> tuple[str, Split]:
+        """The text the verdict is read from: the reply after a thinking model's trace (an API's trace returned
+        apart, or the think tags of its template), else the whole output."""
+        split = split_output(out.text, out.meta, self.reasoning, opened=self._prompt_opens)
+        return split.reply, split
+
+    def _readable(self, out: Generation) -> bool:
         """Whether a generated answer can be read (else it is asked again while re-asks are left)."""
-        return parse_binary(text) is not None
+        return parse_binary(self._reply(out)[0]) is not None
 
     def _ask(self, items: Sequence[Any]) -> list[list[Generation]]:
         """Every item's answers, in order: the greedy first ask, then for the items still unreadable up to
@@ -219,7 +265,7 @@ class BinaryLLMJudge:
         first = self._requests(items)
         attempts = [[out] for out in self.backend.generate(first)]
         for round_ in range(1, self.retries + 1):
-            todo = [i for i, outs in enumerate(attempts) if not self._readable(outs[-1].text)]
+            todo = [i for i, outs in enumerate(attempts) if not self._readable(outs[-1])]
             if not todo:
                 break
             again = [dataclasses.replace(first[i], temperature=RETRY_TEMPERATURE, seed=round_) for i in todo]
@@ -233,9 +279,15 @@ class BinaryLLMJudge:
     def _generated_verdict(self, attempts: Sequence[Generation]) -> Verdict:
         """The verdict read from an item's answers (the last is the readable one, if any)."""
         last = attempts[-1]
-        label = parse_binary(last.text)
+        reply, split = self._reply(last)
+        label = parse_binary(reply)
         detail: dict[str, Any] = {"method": "generate", "finish_reason": last.finish_reason,
                                   "unparsed": label is None, "attempts": [out.text for out in attempts]}
+        if split.thinking is not None:  # the verdict was read from the reply; the trace is kept beside it
+            detail.update({"thinking": split.thinking, "reply": reply})
+        if split.truncated:
+            return Verdict.abstain(self.name, last.text, f"{THINKING_TRUNCATED} after {self.thinking_budget} "
+                                   "thinking tokens", detail)
         if label is None:
             return Verdict.abstain(self.name, last.text, unreadable(len(attempts)), detail)
         return Verdict(label, self.name, last.text, detail)
