@@ -30,6 +30,12 @@ class Recording:
         self.sent += requests
         return self.inner.continuation_logprobs_many(requests)  # type: ignore[attr-defined]
 
+    def continuation_logprobs(self, prompt: str, continuations: list[str], prefix: str = "", *,
+                              messages: tuple = ()) -> list[float]:
+        self.sent.append(ScoreRequest(prompt, tuple(continuations), prefix, messages=tuple(messages)))
+        return self.inner.continuation_logprobs(prompt, continuations, prefix,  # type: ignore[attr-defined]
+                                                messages=messages)
+
 
 @pytest.mark.parametrize(("fixture", "closing"), [("tiny_r1_dir", "\n</think>\n\n"),
                                                   ("tiny_thinking_dir", "<think>\n\n</think>\n\n")])
@@ -68,3 +74,28 @@ def test_the_generation_path_reads_the_verdict_from_the_reply(tmp_path: Path) ->
     assert verdict.detail["reply"] == "1"
     logged = [json.loads(line) for line in server.log_path.read_text().splitlines()]
     assert logged and logged[0]["path"].endswith("/chat/completions")
+
+
+def test_classification_on_a_reasoning_model_reads_the_label_after_the_trace(tiny_r1_dir: Path,
+                                                                              tmp_path: Path) -> None:
+    """Soft labels are scored after the closed trace; hard labels are read from the reply's first line, and a
+    trace never closed gives no label (kept as such, never parsed from the trace)."""
+    from robusteval.evals.classification import ClassificationTemplate, LabelClassifier
+    from robusteval.store import RunStore
+
+    backend = Recording(load_backend(f"hf:{tiny_r1_dir}"))
+    template = ClassificationTemplate.load("nli-zh")
+    items = [{"premise": "他在跑步", "hypothesis": "他在运动"}]
+    with RunStore.open(tmp_path / "run", identity={"t": 1}) as store:
+        classifier = LabelClassifier(backend, template, store, chat=True, system_prompt="",  # type: ignore[arg-type]
+                                     thinking_budget=12)
+        assert classifier.identity()["thinking"]["kind"] == "think-tags"
+        (record,) = classifier.classify(items)
+    words = [template.verbalizers[label] for label in template.verbalizers]
+    assert backend.sent and all(c == "\n</think>\n\n" + w for c, w in zip(backend.sent[0].continuations, words,
+                                                                            strict=True))
+    assert "thinking" in record and record["soft_label"] in template.labels
+    if record["thinking_truncated"]:
+        assert record["label"] is None and record["reply"] == ""
+    else:
+        assert record["label"] == template.parse(record["reply"].split("\n", 1)[0])

@@ -25,12 +25,19 @@ from robusteval.data.example import example_fields as example_fields  # re-expor
 from robusteval.data.example import with_fields as with_fields
 from robusteval.errors import DataError, UserError
 from robusteval.models import Backend, GenerationRequest
-from robusteval.models.base import Message, can_score, scoring_note
+from robusteval.models.base import Generation, Message, can_score, scoring_note
 from robusteval.models.identity import backend_key
 from robusteval.prompts.chat import check_chat_options, conversation, resolve_system_prompt
 from robusteval.seeding import derive_seed
 from robusteval.store import RunStore, canonical_json, unit_key
 from robusteval.store.stages import register_stage
+from robusteval.text.thinking import (
+    NO_THINKING,
+    ReasoningOptions,
+    chat_prompt_opens,
+    closing_prefix,
+    split_output,
+)
 
 STAGE = register_stage("classify", cache=True, summary="classifier answers")
 # sampled labels (the word-importance attack's sampling confidence)
@@ -39,6 +46,7 @@ BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json", "yesno": "yes
 # What the generation is cut at: a label is one short line.
 _STOP = ("\n",)
 _MAX_NEW_TOKENS = 8
+THINKING_BUDGET = 2048
 
 
 @dataclass(frozen=True)
@@ -184,10 +192,16 @@ class LabelClassifier:
     soft: bool | None = None
     chat: bool = False
     system_prompt: str | None = None
+    #: Tokens a thinking model (read off its chat template) may spend on its trace before the label.
+    thinking_budget: int = THINKING_BUDGET
     queries: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         check_chat_options(self.chat, self.system_prompt)
+        # A reasoning model, asked through its chat template, writes a trace before its label: the label is read
+        # from the reply (hard) or scored after the trace is closed (soft). Without a template nothing changes.
+        self.reasoning = ReasoningOptions().resolve(self.backend) if self.chat else NO_THINKING
+        self._prompt_opens = chat_prompt_opens(self.backend, self.reasoning)
         # Asked only when soft labels may be wanted: an API backend learns it from its server.
         scores = self.soft is not False and can_score(self.backend)
         if self.soft and not scores:
@@ -201,14 +215,19 @@ class LabelClassifier:
 
     def identity(self) -> dict[str, Any]:
         chat = {"chat": True, "system_prompt": self.system_prompt} if self.chat else {}
-        return {"model": self.backend.name, **self.template.identity(), "soft": self.soft, **chat}
+        thinking = ({"thinking": self.reasoning.record(), "thinking_budget": self.thinking_budget}
+                    if self.reasoning.thinks else {})
+        return {"model": self.backend.name, **self.template.identity(), "soft": self.soft, **chat, **thinking}
 
     def request(self, fields: Mapping[str, str], *, temperature: float = 0.0, seed: int | None = None
                 ) -> GenerationRequest:
         """The request asking for ``fields``' label: the filled prompt after the template's prefix, or the chat."""
         if self.chat:
-            return GenerationRequest(max_new_tokens=_MAX_NEW_TOKENS, temperature=temperature, stop=_STOP, seed=seed,
-                                     chat=True, messages=tuple(self.template.messages(fields, self.system_prompt)))
+            # A trace has newlines: a thinking model's label line is cut from its reply instead (read_label).
+            thinks = self.reasoning.thinks
+            return GenerationRequest(max_new_tokens=_MAX_NEW_TOKENS + (self.thinking_budget if thinks else 0),
+                                     temperature=temperature, stop=() if thinks else _STOP, seed=seed, chat=True,
+                                     messages=tuple(self.template.messages(fields, self.system_prompt)))
         return GenerationRequest(self.template.filled_prompt(fields), _MAX_NEW_TOKENS, temperature=temperature,
                                  stop=_STOP, seed=seed, prefix=self._prefix)
 
@@ -261,11 +280,13 @@ class LabelClassifier:
         if missing:  # every sample of every missing item in one generate call
             fields_of = dict(zip(keys, items, strict=True))
             requests = [self.request(fields_of[key], temperature=temperature, seed=s) for key in missing for s in seeds]
-            texts = [g.text for g in self.backend.generate(requests)]
+            outputs = self.backend.generate(requests)
+            texts = [g.text for g in outputs]
             self.queries += len(requests)
             for j, key in enumerate(missing):
                 chunk = texts[j * n : (j + 1) * n]
-                stored[key] = {"labels": [self.template.parse(t) for t in chunk], "generations": chunk}
+                labels = [self.read_label(g)["label"] for g in outputs[j * n : (j + 1) * n]]
+                stored[key] = {"labels": labels, "generations": chunk}
                 if self.store is not None:
                     self.store.put(SAMPLE_STAGE, key, stored[key])
         return [list(stored[key]["labels"]) for key in keys]
@@ -276,17 +297,28 @@ class LabelClassifier:
         self.queries += len(items)
         records = []
         for fields, generation in zip(items, generations, strict=True):
-            record: dict[str, Any] = {"label": self.template.parse(generation.text), "generation": generation.text}
+            record: dict[str, Any] = {**self.read_label(generation), "generation": generation.text}
             if self.soft:
                 record.update(self._soft(fields))
             records.append(record)
         return records
 
+    def read_label(self, generation: Generation) -> dict[str, Any]:
+        """``{"label": ...}`` read from a generation: from the first line of a thinking model's reply (with
+        ``thinking``, ``reply`` and ``thinking_truncated`` kept; a trace never closed gives no label), else from
+        the whole text as always."""
+        if not (self.reasoning.thinks or "thinking" in generation.meta):
+            return {"label": self.template.parse(generation.text)}
+        split = split_output(generation.text, generation.meta, self.reasoning, opened=self._prompt_opens)
+        line = split.reply.split("\n", 1)[0]
+        return {"label": None if split.truncated else self.template.parse(line), **split.record()}
+
     def _soft(self, fields: Mapping[str, str]) -> dict[str, Any]:
         labels = list(self.template.verbalizers)
         score = self.backend.continuation_logprobs  # type: ignore[attr-defined]
-        if self.chat:  # the reply starts right after the assistant header: no separating space
-            words = [self.template.verbalizers[label] for label in labels]
+        if self.chat:  # the reply starts right after the assistant header (a thinking model's trace closed first)
+            closed = closing_prefix(self.reasoning, self._prompt_opens)
+            words = [closed + self.template.verbalizers[label] for label in labels]
             logprobs = score("", words, messages=self.template.messages(fields, self.system_prompt))
         else:
             words = [" " + self.template.verbalizers[label] for label in labels]

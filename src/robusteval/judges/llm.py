@@ -58,7 +58,8 @@ from robusteval.text.thinking import (
     THINKING_TRUNCATED,
     ReasoningOptions,
     Split,
-    opens_thinking,
+    chat_prompt_opens,
+    closing_prefix,
     split_output,
 )
 
@@ -121,7 +122,7 @@ class BinaryLLMJudge:
         self.reasoning = ReasoningOptions().resolve(backend) if chat is True else NO_THINKING
         self.thinking_budget = thinking_budget
         # Whether the template's generation prompt opens the trace itself (R1-distill): the same for every item.
-        self._prompt_opens = opens_thinking(backend, ({"role": "user", "content": "?"},), self.reasoning)
+        self._prompt_opens = chat_prompt_opens(backend, self.reasoning)
         self.retries = int(retries)
         # True: the prompt as a chat conversation on every backend (hf renders its chat template). None: the
         # generate path asks API judges through their chat endpoint (instruction-tuned), the log-prob path scores
@@ -205,24 +206,13 @@ class BinaryLLMJudge:
             messages = tuple(self.messages(item))
             # A thinking model's verdict comes after its trace: the trace is closed empty before the scored
             # answer (the comparison of "1" and "0" is unchanged by the shared prefix).
-            closed = self._closed_trace()
+            closed = closing_prefix(self.reasoning, self._prompt_opens)
             return ScoreRequest("", tuple(closed + c for c in continuations), messages=messages)
         prefix, prompt = self.render(item)
         spaced = tuple(" " + c for c in continuations)
         if self._scores_with_prefix:
             return ScoreRequest(prompt, spaced, prefix)
         return ScoreRequest(prefix + prompt, spaced)
-
-    def _closed_trace(self) -> str:
-        """What closes the trace before a scored verdict: the closing tag where the generation prompt opened the
-        block (R1-distill), an empty block where the model would open it (Qwen3's ``enable_thinking`` off writes
-        the same), nothing for a model without thinking."""
-        fmt = self.reasoning
-        if fmt.kind != "think-tags":
-            return ""
-        if self._prompt_opens:
-            return f"\n{fmt.close_tag}\n\n"
-        return f"{fmt.open_tag}\n\n{fmt.close_tag}\n\n"
 
     def _score(self, items: Sequence[Any], continuations: Sequence[str]) -> list[list[float]]:
         """Log-probabilities of each continuation after every item's prompt, all items in one backend call."""

@@ -185,6 +185,23 @@ def opens_thinking(backend: Any, messages: Any, fmt: ReasoningFormat) -> bool:
     return str(render(messages)).rstrip().endswith(fmt.open_tag)
 
 
+def closing_prefix(fmt: ReasoningFormat, prompt_opens: bool) -> str:
+    """What closes a thinking model's trace before a scored answer (log-prob paths): the closing tag where the
+    generation prompt opened the block (R1-distill), an empty block where the model would open it (Qwen3's
+    ``enable_thinking`` off writes the same), nothing for a model without thinking. Scoring ``prefix + "1"``
+    against ``prefix + "0"`` compares the two answers after the closed trace (the shared prefix cancels)."""
+    if fmt.kind != "think-tags":
+        return ""
+    if prompt_opens:
+        return f"\n{fmt.close_tag}\n\n"
+    return f"{fmt.open_tag}\n\n{fmt.close_tag}\n\n"
+
+
+def chat_prompt_opens(backend: Any, fmt: ReasoningFormat) -> bool:
+    """Whether ``backend``'s chat template opens the trace in its generation prompt (the same for every turn)."""
+    return opens_thinking(backend, ({"role": "user", "content": "?"},), fmt)
+
+
 def summary_format(fmt: ReasoningFormat, records: Any) -> dict[str, Any]:
     """What a summary says of the format: the resolved one for a thinking model, "returned apart" when an API gave
     the traces apart, nothing for a model without thinking (its summary stays as it was)."""
