@@ -202,3 +202,37 @@ def test_variants_grades_the_reply_of_a_trace_returned_apart(tmp_path: Path) -> 
     assert rows and all(r["thinking"] == REASONING_REPLY["reasoning_content"] for r in rows)
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert {p["prediction"] for p in predictions} == {REASONING_REPLY["content"]}
+
+
+def test_budget_forcing_caps_the_trace_and_counts_each_forced_close(tiny_thinking_dir: Path, tmp_path: Path) -> None:
+    """--max-thinking-tokens 6: the tiny model's opening tag fits, no trace closes that soon, so every one is
+    closed by force and a reply generated after it; with room (32) the traces close on their own."""
+    summary, rows = eval_run(tiny_thinking_dir, tmp_path / "forced", "--max-thinking-tokens", "6",
+                             max_new_tokens=24)
+    assert summary["thinking_forced"]["count"] == summary["n"] == 8
+    assert summary["thinking_truncated"]["count"] == 0
+    for row in rows:
+        assert row["thinking_forced"] and row["thinking_tokens"] == 6
+        assert row["completion"].count("</think>") >= 1 and not row["thinking_truncated"]
+        assert row["predicted"] == extract_answer_first(row["reply"], "number")
+    roomy, roomy_rows = eval_run(tiny_thinking_dir, tmp_path / "roomy", "--max-thinking-tokens", "32",
+                                 max_new_tokens=24)
+    assert roomy["thinking_forced"]["count"] < roomy["n"]
+    assert any(not r["thinking_forced"] and r["thinking_tokens"] < 32 for r in roomy_rows)
+    with pytest.raises(UserError, match="max_thinking_tokens"):
+        from robusteval.text.thinking import ReasoningOptions as Options
+
+        Options(reasoning="none", max_thinking_tokens=10)
+
+
+def test_budget_forcing_in_a_chat_whose_prompt_opens_the_trace(tiny_r1_dir: Path, tmp_path: Path) -> None:
+    """R1's form through its chat template: the trace starts with the reply, is capped, closed by force, and the
+    reply generated after it (the conversation continued, not restarted)."""
+    summary, rows = eval_run(tiny_r1_dir, tmp_path / "r1-forced", "--chat", "--system-prompt", "",
+                             "--max-thinking-tokens", "5", max_new_tokens=16)
+    assert summary["thinking_forced"]["count"] + sum(not r["thinking_forced"] for r in rows) == summary["n"]
+    for row in rows:
+        assert "</think>" in row["completion"] and not row["thinking_truncated"]
+        assert row["thinking"] == row["completion"].split("</think>", 1)[0].strip()
+        if row["thinking_forced"]:
+            assert row["thinking_tokens"] == 5

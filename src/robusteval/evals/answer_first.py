@@ -73,6 +73,7 @@ def answer_first_records(
     system_prompt: str | None = None,
     math_grader: str = "builtin",
     reasoning: ReasoningFormat = NO_THINKING,
+    options: ReasoningOptions | None = None,
 ) -> list[dict[str, Any]]:
     """Greedy answer-first completions for every example, stored per example (resumable).
 
@@ -85,6 +86,7 @@ def answer_first_records(
     only, a trace never closed is a wrong answer counted as ``thinking_truncated``, and records keep both parts.
     """
     prefix = prompt.prefix
+    options = options or ReasoningOptions()
 
     def request(example: Example) -> GenerationRequest:
         return prompt.request(example.question, max_new_tokens=max_new_tokens, chat=chat, system_prompt=system_prompt)
@@ -105,7 +107,10 @@ def answer_first_records(
     def compute(batch: list[Example]) -> list[dict[str, Any]]:
         lengths = {ex.id: too_long(ex) for ex in batch}
         asked = [ex for ex in batch if lengths[ex.id] is None]
-        outputs = dict(zip([ex.id for ex in asked], backend.generate([request(ex) for ex in asked]), strict=True))
+        requests = [request(ex) for ex in asked]
+        opened = [opens_thinking(backend, r.messages, reasoning) for r in requests]
+        generated = options.generate(backend, requests, reasoning, opened) if asked else []
+        outputs = dict(zip([ex.id for ex in asked], generated, strict=True))
         records = []
         for ex in batch:
             record = {"id": ex.id, "question": ex.question, "gold": ex.answer, "answer_type": ex.answer_type}
@@ -118,8 +123,8 @@ def answer_first_records(
                                      opened=opens_thinking(backend, request(ex).messages, reasoning))
                 record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
                                **split.record(), **grade_completion(ex, split.reply, math_grader=math_grader),
-                               **({"reasoning_tokens": out.meta["reasoning_tokens"]}
-                                  if "reasoning_tokens" in out.meta else {})})
+                               **{k: out.meta[k] for k in ("reasoning_tokens", "thinking_forced", "thinking_tokens")
+                                  if k in out.meta}})
                 if split.truncated:  # no reply to read: wrong, and said why (never graded on a fragment)
                     record.update({"predicted": None, "correct": False, "no_answer": THINKING_TRUNCATED})
             else:
@@ -208,7 +213,7 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
         records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
                                        batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
-                                       math_grader=config.math_grader, reasoning=reasoning)
+                                       math_grader=config.math_grader, reasoning=reasoning, options=config.thinking)
         summary = {
             **summary_format(reasoning, records),
             "model": backend.name,

@@ -63,6 +63,9 @@ class GenerationRequest:
     prefix: str = ""
     # Chat turns; the earlier turns (before the final user turn) play the role of ``prefix`` for caching.
     messages: tuple[Message, ...] = ()
+    # Text the reply already holds (a thinking model's closed trace, under budget forcing): the generation
+    # continues after it and does not repeat it.
+    reply_prefix: str = ""
 
     def __post_init__(self) -> None:
         if self.messages:
@@ -87,6 +90,8 @@ class GenerationRequest:
         # Only when set: text requests keep the keys they always had, so stored runs stay resumable.
         if self.messages:
             key["messages"] = [dict(m) for m in self.messages]
+        if self.reply_prefix:
+            key["reply_prefix"] = self.reply_prefix
         return key
 
 

@@ -465,10 +465,12 @@ class HFBackend:
         return ids[: max(split, 0)], ids[max(split, 0) :]
 
     def request_ids(self, request: GenerationRequest) -> tuple[list[int], list[int]]:
-        """(prefix ids, the rest) of a request: its conversation when it has one, else ``prefix + prompt``."""
+        """(prefix ids, the rest) of a request: its conversation when it has one, else ``prefix + prompt``; then
+        the text its reply already holds (``reply_prefix``)."""
         if request.messages:
-            return self.chat_ids(request.messages)
-        return self.prompt_ids(request.prefix, request.prompt)
+            prefix, rest = self.chat_ids(request.messages)
+            return prefix, rest + (self.encode(request.reply_prefix) if request.reply_prefix else [])
+        return self.prompt_ids(request.prefix, request.prompt + request.reply_prefix)
 
     # ------------------------------------------------------------------ prefix cache
     @torch.no_grad()

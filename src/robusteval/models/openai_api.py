@@ -347,6 +347,12 @@ class OpenAIBackend:
             payload["messages"] = [{"role": "user", "content": request.full_prompt}]
         else:
             payload["prompt"] = request.full_prompt
+        if request.reply_prefix:  # the reply goes on after this text (vLLM's continue_final_message)
+            if "messages" in payload:
+                payload["messages"].append({"role": "assistant", "content": request.reply_prefix})
+                payload.update({"continue_final_message": True, "add_generation_prompt": False})
+            else:
+                payload["prompt"] += request.reply_prefix
         if "messages" in payload and self.config.thinking is not None:  # the server's template switch (vLLM)
             payload["chat_template_kwargs"] = {"enable_thinking": self.config.thinking == "on"}
         stops = [s for s in request.stop if s]

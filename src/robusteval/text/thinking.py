@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import WHEN_SET, ConfigError, option
+from robusteval.config import WHEN_SET, ConfigError, check_at_least, option
 
 FORMATS = ("auto", "none", "think-tags", "harmony")
 DEFAULT_TAGS = ("<think>", "</think>")
@@ -160,14 +160,31 @@ class ReasoningOptions:
                                    "answers are read from the reply only")
     think_tags: str | None = option(None, metavar="OPEN,CLOSE", identity=WHEN_SET,
                                     help="the trace's tags for --reasoning think-tags (default <think>,</think>)")
+    max_thinking_tokens: int | None = option(None, metavar="N", identity=WHEN_SET,
+                                             help="budget forcing: the trace gets at most N tokens, then its closing "
+                                             "tag is forced and the reply generated with --max-new-tokens (think "
+                                             "tags only; the run counts how often); unset: one budget for both")
 
     def __post_init__(self) -> None:
         try:
             parse_tags(self.think_tags)
         except ValueError as exc:
             raise ConfigError(self, "think_tags", str(exc)) from None
+        check_at_least(self, "max_thinking_tokens", 1)
+        if self.max_thinking_tokens is not None and self.reasoning in ("none", "harmony"):
+            raise ConfigError(self, "max_thinking_tokens", f"forces a closing think tag; {{reasoning={self.reasoning}}} "
+                              "has none")
         if self.think_tags is not None and self.reasoning not in (None, "auto", "think-tags"):
             raise ConfigError(self, "think_tags", f"tags are for {{reasoning=think-tags}}, not {self.reasoning}")
+
+    def generate(self, backend: Any, requests: Any, fmt: ReasoningFormat, opened: Any) -> Any:
+        """``backend.generate(requests)``, with the trace capped by budget forcing when ``max_thinking_tokens`` is
+        set and the model writes think tags (:func:`robusteval.models.thinking.generate_with_budget`)."""
+        if self.max_thinking_tokens is None or fmt.kind != "think-tags":
+            return backend.generate(requests)
+        from robusteval.models.thinking import generate_with_budget
+
+        return generate_with_budget(backend, requests, fmt, self.max_thinking_tokens, opened)
 
     def resolve(self, backend: Any) -> ReasoningFormat:
         """The format: the one asked for, or (auto) the one ``backend``'s chat template announces."""
@@ -220,4 +237,8 @@ def truncation_summary(records: Any) -> dict[str, Any]:
     if not any("thinking" in r for r in rows):
         return {}
     truncated = sum(1 for r in rows if r.get("thinking_truncated"))
-    return {"thinking_truncated": {"count": truncated, **proportion(truncated, len(rows))}}
+    out = {"thinking_truncated": {"count": truncated, **proportion(truncated, len(rows))}}
+    if any("thinking_forced" in r for r in rows):  # budget forcing: how often the closing tag was forced
+        forced = sum(1 for r in rows if r.get("thinking_forced"))
+        out["thinking_forced"] = {"count": forced, **proportion(forced, len(rows))}
+    return out

@@ -36,6 +36,7 @@ from robusteval.store import RunStore, file_sha256, unit_key, write_jsonl_atomic
 from robusteval.text.thinking import (
     NO_THINKING,
     ReasoningFormat,
+    ReasoningOptions,
     opens_thinking,
     split_output,
     summary_format,
@@ -298,6 +299,7 @@ def generate_all(
     prompt_template: str = MATH_PROMPT,
     system_prompt: str | None = None,
     reasoning: ReasoningFormat = NO_THINKING,
+    options: ReasoningOptions | None = None,
 ) -> list[dict[str, Any]]:
     """One stored generation per (instance, sample): a killed run resumes where it stopped. ``reasoning``: how a
     thinking model's generations hold their trace; each record then keeps ``thinking`` and ``reply`` (the text
@@ -326,14 +328,17 @@ def generate_all(
         return unit_key(STAGE, model_key, inst.id, k, request(inst, k).key())
 
     def compute(batch: list[tuple[VariantInstance, int]]) -> list[dict[str, Any]]:
-        outputs = backend.generate([request(inst, k) for inst, k in batch])
+        requests = [request(inst, k) for inst, k in batch]
+        opened = [opens_thinking(backend, r.messages, reasoning) for r in requests]
+        outputs = (options or ReasoningOptions()).generate(backend, requests, reasoning, opened)
         records = []
-        for (inst, k), out in zip(batch, outputs, strict=True):
+        for (inst, k), out, opens in zip(batch, outputs, opened, strict=True):
             record = {"id": inst.id, "sample": k, "question": inst.question, "gold": inst.gold,
                       "completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens}
             if reasoning.thinks or "thinking" in out.meta:
-                opened = opens_thinking(backend, request(inst, k).messages, reasoning)
-                record.update(split_output(out.text, out.meta, reasoning, opened=opened).record())
+                record.update(split_output(out.text, out.meta, reasoning, opened=opens).record())
+                record.update({name: out.meta[name] for name in ("thinking_forced", "thinking_tokens")
+                               if name in out.meta})
             records.append(record)
         return records
 
@@ -398,6 +403,7 @@ def evaluate_variants(
             batch_size=batch_size,
             system_prompt=config.system_prompt,
             reasoning=reasoning,
+            options=config.thinking,
         )
         predictions = predictions_from_records(records)
         scores, graded = score(instances, predictions, config.grading)
