@@ -100,7 +100,9 @@ def answer_first_records(
     def too_long(example: Example) -> int | None:
         """The prompt's token count when it does not fit the model's context (said once), else None."""
         tokens = request_tokens(backend, request(example))
-        if tokens is None or context_overflow(backend, f"example {example.id}", tokens, max_new_tokens) is None:
+        # Under budget forcing the trace comes on top of the reply's budget.
+        budget = max_new_tokens + (options.max_thinking_tokens or 0)
+        if tokens is None or context_overflow(backend, f"example {example.id}", tokens, budget) is None:
             return None
         return tokens
 
