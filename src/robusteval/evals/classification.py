@@ -201,7 +201,7 @@ class LabelClassifier:
         # A reasoning model, asked through its chat template, writes a trace before its label: the label is read
         # from the reply (hard) or scored after the trace is closed (soft). Without a template nothing changes.
         self.reasoning = ReasoningOptions().resolve(self.backend) if self.chat else NO_THINKING
-        self._prompt_opens = chat_prompt_opens(self.backend, self.reasoning)
+        self._opens: bool | None = None
         # Asked only when soft labels may be wanted: an API backend learns it from its server.
         scores = self.soft is not False and can_score(self.backend)
         if self.soft and not scores:
@@ -212,6 +212,14 @@ class LabelClassifier:
         self.soft = scores if self.soft is None else self.soft
         self._prefix = self.template.filled_prefix()
         self._model_key = backend_key(self.backend)  # changes with the weights, dtype, device...
+
+    @property
+    def _prompt_opens(self) -> bool:
+        """Whether the chat template's generation prompt opens the trace (R1-distill); asked on first use, where
+        the classifier runs."""
+        if self._opens is None:
+            self._opens = chat_prompt_opens(self.backend, self.reasoning)
+        return self._opens
 
     def identity(self) -> dict[str, Any]:
         chat = {"chat": True, "system_prompt": self.system_prompt} if self.chat else {}

@@ -121,8 +121,7 @@ class BinaryLLMJudge:
         # A reasoning model judges after its trace: read from its chat template (none for every other model).
         self.reasoning = ReasoningOptions().resolve(backend) if chat is True else NO_THINKING
         self.thinking_budget = thinking_budget
-        # Whether the template's generation prompt opens the trace itself (R1-distill): the same for every item.
-        self._prompt_opens = chat_prompt_opens(backend, self.reasoning)
+        self._opens: bool | None = None
         self.retries = int(retries)
         # True: the prompt as a chat conversation on every backend (hf renders its chat template). None: the
         # generate path asks API judges through their chat endpoint (instruction-tuned), the log-prob path scores
@@ -197,6 +196,14 @@ class BinaryLLMJudge:
         if self.uses_logprobs:
             return [self._logprob_verdict(scores) for scores in self._score(items, self.choices)]
         return self._judge_generate(items)
+
+    @property
+    def _prompt_opens(self) -> bool:
+        """Whether the template's generation prompt opens the trace itself (R1-distill): the same for every item;
+        asked where the judge runs (a Ray worker), not when it is built."""
+        if self._opens is None:
+            self._opens = chat_prompt_opens(self.backend, self.reasoning)
+        return self._opens
 
     def _score_request(self, item: Any, continuations: Sequence[str]) -> ScoreRequest:
         """What to score for ``item``: in a chat, ``continuations`` as the start of the assistant's reply

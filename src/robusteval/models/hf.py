@@ -259,6 +259,9 @@ class HFBackend:
         self._chat_cache: dict[tuple[Any, ...], str] = {}
         # --thinking on|off: the template's own switch (Qwen3's enable_thinking), set by build_hf_backend.
         self.chat_template_kwargs: dict[str, Any] = {}
+        # A plain value (a Ray driver's stand-in copies it): how thinking is written is read off it.
+        template = getattr(tokenizer, "chat_template", None)
+        self.chat_template: str | None = template if isinstance(template, str) else None
         eos = model.generation_config.eos_token_id if model.generation_config is not None else None
         if eos is None:
             eos = tokenizer.eos_token_id

@@ -39,6 +39,9 @@ def load_model(
     backoff_max: float = 30.0,
     endpoint: str = "completions",
     logprobs: str = "auto",
+    reasoning_effort: str | None = None,
+    max_tokens_field: str = "max_tokens",
+    thinking: str | None = None,
     **unknown: Any,
 ) -> Backend:
     """Load a model from its spec (``hf:/path/or/hub-id``, ``hf:/path/model.gguf``, ``openai:MODEL@URL``):
@@ -52,15 +55,18 @@ def load_model(
     (parallel requests), ``timeout`` (seconds per request), ``retry_for`` (seconds a failing request is retried,
     waiting with the others in flight on one shared backoff; not part of the model identity), ``max_retries``
     (an extra cap, default none), ``backoff_base``, ``backoff_max`` (seconds), ``endpoint`` (completions, chat
-    or auto), ``logprobs`` (auto, echo, prompt_logprobs or off: how prompts are scored). Each backend ignores
-    the other's options; an unknown keyword is an error naming them.
+    or auto), ``logprobs`` (auto, echo, prompt_logprobs or off: how prompts are scored), ``reasoning_effort``
+    and ``max_tokens_field`` (reasoning APIs). Both: ``thinking`` (on/off: the chat template's enable_thinking;
+    unset: its default). Each backend ignores the other's options; an unknown keyword is an error naming them.
     A third-party backend's own options are passed the same way (``**unknown`` is checked against its factory).
     """
     options = {"dtype": dtype, "device": device, "batch_size": batch_size, "prefix_cache": prefix_cache,
                "model_args": model_args, "decoder": decoder, "step_compile": step_compile,
                "api_key_env": api_key_env, "max_concurrency": max_concurrency, "timeout": timeout,
                "retry_for": retry_for, "max_retries": max_retries, "backoff_base": backoff_base,
-               "backoff_max": backoff_max, "endpoint": endpoint, "logprobs": logprobs, **unknown}
+               "backoff_max": backoff_max, "endpoint": endpoint, "logprobs": logprobs,
+               "reasoning_effort": reasoning_effort, "max_tokens_field": max_tokens_field, "thinking": thinking,
+               **unknown}
     return load_backend(spec, **options)
 
 

@@ -187,8 +187,11 @@ class ReasoningOptions:
         return generate_with_budget(backend, requests, fmt, self.max_thinking_tokens, opened)
 
     def resolve(self, backend: Any) -> ReasoningFormat:
-        """The format: the one asked for, or (auto) the one ``backend``'s chat template announces."""
-        template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+        """The format: the one asked for, or (auto) the one ``backend``'s chat template announces (its plain
+        ``chat_template`` value: a Ray driver's stand-in has it without loading the model)."""
+        own = getattr(backend, "__dict__", {})
+        template = own["chat_template"] if "chat_template" in own else getattr(
+            getattr(backend, "tokenizer", None), "chat_template", None)
         return resolve_format(self.reasoning or "auto", template if isinstance(template, str) else None,
                               self.think_tags)
 
