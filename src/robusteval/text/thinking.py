@@ -48,7 +48,7 @@ class ReasoningFormat:
         return self.kind != "none"
 
     def record(self) -> dict[str, str]:
-        """What a run identity records of it."""
+        """What a summary (and a thinking judge's identity) records of it."""
         if self.kind == "think-tags":
             return {"kind": self.kind, "open": self.open_tag, "close": self.close_tag}
         return {"kind": self.kind}
