@@ -24,6 +24,7 @@ from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.context import PROMPT_TOO_LONG, context_overflow, request_tokens
 from robusteval.models.identity import backend_identity, backend_key
+from robusteval.models.thinking import generate_thinking
 from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplars_for
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
@@ -111,7 +112,7 @@ def answer_first_records(
         asked = [ex for ex in batch if lengths[ex.id] is None]
         requests = [request(ex) for ex in asked]
         opened = [opens_thinking(backend, r.messages, reasoning) for r in requests]
-        generated = options.generate(backend, requests, reasoning, opened) if asked else []
+        generated = generate_thinking(backend, requests, reasoning, options, opened) if asked else []
         outputs = dict(zip([ex.id for ex in asked], generated, strict=True))
         records = []
         for ex in batch:

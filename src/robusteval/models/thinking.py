@@ -16,7 +16,16 @@ import dataclasses
 from collections.abc import Sequence
 
 from robusteval.models.base import Backend, Generation, GenerationRequest
-from robusteval.text.thinking import ReasoningFormat
+from robusteval.text.thinking import ReasoningFormat, ReasoningOptions
+
+
+def generate_thinking(backend: Backend, requests: Sequence[GenerationRequest], fmt: ReasoningFormat,
+                      options: ReasoningOptions, opened: Sequence[bool]) -> list[Generation]:
+    """``backend.generate(requests)``, with the trace capped by budget forcing when ``options`` set
+    ``max_thinking_tokens`` and the model writes think tags (:func:`generate_with_budget`)."""
+    if options.max_thinking_tokens is None or fmt.kind != "think-tags":
+        return backend.generate(requests)
+    return generate_with_budget(backend, requests, fmt, options.max_thinking_tokens, opened)
 
 
 def generate_with_budget(backend: Backend, requests: Sequence[GenerationRequest], fmt: ReasoningFormat,

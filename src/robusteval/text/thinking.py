@@ -177,15 +177,6 @@ class ReasoningOptions:
         if self.think_tags is not None and self.reasoning not in (None, "auto", "think-tags"):
             raise ConfigError(self, "think_tags", f"tags are for {{reasoning=think-tags}}, not {self.reasoning}")
 
-    def generate(self, backend: Any, requests: Any, fmt: ReasoningFormat, opened: Any) -> Any:
-        """``backend.generate(requests)``, with the trace capped by budget forcing when ``max_thinking_tokens`` is
-        set and the model writes think tags (:func:`robusteval.models.thinking.generate_with_budget`)."""
-        if self.max_thinking_tokens is None or fmt.kind != "think-tags":
-            return backend.generate(requests)
-        from robusteval.models.thinking import generate_with_budget
-
-        return generate_with_budget(backend, requests, fmt, self.max_thinking_tokens, opened)
-
     def resolve(self, backend: Any) -> ReasoningFormat:
         """The format: the one asked for, or (auto) the one ``backend``'s chat template announces (its plain
         ``chat_template`` value: a Ray driver's stand-in has it without loading the model)."""

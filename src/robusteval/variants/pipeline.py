@@ -29,6 +29,7 @@ from typing import Any, TypedDict
 from robusteval.errors import UserError
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
+from robusteval.models.thinking import generate_thinking
 from robusteval.prompts.chat import conversation
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED, derive_seed
@@ -330,7 +331,7 @@ def generate_all(
     def compute(batch: list[tuple[VariantInstance, int]]) -> list[dict[str, Any]]:
         requests = [request(inst, k) for inst, k in batch]
         opened = [opens_thinking(backend, r.messages, reasoning) for r in requests]
-        outputs = (options or ReasoningOptions()).generate(backend, requests, reasoning, opened)
+        outputs = generate_thinking(backend, requests, reasoning, options or ReasoningOptions(), opened)
         records = []
         for (inst, k), out, opens in zip(batch, outputs, opened, strict=True):
             record = {"id": inst.id, "sample": k, "question": inst.question, "gold": inst.gold,
