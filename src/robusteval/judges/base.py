@@ -490,6 +490,12 @@ def check_judge_spec(spec: str, *, task: str = REASONING) -> None:
                 _build_atom(atom, task, refuse, spec)
 
 
+def spec_atoms(spec: str) -> list[str]:
+    """Every atom of a judge spec, in order, as the grammar splits it (``arith+vote:hf:a,hf:b`` -> ``arith``,
+    ``hf:a``, ``hf:b``; a ``+`` or ``,`` inside a path stays there)."""
+    return [atom for _, atoms in _terms(spec) for atom in atoms]
+
+
 def _terms(spec: str) -> list[tuple[bool, list[str]]]:
     """The spec's ``+`` terms as (is a vote, its atoms)."""
     spec = spec.strip()

@@ -287,7 +287,9 @@ class MatchaRunConfig:
     def check(self, answer_type: str) -> None:
         """Refuse settings that cannot build or cannot measure what the summary would claim (before any model
         loads or any run directory is made: judge specs are part of the run identity)."""
-        judges = [atom for term in self.judge.split("+") for atom in term.removeprefix("vote:").split(",")]
+        from robusteval.judges.base import spec_atoms
+
+        judges = spec_atoms(self.judge)
         if answer_type == "yesno" and all(atom.strip() in OFFLINE_JUDGES for atom in judges):
             raise ConfigError(self, "judge", f"{self.judge} cannot judge yes/no reasoning: the offline checkers only "
                               "find false equations and ungrounded quantities, so every SR would be 0 by "
@@ -322,7 +324,9 @@ class MatchaRunConfig:
             out.append("L_a averaged over the answer-token positions, not over the n3 positions")
         if self.exemplars in (None, "math", "yesno"):
             out.append("robusteval's own exemplars, not Wei et al.'s")
-        atoms = {a.strip() for a in self.judge.replace("vote:", "").replace(",", "+").split("+")}
+        from robusteval.judges.base import spec_atoms
+
+        atoms = set(spec_atoms(self.judge))
         authors = hyper.counting == "authors"
         if not authors:
             out.append("outcomes counted by robusteval's rules (the reasoning judge alone, over attacked examples "

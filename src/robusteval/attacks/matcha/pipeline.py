@@ -94,7 +94,9 @@ def select_examples(config: MatchaRunConfig, examples: list[Example]) -> list[Ex
 def reasoning_spec_for(spec: str, counting: str) -> str:
     """The reasoning judge a counting uses: under ``authors`` the arithmetic check is OR-ed into the judge (their
     success rule: the LLM judge's 0 OR a false equation), so ``MODEL`` there means ``arith+MODEL``."""
-    if counting != "authors" or "arith" in {term.strip() for term in spec.split("+")}:
+    from robusteval.judges.base import spec_atoms
+
+    if counting != "authors" or "arith" in spec_atoms(spec):
         return spec
     return f"arith+{spec}"
 
@@ -132,10 +134,10 @@ def rate_flags(reasoning_spec: str, semantic_spec: str) -> list[dict[str, str]]:
     """What the rates rest on that a reader must see next to them: a reasoning judge made of deterministic checkers
     only (they see numbers, not reasoning, and abstain without them), and an unguarded semantic gate."""
     from robusteval.attacks.matcha.config import OFFLINE_JUDGES
+    from robusteval.judges.base import spec_atoms
 
     flags = []
-    atoms = [atom.strip() for term in reasoning_spec.split("+") for atom in term.removeprefix("vote:").split(",")]
-    if all(atom in OFFLINE_JUDGES for atom in atoms):
+    if all(atom in OFFLINE_JUDGES for atom in spec_atoms(reasoning_spec)):
         flags.append({"code": "deterministic_judge",
                       "text": f"reasoning judged by deterministic checkers only ({reasoning_spec})"})
     if semantic_spec.strip() == "none":
