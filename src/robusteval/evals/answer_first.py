@@ -35,7 +35,7 @@ from robusteval.text.thinking import (
     ReasoningFormat,
     ReasoningOptions,
     opens_thinking,
-    split_output,
+    read_output,
     summary_format,
     truncation_summary,
 )
@@ -114,6 +114,7 @@ def answer_first_records(
         opened = [opens_thinking(backend, r.messages, reasoning) for r in requests]
         generated = generate_thinking(backend, requests, reasoning, options, opened) if asked else []
         outputs = dict(zip([ex.id for ex in asked], generated, strict=True))
+        opens = dict(zip([ex.id for ex in asked], opened, strict=True))
         records = []
         for ex in batch:
             record = {"id": ex.id, "question": ex.question, "gold": ex.answer, "answer_type": ex.answer_type}
@@ -122,12 +123,9 @@ def answer_first_records(
                 record.update({"completion": "", "finish_reason": "skipped", "n_tokens": 0, "predicted": None,
                                "correct": False, "skipped": PROMPT_TOO_LONG, "prompt_tokens": lengths[ex.id]})
             elif reasoning.thinks or "thinking" in out.meta:
-                split = split_output(out.text, out.meta, reasoning,
-                                     opened=opens_thinking(backend, request(ex).messages, reasoning))
+                split, kept = read_output(out.text, out.meta, reasoning, opened=opens[ex.id])
                 record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
-                               **split.record(), **grade_completion(ex, split.reply, math_grader=math_grader),
-                               **{k: out.meta[k] for k in ("reasoning_tokens", "thinking_forced", "thinking_tokens")
-                                  if k in out.meta}})
+                               **kept, **grade_completion(ex, split.reply, math_grader=math_grader)})
                 if split.truncated:  # no reply to read: wrong, and said why (never graded on a fragment)
                     record.update({"predicted": None, "correct": False, "no_answer": THINKING_TRUNCATED})
             else:

@@ -36,7 +36,7 @@ from robusteval.text.thinking import (
     ReasoningOptions,
     chat_prompt_opens,
     closing_prefix,
-    split_output,
+    read_output,
 )
 
 STAGE = register_stage("classify", cache=True, summary="classifier answers")
@@ -317,9 +317,9 @@ class LabelClassifier:
         the whole text as always."""
         if not (self.reasoning.thinks or "thinking" in generation.meta):
             return {"label": self.template.parse(generation.text)}
-        split = split_output(generation.text, generation.meta, self.reasoning, opened=self._prompt_opens)
+        split, kept = read_output(generation.text, generation.meta, self.reasoning, opened=self._prompt_opens)
         line = split.reply.split("\n", 1)[0]
-        return {"label": None if split.truncated else self.template.parse(line), **split.record()}
+        return {"label": None if split.truncated else self.template.parse(line), **kept}
 
     def _soft(self, fields: Mapping[str, str]) -> dict[str, Any]:
         labels = list(self.template.verbalizers)

@@ -129,6 +129,19 @@ def split_output(text: str, meta: dict[str, object] | None, fmt: ReasoningFormat
     return split_generation(text, fmt, opened=opened)
 
 
+#: What a backend reports of a thinking generation beside its text (an API's reasoning tokens, budget forcing).
+THINKING_META = ("reasoning_tokens", "thinking_forced", "thinking_tokens")
+
+
+def read_output(text: str, meta: dict[str, object] | None, fmt: ReasoningFormat, *, opened: bool = False
+                ) -> tuple[Split, dict[str, object]]:
+    """A thinking model's generation split (:func:`split_output`) and what its record keeps of it: ``thinking``,
+    ``reply``, ``thinking_truncated`` and the backend's counts (:data:`THINKING_META`)."""
+    split = split_output(text, meta, fmt, opened=opened)
+    kept = {name: (meta or {})[name] for name in THINKING_META if name in (meta or {})}
+    return split, {**split.record(), **kept}
+
+
 def _split_harmony(text: str) -> Split:
     analysis = text.find(HARMONY_ANALYSIS)
     final = text.find(HARMONY_FINAL)

@@ -39,7 +39,7 @@ from robusteval.text.thinking import (
     ReasoningFormat,
     ReasoningOptions,
     opens_thinking,
-    split_output,
+    read_output,
     summary_format,
     truncation_summary,
 )
@@ -337,9 +337,7 @@ def generate_all(
             record = {"id": inst.id, "sample": k, "question": inst.question, "gold": inst.gold,
                       "completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens}
             if reasoning.thinks or "thinking" in out.meta:
-                record.update(split_output(out.text, out.meta, reasoning, opened=opens).record())
-                record.update({name: out.meta[name] for name in ("thinking_forced", "thinking_tokens")
-                               if name in out.meta})
+                record.update(read_output(out.text, out.meta, reasoning, opened=opens)[1])
             records.append(record)
         return records
 
