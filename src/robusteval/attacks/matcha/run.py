@@ -478,14 +478,14 @@ class MatchaRunner:
         live = [r for r in attacked if not r.get("skipped")]
         kept = [r for r in live if r["answer_kept"]]
 
-        def clean_item(record: dict[str, Any]) -> tuple[str, str, str]:
-            if authors:
-                reasoning = authors_reasoning(record["clean_completion"])
-                return record["clean_question"], record.get("gold_reasoning") or reasoning, reasoning
-            return record["clean_question"], record.get("gold_reasoning") or record["clean_completion"], \
-                record["clean_completion"]
+        # What the judge reads of each clean completion: the whole of it, or (authors) its reasoning only.
+        read = {r["id"]: authors_reasoning(r["clean_completion"]) if authors else r["clean_completion"] for r in live}
 
-        no_cot = {r["id"] for r in live if authors and not authors_reasoning(r["clean_completion"])}
+        def clean_item(record: dict[str, Any]) -> tuple[str, str, str]:
+            reasoning = read[record["id"]]
+            return record["clean_question"], record.get("gold_reasoning") or reasoning, reasoning
+
+        no_cot = {r["id"] for r in live if authors and not read[r["id"]]}
         judged_clean = [r for r in live if r["id"] not in no_cot]
         verdicts = self.reasoning_judge([clean_item(r) for r in judged_clean]) if judged_clean else []
         clean_of = dict(zip((r["id"] for r in judged_clean), verdicts, strict=True))
