@@ -35,29 +35,60 @@ def test_summary_from_correctness_vectors() -> None:
 
 
 def test_drop_interval_is_original_minus_perturbed() -> None:
-    # Every example right on the original: "worse" is wrong everywhere, so every paired resample has
-    # drop = 1 - 0 = 1 and the interval is exactly (1, 1); "better" (all wrong originals, all right perturbed)
-    # gives (-1, -1).
+    # Every example right on the original and wrong on "worse": every paired resample has drop 1, so the bootstrap
+    # collapses to (1, 1); the interval falls back to Newcombe's paired score interval, of positive width, and
+    # says so. "better" mirrors it at -1.
     summary = robustness_summary([True] * 5, {"worse": [False] * 5}, n_resamples=200)
-    assert summary["sets"]["worse"]["drop"] == 1.0 and summary["sets"]["worse"]["drop_ci95"] == (1.0, 1.0)
+    worse = summary["sets"]["worse"]
+    assert worse["drop"] == 1.0 and worse["drop_ci95_method"] == "newcombe-paired"
+    lo, hi = worse["drop_ci95"]
+    assert lo < 1.0 == hi
     summary = robustness_summary([False] * 5, {"better": [True] * 5}, n_resamples=200)
-    assert summary["sets"]["better"]["drop"] == -1.0 and summary["sets"]["better"]["drop_ci95"] == (-1.0, -1.0)
+    better = summary["sets"]["better"]
+    assert better["drop"] == -1.0 and better["drop_ci95"][0] == -1.0 < better["drop_ci95"][1]
     # Paired rows (original, A): six (1, 1), two (1, 0), two (0, 0) -> a resample's drop is the share of (1, 0)
     # rows it drew, never negative. Set C: eight (1, 1), one (0, 1), one (0, 0) -> never positive.
     original = [True] * 8 + [False] * 2
     summary = robustness_summary(original, {"A": [True] * 6 + [False] * 4, "C": [True] * 9 + [False]},
                                  seed=3, n_resamples=500)
     lo, hi = summary["sets"]["A"]["drop_ci95"]
-    assert 0.0 <= lo <= 0.2 <= hi
+    assert 0.0 <= lo <= 0.2 <= hi and summary["sets"]["A"]["drop_ci95_method"] == "bootstrap"
     lo, hi = summary["sets"]["C"]["drop_ci95"]
     assert lo <= -0.1 <= hi <= 0.0
 
 
-def test_identical_sets_give_zero_with_degenerate_ci() -> None:
-    original = [True, False, True, True]
+def test_identical_sets_give_zero_with_an_interval_of_positive_width() -> None:
+    # The case: RB-index 0.0 % [0.0, 0.0] n=8. Every resample gives 0; the ratio box does not collapse.
+    original = [True, False, True, True, True, True, False, True]
     summary = robustness_summary(original, {"same": list(original)}, n_resamples=200)
     assert summary["rb_index"] == 0.0
-    assert summary["rb_index_ci95"] == (0.0, 0.0)
+    lo, hi = summary["rb_index_ci95"]
+    assert lo < 0.0 < hi and summary["rb_index_ci95_method"] == "newcombe-wilson-ratio-box"
+    lo, hi = summary["sets"]["same"]["drop_ci95"]
+    assert lo < 0.0 < hi
+
+
+def test_a_set_that_changed_nothing_is_left_out() -> None:
+    original = [True] * 6 + [False] * 2
+    perturbed = [True] * 4 + [False] * 4
+    summary = robustness_summary(original, {"A": perturbed, "empty": list(original)},
+                                 changed_by_set={"A": [True] * 8, "empty": [False] * 8}, n_resamples=200)
+    assert summary["T"] == 1 and summary["sets_excluded"] == ["empty"]
+    assert summary["rb_index"] == pytest.approx((0.75 - 0.5) / 0.75)  # not the mean with the empty set's 0
+    assert summary["sets"]["empty"]["n_changed"] == 0 and "changed 0 of 8" in summary["sets"]["empty"]["excluded_reason"]
+    # A higher threshold drops A too: nothing left to average, the index is undefined (not 0).
+    summary = robustness_summary(original, {"A": perturbed}, changed_by_set={"A": [True] * 3 + [False] * 5},
+                                 min_changed=4, n_resamples=200)
+    assert summary["T"] == 0 and summary["rb_index"] is None and summary["rb_index_ci95"] is None
+
+
+def test_changed_only_is_on_the_changed_examples() -> None:
+    original = [True, True, True, False]
+    perturbed = [False, True, True, False]
+    summary = robustness_summary(original, {"A": perturbed}, changed_by_set={"A": [True, True, False, False]},
+                                 changed_only=True, n_resamples=200)
+    block = summary["sets"]["A"]["changed_only"]
+    assert block["n"] == 2 and block["acc_original"] == 1.0 and block["acc"] == 0.5 and block["drop"] == 0.5
 
 
 def test_length_mismatch_is_an_error() -> None:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.evals.robustness import RobustnessConfig, robustness, robustness_identity, robustness_info
     from robusteval.lifecycle import open_run
     from robusteval.perturbations.similarity import similarity_line
-    from robusteval.report.tables import format_rate, print_summary_table
+    from robusteval.report.tables import print_robustness_tables
 
     config = config_from_args(RobustnessConfig, args)
     examples = config.data.load()  # bad data, set files and methods fail here, before the model loads
@@ -53,21 +53,7 @@ def run(args: argparse.Namespace) -> int:
     with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
         summary = robustness(config, backend, store, load_model=judge_loader(args, {args.model: backend}),
                              batch_size=args.batch_size)
-    unparsed = summary.get("n_unparsed") or {}
-    rows = [{"set": "original", "acc": format_rate(summary["acc_original"], summary["acc_original_ci95"]),
-             "drop": None, "changed": None, "unparsed": unparsed.get("original")}] + [
-        {"set": name, "acc": format_rate(summary["acc"][name], summary["sets"][name]["acc_ci95"]),
-         "drop": format_rate(summary["sets"][name]["drop"], summary["sets"][name]["drop_ci95"]),
-         "changed": summary["sets"][name]["n_changed"], "unparsed": unparsed.get(name)}
-        for name in summary["acc"]
-    ]
-    print_summary_table(f"accuracy under perturbation ({config.label_mode} labels, n={summary['n']}; "
-                        "unparsed: labels that could not be read, counted wrong)", rows,
-                        ["set", "acc", "drop", "changed", "unparsed"])
-    rb = summary["rb_index"]
-    ci = summary["rb_index_ci95"]
-    print(f"RB-index: {'undefined (original accuracy is 0)' if rb is None else f'{rb:.4f}'}"
-          + (f"  95% CI [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+    print_robustness_tables(summary, label_mode=config.label_mode)
     for name, entry in summary["sets"].items():  # --min-similarity: what the gate did, naming its measure
         if "similarity" in entry:
             print(f"{name}: {similarity_line(entry['similarity'])}")

@@ -92,6 +92,11 @@ class RobustnessConfig:
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs an hf model)")
+    min_changed: int = option(1, metavar="N", identity=False,
+                              help="a set that changed fewer than N texts is left out of the RB-index (named in a "
+                              "line under the table; default 1: a set that changed nothing)")
+    changed_only: bool = option(False, identity=False,
+                                help="also report each set's accuracy and drop on the texts it changed only")
     bootstrap: int = option(2000, help="bootstrap resamples for the CIs", identity=False)
     seed: int = option(DEFAULT_SEED, help="random seed of the generated sets (per example and field)")
     bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap CIs (independent of --seed)",
@@ -103,6 +108,7 @@ class RobustnessConfig:
         check_choices(self)
         check_chat(self)
         check_at_least(self, "bootstrap", 0, optional=False)
+        check_at_least(self, "min_changed", 0, optional=False)
         specs = self.set_specs()
         self.perturbation.check_similarity_methods(self, [spec.method for spec in specs if spec.method])
 
@@ -125,8 +131,12 @@ class RobustnessSummary(TypedDict, total=False):
     acc: dict[str, float | None]
     sets: dict[str, dict[str, Any]]
     T: int
+    sets_in_index: list[str]
+    sets_excluded: list[str]
+    min_changed: int
     rb_index: float | None
     rb_index_ci95: list[float] | None
+    rb_index_ci95_method: str | None
     n_unparsed: dict[str, int]
     skip_reasons: dict[str, int]
     exclusions: dict[str, int]
@@ -330,12 +340,13 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
         return [predicted_label(r, mode) == ex.answer for r, ex in zip(by_set[name], examples, strict=True)]
 
     mode = config.label_mode
+    originals = [example_fields(ex) for ex in examples]
+    changed = {name: [example_fields(ex) != orig for ex, orig in zip(exs, originals, strict=True)]
+               for name, exs in sets.items()}
     summary = robustness_summary(correct("original", mode), {name: correct(name, mode) for name in sets},
-                                 seed=boot, n_resamples=config.bootstrap)
-    for name, exs in sets.items():
-        summary["sets"][name]["n_changed"] = sum(
-            1 for ex, orig in zip(exs, examples, strict=True) if example_fields(ex) != example_fields(orig)
-        )
+                                 changed_by_set=changed, min_changed=config.min_changed,
+                                 changed_only=config.changed_only, seed=boot, n_resamples=config.bootstrap)
+    for name in sets:
         if drift is not None and name in drift:
             summary["sets"][name]["drift"] = drift[name]
         if similarity and name in similarity:
@@ -347,8 +358,10 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
     summary["exclusions"] = {}
     if soft and mode == "hard":  # the other view, for reference
         other = robustness_summary(correct("original", "soft"), {name: correct(name, "soft") for name in sets},
+                                   changed_by_set=changed, min_changed=config.min_changed,
                                    seed=boot, n_resamples=config.bootstrap)
-        summary["soft"] = {k: other[k] for k in ("acc_original", "acc", "rb_index", "rb_index_ci95")}
+        summary["soft"] = {k: other[k] for k in ("acc_original", "acc", "T", "rb_index", "rb_index_ci95",
+                                                 "rb_index_ci95_method")}
     return {
         "model": model,
         "dataset": config.data.dataset,

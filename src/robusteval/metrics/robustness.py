@@ -2,8 +2,17 @@
 
 RB-index = (1 / (T · Acc_org)) · Σ_{i=1..T} (Acc_org − Acc_i): the mean relative accuracy drop over the T
 perturbed sets. Lower is more robust; negative when the model does better on perturbed text. Undefined
-(None) when Acc_org is 0. Confidence intervals come from a paired bootstrap over examples: each resample
-draws the same examples for the original and every set, as the sets are copies of the same examples.
+(None) when Acc_org is 0.
+
+Only sets that perturbed something count among the T: a set that changed fewer than ``min_changed`` texts
+(default 1: a set that changed none, e.g. every back-translation rejected) measures the original again and
+would pull the index towards 0, so it is left out of the index (``in_index`` false, ``excluded_reason``) and
+still shown with its accuracy. ``T`` is the number of sets averaged, ``sets_in_index`` names them.
+
+Intervals: a paired bootstrap over examples (each resample draws the same examples for the original and every
+set, as the sets are copies of the same examples); where it collapses to a point (every resample alike), the
+drop falls back to Newcombe's paired hybrid score interval and the RB-index to the ratio box of
+:func:`robusteval.metrics.stats.relative_drop_interval` (``*_ci95_method`` names which; docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -13,7 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.metrics.stats import bootstrap_ci, proportion
+from robusteval.metrics.stats import (
+    NEWCOMBE_PAIRED,
+    RATIO_BOX,
+    paired_difference_interval,
+    proportion,
+    relative_drop_interval,
+    robust_interval,
+)
+
+#: A set must change at least this many texts to count in the RB-index (1: a set that changed none is left out).
+MIN_CHANGED_DEFAULT = 1
 
 
 def rb_index(acc_original: float, acc_sets: Sequence[float]) -> float | None:
@@ -30,38 +49,78 @@ def _rb_of_rows(rows: np.ndarray) -> float:
     return float("nan") if value is None else value
 
 
+def _drop_of_rows(rows: np.ndarray) -> float:
+    return float(rows[:, 0].mean() - rows[:, 1].mean())
+
+
+def paired_drop(original: Sequence[bool], perturbed: Sequence[bool], *, seed: int, n_resamples: int
+                ) -> dict[str, Any]:
+    """Accuracy of both and the drop (original - perturbed) with its paired interval, on the same examples."""
+    n = len(original)
+    first, second = proportion(sum(map(bool, original)), n), proportion(sum(map(bool, perturbed)), n)
+    pairs = np.array([[float(a), float(b)] for a, b in zip(original, perturbed, strict=True)]).reshape(-1, 2)
+    drop = None if first["value"] is None or second["value"] is None else first["value"] - second["value"]
+    ci, method = robust_interval(pairs, _drop_of_rows, lambda: paired_difference_interval(pairs[:, 0], pairs[:, 1]),
+                                 NEWCOMBE_PAIRED, seed=seed, n_resamples=n_resamples)
+    return {"n": n, "acc_original": first["value"], "acc_original_ci95": first["ci95"], "acc": second["value"],
+            "acc_ci95": second["ci95"], "n_correct": second["k"], "drop": drop, "drop_ci95": ci,
+            "drop_ci95_method": method}
+
+
 def robustness_summary(
     correct_original: Sequence[bool],
     correct_by_set: Mapping[str, Sequence[bool]],
     *,
+    changed_by_set: Mapping[str, Sequence[bool]] | None = None,
+    min_changed: int = MIN_CHANGED_DEFAULT,
+    changed_only: bool = False,
     seed: int = 0,
     n_resamples: int = 2000,
 ) -> dict[str, Any]:
-    """Accuracy on the original and on each set (same examples, same order), drops, and the RB-index with CIs."""
+    """Accuracy on the original and on each set (same examples, same order), drops, and the RB-index with CIs.
+
+    ``changed_by_set[name][i]``: whether the set changed example i's text (None: not known, every set counts).
+    A set with fewer than ``min_changed`` changed texts is left out of the RB-index. ``changed_only`` adds, per
+    set, the accuracies and drop on its changed texts alone (``changed_only`` block)."""
     n = len(correct_original)
     for name, values in correct_by_set.items():
         if len(values) != n:
             raise ValueError(f"set {name}: {len(values)} results for {n} original examples")
+        if changed_by_set is not None and len(changed_by_set[name]) != n:
+            raise ValueError(f"set {name}: {len(changed_by_set[name])} changed flags for {n} original examples")
     original = proportion(sum(map(bool, correct_original)), n)
     acc_original = original["value"]
     sets: dict[str, Any] = {}
     for name, values in correct_by_set.items():
-        acc = proportion(sum(map(bool, values)), n)
-        drop = None if acc_original is None or acc["value"] is None else acc_original - acc["value"]
-        paired = np.array([[float(a), float(b)] for a, b in zip(correct_original, values, strict=True)])
-        sets[name] = {
-            "acc": acc["value"],
-            "acc_ci95": acc["ci95"],
-            "n_correct": acc["k"],
-            "drop": drop,
-            "relative_drop": None if not acc_original or drop is None else drop / acc_original,
-            # CI of the drop itself, paired by example.
-            "drop_ci95": bootstrap_ci(paired, lambda rows: float(rows[:, 0].mean() - rows[:, 1].mean()),
-                                      seed=seed, n_resamples=n_resamples) if n else None,
+        pair = paired_drop(correct_original, values, seed=seed, n_resamples=n_resamples)
+        entry: dict[str, Any] = {
+            "acc": pair["acc"], "acc_ci95": pair["acc_ci95"], "n_correct": pair["n_correct"], "drop": pair["drop"],
+            "relative_drop": None if not acc_original or pair["drop"] is None else pair["drop"] / acc_original,
+            "drop_ci95": pair["drop_ci95"], "drop_ci95_method": pair["drop_ci95_method"], "in_index": True,
         }
-    matrix = np.array([[float(correct_original[i])] + [float(v[i]) for v in correct_by_set.values()]
-                       for i in range(n)])
-    value = rb_index(acc_original or 0.0, [s["acc"] for s in sets.values()]) if n else None
+        if changed_by_set is not None:
+            flags = [bool(f) for f in changed_by_set[name]]
+            changed = proportion(sum(flags), n)
+            entry.update(n_changed=changed["k"], changed_share=changed["value"], changed_share_ci95=changed["ci95"])
+            if changed["k"] < min_changed:
+                entry["in_index"] = False
+                entry["excluded_reason"] = (f"changed {changed['k']} of {n} texts, fewer than {min_changed}: "
+                                            "it measures the original again")
+            if changed_only:
+                keep = [i for i, f in enumerate(flags) if f]
+                entry["changed_only"] = paired_drop([correct_original[i] for i in keep], [values[i] for i in keep],
+                                                    seed=seed, n_resamples=n_resamples)
+        sets[name] = entry
+    kept = [name for name, entry in sets.items() if entry["in_index"]]
+    value = rb_index(acc_original or 0.0, [sets[name]["acc"] for name in kept]) if n else None
+    ci: list[float] | None = None
+    method: str | None = None
+    if value is not None:
+        matrix = np.array([[float(correct_original[i])] + [float(correct_by_set[name][i]) for name in kept]
+                           for i in range(n)])
+        ci, method = robust_interval(
+            matrix, _rb_of_rows, lambda: relative_drop_interval(matrix[:, 0], matrix[:, 1:].mean(axis=1)),
+            RATIO_BOX, seed=seed, n_resamples=n_resamples)
     return {
         "n": n,
         "acc_original": acc_original,
@@ -69,9 +128,26 @@ def robustness_summary(
         "n_correct_original": original["k"],
         "acc": {name: s["acc"] for name, s in sets.items()},
         "sets": sets,
-        "T": len(sets),
+        "T": len(kept),
+        "sets_in_index": kept,
+        "sets_excluded": [name for name in sets if name not in kept],
+        "min_changed": min_changed,
         "rb_index": value,
-        "rb_index_ci95": bootstrap_ci(matrix, _rb_of_rows, seed=seed, n_resamples=n_resamples)
-        if value is not None
-        else None,
+        "rb_index_ci95": ci,
+        "rb_index_ci95_method": method,
     }
+
+
+def excluded_lines(summary: Mapping[str, Any]) -> list[str]:
+    """One line per set left out of the RB-index, naming it and why (what the CLI, quick start and report show)."""
+    return [f"{name}: left out of the RB-index ({entry.get('excluded_reason')})"
+            for name, entry in (summary.get("sets") or {}).items() if entry.get("in_index") is False]
+
+
+def index_note(summary: Mapping[str, Any]) -> str:
+    """``over 1 of 2 sets (C-homophone)``: how many sets the RB-index averages."""
+    kept = summary.get("sets_in_index")
+    total = len(summary.get("sets") or {})
+    if kept is None:
+        return f"over {summary.get('T')} set(s)"
+    return f"over {len(kept)} of {total} set(s)" + (f" ({', '.join(kept)})" if kept else "")

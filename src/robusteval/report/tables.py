@@ -11,6 +11,7 @@ from rich.table import Table
 
 from robusteval.metrics.formatting import format_rate
 from robusteval.metrics.matcha_summary import FLAG, flag_texts, unjudged_text
+from robusteval.metrics.robustness import excluded_lines, index_note
 from robusteval.report.model import Num
 
 stdout = Console()
@@ -98,3 +99,52 @@ def print_diagnosis(diagnosis: Mapping[str, Any], *, file: TextIO | None = None)
                             "problems; paired bootstrap 95% intervals)", rows,
                             ["score", "value", "absolute drop", "relative drop"], file=file)
     print(f"diagnosis: {diagnosis.get('line')}", file=out)
+
+
+def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, file: TextIO | None = None) -> None:
+    """A robustness run's table (accuracy, drop and texts changed per set, each rate with n and interval), the
+    accuracies on changed texts only when the run has them, each set left out of the RB-index on a line naming it,
+    and the RB-index with the number of sets it averages."""
+    out = file or sys.stdout
+    n = summary["n"]
+    unparsed = summary.get("n_unparsed") or {}
+    sets = summary["sets"]
+    rows = [{"set": "original", "acc": format_rate(summary["acc_original"], summary["acc_original_ci95"], n=n),
+             "unparsed": unparsed.get("original")}] + [
+        {"set": name, "acc": format_rate(entry["acc"], entry["acc_ci95"], n=n),
+         "drop": format_rate(entry["drop"], entry["drop_ci95"], n=n),
+         "changed": _changed_cell(entry, n), "in index": "yes" if entry.get("in_index", True) else "no",
+         "unparsed": unparsed.get(name)}
+        for name, entry in sets.items()
+    ]
+    print_summary_table(f"accuracy under perturbation ({label_mode} labels, n={n}; unparsed: labels that could not "
+                        "be read, counted wrong)", rows, ["set", "acc", "drop", "changed", "in index", "unparsed"],
+                        file=out)
+    changed_rows = [{"set": name, "n changed": block["n"],
+                     "acc original (changed only)": format_rate(block["acc_original"], block["acc_original_ci95"],
+                                                                n=block["n"]),
+                     "acc perturbed (changed only)": format_rate(block["acc"], block["acc_ci95"], n=block["n"]),
+                     "drop (changed only)": format_rate(block["drop"], block["drop_ci95"], n=block["n"])}
+                    for name, entry in sets.items() if (block := entry.get("changed_only")) is not None]
+    if changed_rows:
+        print_summary_table("changed texts only (--changed-only): each set's accuracy on the examples it changed "
+                            "and the original accuracy on the same examples", changed_rows, list(changed_rows[0]),
+                            file=out)
+    for line in excluded_lines(summary):
+        print(line, file=out)
+    rb = summary["rb_index"]
+    if rb is None:
+        why = ("no set changed enough texts to count" if not summary.get("T") and sets
+               else "original accuracy is 0")
+        print(f"RB-index: undefined ({why})", file=out)
+    else:
+        print(f"RB-index {index_note(summary)}: {format_rate(rb, summary.get('rb_index_ci95'), digits=4, n=n)}"
+              f"  (lower is more robust)", file=out)
+
+
+def _changed_cell(entry: Mapping[str, Any], n: int) -> str:
+    """``3/8 (37.5%)``: texts the set changed, of n."""
+    changed = entry.get("n_changed")
+    if changed is None:
+        return "-"
+    return f"{changed}/{n} ({100 * changed / n:.1f}%)" if n else f"{changed}/{n}"
