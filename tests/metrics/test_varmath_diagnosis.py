@@ -76,11 +76,14 @@ def test_the_drop_interval_is_paired_and_seeded() -> None:
     expected = bootstrap_ci(data, lambda x: x[:, 0].mean() - x[:, 2].mean(), seed=3, n_resamples=500)
     assert d["drop"]["absolute"]["strict"]["ci95"] == list(expected)  # problems resampled with both scores
     assert diagnose(_problems(CORRECT), ORIGINALS, rounds=500, seed=3)["drop"] == d["drop"]
-    # Paired: when every problem scores the same on its original and its variants, the drop is exactly 0 in
-    # every resample (two separate intervals would be wide).
+    assert d["drop"]["absolute"]["strict"]["ci95_method"] == "bootstrap"
+    # When every problem scores the same on its original and its variants, the drop is 0 in every resample: the
+    # bootstrap collapses, and a point is not certainty from 4 problems, so the paired score interval is used.
     same = {"a_0": [True], "b_0": [False], "c_0": [True], "d_0": [False]}
     flat = diagnose(_problems(same), {"a": 1.0, "b": 0.0, "c": 1.0, "d": 0.0}, rounds=200)
-    assert flat["drop"]["absolute"]["strict"] == {"value": 0.0, "ci95": [0.0, 0.0]}
+    strict = flat["drop"]["absolute"]["strict"]
+    assert strict["value"] == 0.0 and strict["ci95"][0] < 0.0 < strict["ci95"][1]
+    assert strict["ci95_method"] == "newcombe-paired"
     assert flat["label"] == "robust"
 
 

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Reads the summary.json of `robusteval attack wordimportance` runs (several models and "
         "methods, the same perturbation rates), takes each attack success rate u_ij(alpha_k) in percent and "
         "computes the OAD lambda_ij, the global amplification beta (decision function h(z), capped at 100), "
-        "rs_ij and each model's ORS (mean over methods). " + RECONSTRUCTION_NOTE,
+        "rs_ij and each model's ORS (mean over methods), with n (attacked examples) and a bootstrap interval over "
+        "the attacked examples (a warning below --min-attacked). " + RECONSTRUCTION_NOTE,
         example="robusteval ors runs/wi-modelA-homophone runs/wi-modelA-synonym \\\n"
         "    runs/wi-modelB-homophone runs/wi-modelB-synonym --out runs/ors",
     )
@@ -34,12 +35,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from robusteval.evals.ors import OrsConfig, ors
     from robusteval.metrics.ors import RECONSTRUCTION_NOTE
-    from robusteval.report.tables import print_summary_table
+    from robusteval.report.tables import format_rate, print_summary_table
 
     config = config_from_args(OrsConfig, args, runs=tuple(args.runs))
     report = ors(config)
-    print_summary_table(f"ORS (beta={report.result.beta}, q={config.q:g}, eta={config.eta:g}; rs per method)",
-                        report.rows(), ["model", *report.methods, "ORS"])
+    rows = [{**row, "ORS": format_rate(row["ORS"], row["ci95"], digits=2, n=row["n"])} for row in report.rows()]
+    print_summary_table(f"ORS (beta={report.result.beta}, q={config.q:g}, eta={config.eta:g}; rs per method; ORS "
+                        "with its 95% bootstrap interval over the attacked examples, n = attacked examples)",
+                        rows, ["model", *report.methods, "ORS"])
+    for block in report.intervals.values():
+        if block["warning"]:
+            print(f"warning: {block['warning']}")
     print(RECONSTRUCTION_NOTE)
     print(f"written: {report.path}")
     return 0

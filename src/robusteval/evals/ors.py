@@ -20,9 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from robusteval.config import ConfigError, check_at_least, check_positive, option
 from robusteval.errors import DataError, UserError
-from robusteval.metrics.ors import BETA_CAP, ETA_DEFAULT, Q_DEFAULT, OrsResult, ors_scores
+from robusteval.metrics.ors import (
+    BETA_CAP,
+    ETA_DEFAULT,
+    MIN_ATTACKED_DEFAULT,
+    Q_DEFAULT,
+    SOURCE,
+    OrsResult,
+    ors_intervals,
+    ors_scores,
+    success_matrix,
+)
+from robusteval.seeding import DEFAULT_SEED, derive_seed
 from robusteval.store import SUMMARY_NAME, write_text_atomic
 
 OUTPUT_NAME = "ors.json"
@@ -38,6 +51,10 @@ class OrsConfig:
     eta: float = option(ETA_DEFAULT, help="the score scale eta")
     beta_cap: int = option(BETA_CAP, help="largest amplification beta")
     out: str | None = option(None, metavar="DIR", help="where to write ors.json")
+    bootstrap: int = option(2000, help="bootstrap resamples of the attacked examples for each ORS's interval")
+    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap intervals")
+    min_attacked: int = option(MIN_ATTACKED_DEFAULT, metavar="N",
+                               help="warn when a run has fewer than N attacked examples (the score is then weak)")
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, str | os.PathLike):  # one directory, not its characters
@@ -50,6 +67,8 @@ class OrsConfig:
         if isinstance(self.beta_cap, bool) or not isinstance(self.beta_cap, int):
             raise ConfigError(self, "beta_cap", f"must be a whole number, got {self.beta_cap!r}")
         check_at_least(self, "beta_cap", 1, optional=False)
+        check_at_least(self, "bootstrap", 0, optional=False)
+        check_at_least(self, "min_attacked", 1, optional=False)
 
 
 @dataclass(frozen=True)
@@ -59,6 +78,8 @@ class OrsReport:
     sources: dict[str, dict[str, str]]  # model -> method -> run directory
     config: OrsConfig
     result: OrsResult
+    #: model -> n (attacked examples), n_by_method, ci95 (bootstrap over examples), ci95_method, warning
+    intervals: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     path: Path | None = None  # the ors.json written, if any
 
     @property
@@ -69,12 +90,21 @@ class OrsReport:
         """What ``ors.json`` holds."""
         return {"rates": self.rates, "success_percent": self.success_percent, "q": self.config.q,
                 "eta": self.config.eta, "beta_cap": self.config.beta_cap, "runs": self.sources,
-                **self.result.to_dict()}
+                **self.result.to_dict(), "source": SOURCE,
+                "n": {model: block["n"] for model, block in self.intervals.items()},
+                "n_by_method": {model: block["n_by_method"] for model, block in self.intervals.items()},
+                "ci95": {model: block["ci95"] for model, block in self.intervals.items()},
+                "ci95_method": {model: block["ci95_method"] for model, block in self.intervals.items()},
+                "warnings": [block["warning"] for block in self.intervals.values() if block["warning"]],
+                "bootstrap": {"rounds": self.config.bootstrap, "seed": self.config.bootstrap_seed,
+                              "resamples": "each run's attacked examples, all rates together; beta fixed",
+                              "min_attacked": self.config.min_attacked}}
 
     def rows(self) -> list[dict[str, Any]]:
         """One table row per model: its rs per method (None where it was not attacked so) and its ORS."""
         return [{"model": model, **{m: self.result.scores[model].get(m) for m in self.methods},
-                 "ORS": self.result.ors[model]} for model in self.success_percent]
+                 "ORS": self.result.ors[model], "ci95": (self.intervals.get(model) or {}).get("ci95"),
+                 "n": (self.intervals.get(model) or {}).get("n")} for model in self.success_percent]
 
 
 def read_attack_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -97,15 +127,36 @@ def read_attack_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return summary
 
 
+def attacked_matrix(summary: dict[str, Any], keys: Sequence[str], run_dir: str | os.PathLike[str]) -> np.ndarray:
+    """The run's [attacked examples, rates] success matrix, from its per-rate counts (nested across rates)."""
+    by_rate = summary.get("by_rate") or {}
+    try:
+        wins = [int(by_rate[k]["n_success"]) for k in keys]
+        attacked = int(by_rate[keys[0]]["n_success"]) + int(by_rate[keys[0]]["n_failed"])
+        return success_matrix(wins, attacked)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(str(Path(run_dir) / SUMMARY_NAME), f"per-rate success counts unreadable ({exc})",
+                        field="by_rate") from None
+
+
 def success_table(
     runs: Sequence[str | os.PathLike[str]],
 ) -> tuple[list[str], dict[str, dict[str, list[float]]], dict[str, dict[str, str]]]:
     """(rates, model -> method -> success rates in percent, model -> method -> run directory)."""
+    rates, table, sources, _ = success_data(runs)
+    return rates, table, sources
+
+
+def success_data(
+    runs: Sequence[str | os.PathLike[str]],
+) -> tuple[list[str], dict[str, dict[str, list[float]]], dict[str, dict[str, str]], dict[str, dict[str, np.ndarray]]]:
+    """:func:`success_table` and each run's per-example success matrix (model -> method -> [n_attacked, K])."""
     if not runs:
         raise UserError("ORS needs at least one attack run directory")
     table: dict[str, dict[str, list[float]]] = {}
     rate_keys: list[str] | None = None
     sources: dict[str, dict[str, str]] = {}
+    matrices: dict[str, dict[str, np.ndarray]] = {}
     for run_dir in runs:
         summary = read_attack_run(run_dir)
         keys = sorted(summary["asr_by_rate"], key=float)
@@ -120,15 +171,19 @@ def success_table(
                             f"(also {sources[model][method]})")
         table.setdefault(model, {})[method] = [100.0 * summary["asr_by_rate"][k] for k in keys]
         sources.setdefault(model, {})[method] = str(run_dir)
-    return rate_keys or [], table, sources
+        matrices.setdefault(model, {})[method] = attacked_matrix(summary, keys, run_dir)
+    return rate_keys or [], table, sources, matrices
 
 
 def ors(config: OrsConfig) -> OrsReport:
     """β, λ, rs and each model's ORS from ``config.runs``; writes ``<out>/ors.json`` when ``config.out``
     is set."""
-    rates, table, sources = success_table(config.runs)
+    rates, table, sources, matrices = success_data(config.runs)
     result = ors_scores(table, q=config.q, eta=config.eta, cap=config.beta_cap)
-    report = OrsReport(rates, table, sources, config, result)
+    intervals = ors_intervals(matrices, result.beta, q=config.q, eta=config.eta,
+                              seed=derive_seed(config.bootstrap_seed, "ors-bootstrap"),
+                              n_resamples=config.bootstrap, min_attacked=config.min_attacked)
+    report = OrsReport(rates, table, sources, config, result, intervals)
     if config.out is None:
         return report
     path = write_text_atomic(Path(config.out) / OUTPUT_NAME,

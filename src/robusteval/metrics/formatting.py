@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 from robusteval.metrics.stats import COLLAPSED_WIDTH
 
-
 #: Shown in place of an interval that could not be drawn from the sample (none at all, or one of zero width).
 NO_INTERVAL = "[n too small]"
 

@@ -1,7 +1,7 @@
 """OAD-based robustness score (ORS) for hard-label models — this project's reconstruction.
 
-The source (a 2024 Chinese patent, "基于ORS面向硬标签输出深度学习模型鲁棒性评估方法") publishes the structure but
-not the formulas. Reconstruction used here, with success rates u_ij(α_k) in percent over K perturbation
+The source, :data:`SOURCE` (a Chinese patent document as the project's seed gives it: title, office, date),
+publishes the structure but not the formulas. Reconstruction used here, with success rates u_ij(α_k) in percent over K perturbation
 rates, for model i under attack j:
 
 * OAD:   λ_ij(β) = (1/K) · Σ_k (q − β · u_ij(α_k))   — the average offset of the amplified success rates
@@ -21,14 +21,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
+
+import numpy as np
+
+from robusteval.metrics.stats import BOOTSTRAP, is_collapsed, wilson_interval, z_of_level
+
+#: The ORS fallback interval's method: the score's range over the Wilson intervals of its success rates.
+WILSON_RANGE = "wilson-rate-range"
+
+#: The method's source as the seed document gives it: title, office (国知局, China National Intellectual
+#: Property Administration, CNIPA) and date.
+SOURCE = "基于ORS面向硬标签输出深度学习模型鲁棒性评估方法 (国知局 / CNIPA, 2024-09-11)"
 
 Q_DEFAULT = 100.0
 ETA_DEFAULT = 10.0
 BETA_CAP = 100
 
 RECONSTRUCTION_NOTE = (
-    "ORS formulas are robusteval's reconstruction of the patent's OAD/ORS (the patent publishes no formulas): "
+    f"ORS formulas are robusteval's reconstruction of the OAD/ORS of {SOURCE}, which publishes no formulas: "
     "lambda_ij = mean_k(q - beta*u_ij(alpha_k)), rs_ij = eta*lambda_ij/q, beta = (first z with "
     "min_ij lambda_ij(z) <= 0) - 1, capped at 100."
 )
@@ -89,3 +101,80 @@ def ors_scores(
     rs = {m: {a: score_from_oad(v, eta, q) for a, v in attacks.items()} for m, attacks in lam.items()}
     mean = {m: sum(values.values()) / len(values) for m, values in rs.items() if values}
     return OrsResult(beta, lam, rs, mean)
+
+
+#: Below this many attacked examples in a (model, method) run, its ORS is flagged with a warning line: a success
+#: rate from fewer examples moves by more than 1/30 per example, which beta (up to 100) amplifies into points of
+#: score; with fewer than 30 the interval is wide and the score says little.
+MIN_ATTACKED_DEFAULT = 30
+
+
+def success_matrix(n_success_by_rate: Sequence[int], n_attacked: int) -> np.ndarray:
+    """The [n_attacked, K] 0/1 matrix of which attacked example succeeded at which rate, from the counts alone.
+
+    Successes are nested across rates (every rate's outcome is read off one run at the largest rate, so an
+    example that succeeds within a smaller allowance succeeds within every larger one), so the counts determine
+    the matrix up to the order of its rows: example r succeeds at rate k iff r < n_success[k]."""
+    counts = list(n_success_by_rate)
+    if any(b < a for a, b in pairwise(counts)) or (counts and counts[-1] > n_attacked):
+        raise ValueError(f"success counts {counts} are not nested within {n_attacked} attacked examples")
+    rows = np.arange(n_attacked)[:, None]
+    return (rows < np.asarray(counts, dtype=int)[None, :]).astype(float)
+
+
+def _ors_of(rates_percent: Mapping[str, np.ndarray], beta: float, q: float, eta: float) -> np.ndarray:
+    """ORS per resample: ``rates_percent[attack]`` is a [B, K] array of success rates in percent."""
+    return np.mean([eta * (q - beta * u).mean(axis=1) / q for u in rates_percent.values()], axis=0)
+
+
+def ors_intervals(
+    matrices: Mapping[str, Mapping[str, np.ndarray]],
+    beta: float,
+    *,
+    q: float = Q_DEFAULT,
+    eta: float = ETA_DEFAULT,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    min_attacked: int = MIN_ATTACKED_DEFAULT,
+) -> dict[str, dict[str, Any]]:
+    """Per model: n (attacked examples over its methods, and per method) and a 95% interval of its ORS.
+
+    The bootstrap resamples each (model, method) run's attacked examples (with their outcomes at every rate
+    together), independently per run, and recomputes the ORS at the fixed ``beta`` (β is a scale chosen once on
+    the full data; re-choosing it per resample would change the units being compared). Where every resample
+    gives the same score (no success at any rate, say: every resample scores η), the interval falls back to one
+    of positive width: the ORS is linear in each success rate, so its range over the Wilson intervals of the
+    rates (each rate at its bound in the direction that lowers or raises the score) bounds it conservatively.
+    ``warning`` is set when a run has fewer than ``min_attacked`` attacked examples."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, Any]] = {}
+    for model, attacks in matrices.items():
+        n_by_method = {attack: int(matrix.shape[0]) for attack, matrix in attacks.items()}
+        point = float(_ors_of({a: 100 * m.mean(axis=0, keepdims=True) for a, m in attacks.items()}, beta, q, eta)[0])
+        ci: list[float] | None = None
+        method: str | None = None
+        if n_resamples > 0 and all(n_by_method.values()):
+            resampled = {a: 100 * m[rng.integers(0, m.shape[0], size=(n_resamples, m.shape[0]))].mean(axis=1)
+                         for a, m in attacks.items()}
+            low, high = np.quantile(_ors_of(resampled, beta, q, eta), [(1 - level) / 2, 1 - (1 - level) / 2])
+            if not is_collapsed((float(low), float(high))):
+                ci, method = [float(low), float(high)], BOOTSTRAP
+        if ci is None and all(n_by_method.values()):
+            bounds = {a: [wilson_interval(float(k), m.shape[0], z_of_level(level)) or (0.0, 1.0)
+                          for k in m.sum(axis=0)] for a, m in attacks.items()}
+            # A larger success rate lowers the score (beta >= 0): the upper rates give the lower bound.
+            worst = {a: 100 * np.array([[b[1] for b in rates]]) for a, rates in bounds.items()}
+            best = {a: 100 * np.array([[b[0] for b in rates]]) for a, rates in bounds.items()}
+            low, high = float(_ors_of(worst, beta, q, eta)[0]), float(_ors_of(best, beta, q, eta)[0])
+            if not is_collapsed((low, high)):
+                ci, method = [low, high], WILSON_RANGE
+        small = {a: n for a, n in n_by_method.items() if n < min_attacked}
+        out[model] = {
+            "ors": point, "n": sum(n_by_method.values()), "n_by_method": n_by_method, "ci95": ci,
+            "ci95_method": method, "min_attacked": min_attacked,
+            "warning": (f"ORS of {model} rests on few attacked examples ("
+                        + ", ".join(f"{a}: n={n}" for a, n in small.items())
+                        + f"; fewer than {min_attacked}): a weak reading, see its interval") if small else None,
+        }
+    return out

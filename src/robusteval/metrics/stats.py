@@ -99,7 +99,9 @@ def paired_difference_interval(first: Sequence[float] | np.ndarray, second: Sequ
     (Newcombe 1998, Stat Med 17:2635, method 10): Wilson intervals of the two means, combined with the
     correlation of the pairs. For 0/1 values the correlation is the phi coefficient, as Newcombe gives it; for
     fractional scores (a share of samples right) Pearson's r of the pairs. A constant column has no correlation:
-    it is taken as 0, as Newcombe does for a zero denominator. Width > 0 for n > 0; None for n = 0."""
+    it is taken as 0, as Newcombe does for a zero denominator. Where that still gives a point (pairs all equal,
+    half of them right: phi = 1 and symmetric limits), the Wilson interval of the differences' mean mapped to
+    [0, 1] (conservative for any variable bounded so). Width > 0 for n > 0; None for n = 0."""
     a = np.asarray(first, dtype=float)
     b = np.asarray(second, dtype=float)
     n = int(a.shape[0])
@@ -114,7 +116,14 @@ def paired_difference_interval(first: Sequence[float] | np.ndarray, second: Sequ
     delta = p1 - p2
     low = delta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     high = delta + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
-    return max(-1.0, low), min(1.0, high)
+    if high - low > COLLAPSED_WIDTH:
+        return max(-1.0, low), min(1.0, high)
+    # Perfectly correlated pairs with symmetric Wilson limits (every pair equal, half of them right) make
+    # Newcombe's interval a point. The differences lie in [-1, 1]; mapped to [0, 1] their mean has variance at
+    # most mean * (1 - mean), so the Wilson interval of that mean is a conservative interval of the difference.
+    centre = (delta + 1) / 2
+    low_mapped, high_mapped = wilson_interval(centre * n, n, z) or (0.0, 1.0)
+    return 2 * low_mapped - 1, 2 * high_mapped - 1
 
 
 def relative_drop_interval(original: Sequence[float] | np.ndarray, other: Sequence[float] | np.ndarray, *,

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.metrics.stats import wilson_interval
+from robusteval.metrics.stats import is_collapsed, wilson_interval
 
 _SUFFIX_RE = re.compile(r"^(.*)_(\d+)$")
 
@@ -92,7 +92,7 @@ def variant_scores(
         degenerate = []
         for name, interval in zip(("strict", "loose"), _bootstrap(groups, samples, bootstrap_rounds, seed, level),
                                   strict=True):
-            if interval[0] == interval[1]:
+            if is_collapsed(interval):
                 # Every resample agreed (every problem scored 0, or every one 1): a percentile bootstrap then
                 # claims certainty, [0, 0] at 0 of 3. A score is a mean of per-problem values in [0, 1], whose
                 # variance is at most mean * (1 - mean), so the Wilson score interval over the problems bounds it.

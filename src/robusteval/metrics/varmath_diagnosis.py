@@ -30,7 +30,10 @@ The drop is measured on the problems that have an original: original accuracy (m
 loose and strict (the run's own per-problem scores, :mod:`robusteval.metrics.variants`); absolute drops
 (original - score) and relative drops ((original - score) / original), each with a seeded percentile bootstrap
 that resamples problems *with their original and variant scores together* (paired: the interval of a
-difference, not two intervals). ``drop = (original - loose) + (loose - strict)``: the first part is lost on
+difference, not two intervals). Where every resample gives the same value (every original right, say), the
+bootstrap collapses to a point; the interval then falls back to one of positive width: Wilson for the original
+accuracy, Newcombe's paired score interval for an absolute drop, the ratio box of
+:func:`robusteval.metrics.stats.relative_drop_interval` for a relative drop (``*_method`` names which). ``drop = (original - loose) + (loose - strict)``: the first part is lost on
 single variants (memorisation), the second to inconsistency across variants (unstable reasoning).
 
 The diagnosis, first rule that applies (thresholds are :class:`DiagnosisThresholds`, defaults below):
@@ -56,7 +59,17 @@ from typing import Any
 import numpy as np
 
 from robusteval.config import ConfigError
-from robusteval.metrics.stats import bootstrap_ci, proportion
+from robusteval.metrics.stats import (
+    NEWCOMBE_PAIRED,
+    RATIO_BOX,
+    WILSON,
+    paired_difference_interval,
+    proportion,
+    relative_drop_interval,
+    robust_interval,
+    wilson_interval,
+    z_of_level,
+)
 
 NO_ORIGINAL = "/no-original"
 #: Categories of problems whose original was evaluated, in the order tables show them.
@@ -169,7 +182,8 @@ def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 
     problems, seeded)."""
     paired = [r for r in rows if r["original"] is not None]
     data = np.array([[r["original"], r["loose"], r["strict"]] for r in paired], dtype=float).reshape(-1, 3)
-    out: dict[str, Any] = {"n": len(paired), "original": None, "original_ci95": None, "loose": None, "strict": None,
+    out: dict[str, Any] = {"n": len(paired), "original": None, "original_ci95": None, "original_ci95_method": None,
+                           "loose": None, "strict": None,
                            "absolute": {}, "relative": {}, "memorisation_share": None,
                            "bootstrap": {"rounds": rounds, "seed": seed, "level": level,
                                          "resamples": "problems, original and variant scores together (paired)"}}
@@ -185,15 +199,24 @@ def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 
         # nan (dropped by bootstrap_ci) where a resample's original accuracy is 0: the ratio is undefined.
         return lambda d: (d[:, 0].mean() - d[:, column].mean()) / d[:, 0].mean() if d[:, 0].mean() else np.nan
 
-    def interval(statistic: Any) -> tuple[float, float] | None:
-        # The same seed for every statistic: all are computed on the same resamples of problems.
-        return bootstrap_ci(data, statistic, seed=seed, n_resamples=rounds, level=level) if rounds > 0 else None
+    def interval(statistic: Any, fallback: Any, method: str) -> tuple[list[float] | None, str | None]:
+        # The same seed for every statistic: all are computed on the same resamples of problems. Where the
+        # bootstrap collapses (every problem alike), an analytic interval of positive width (metrics.stats).
+        return robust_interval(data, statistic, fallback, method, seed=seed, n_resamples=rounds, level=level)
 
-    out["original_ci95"] = list(ci) if (ci := interval(lambda d: d[:, 0].mean())) is not None else None
+    n = data.shape[0]
+    out["original_ci95"], out["original_ci95_method"] = interval(
+        lambda d: d[:, 0].mean(), lambda: wilson_interval(float(means[0]) * n, n, z_of_level(level)), WILSON)
     for name, column in (("loose", 1), ("strict", 2)):
-        out["absolute"][name] = _stat(float(absolute(column)(data)), interval(absolute(column)))
+        ci, method = interval(absolute(column),
+                              lambda c=column: paired_difference_interval(data[:, 0], data[:, c], level=level),
+                              NEWCOMBE_PAIRED)
+        out["absolute"][name] = {**_stat(float(absolute(column)(data)), ci), "ci95_method": method}
         value = float(relative(column)(data))
-        out["relative"][name] = _stat(None if np.isnan(value) else value, interval(relative(column)))
+        ci, method = (interval(relative(column),
+                               lambda c=column: relative_drop_interval(data[:, 0], data[:, c], level=level), RATIO_BOX)
+                      if not np.isnan(value) else (None, None))
+        out["relative"][name] = {**_stat(None if np.isnan(value) else value, ci), "ci95_method": method}
     lost = means[0] - means[2]
     out["memorisation_share"] = float((means[0] - means[1]) / lost) if lost > 0 else None
     return out

@@ -45,8 +45,18 @@ def method_name(run: Run) -> str:
 
 
 def ors_score(result: OrsResult, model: str) -> Num:
-    return Num((result.data.get("ors") or {}).get(model), digits=2, runs=(str(result.path),),
-               note="mean rs over the methods")
+    """A model's ORS with n (its attacked examples over the methods) and its bootstrap interval over them; an
+    ors.json written before ORS had them shows neither."""
+    data = result.data
+    n = (data.get("n") or {}).get(model)
+    by_method = (data.get("n_by_method") or {}).get(model) or {}
+    minimum = (data.get("bootstrap") or {}).get("min_attacked")
+    few = [f"{method} n={count}" for method, count in by_method.items() if minimum and count < minimum]
+    return Num((data.get("ors") or {}).get(model), n=n, ci=(data.get("ci95") or {}).get(model), digits=2,
+               runs=(str(result.path),),
+               note="mean rs over the methods; interval: bootstrap over the attacked examples"
+                    + (f" ({', '.join(f'{m} n={c}' for m, c in by_method.items())})" if by_method else ""),
+               caveat=f"few attacked examples: {', '.join(few)} < {minimum}" if few else "")
 
 
 def curves(runs: Sequence[Run]) -> LineChart:
@@ -92,7 +102,8 @@ def ors_tables(results: Sequence[OrsResult]) -> list[Any]:
             rows.append(cells)
         tables.append(Table(f"ORS (β = {data.get('beta')}, q = {data.get('q')}, η = {data.get('eta')}; rs per "
                             "method, higher is more robust)", ["Model", *methods, "ORS"], rows,
-                            note=str(data.get("note") or "")))
+                            note=" ".join(str(part) for part in (data.get("note"), *(data.get("warnings") or ()))
+                                          if part)))
     return tables
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.evals.robustness import OUTCOME_STAGE
+from robusteval.metrics.robustness import excluded_lines, index_note
 from robusteval.perturbations.dataset import PERTURB_STAGE as PERTURBED_STAGE
 from robusteval.report.collect import ROBUSTNESS, Inputs, run_label, runs_browser
 from robusteval.report.highlight import perturbation_marks, text_block
@@ -61,14 +62,20 @@ def accuracy(run: Run, name: str) -> Num:
         return Num(None, note=f"no set {name} in this run")
     return Num(entry.get("acc"), n=summary.get("n"), ci=entry.get("acc_ci95"), runs=(str(run.path),), percent=True,
                note=f"{entry.get('n_correct')} right, {entry.get('n_changed')} examples changed; drop "
-                    f"{entry.get('drop')}", caveat=label_caveat(run, [name]))
+                    f"{entry.get('drop')} {entry.get('drop_ci95')}",
+               caveat="; ".join(filter(None, [label_caveat(run, [name]),
+                                              "left out of the RB-index" if entry.get("in_index") is False else ""])))
 
 
 def rb_index(run: Run) -> Num:
     summary = run.summary or {}
+    left_out = summary.get("sets_excluded") or []
     return Num(summary.get("rb_index"), n=summary.get("n"), ci=summary.get("rb_index_ci95"), runs=(str(run.path),),
-               percent=True, note=f"mean relative accuracy drop over {summary.get('T')} set(s); lower is more robust",
-               caveat=label_caveat(run, [ORIGINAL, *(summary.get("sets") or {})]))
+               percent=True, note=f"mean relative accuracy drop {index_note(summary)}; lower is more robust"
+               + "".join(f"; {line}" for line in excluded_lines(summary)),
+               caveat="; ".join(filter(None, [label_caveat(run, [ORIGINAL, *(summary.get("sets_in_index") or
+                                                                              summary.get("sets") or {})]),
+                                              f"left out: {', '.join(left_out)}" if left_out else ""])))
 
 
 def labels_cell(run: Run) -> str:

@@ -119,8 +119,8 @@ def _matcha_rates(run: Run, summary: Mapping[str, Any]) -> list[Rate]:
 
 
 def ors_rates(result: OrsResult) -> list[tuple[str, Rate]]:
-    """(model, its ORS) of an ORS result: a score, not a proportion (no n, no interval)."""
-    return [(short_model(model), Rate("ors", hardlabel.ors_score(result, model), "")) for model in
+    """(model, its ORS) of an ORS result: a score over the attacked examples (n) with its bootstrap interval."""
+    return [(short_model(model), Rate("ors", hardlabel.ors_score(result, model), "n_attacked")) for model in
             result.data.get("ors") or {}]
 
 

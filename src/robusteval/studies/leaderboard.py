@@ -200,7 +200,8 @@ def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: 
         board.cells[(model, name)] = ors_score(loaded, summary_model)
         board.runs[(model, name)] = str(target)
     board.columns.append(Column(name, method_name, dataset, "ors", "higher", "",
-                                note=f"beta={result.result.beta}; a score over the success rates, no interval"))
+                                note=f"beta={result.result.beta}; a score over the success rates, "
+                                     "interval: bootstrap over the attacked examples"))
 
 
 def _write(board: StudyLeaderboard, root: Path) -> None:
