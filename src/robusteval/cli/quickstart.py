@@ -47,7 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.metrics.stats import wilson_interval
     from robusteval.models.embedded import embedded_model_spec
     from robusteval.report.examples import format_matcha_example, pick_example
-    from robusteval.report.tables import format_rate, print_exclusions, print_flags, print_summary_table
+    from robusteval.report.tables import (
+        format_rate,
+        print_exclusions,
+        print_flags,
+        print_robustness_tables,
+        print_summary_table,
+    )
     from robusteval.runs import load_run
     from robusteval.tour import TourConfig, run_tour, tour_report
 
@@ -79,18 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
     print_variants(results["variants"])
     robust = results["robustness"]
-    unparsed = robust.get("n_unparsed") or {}  # labels that could not be read: counted wrong
-    print_summary_table(
-        f"3. Perturbed benchmark: 20 yes/no questions under English character noise ({robust.get('label_mode')} "
-        "labels; unparsed: labels that could not be read, counted wrong)",
-        [{"set": "original", "acc": format_rate(robust["acc_original"], robust.get("acc_original_ci95")),
-          "unparsed": unparsed.get("original")}] + [
-            {"set": name, "acc": format_rate(acc, robust["sets"][name].get("acc_ci95")),
-             "drop": robust["sets"][name]["drop"], "unparsed": unparsed.get(name)}
-            for name, acc in robust["acc"].items()],
-        ["set", "acc", "drop", "unparsed"],
-    )
-    print(f"RB-index (mean relative accuracy drop; lower is more robust): {_number(robust['rb_index'])}")
+    print_robustness_tables(robust, label_mode=str(robust.get("label_mode")),
+                            title="3. Perturbed benchmark: 20 yes/no questions under English character noise")
     words = results["wordimportance"]
     print_summary_table(
         "4. Hard-label word-importance attack (C-keyboard typos) on yes/no questions",
@@ -104,10 +100,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"report: {tour_report(args.out, results)}  (open it in a browser; one self-contained file)")
     print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
     return 0
-
-
-def _number(value: object) -> str:
-    return "undefined" if value is None else f"{value:.3f}"
 
 
 def print_variants(variants: dict[str, Any]) -> None:

@@ -59,7 +59,7 @@ def paired_drop(original: Sequence[bool], perturbed: Sequence[bool], *, seed: in
     n = len(original)
     first, second = proportion(sum(map(bool, original)), n), proportion(sum(map(bool, perturbed)), n)
     pairs = np.array([[float(a), float(b)] for a, b in zip(original, perturbed, strict=True)]).reshape(-1, 2)
-    drop = None if first["value"] is None or second["value"] is None else first["value"] - second["value"]
+    drop = float(pairs[:, 0].mean() - pairs[:, 1].mean()) if n else None
     ci, method = robust_interval(pairs, _drop_of_rows, lambda: paired_difference_interval(pairs[:, 0], pairs[:, 1]),
                                  NEWCOMBE_PAIRED, seed=seed, n_resamples=n_resamples)
     return {"n": n, "acc_original": first["value"], "acc_original_ci95": first["ci95"], "acc": second["value"],
@@ -89,7 +89,7 @@ def robustness_summary(
         if changed_by_set is not None and len(changed_by_set[name]) != n:
             raise ValueError(f"set {name}: {len(changed_by_set[name])} changed flags for {n} original examples")
     original = proportion(sum(map(bool, correct_original)), n)
-    acc_original = original["value"]
+    acc_original = sum(map(bool, correct_original)) / n if n else None
     sets: dict[str, Any] = {}
     for name, values in correct_by_set.items():
         pair = paired_drop(correct_original, values, seed=seed, n_resamples=n_resamples)
@@ -101,10 +101,10 @@ def robustness_summary(
         if changed_by_set is not None:
             flags = [bool(f) for f in changed_by_set[name]]
             changed = proportion(sum(flags), n)
-            entry.update(n_changed=changed["k"], changed_share=changed["value"], changed_share_ci95=changed["ci95"])
-            if changed["k"] < min_changed:
+            entry.update(n_changed=sum(flags), changed_share=changed["value"], changed_share_ci95=changed["ci95"])
+            if sum(flags) < min_changed:
                 entry["in_index"] = False
-                entry["excluded_reason"] = (f"changed {changed['k']} of {n} texts, fewer than {min_changed}: "
+                entry["excluded_reason"] = (f"changed {sum(flags)} of {n} texts, fewer than {min_changed}: "
                                             "it measures the original again")
             if changed_only:
                 keep = [i for i, f in enumerate(flags) if f]

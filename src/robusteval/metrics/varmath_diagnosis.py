@@ -171,7 +171,7 @@ def category_shares(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
     return {name: proportion(sum(1 for r in rows if r["category"] == name), n) for name in ALL_CATEGORIES}
 
 
-def _stat(value: float | None, ci: tuple[float, float] | None) -> dict[str, Any]:
+def _stat(value: float | None, ci: Sequence[float] | None) -> dict[str, Any]:
     return {"value": value, "ci95": list(ci) if ci is not None else None}
 
 

@@ -101,7 +101,8 @@ def print_diagnosis(diagnosis: Mapping[str, Any], *, file: TextIO | None = None)
     print(f"diagnosis: {diagnosis.get('line')}", file=out)
 
 
-def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, file: TextIO | None = None) -> None:
+def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, title: str = "accuracy under perturbation",
+                            file: TextIO | None = None) -> None:
     """A robustness run's table (accuracy, drop and texts changed per set, each rate with n and interval), the
     accuracies on changed texts only when the run has them, each set left out of the RB-index on a line naming it,
     and the RB-index with the number of sets it averages."""
@@ -117,7 +118,7 @@ def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, file
          "unparsed": unparsed.get(name)}
         for name, entry in sets.items()
     ]
-    print_summary_table(f"accuracy under perturbation ({label_mode} labels, n={n}; unparsed: labels that could not "
+    print_summary_table(f"{title} ({label_mode} labels, n={n}; unparsed: labels that could not "
                         "be read, counted wrong)", rows, ["set", "acc", "drop", "changed", "in index", "unparsed"],
                         file=out)
     changed_rows = [{"set": name, "n changed": block["n"],
