@@ -25,14 +25,35 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def args(model: Path, translator: Path, data: Path, out: Path, *extra: str) -> list[str]:
-    return ["robustness", "--model", f"hf:{model}", "--template", str(model / "template.json"), "--dataset", "ocnli",
-            "--data-file", str(data), "--limit", "8", "--sets", "C-homophone,S-backtranslation",
-            "--translator", f"hf:{translator}", "--bootstrap", "200", "--batch-size", "4", "--out", str(out), *extra]
+    return [
+        "robustness",
+        "--model",
+        f"hf:{model}",
+        "--template",
+        str(model / "template.json"),
+        "--dataset",
+        "ocnli",
+        "--data-file",
+        str(data),
+        "--limit",
+        "8",
+        "--sets",
+        "C-homophone,S-backtranslation",
+        "--translator",
+        f"hf:{translator}",
+        "--bootstrap",
+        "200",
+        "--batch-size",
+        "4",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_a_set_that_changed_nothing_is_left_out_of_the_rb_index(
-        tiny_nli_dir: Path, tiny_llama_dir: Path, pairs: Path, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tiny_nli_dir: Path, tiny_llama_dir: Path, pairs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "rb"
     assert main(args(tiny_nli_dir, tiny_llama_dir, pairs, out, "--changed-only")) == 0
     printed = capsys.readouterr().out
@@ -61,8 +82,9 @@ def test_a_set_that_changed_nothing_is_left_out_of_the_rb_index(
         assert float(low) < float(high), printed
 
 
-def test_min_changed_zero_keeps_every_set(tiny_nli_dir: Path, tiny_llama_dir: Path, pairs: Path,
-                                          tmp_path: Path) -> None:
+def test_min_changed_zero_keeps_every_set(
+    tiny_nli_dir: Path, tiny_llama_dir: Path, pairs: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "rb0"
     assert main(args(tiny_nli_dir, tiny_llama_dir, pairs, out, "--min-changed", "0")) == 0
     result = summary(out)

@@ -19,10 +19,14 @@ def test_the_success_matrix_reproduces_the_counts() -> None:
 
 
 def test_the_interval_is_a_bootstrap_over_attacked_examples_around_the_score() -> None:
-    matrices = {"A": {"m1": success_matrix([4, 8, 12], 40), "m2": success_matrix([2, 4, 6], 40)},
-                "B": {"m1": success_matrix([10, 20, 25], 40), "m2": success_matrix([8, 15, 20], 40)}}
-    percent = {model: {method: list(100 * m.mean(axis=0)) for method, m in attacks.items()}
-               for model, attacks in matrices.items()}
+    matrices = {
+        "A": {"m1": success_matrix([4, 8, 12], 40), "m2": success_matrix([2, 4, 6], 40)},
+        "B": {"m1": success_matrix([10, 20, 25], 40), "m2": success_matrix([8, 15, 20], 40)},
+    }
+    percent = {
+        model: {method: list(100 * m.mean(axis=0)) for method, m in attacks.items()}
+        for model, attacks in matrices.items()
+    }
     result = ors_scores(percent)
     intervals = ors_intervals(matrices, result.beta, seed=1, n_resamples=500)
     for model in ("A", "B"):

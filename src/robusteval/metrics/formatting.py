@@ -13,8 +13,15 @@ from robusteval.metrics.stats import COLLAPSED_WIDTH
 NO_INTERVAL = "[n too small]"
 
 
-def format_rate(value: float | None, ci: Sequence[float | None] | None, *, scale: float = 1.0, digits: int = 3,
-                unit: str = "", n: int | None = None) -> str:
+def format_rate(
+    value: float | None,
+    ci: Sequence[float | None] | None,
+    *,
+    scale: float = 1.0,
+    digits: int = 3,
+    unit: str = "",
+    n: int | None = None,
+) -> str:
     """``0.125 [0.041, 0.290]``: a value and its 95% interval (``-`` for no value; no brackets without an
     interval). A zero-width interval is never printed as one: a point is not certainty from a finite sample, so
     it reads ``[n too small]``, as does a missing interval when ``n`` (then shown as ``n=…``) is given."""
@@ -23,13 +30,17 @@ def format_rate(value: float | None, ci: Sequence[float | None] | None, *, scale
     shown = f"{value * scale:.{digits}f}{unit}"
     if ci is not None and len(ci) == 2 and None not in ci:
         low, high = float(ci[0]), float(ci[1])  # type: ignore[arg-type]
-        shown += f" {_bounds(low * scale, high * scale, digits)}" if high - low > COLLAPSED_WIDTH else f" {NO_INTERVAL}"
+        shown += (
+            f" {format_bounds(low * scale, high * scale, digits)}"
+            if high - low > COLLAPSED_WIDTH
+            else f" {NO_INTERVAL}"
+        )
     elif n is not None:
         shown += f" {NO_INTERVAL}"
     return shown + (f" n={n}" if n is not None else "")
 
 
-def _bounds(low: float, high: float, digits: int) -> str:
+def format_bounds(low: float, high: float, digits: int) -> str:
     """``[low, high]`` with more digits where ``digits`` would round a narrow interval to one point."""
     for shown in range(digits, digits + 6):
         text_low, text_high = f"{low:.{shown}f}", f"{high:.{shown}f}"

@@ -53,18 +53,33 @@ def _drop_of_rows(rows: np.ndarray) -> float:
     return float(rows[:, 0].mean() - rows[:, 1].mean())
 
 
-def paired_drop(original: Sequence[bool], perturbed: Sequence[bool], *, seed: int, n_resamples: int
-                ) -> dict[str, Any]:
+def paired_drop(
+    original: Sequence[bool], perturbed: Sequence[bool], *, seed: int, n_resamples: int
+) -> dict[str, Any]:
     """Accuracy of both and the drop (original - perturbed) with its paired interval, on the same examples."""
     n = len(original)
     first, second = proportion(sum(map(bool, original)), n), proportion(sum(map(bool, perturbed)), n)
     pairs = np.array([[float(a), float(b)] for a, b in zip(original, perturbed, strict=True)]).reshape(-1, 2)
     drop = float(pairs[:, 0].mean() - pairs[:, 1].mean()) if n else None
-    ci, method = robust_interval(pairs, _drop_of_rows, lambda: paired_difference_interval(pairs[:, 0], pairs[:, 1]),
-                                 NEWCOMBE_PAIRED, seed=seed, n_resamples=n_resamples)
-    return {"n": n, "acc_original": first["value"], "acc_original_ci95": first["ci95"], "acc": second["value"],
-            "acc_ci95": second["ci95"], "n_correct": second["k"], "drop": drop, "drop_ci95": ci,
-            "drop_ci95_method": method}
+    ci, method = robust_interval(
+        pairs,
+        _drop_of_rows,
+        lambda: paired_difference_interval(pairs[:, 0], pairs[:, 1]),
+        NEWCOMBE_PAIRED,
+        seed=seed,
+        n_resamples=n_resamples,
+    )
+    return {
+        "n": n,
+        "acc_original": first["value"],
+        "acc_original_ci95": first["ci95"],
+        "acc": second["value"],
+        "acc_ci95": second["ci95"],
+        "n_correct": second["k"],
+        "drop": drop,
+        "drop_ci95": ci,
+        "drop_ci95_method": method,
+    }
 
 
 def robustness_summary(
@@ -87,40 +102,66 @@ def robustness_summary(
         if len(values) != n:
             raise ValueError(f"set {name}: {len(values)} results for {n} original examples")
         if changed_by_set is not None and len(changed_by_set[name]) != n:
-            raise ValueError(f"set {name}: {len(changed_by_set[name])} changed flags for {n} original examples")
+            raise ValueError(
+                f"set {name}: {len(changed_by_set[name])} changed flags for {n} original examples"
+            )
     original = proportion(sum(map(bool, correct_original)), n)
     acc_original = sum(map(bool, correct_original)) / n if n else None
     sets: dict[str, Any] = {}
     for name, values in correct_by_set.items():
         pair = paired_drop(correct_original, values, seed=seed, n_resamples=n_resamples)
         entry: dict[str, Any] = {
-            "acc": pair["acc"], "acc_ci95": pair["acc_ci95"], "n_correct": pair["n_correct"], "drop": pair["drop"],
-            "relative_drop": None if not acc_original or pair["drop"] is None else pair["drop"] / acc_original,
-            "drop_ci95": pair["drop_ci95"], "drop_ci95_method": pair["drop_ci95_method"], "in_index": True,
+            "acc": pair["acc"],
+            "acc_ci95": pair["acc_ci95"],
+            "n_correct": pair["n_correct"],
+            "drop": pair["drop"],
+            "relative_drop": None
+            if not acc_original or pair["drop"] is None
+            else pair["drop"] / acc_original,
+            "drop_ci95": pair["drop_ci95"],
+            "drop_ci95_method": pair["drop_ci95_method"],
+            "in_index": True,
         }
         if changed_by_set is not None:
             flags = [bool(f) for f in changed_by_set[name]]
             changed = proportion(sum(flags), n)
-            entry.update(n_changed=sum(flags), changed_share=changed["value"], changed_share_ci95=changed["ci95"])
+            entry.update(
+                n_changed=sum(flags), changed_share=changed["value"], changed_share_ci95=changed["ci95"]
+            )
             if sum(flags) < min_changed:
                 entry["in_index"] = False
-                entry["excluded_reason"] = (f"changed {sum(flags)} of {n} texts, fewer than {min_changed}: "
-                                            "it measures the original again")
+                entry["excluded_reason"] = (
+                    f"changed {sum(flags)} of {n} texts, fewer than {min_changed}: "
+                    "it measures the original again"
+                )
             if changed_only:
                 keep = [i for i, f in enumerate(flags) if f]
-                entry["changed_only"] = paired_drop([correct_original[i] for i in keep], [values[i] for i in keep],
-                                                    seed=seed, n_resamples=n_resamples)
+                entry["changed_only"] = paired_drop(
+                    [correct_original[i] for i in keep],
+                    [values[i] for i in keep],
+                    seed=seed,
+                    n_resamples=n_resamples,
+                )
         sets[name] = entry
     kept = [name for name, entry in sets.items() if entry["in_index"]]
     value = rb_index(acc_original or 0.0, [sets[name]["acc"] for name in kept]) if n else None
     ci: list[float] | None = None
     method: str | None = None
     if value is not None:
-        matrix = np.array([[float(correct_original[i])] + [float(correct_by_set[name][i]) for name in kept]
-                           for i in range(n)])
+        matrix = np.array(
+            [
+                [float(correct_original[i])] + [float(correct_by_set[name][i]) for name in kept]
+                for i in range(n)
+            ]
+        )
         ci, method = robust_interval(
-            matrix, _rb_of_rows, lambda: relative_drop_interval(matrix[:, 0], matrix[:, 1:].mean(axis=1)),
-            RATIO_BOX, seed=seed, n_resamples=n_resamples)
+            matrix,
+            _rb_of_rows,
+            lambda: relative_drop_interval(matrix[:, 0], matrix[:, 1:].mean(axis=1)),
+            RATIO_BOX,
+            seed=seed,
+            n_resamples=n_resamples,
+        )
     return {
         "n": n,
         "acc_original": acc_original,
@@ -140,8 +181,11 @@ def robustness_summary(
 
 def excluded_lines(summary: Mapping[str, Any]) -> list[str]:
     """One line per set left out of the RB-index, naming it and why (what the CLI, quick start and report show)."""
-    return [f"{name}: left out of the RB-index ({entry.get('excluded_reason')})"
-            for name, entry in (summary.get("sets") or {}).items() if entry.get("in_index") is False]
+    return [
+        f"{name}: left out of the RB-index ({entry.get('excluded_reason')})"
+        for name, entry in (summary.get("sets") or {}).items()
+        if entry.get("in_index") is False
+    ]
 
 
 def index_note(summary: Mapping[str, Any]) -> str:

@@ -93,8 +93,9 @@ def is_collapsed(ci: Sequence[float | None] | None) -> bool:
     return float(ci[1]) - float(ci[0]) <= COLLAPSED_WIDTH
 
 
-def paired_difference_interval(first: Sequence[float] | np.ndarray, second: Sequence[float] | np.ndarray, *,
-                               level: float = 0.95) -> tuple[float, float] | None:
+def paired_difference_interval(
+    first: Sequence[float] | np.ndarray, second: Sequence[float] | np.ndarray, *, level: float = 0.95
+) -> tuple[float, float] | None:
     """Newcombe's hybrid score interval for the difference of two paired means of values in [0, 1]
     (Newcombe 1998, Stat Med 17:2635, method 10): Wilson intervals of the two means, combined with the
     correlation of the pairs. For 0/1 values the correlation is the phi coefficient, as Newcombe gives it; for
@@ -126,8 +127,9 @@ def paired_difference_interval(first: Sequence[float] | np.ndarray, second: Sequ
     return 2 * low_mapped - 1, 2 * high_mapped - 1
 
 
-def relative_drop_interval(original: Sequence[float] | np.ndarray, other: Sequence[float] | np.ndarray, *,
-                           level: float = 0.95) -> tuple[float, float] | None:
+def relative_drop_interval(
+    original: Sequence[float] | np.ndarray, other: Sequence[float] | np.ndarray, *, level: float = 0.95
+) -> tuple[float, float] | None:
     """An interval of (mean(original) - mean(other)) / mean(original) that does not collapse: the ratio's range
     over the box of the difference's Newcombe interval and the denominator's Wilson interval, each at level
     1 - (1 - level)/2 (Bonferroni: the box holds both with probability >= ``level``, so the range is a
@@ -161,7 +163,11 @@ def robust_interval(
     gives an interval of positive width: the caller shows "n too small" rather than a point."""
     if np.asarray(values).shape[0] == 0:
         return None, None
-    ci = bootstrap_ci(values, statistic, seed=seed, n_resamples=n_resamples, level=level) if n_resamples > 0 else None
+    ci = (
+        bootstrap_ci(values, statistic, seed=seed, n_resamples=n_resamples, level=level)
+        if n_resamples > 0
+        else None
+    )
     if ci is not None and not is_collapsed(ci):
         return [ci[0], ci[1]], BOOTSTRAP
     other = fallback()

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from robusteval.metrics.formatting import NO_INTERVAL, format_bounds
 from robusteval.metrics.matcha_summary import FLAG
+from robusteval.metrics.stats import is_collapsed
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,10 @@ class Num:
         parts = []
         interval = self.interval()
         if interval is not None and self.value is not None:
-            low, high = (f"{bound * self.scale:.{self.digits}f}" for bound in interval)
-            parts.append(f"[{low}, {high}]")
+            # Never a zero-width interval: a point is not certainty from a finite sample (docs/metrics.md).
+            low, high = interval
+            parts.append(NO_INTERVAL if is_collapsed(interval)
+                         else format_bounds(low * self.scale, high * self.scale, self.digits))
         if self.n is not None:
             parts.append(f"n={self.n}")
         elif self.basis:
