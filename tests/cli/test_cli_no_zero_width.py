@@ -15,7 +15,12 @@ from typing import Any
 
 import pytest
 
+from helpers.datafiles import write_ocnli
+from helpers.shared import needs_modules
 from robusteval.cli.main import main
+from robusteval.models.tiny import tiny_nli_pairs
+
+pytestmark = needs_modules("pypinyin")  # C-homophone
 
 #: ``[0.125, 0.290]`` or ``[95% CI 12.5, 29.0]`` as printed (the value's scale does not matter here).
 PRINTED_INTERVAL = re.compile(
@@ -45,39 +50,65 @@ def _pairs(value: Any, where: str) -> Iterator[tuple[str, list[float]]]:
             yield from _pairs(item, f"{where}.{key}")
 
 
+def run(*args: str | Path) -> None:
+    assert main([str(arg) for arg in args]) == 0, args
+
+
 def test_no_surface_shows_a_zero_width_interval(
-    tiny_trained_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_trained_dir: Path,
+    tiny_nli_dir: Path,
+    tiny_llama_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "quickstart"
-    assert (
-        main(
-            [
-                "quickstart",
-                "--model",
-                f"hf:{tiny_trained_dir}",
-                "--attack-limit",
-                "2",
-                "--max-new-tokens",
-                "24",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
+    model = f"hf:{tiny_trained_dir}"
+    run("quickstart", "--model", model, "--attack-limit", "2", "--max-new-tokens", "24", "--out", out)
+    # The tiny math model answers no yes/no question right (no RB-index, nothing to attack): the classifier the
+    # tests train gives the perturbed-set and hard-label parts numbers, among them the issue's case (a
+    # back-translated set that changed nothing) and an ORS.
+    data = write_ocnli(tmp_path / "dev.json", tiny_nli_pairs(10, seed=5))
+    template = tiny_nli_dir / "template.json"
+    nli = ["--model", f"hf:{tiny_nli_dir}", "--template", template, "--dataset", "ocnli", "--data-file", data]
+    sets = "C-homophone,S-backtranslation"
+    translator = f"hf:{tiny_llama_dir}"
+    run(
+        "robustness",
+        *nli,
+        "--sets",
+        sets,
+        "--translator",
+        translator,
+        "--changed-only",
+        "--out",
+        out / "nli-rb",
     )
-    assert (
-        main(["ors", str(out / "wordimportance"), "--out", str(tmp_path / "ors"), "--bootstrap", "300"]) == 0
+    run(
+        "attack",
+        "wordimportance",
+        *nli,
+        "--method",
+        "C-homophone",
+        "--rates",
+        "0.1,0.3",
+        "--out",
+        out / "nli-wi",
     )
-    assert main(["runs", "compare", str(out), str(tmp_path / "ors"), "--format", "table"]) == 0
+    ors = tmp_path / "ors"
+    run("ors", out / "nli-wi", "--out", ors, "--bootstrap", "300")
+    run("runs", "compare", out, ors, "--format", "table")
     csv_file = tmp_path / "compare.csv"
-    assert (
-        main(
-            ["runs", "compare", str(out), str(tmp_path / "ors"), "--format", "csv", "--output", str(csv_file)]
-        )
-        == 0
-    )
-    for run in ("matcha", "variants/run", "variants/original", "robustness", "wordimportance"):
-        assert main(["runs", "show", str(out / run)]) == 0
+    run("runs", "compare", out, ors, "--format", "csv", "--output", csv_file)
+    for name in (
+        "matcha",
+        "variants/run",
+        "variants/original",
+        "robustness",
+        "wordimportance",
+        "nli-rb",
+        "nli-wi",
+    ):
+        run("runs", "show", out / name)
     printed = capsys.readouterr().out
 
     checked = 0
@@ -87,8 +118,9 @@ def test_no_surface_shows_a_zero_width_interval(
             checked += 1
     # The cases that used to collapse are among them: the RB-index and each set's drop, VAR-MATH's drops and its
     # originals' accuracy, ORS.
-    robustness = json.loads((out / "robustness" / "summary.json").read_text("utf-8"))
-    assert robustness["rb_index"] is None or robustness["rb_index_ci95"] is not None
+    robustness = json.loads((out / "nli-rb" / "summary.json").read_text("utf-8"))
+    assert robustness["rb_index"] is not None and robustness["rb_index_ci95"] is not None
+    assert robustness["sets_excluded"] == ["S-backtranslation"]
     assert all(entry["drop_ci95"] is not None for entry in robustness["sets"].values())
     diagnosis = json.loads((out / "variants" / "run" / "summary.json").read_text("utf-8"))["diagnosis"][
         "drop"
