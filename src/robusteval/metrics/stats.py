@@ -98,11 +98,11 @@ def paired_difference_interval(
 ) -> tuple[float, float] | None:
     """Newcombe's hybrid score interval for the difference of two paired means of values in [0, 1]
     (Newcombe 1998, Stat Med 17:2635, method 10): Wilson intervals of the two means, combined with the
-    correlation of the pairs. For 0/1 values the correlation is the phi coefficient, as Newcombe gives it; for
-    fractional scores (a share of samples right) Pearson's r of the pairs. A constant column has no correlation:
-    it is taken as 0, as Newcombe does for a zero denominator. Where that still gives a point (pairs all equal,
-    half of them right: phi = 1 and symmetric limits), the Wilson interval of the differences' mean mapped to
-    [0, 1] (conservative for any variable bounded so). Width > 0 for n > 0; None for n = 0."""
+    correlation of the pairs. For 0/1 values the correlation is Newcombe's corrected phi (AD - BC reduced by n/2
+    when above it, 0 between 0 and n/2); fractional scores (a share of samples right) use the same formula on
+    their covariance. A constant column has no correlation: it is taken as 0, as Newcombe does for a zero
+    denominator. Should that still give a point, the Wilson interval of the differences' mean mapped to [0, 1]
+    (conservative for any variable bounded so). Width > 0 for n > 0; None for n = 0."""
     a = np.asarray(first, dtype=float)
     b = np.asarray(second, dtype=float)
     n = int(a.shape[0])
@@ -113,15 +113,22 @@ def paired_difference_interval(
     l1, u1 = wilson_interval(p1 * n, n, z) or (0.0, 1.0)
     l2, u2 = wilson_interval(p2 * n, n, z) or (0.0, 1.0)
     sa, sb = float(a.std()), float(b.std())
-    phi = float(((a - p1) * (b - p2)).mean() / (sa * sb)) if sa > 0 and sb > 0 else 0.0
+    # Newcombe's correlation with his correction: the covariance ((AD - BC)/n^2 for 0/1 pairs) is reduced by
+    # 1/(2n) when above it, set to 0 between 0 and 1/(2n), and kept when negative.
+    covariance = float(((a - p1) * (b - p2)).mean())
+    if covariance > 1 / (2 * n):
+        covariance -= 1 / (2 * n)
+    elif covariance > 0:
+        covariance = 0.0
+    phi = covariance / (sa * sb) if sa > 0 and sb > 0 else 0.0
     delta = p1 - p2
     low = delta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     high = delta + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
     if high - low > COLLAPSED_WIDTH:
         return max(-1.0, low), min(1.0, high)
-    # Perfectly correlated pairs with symmetric Wilson limits (every pair equal, half of them right) make
-    # Newcombe's interval a point. The differences lie in [-1, 1]; mapped to [0, 1] their mean has variance at
-    # most mean * (1 - mean), so the Wilson interval of that mean is a conservative interval of the difference.
+    # A guard (the corrected phi stays below 1, so Newcombe's limits should not meet): the differences lie in
+    # [-1, 1]; mapped to [0, 1] their mean has variance at most mean * (1 - mean), so the Wilson interval of that
+    # mean is a conservative interval of the difference.
     centre = (delta + 1) / 2
     low_mapped, high_mapped = wilson_interval(centre * n, n, z) or (0.0, 1.0)
     return 2 * low_mapped - 1, 2 * high_mapped - 1
