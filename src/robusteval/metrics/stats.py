@@ -140,7 +140,8 @@ def relative_drop_interval(
     """An interval of (mean(original) - mean(other)) / mean(original) that does not collapse: the ratio's range
     over the box of the difference's Newcombe interval and the denominator's Wilson interval, each at level
     1 - (1 - level)/2 (Bonferroni: the box holds both with probability >= ``level``, so the range is a
-    conservative interval). None when the denominator's interval reaches 0 (the ratio is then unbounded)."""
+    conservative interval), its upper end capped at 1 (the other mean is >= 0). None when the denominator's
+    interval reaches 0 (the ratio is then unbounded)."""
     a = np.asarray(original, dtype=float)
     n = int(a.shape[0])
     if n == 0:
@@ -151,7 +152,8 @@ def relative_drop_interval(
     if diff is None or denominator is None or denominator[0] <= 0:
         return None
     corners = [d / den for d in diff for den in denominator]
-    return min(corners), max(corners)
+    # (A - B) / A <= 1 for B >= 0: the box may overshoot it, the quantity cannot.
+    return min(corners), min(1.0, max(corners))
 
 
 def robust_interval(
