@@ -92,15 +92,15 @@ class RobustnessConfig:
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs an hf model)")
+    bootstrap: int = option(2000, help="bootstrap resamples for the CIs", identity=False)
+    seed: int = option(DEFAULT_SEED, help="random seed of the generated sets (per example and field)")
+    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap CIs (independent of --seed)",
+                                 identity=False)
     min_changed: int = option(1, metavar="N", identity=False,
                               help="a set that changed fewer than N texts is left out of the RB-index (named in a "
                               "line under the table; default 1: a set that changed nothing)")
     changed_only: bool = option(False, identity=False,
                                 help="also report each set's accuracy and drop on the texts it changed only")
-    bootstrap: int = option(2000, help="bootstrap resamples for the CIs", identity=False)
-    seed: int = option(DEFAULT_SEED, help="random seed of the generated sets (per example and field)")
-    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap CIs (independent of --seed)",
-                                 identity=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
