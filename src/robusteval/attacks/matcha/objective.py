@@ -186,7 +186,7 @@ def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], question
     whose padded logits, rows x (largest m) x vocabulary, fit the backend's logit budget and whose attention mask
     fits its mask budget (``rows_per_forward``: long questions go a few rows, or one, at a time); one row always
     goes; an objective's ``candidate_chunk`` caps the rows per chunk."""
-    from robusteval.models.hf import logit_budget
+    from robusteval.models.hf_scoring import logit_budget
 
     if not rows:
         return []
