@@ -82,15 +82,15 @@ class HFDecoding(HFPromptLayout, HFForwards):
         ``batch_size``, fewer where long rows' attention mask would not fit (:meth:`rows_per_forward`); same order
         out."""
         n = len(suffixes)
-        per_row = {
+        per_row: dict[str, list[Any]] = {
             "temperatures": list(temperatures or [0.0] * n),
             "top_ps": list(top_ps or [1.0] * n),
             "stops": [tuple(s) for s in (stops or [()] * n)],
             "seeds": list(seeds or [None] * n),
         }
         buckets: dict[int, list[int]] = {}
-        for i, suffix in enumerate(suffixes):
-            buckets.setdefault(len(suffix) if self.exact_batching_only else 0, []).append(i)
+        for i in range(n):
+            buckets.setdefault(len(suffixes[i]) if self.exact_batching_only else 0, []).append(i)
         out: list[DecodedRow | None] = [None] * n
         for indices in buckets.values():
             for chunk in self._row_chunks(len(prefix_ids), [len(suffixes[i]) for i in indices], indices):

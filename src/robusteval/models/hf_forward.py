@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -111,7 +111,8 @@ class HFForwards:
 
     @property
     def embedding_matrix(self) -> torch.Tensor:
-        return self.embedding_layer.weight
+        # nn.Module's __getattr__ is typed Tensor | Module; an embedding's weight is a Tensor (a Parameter).
+        return cast(torch.Tensor, self.embedding_layer.weight)
 
     @property
     def embed_scale(self) -> float:
@@ -158,7 +159,7 @@ class HFForwards:
         """
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         if isinstance(suffixes, torch.Tensor) or (suffixes and isinstance(suffixes[0], torch.Tensor)):
-            rows = [row.to(self.device, self.dtype) for row in suffixes]
+            rows = [row.to(self.device, self.dtype) for row in cast(Sequence[torch.Tensor], suffixes)]
             lengths = [row.shape[0] for row in rows]
             width = max(lengths)
             if min(lengths) == width:

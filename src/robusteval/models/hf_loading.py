@@ -77,6 +77,7 @@ def convert_gguf(gguf_path: Path) -> Path:
 
     status(f"converting {gguf_path.name} once into {target.parent} (later runs reuse it)")
 
+    model: Any  # a PreTrainedModel, whose attributes nn.Module types as Tensor | Module
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,

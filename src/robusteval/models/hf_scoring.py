@@ -69,9 +69,9 @@ class HFScoring(HFPromptLayout, HFForwards):
                 if ids:  # an empty continuation scores 0
                     groups.setdefault(tuple(prefix_ids), []).append(_ScoreRow(index, column, prompt_ids, ids))
         vocab = int(self.embedding_matrix.shape[0])
-        for prefix_ids, rows in groups.items():
-            for chunk in self._score_chunks(rows, vocab, len(prefix_ids)):
-                for row, score in zip(chunk, self._score_rows(list(prefix_ids), chunk), strict=True):
+        for prefix, rows in groups.items():
+            for chunk in self._score_chunks(rows, vocab, len(prefix)):
+                for row, score in zip(chunk, self._score_rows(list(prefix), chunk), strict=True):
                     scores[row.request][row.column] = score
         return scores
 

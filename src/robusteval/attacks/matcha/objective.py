@@ -18,6 +18,7 @@ from typing import cast
 import torch
 
 from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss
+from robusteval.models.base import WhiteBoxBackend
 
 _ORDINARY = re.compile(r" ?[A-Za-z]{2,14}")
 
@@ -65,7 +66,7 @@ class MatchaObjective:
 
     def __init__(
         self,
-        backend,  # type: ignore[no-untyped-def]  # HFBackend (white-box)
+        backend: WhiteBoxBackend,  # an HFBackend
         prefix_ids: Sequence[int],
         head_ids: Sequence[int],
         tail_ids: Sequence[int],
