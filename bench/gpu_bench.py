@@ -43,21 +43,20 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import argparse
 import contextlib
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the gpubench package beside this file
+if str(Path(__file__).resolve().parent) not in sys.path:  # the gpubench package beside this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torch  # noqa: E402
-
-from gpubench.attack import run_attack, run_eval, run_profile  # noqa: E402
-from gpubench.common import DECODER, WARM_UPS, Results, timed  # noqa: E402
-from gpubench.decode import floor_figures, run_decode  # noqa: E402
-from gpubench.model import SHAPES, prepare, resolve_device  # noqa: E402
-from gpubench.report import TARGETS, report  # noqa: E402
+import torch
+from gpubench.attack import run_attack, run_eval, run_profile
+from gpubench.common import DECODER, WARM_UPS, Results
+from gpubench.decode import floor_figures, run_decode
+from gpubench.model import SHAPES, prepare, resolve_device
+from gpubench.report import TARGETS, report
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -54,13 +54,18 @@ def attack_run(args: argparse.Namespace, backend: HFBackend, device: torch.devic
     with forced_answers(args.answer_tokens), (forced_semantic_verdicts() if semantic_judge != "none"
                                               else contextlib.nullcontext()):
         clean_s, _ = timed(device, lambda: rv.attack_matcha(config, backend, run_dir, batch_size=batch))
-        attack_s, limit, summary, chunks = 0.0, 0, {}, []
+        attack_s, limit = 0.0, 0
+        summary: dict[str, Any] = {}
+        chunks: list[float] = []
         with GpuUtilisation(device) as util:
             while limit < n:
                 limit = min(n, limit + chunk)
                 step = dataclasses.replace(config, attack_limit=limit)
-                spent, summary = timed(device, lambda step=step: rv.attack_matcha(step, backend, run_dir,
-                                                                                  batch_size=batch))
+
+                def attack_chunk(step: rv.MatchaRunConfig = step) -> Any:
+                    return rv.attack_matcha(step, backend, run_dir, batch_size=batch)
+
+                spent, summary = timed(device, attack_chunk)
                 chunks.append(spent)
                 attack_s += spent
                 if budget_s is not None and attack_s >= budget_s:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -137,12 +136,7 @@ def measured_bandwidth(device: torch.device, megabytes: int = 1024, repeats: int
     src = torch.randn(n, device=device)  # random data, not zeros (a copy of zeros can run faster)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    times = []
-    for _ in range(repeats):
-        spent, _ = timed(device, lambda: dst.copy_(src))
-        times.append(spent)
-    times.sort()
-    del src, dst
+    times = sorted(timed(device, lambda: dst.copy_(src))[0] for _ in range(repeats))
     return 2 * n * 4 / times[len(times) // 2]
 
 

@@ -97,6 +97,7 @@ def _proto_fields(buf: bytes) -> Iterator[tuple[int, Any]]:
     while i < len(buf):
         key, i = _varint(buf, i)
         wire = key & 7
+        value: Any
         if wire == 0:
             value, i = _varint(buf, i)
         elif wire == 1:
@@ -182,6 +183,8 @@ def build_model(args: argparse.Namespace, tokenizer: Any, device: torch.device, 
     family, _ = shape.pop("family"), shape.pop("tokenizer")
     if args.tiny:
         shape.update(TINY)
+    config_cls: Any
+    model_cls: Any
     config_cls, model_cls = (LlamaConfig, LlamaForCausalLM) if family == "llama" else (MistralConfig,
                                                                                        MistralForCausalLM)
     # eos None: a random model's end-of-sequence token is noise; every generation runs its whole budget.

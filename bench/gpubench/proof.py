@@ -51,8 +51,8 @@ RESERVE_S = 10.0
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="gpu_bench.py --proof", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu-rehearsal", action="store_true", help="tiny sizes on the CPU (minutes)")
-    parser.add_argument("--out-dir", default=os.environ.get("OUT") or "gpu-proof-out",
-                        help="where gpu_proof.json and gpu_proof.md go (default: $OUT, else ./gpu-proof-out)")
+    parser.add_argument("--out-dir", default=os.environ.get("OUT") or str(Path(tempfile.gettempdir()) / "gpu-proof-out"),
+                        help="where gpu_proof.json and gpu_proof.md go (default: $OUT, else TMPDIR/gpu-proof-out)")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="llama3-8b")
     parser.add_argument("--extras", default="", help="comma list, each run only if time remains: embedding (the "
                         "embedding-level attack), judge (the token attack with an LLM semantic judge of the same "
@@ -122,7 +122,7 @@ class Guard:
         began = time.monotonic()
         try:
             fn()
-            entry = {"name": name, "status": "ok"}
+            entry: dict[str, Any] = {"name": name, "status": "ok"}
         except Exception as exc:  # recorded; the next stages still run
             trace = traceback.format_exc(limit=4)
             entry = {"name": name, "status": "error", "detail": f"{type(exc).__name__}: {str(exc)[:300]}",
@@ -278,11 +278,11 @@ def main(argv: list[str] | None = None) -> int:
             # Keep time for batch 1 and the second generate compile: the default batch takes half of what is left.
             guard.stage(f"attack token b{default}", "attack",
                         lambda: attack("token", default, args.examples, 0.5 if device.type == "cuda" else 1.0))
-        if 1 in backends and guard.stage("attack token b1", "attack",
-                                         lambda: attack("token", 1, args.batch1_examples,
-                                                        0.5 if device.type == "cuda" else 1.0)):
-            if f"token-b{default}" in results.data["attack"]["runs"]:
-                guard.stage("agreement", "decode", agree)
+        share_b1 = 0.5 if device.type == "cuda" else 1.0
+        ran_b1 = 1 in backends and guard.stage("attack token b1", "attack",
+                                               lambda: attack("token", 1, args.batch1_examples, share_b1))
+        if ran_b1 and f"token-b{default}" in results.data["attack"]["runs"]:
+            guard.stage("agreement", "decode", agree)
         if default in backends:
             guard.stage(f"decode generate b{default}", "compile", lambda: decode_generate(default))
             if "embedding" in args.extras:

@@ -153,11 +153,11 @@ def target_rows(fig: dict[str, Any]) -> list[tuple[str, str, str, str]]:
          f"{_fmt(speedup, '.2f', 'x')} faster",
          _met(None if not isinstance(speedup, int | float) else speedup >= 6.0), f"{BEFORE['s_per_attacked']} s (b1)"),
         ("GSM8K token attack < 1 GPU-hour (from >= 32 examples)",
-         f"{_fmt(fig['gsm8k_hours'], '.2f', ' h')} from {fig['attack_examples_default']} examples", _met(hours_ok),
+         f"{_fmt(fig['gsm8k_hours'], '.2f', ' h')} from {_fmt(fig['attack_examples_default'], 'd')} examples", _met(hours_ok),
          f"about {BEFORE['gsm8k_hours']:.0f} h"),
         ("first batch <= 2 s slower than the next ones",
          f"{_fmt(fig['first_batch_s'])} vs {_fmt(fig['next_batches_median_s'])} s "
-         f"(+{_fmt(fig['first_batch_extra_s'])} s)", _met(at_most(fig["first_batch_extra_s"], 2.0)), "n/a"),
+         f"({_fmt(fig['first_batch_extra_s'], '+.2f')} s)", _met(at_most(fig["first_batch_extra_s"], 2.0)), "n/a"),
         ("compile < 90 s", f"{_fmt(fig['compile_s_max'], '.1f', ' s')} (the longest)",
          _met(at_most(fig["compile_s_max"], 90.0)), "n/a"),
     ]
@@ -192,7 +192,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"{_fmt(fig['compile_s_robusteval_default'], '.1f')} |",
         f"| compile s, generate warm-up | {_fmt(fig['compile_s_generate_b1'], '.1f')} | "
         f"{_fmt(fig['compile_s_generate_default'], '.1f')} |",
-        f"| token attack: examples attacked | {fig['attack_examples_b1']} | {fig['attack_examples_default']} |",
+        f"| token attack: examples attacked | {_fmt(fig['attack_examples_b1'], 'd')} | "
+        f"{_fmt(fig['attack_examples_default'], 'd')} |",
         f"| token attack: s per attacked example | {_fmt(fig['s_per_attacked_b1'], '.3f')} | "
         f"{_fmt(fig['s_per_attacked_default'], '.3f')} |",
         "",
@@ -200,7 +201,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"{_fmt(fig['floor_ms_measured'])}). Peak memory {_fmt(fig['peak_memory_gib'], '.1f', ' GiB')}, static "
         f"caches {_fmt(fig['static_cache_gib'], '.3f', ' GiB')}. Batch 1 vs batch {default} agreement "
         f"(perturbed ids, completion, outcome): {_fmt(fig['agreement_fraction'], '.2f')} of "
-        f"{fig['agreement_compared']} examples. Attack chunks of one batch: first {_fmt(fig['attack_first_chunk_s'])} s, "
+        f"{_fmt(fig['agreement_compared'], 'd')} examples. Attack chunks of one batch: first {_fmt(fig['attack_first_chunk_s'])} s, "
         f"median of the next {_fmt(fig['attack_next_chunks_median_s'])} s.",
     ]
     for key, cache in (data.get("static_caches") or {}).items():
