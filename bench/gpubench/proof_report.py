@@ -169,6 +169,8 @@ def markdown(data: dict[str, Any]) -> str:
     env, model = data.get("environment") or {}, data.get("model") or {}
     default = _get(data, "config", "batch_size") or 8
     title = "CPU rehearsal (not a GPU figure)" if data.get("rehearsal") else "GPU proof"
+    if _get(data, "config", "extras_only"):
+        title += ", extras only"
     lines = [
         f"### {title}: {model.get('description', '?')} on {_get(data, 'floor', 'device_name') or data.get('device')}",
         "",
