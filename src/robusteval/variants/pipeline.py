@@ -30,6 +30,7 @@ from robusteval.errors import UserError
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.models.thinking import generate_thinking
+from robusteval.prompts.answer_first import STOP_STRINGS
 from robusteval.prompts.chat import conversation
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED, derive_seed
@@ -263,6 +264,7 @@ class VariantsEvalSummary(VariantScores):
     temperature: float
     top_p: float
     max_new_tokens: int
+    stop: list[str]
     grading: dict[str, Any]
     diagnosis: dict[str, Any]
     model_identity: dict[str, Any] | None
@@ -283,6 +285,15 @@ def variants_eval_identity(config: VariantsEvalConfig, model: dict[str, Any] | N
     return run_identity(COMMAND, config, model, instances=str(config.instances),
                         instances_sha256=file_sha256(config.instances), temperature=temperature, top_p=top_p,
                         prompt_hash=unit_key(MATH_PROMPT))
+
+
+def stop_strings(reasoning: ReasoningFormat, options: ReasoningOptions | None = None) -> tuple[str, ...]:
+    """Where a generation stops: before a next question the model starts inventing (``\nQ:``, as ``eval``
+    stops), so the answer is never read from a made-up follow-on "Q: ... A: The answer is 6". Not where the
+    trace of a thinking model is in the same generation (a trace may hold such a line; budget forcing
+    generates the reply apart, and the stops then apply to the reply only)."""
+    split = options is not None and options.max_thinking_tokens is not None and reasoning.kind == "think-tags"
+    return STOP_STRINGS if not reasoning.thinks or split else ()
 
 
 def generate_all(
@@ -311,6 +322,7 @@ def generate_all(
     """
     units = [(inst, k) for inst in instances for k in range(samples)]
     model_key = backend_key(backend)
+    stops = stop_strings(reasoning, options)
 
     def request(inst: VariantInstance, k: int) -> GenerationRequest:
         text = prompt_template.format(question=inst.question)
@@ -319,6 +331,7 @@ def generate_all(
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             top_p=top_p,
+            stop=stops,
             seed=sample_seed(seed, k),
             chat=chat,
             messages=tuple(conversation(text, system=system_prompt)) if chat else (),
@@ -421,6 +434,7 @@ def evaluate_variants(
             "temperature": temperature,
             "top_p": top_p,
             "max_new_tokens": config.max_new_tokens,
+            "stop": list(stop_strings(reasoning, config.thinking)),
             **scores,
             "grading": dataclasses.asdict(config.grading),
             "diagnosis": {**diagnose_scores(scores, originals, config.grading), "original_run": source},
