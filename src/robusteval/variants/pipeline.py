@@ -57,7 +57,7 @@ from robusteval.variants.configs import (
 from robusteval.variants.grading import VariantInstance, grade_all, load_instances, load_predictions
 from robusteval.variants.sampler import CompatGenerator, Instance, json_answer
 from robusteval.variants.sampler import instantiate as sample_templates
-from robusteval.variants.template import LoadResult, TemplateError, load_templates, split_paths
+from robusteval.variants.template import LoadResult, Template, TemplateError, load_templates, split_paths
 
 COMMAND = "variants eval"
 STAGE = "variants_generation"
@@ -93,6 +93,12 @@ class InstantiateResult:
     seed: int  # the seed used (``config.seed`` or the mode's default)
     compat: str | None
     written: list[Path] = dataclasses.field(default_factory=list)
+    #: The templates' original problems (``config.originals``): one instance per template whose original
+    #: values check (:func:`~robusteval.variants.checks.original_instance`), its id the template's.
+    originals: list[Instance] = dataclasses.field(default_factory=list)
+    #: Templates with no original problem written, and why (their original values are missing or do not
+    #: reproduce the original answer).
+    no_original: list[str] = dataclasses.field(default_factory=list)
 
     def rows(self, instances: Sequence[Instance] | None = None) -> list[dict[str, Any]]:
         """Instances as the JSONL files hold them (compat mode: only id, question and answer)."""
@@ -109,7 +115,7 @@ def instantiate(config: InstantiateConfig) -> InstantiateResult:
     """Sample every template; a template that fails is reported in ``problems`` and the rest still run.
 
     Writes ``config.out`` (all instances) and/or one ``<file stem>.jsonl`` per template file under
-    ``config.out_dir`` when they are set.
+    ``config.out_dir`` when they are set, and ``config.originals`` (the original problems, :func:`originals_of`).
     """
     config.check()
     loaded, warnings = _load(config.templates, config.prefix_ids)
@@ -140,7 +146,32 @@ def instantiate(config: InstantiateConfig) -> InstantiateResult:
             target = Path(config.out_dir) / (Path(path).stem + ".jsonl")
             _write_instances(target, result.rows(instances), ascii_only=ascii_only)
             result.written.append(target)
+    if config.originals:
+        result.originals, result.no_original = originals_of(
+            [template for _, templates in loaded for template in templates.templates])
+        _write_instances(Path(config.originals), result.rows(result.originals), ascii_only=ascii_only)
+        result.written.append(Path(config.originals))
     return result
+
+
+def originals_of(templates: Sequence[Template]) -> tuple[list[Instance], list[str]]:
+    """The original problems of ``templates`` (each at its original values, id = the template id: what
+    ``variants eval --originals`` asks), and one line per template left out: its original values are missing,
+    break its constraints or do not give its original answer (``variants validate`` says the same)."""
+    from robusteval.variants.checks import check_template, original_instance
+
+    found: list[Instance] = []
+    left_out: list[str] = []
+    for template in templates:
+        instance = original_instance(template)
+        if instance is None:
+            check = check_template(template)
+            where = f"{template.source}: " if template.source else ""
+            left_out.append(f"{where}template '{template.id}': no original problem written ({check.status}: "
+                            f"{check.message})")
+        else:
+            found.append(instance)
+    return found, left_out
 
 
 # ----------------------------------------------------------------------------------------------- validate
