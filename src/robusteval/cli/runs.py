@@ -23,9 +23,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = group.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
 
-    show = add_command(sub, "show", help="print a run's configuration, progress and summary",
-                       description="Print what a run directory holds.", example="robusteval runs show runs/gsm8k-tiny")
+    show = add_command(sub, "show", help="print a run's configuration, progress and headline numbers",
+                       description="Print what a run directory holds: a short summary (model, data, each headline "
+                       "number with its n and 95% interval, what was left out, progress); --json prints "
+                       "everything (identity, info, the whole summary).",
+                       example="robusteval runs show runs/gsm8k-tiny\nrobusteval runs show runs/gsm8k-tiny --json")
     show.add_argument("run_dir", metavar="DIR")
+    show.add_argument("--json", action="store_true",
+                      help="print the whole record as JSON: overview, rates, identity, info, units, summary")
     show.set_defaults(func=show_run)
 
     export = add_command(sub, "export", help="write every stored record as JSONL or CSV",
@@ -84,8 +89,52 @@ def show_run(args: argparse.Namespace) -> int:
         "units": run.stages,
         "summary": run.summary,
     }
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(show_lines(run, report)))
     return 0
+
+
+def show_lines(run: Any, report: dict[str, Any]) -> list[str]:
+    """``runs show`` without ``--json``: a few readable lines (each rate with its n and interval) in place of
+    the whole JSON record."""
+    from robusteval.report.collect import dataset_name, short_model
+
+    overview, summary = report["overview"], run.summary or {}
+    model = str(overview.get("model") or summary.get("model") or "?")
+    state = "finished" if run.summary is not None else "unfinished (no summary yet: re-run its command to resume)"
+    lines = [f"{report['run_dir']}: {overview.get('command') or '?'}, {state}"]
+
+    def field(name: str, value: Any) -> None:
+        if value not in (None, "", {}, []):
+            lines.append(f"  {name:<10} {value}")
+
+    setting = ", ".join(f"{k} {overview[k]}" for k in ("dtype", "device") if overview.get(k))
+    field("model", f"{short_model(model)}  ({model}{'; ' + setting if setting else ''})")
+    field("data", dataset_name(run))
+    for i, (metric, text) in enumerate(report["rates"].items()):
+        lines.append(f"  {'rates' if i == 0 else '':<10} {metric}: {text}")
+    diagnosis = summary.get("diagnosis")
+    if isinstance(diagnosis, dict):
+        field("diagnosis", diagnosis.get("line"))
+    for name, value in report["left_out"].items():
+        if value:
+            field("left out", f"{name}: {_compact(value)}")
+    field("counting", report.get("counting"))
+    for flag in report.get("flags") or []:
+        field("flag", flag)
+    field("units", ", ".join(f"{stage} {n}" for stage, n in report["units"].items()))
+    field("seeds", ", ".join(f"{k} {v}" for k, v in (overview.get("seeds") or {}).items()))
+    field("versions", ", ".join(f"{k} {v}" for k, v in (overview.get("versions") or {}).items()))
+    lines.append(f"(everything, identity and summary included: robusteval runs show {report['run_dir']} --json)")
+    return lines
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_compact(v)}" for k, v in value.items() if v not in (None, 0, {}, []))
+    return str(value)
 
 
 def _flatten(record: dict[str, Any]) -> dict[str, Any]:
