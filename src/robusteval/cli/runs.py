@@ -183,6 +183,18 @@ def export_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clean_records(board: Any) -> list[dict[str, Any]]:
+    """The board's CSV records with its numbers (each value and interval end) free of floating-point noise
+    (:func:`~robusteval.metrics.formatting.clean_number`); counts and text as they are."""
+    from robusteval.metrics.formatting import clean_number
+    from robusteval.report.model import Num
+
+    numbers = {column for row in board.rows for column, cell in row.items() if isinstance(cell, Num)}
+    cleaned = {f"{column}{suffix}" for column in numbers for suffix in ("", "_ci_low", "_ci_high")}
+    return [{key: clean_number(value) if key in cleaned and isinstance(value, float) else value
+             for key, value in record.items()} for record in board.records()]
+
+
 def compare_runs(args: argparse.Namespace) -> int:
     from robusteval.report.compare import check_thresholds
     from robusteval.report.compare import compare_runs as leaderboards
@@ -201,7 +213,7 @@ def compare_runs(args: argparse.Namespace) -> int:
     boards = leaderboards(args.run_dirs, **thresholds)
     with _open_output(args.output) as out:
         if args.format == "csv":
-            rows = [row for board in boards for row in board.records()]
+            rows = [row for board in boards for row in _clean_records(board)]
             columns = list(dict.fromkeys(c for row in rows for c in row))
             writer = csv.DictWriter(out, fieldnames=columns)
             writer.writeheader()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.metrics.formatting import clean_number, clean_numbers
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.report.model import Num
 from robusteval.report.rates import Rate
@@ -68,8 +69,9 @@ class StudyLeaderboard:
             for column in self.columns:
                 num = self.cells.get((model, column.name), Num(None))
                 low, high = num.ci if num.ci is not None and None not in num.ci else (None, None)
-                record.update({column.name: num.value, f"{column.name}_n": num.n, f"{column.name}_ci_low": low,
-                               f"{column.name}_ci_high": high, f"{column.name}_flags": "; ".join(num.flags)})
+                record.update({column.name: clean_number(num.value), f"{column.name}_n": num.n,
+                               f"{column.name}_ci_low": clean_number(low), f"{column.name}_ci_high": clean_number(high),
+                               f"{column.name}_flags": "; ".join(num.flags)})
             out.append(record)
         return out
 
@@ -83,8 +85,8 @@ class StudyLeaderboard:
                 num = self.cells.get((model, column.name))
                 if num is None:
                     continue
-                ci = list(num.ci) if num.ci is not None and None not in num.ci else None
-                cells.append({"model": model, "column": column.name, "value": num.value, "n": num.n,
+                ci = clean_numbers(list(num.ci)) if num.ci is not None and None not in num.ci else None
+                cells.append({"model": model, "column": column.name, "value": clean_number(num.value), "n": num.n,
                               "denominator": self.denominator(model, column) or None, "ci95": ci,
                               "flags": list(num.flags),
                               "run": self.runs.get((model, column.name))})
