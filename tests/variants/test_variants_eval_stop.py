@@ -14,9 +14,9 @@ import pytest
 from robusteval.data.answers import extract_final_answer
 from robusteval.models import GenerationRequest, load_backend
 from robusteval.prompts.answer_first import STOP_STRINGS
+from robusteval.text.thinking import NO_THINKING, ReasoningFormat, ReasoningOptions
 from robusteval.variants.configs import VariantsEvalConfig
 from robusteval.variants.pipeline import MATH_PROMPT, evaluate_variants, stop_strings
-from robusteval.text.thinking import NO_THINKING, ReasoningFormat, ReasoningOptions
 
 QUESTIONS = {
     "add": "What is 2 + 3?",
