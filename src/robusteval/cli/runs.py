@@ -53,7 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "interval. Sweep and ORS directories, and directories holding runs, are read too.",
                           example="robusteval runs compare runs/matcha-llama runs/matcha-qwen\n"
                           "robusteval runs compare runs/* --format csv --output leaderboard.csv\n"
-                          "robusteval runs compare runs/* --format latex --output tables.tex")
+                          "robusteval runs compare runs/* --format latex --output tables.tex\n"
+                          "robusteval runs compare studies/main --format latex --digits 1 "
+                          "--rename tiny-llama=TinyLlama-1.1B")
     compare.add_argument("run_dirs", nargs="+", metavar="DIR")
     compare.add_argument("--format", choices=["table", "csv", "latex"], default="table",
                          help="latex: booktabs tables, MATCHA in the paper's Table 1/2 and 3 layouts")
@@ -63,6 +65,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "(0.5 = 50 points)")
     compare.add_argument("--min-n", type=int, default=10, metavar="N",
                          help="do not rank a number over fewer examples than this (MATCHA: n_rated)")
+    compare.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
+                         help="latex: print model OLD (as the table names it) as NEW; repeatable. A study "
+                         "directory's models are named as the study names them unless renamed here")
+    compare.add_argument("--digits", type=int, default=None, metavar="N",
+                         help="latex: decimals of every number (default: each number's own, 1 for percentages)")
     compare.set_defaults(func=compare_runs)
 
 
@@ -201,10 +208,12 @@ def compare_runs(args: argparse.Namespace) -> int:
 
     check_thresholds(args.max_interval_width, args.min_n, names=("--max-interval-width", "--min-n"))
     thresholds = {"max_width": args.max_interval_width, "min_n": args.min_n}
+    if args.format != "latex" and (args.rename or args.digits is not None):
+        raise UserError(f"{'--rename' if args.rename else '--digits'} is for --format latex")
     if args.format == "latex":
-        from robusteval.report.latex import compare_latex
+        from robusteval.report.latex import compare_latex, parse_renames
 
-        text = compare_latex(args.run_dirs, **thresholds)
+        text = compare_latex(args.run_dirs, **thresholds, digits=args.digits, rename=parse_renames(args.rename))
         with _open_output(args.output) as out:
             out.write(text)
         if args.output != "-":
