@@ -91,6 +91,13 @@ def test_cli_flags_and_bad_values_are_one_line(study: Path, tmp_path: Path) -> N
     assert table.returncode == 2 and "--digits is for --format latex" in table.stderr
 
 
+def test_the_study_state_file_is_the_studies_own() -> None:
+    from robusteval.report.latex import STUDY_STATE
+    from robusteval.studies.study import STATE_NAME
+
+    assert STUDY_STATE == STATE_NAME
+
+
 def test_parse_renames() -> None:
     assert parse_renames(["a=b", " x = y z "]) == {"a": "b", "x": "y z"}
     with pytest.raises(UserError, match="expected OLD=NEW"):

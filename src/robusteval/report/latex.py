@@ -45,6 +45,9 @@ def escape(text: str) -> str:
     return "".join(_SPECIAL.get(char, char) for char in text)
 
 
+#: A study directory's state file: ``robusteval.studies.study.STATE_NAME`` (a layer above the report: not
+#: imported; tests/report/test_latex_export.py holds them equal).
+STUDY_STATE = "study.json"
 #: The decimals ``--digits`` may ask for.
 MAX_DIGITS = 6
 #: "(paper Table 1 layout)" in a report caption: for robusteval's reader, not the paper's (a comment here).
@@ -182,11 +185,10 @@ def study_names(paths: Sequence[str | os.PathLike[str]]) -> dict[str, str]:
     ``study.json``; a cell's run is ``<study>/<model>/<method>/<dataset>``). A display name two study models share
     is left out: renaming it would merge them."""
     from robusteval.runs import load_run
-    from robusteval.studies.study import STATE_NAME
 
     found: dict[str, set[str]] = {}
     for path in paths:
-        state = Path(path) / STATE_NAME
+        state = Path(path) / STUDY_STATE
         if not state.is_file():
             continue
         try:
