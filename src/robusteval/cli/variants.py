@@ -85,7 +85,8 @@ def _register_eval(sub: Any) -> None:
         help="run a model on instances and score strict/loose",
         description="Ask the model every instance (K samples each) with a math prompt that asks for the "
         "final answer in \\boxed{}; every generation is stored, so re-running the same command resumes. With the "
-        "original problems (--originals FILE asked in the same call, or --original-run DIR) the diagnosis says "
+        "original problems (--originals FILE asked in the same call, written from the templates by `variants "
+        "instantiate --originals FILE`; or --original-run DIR) the diagnosis says "
         "whether points are lost to memorisation or to unstable reasoning (docs/variants.md).",
         example="robusteval variants eval --model hf:./tiny-llama --instances var_math.jsonl \\\n"
         "    --originals originals.jsonl --out runs/var-math-tiny --samples 1 --max-new-tokens 512",
@@ -275,8 +276,9 @@ def run_eval(args: argparse.Namespace) -> int:
     _print_scores("variant scores", dict(summary))
     print_diagnosis(summary["diagnosis"])
     if not summary["diagnosis"]["n_with_original"]:
-        print("(no original problem evaluated: --originals FILE asks them in this call, --original-run DIR reads "
-              "an earlier run; see docs/variants.md)")
+        print("(no original problem evaluated: --originals FILE asks them in this call (`variants instantiate "
+              "--templates T --originals FILE` writes it), --original-run DIR reads an earlier run; see "
+              "docs/variants.md)")
     print(f"run directory: {args.out}  (summary: {store.run_dir / SUMMARY_NAME})")
     return 0
 
