@@ -12,7 +12,9 @@ import pytest
 from robusteval.cli.main import build_parser
 
 
-def _parsers(parser: argparse.ArgumentParser, name: str = "robusteval") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _parsers(
+    parser: argparse.ArgumentParser, name: str = "robusteval"
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     yield name, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -46,6 +48,6 @@ def test_negation_flag_and_real_defaults_are_kept() -> None:
     helps = HELPS
     matcha = helps["robusteval attack matcha"]
     start = matcha.index("--no-random-start ")
-    assert "(default" not in matcha[start:matcha.index(" --", start + 3)]
+    assert "(default" not in matcha[start : matcha.index(" --", start + 3)]
     assert "--n N instances per template (default: 5)" in helps["robusteval variants instantiate"]
     assert "(default: 0; with --compat var-math 42" in helps["robusteval variants instantiate"]

@@ -16,16 +16,26 @@ from robusteval.cli.main import main
 def eval_run(tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs_show")
     data = root / "q.jsonl"
-    data.write_text("".join(json.dumps({"question": f"Tom has {i} apples and gets 2 more. How many?",
-                                        "answer": str(i + 2)}) + "\n" for i in range(4)), encoding="utf-8")
+    data.write_text(
+        "".join(
+            json.dumps({"question": f"Tom has {i} apples and gets 2 more. How many?", "answer": str(i + 2)})
+            + "\n"
+            for i in range(4)
+        ),
+        encoding="utf-8",
+    )
     out = root / "run"
-    rv.evaluate(rv.EvalConfig(data=rv.DataSpec("jsonl", str(data)), max_new_tokens=4),
-                rv.load_model(f"hf:{tiny_llama_dir}", device="cpu"), out)
+    rv.evaluate(
+        rv.EvalConfig(data=rv.DataSpec("jsonl", str(data)), max_new_tokens=4),
+        rv.load_model(f"hf:{tiny_llama_dir}", device="cpu"),
+        out,
+    )
     return out
 
 
-def test_runs_show_is_a_short_summary(eval_run: Path, tiny_llama_dir: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_show_is_a_short_summary(
+    eval_run: Path, tiny_llama_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["runs", "show", str(eval_run)]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
@@ -33,7 +43,10 @@ def test_runs_show_is_a_short_summary(eval_run: Path, tiny_llama_dir: Path,
     with pytest.raises(json.JSONDecodeError):
         json.loads(text)
     assert lines[0] == f"{eval_run}: eval, finished"
-    assert f"model      {tiny_llama_dir.parent.name}/model  ({tiny_llama_dir}; dtype float32, device cpu)" in text
+    assert (
+        f"model      {tiny_llama_dir.parent.name}/model  ({tiny_llama_dir}; dtype float32, device cpu)"
+        in text
+    )
     # The headline number with its interval and n, as --json's "rates" gives it.
     full = _full(eval_run, capsys)
     assert f"rates      acc: {full['rates']['acc']}" in text and "n = 4" in full["rates"]["acc"]

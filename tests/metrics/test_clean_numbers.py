@@ -26,11 +26,19 @@ def test_wilson_inside_is_unchanged() -> None:
     assert (low, high) == pytest.approx((0.0615, 0.7923), abs=1e-4)
 
 
-@pytest.mark.parametrize(("raw", "clean"), [
-    (2.7755575615628914e-17, 0.0), (-2.7755575615628914e-17, 0.0), (5.551115123125783e-17, 0.0),
-    (0.30000000000000004, 0.3), (0.9999999999999999, 1.0), (0.5614970317550454, 0.561497031755),
-    (-0.125, -0.125), (12.5, 12.5),
-])
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        (2.7755575615628914e-17, 0.0),
+        (-2.7755575615628914e-17, 0.0),
+        (5.551115123125783e-17, 0.0),
+        (0.30000000000000004, 0.3),
+        (0.9999999999999999, 1.0),
+        (0.5614970317550454, 0.561497031755),
+        (-0.125, -0.125),
+        (12.5, 12.5),
+    ],
+)
 def test_clean_number(raw: float, clean: float) -> None:
     assert clean_number(raw) == clean
     assert repr(clean_number(raw)) == repr(clean)  # -0.0 reads 0.0
@@ -42,7 +50,19 @@ def test_clean_number_keeps_what_is_not_a_finite_float() -> None:
 
 
 def test_clean_numbers_walks_containers_and_keeps_counts_and_text() -> None:
-    data = {"value": 2.7755575615628914e-17, "n": 3, "ok": True, "ci95": [5.551115123125783e-17, 0.56],
-            "pair": (0.1 + 0.2, "x"), "note": "0.30000000000000004"}
-    assert clean_numbers(data) == {"value": 0.0, "n": 3, "ok": True, "ci95": [0.0, 0.56], "pair": (0.3, "x"),
-                                   "note": "0.30000000000000004"}
+    data = {
+        "value": 2.7755575615628914e-17,
+        "n": 3,
+        "ok": True,
+        "ci95": [5.551115123125783e-17, 0.56],
+        "pair": (0.1 + 0.2, "x"),
+        "note": "0.30000000000000004",
+    }
+    assert clean_numbers(data) == {
+        "value": 0.0,
+        "n": 3,
+        "ok": True,
+        "ci95": [0.0, 0.56],
+        "pair": (0.3, "x"),
+        "note": "0.30000000000000004",
+    }

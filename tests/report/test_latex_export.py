@@ -24,14 +24,17 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     whose model folders are both called "model" (so their readable names are the folder's parent)."""
     root = tmp_path_factory.mktemp("latex") / "study"
     cells = []
-    for name, kinds, spec, seed in (("tiny-random", KEPT, "hf:/cache/a1/model", 1),
-                                    ("bars-tiny", HALF, "hf:/cache/b2/model", 2)):
+    for name, kinds, spec, seed in (
+        ("tiny-random", KEPT, "hf:/cache/a1/model", 1),
+        ("bars-tiny", HALF, "hf:/cache/b2/model", 2),
+    ):
         cell = f"{name}/matcha/math"
         matcha_store(root / cell, 40, kinds=kinds, model_name=spec, seed=seed)
         cells.append({"cell": cell, "run_dir": str(root / cell), "status": "done", "error": "", "log": ""})
-    (root / "study.json").write_text(json.dumps({"study": "s.toml", "title": "t", "models": ["tiny-random",
-                                                                                         "bars-tiny"],
-                                                 "cells": cells}), encoding="utf-8")
+    (root / "study.json").write_text(
+        json.dumps({"study": "s.toml", "title": "t", "models": ["tiny-random", "bars-tiny"], "cells": cells}),
+        encoding="utf-8",
+    )
     return root
 
 
@@ -65,8 +68,11 @@ def test_a_study_exports_with_its_model_names_and_rename_wins(study: Path) -> No
 
 def test_runs_without_a_study_keep_their_readable_names(study: Path) -> None:
     runs = [study / "tiny-random/matcha/math", study / "bars-tiny/matcha/math"]
-    rows = [line.split(" & ")[0] for line in compare_latex(runs).splitlines() if line.endswith(r"\\") and "final"
-            in line]
+    rows = [
+        line.split(" & ")[0]
+        for line in compare_latex(runs).splitlines()
+        if line.endswith(r"\\") and "final" in line
+    ]
     assert sorted(rows) == ["a1/model", "b2/model"]
 
 
@@ -78,13 +84,28 @@ def test_digits(study: Path) -> None:
 
 def test_cli_flags_and_bad_values_are_one_line(study: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.tex"
-    done = cli("runs", "compare", str(study), "--format", "latex", "--output", str(out), "--digits", "2",
-               "--rename", "tiny-random=TR", "--rename", "bars-tiny=BT")
+    done = cli(
+        "runs",
+        "compare",
+        str(study),
+        "--format",
+        "latex",
+        "--output",
+        str(out),
+        "--digits",
+        "2",
+        "--rename",
+        "tiny-random=TR",
+        "--rename",
+        "bars-tiny=BT",
+    )
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
     assert r"TR & final & 100.00 [91.24, 100.00]" in text and r"BT & final" in text
-    for flags, message in ((["--rename", "tiny-random"], "--rename 'tiny-random': expected OLD=NEW"),
-                           (["--digits", "9"], "--digits 9: give a whole number from 0 to 6")):
+    for flags, message in (
+        (["--rename", "tiny-random"], "--rename 'tiny-random': expected OLD=NEW"),
+        (["--digits", "9"], "--digits 9: give a whole number from 0 to 6"),
+    ):
         bad = cli("runs", "compare", str(study), "--format", "latex", *flags)
         assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     table = cli("runs", "compare", str(study), "--digits", "2")

@@ -24,17 +24,28 @@ def test_study_leaderboard_files_hold_no_float_noise(tmp_path: Path) -> None:
     text = (tmp_path / "leaderboard.csv").read_text(encoding="utf-8")
     assert "e-1" not in text and "0000000000" not in text
     rows = list(csv.DictReader(text.splitlines()))
-    assert [(r["rb:ocnli:rb_index"], r["rb:ocnli:rb_index_ci_low"], r["rb:ocnli:rb_index_ci_high"]) for r in rows] \
-        == [("0.0", "-0.3", "0.3"), ("0.25", "0.0", "0.5")]
+    assert [
+        (r["rb:ocnli:rb_index"], r["rb:ocnli:rb_index_ci_low"], r["rb:ocnli:rb_index_ci_high"]) for r in rows
+    ] == [("0.0", "-0.3", "0.3"), ("0.25", "0.0", "0.5")]
     assert [r["rb:ocnli:rb_index_n"] for r in rows] == ["8", "8"]
     cells = json.loads((tmp_path / "leaderboard.json").read_text(encoding="utf-8"))["cells"]
     assert [(c["value"], c["ci95"]) for c in cells] == [(0.0, [-0.3, 0.3]), (0.25, [0.0, 0.5])]
 
 
 def test_runs_compare_csv_records_hold_no_float_noise() -> None:
-    board = Leaderboard("robustness", "t", ["rank", "model", "rb_index", "note"],
-                        [{"rank": "1", "model": "m", "rb_index": Num(NOISE, n=8, ci=(NOISE, 0.1 + 0.2)),
-                          "note": "0.30000000000000004"}])
+    board = Leaderboard(
+        "robustness",
+        "t",
+        ["rank", "model", "rb_index", "note"],
+        [
+            {
+                "rank": "1",
+                "model": "m",
+                "rb_index": Num(NOISE, n=8, ci=(NOISE, 0.1 + 0.2)),
+                "note": "0.30000000000000004",
+            }
+        ],
+    )
     record = _clean_records(board)[0]
     assert (record["rb_index"], record["rb_index_ci_low"], record["rb_index_ci_high"]) == (0.0, 0.0, 0.3)
     assert record["rb_index_n"] == 8 and record["note"] == "0.30000000000000004"  # text stays text

@@ -33,12 +33,17 @@ def _cut(text: str) -> str:
     return text[: min(hits)] if hits else text
 
 
-def test_variants_eval_reads_the_answer_before_a_made_up_next_question(tiny_trained_dir: Path,
-                                                                       tmp_path: Path) -> None:
+def test_variants_eval_reads_the_answer_before_a_made_up_next_question(
+    tiny_trained_dir: Path, tmp_path: Path
+) -> None:
     backend = load_backend(f"hf:{tiny_trained_dir}", device="cpu")
     # What the model writes when nothing stops it.
-    free = backend.generate([GenerationRequest(MATH_PROMPT.format(question=q), max_new_tokens=MAX_NEW_TOKENS)
-                             for q in QUESTIONS.values()])
+    free = backend.generate(
+        [
+            GenerationRequest(MATH_PROMPT.format(question=q), max_new_tokens=MAX_NEW_TOKENS)
+            for q in QUESTIONS.values()
+        ]
+    )
     gold = {}
     for iid, out in zip(QUESTIONS, free, strict=True):
         own, whole = extract_final_answer(_cut(out.text)), extract_final_answer(out.text)
@@ -46,25 +51,41 @@ def test_variants_eval_reads_the_answer_before_a_made_up_next_question(tiny_trai
             gold[iid] = own  # the answer to the asked question differs from the one read off the made-up one
     assert gold, "the tiny model no longer runs on into a next question: the test would prove nothing"
     instances = tmp_path / "instances.jsonl"
-    instances.write_text("".join(json.dumps({"id": iid, "question": QUESTIONS[iid], "answer": answer}) + "\n"
-                                 for iid, answer in gold.items()), encoding="utf-8")
-    summary = evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=MAX_NEW_TOKENS), backend,
-                                tmp_path / "run")
+    instances.write_text(
+        "".join(
+            json.dumps({"id": iid, "question": QUESTIONS[iid], "answer": answer}) + "\n"
+            for iid, answer in gold.items()
+        ),
+        encoding="utf-8",
+    )
+    summary = evaluate_variants(
+        VariantsEvalConfig(str(instances), max_new_tokens=MAX_NEW_TOKENS), backend, tmp_path / "run"
+    )
     assert summary["stop"] == list(STOP_STRINGS)
-    predictions = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    predictions = [
+        json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    ]
     assert predictions and all("\nQ:" not in p["prediction"] for p in predictions)
     graded = [json.loads(line) for line in (tmp_path / "run" / "graded.jsonl").read_text().splitlines()]
     assert {row["id"]: row["correct"] for row in graded} == dict.fromkeys(gold, True)
     assert summary["loose"] == 1.0
 
 
-@pytest.mark.parametrize(("reasoning", "options", "stops"), [
-    (NO_THINKING, None, STOP_STRINGS),
-    # A trace in the same generation may hold a "\nQ:" line: no stop there; budget forcing generates the reply
-    # apart, and the stops apply to it.
-    (ReasoningFormat("think-tags", "<think>", "</think>"), ReasoningOptions(), ()),
-    (ReasoningFormat("think-tags", "<think>", "</think>"), ReasoningOptions(max_thinking_tokens=64), STOP_STRINGS),
-])
-def test_stop_strings_follow_where_the_reply_is(reasoning: ReasoningFormat, options: ReasoningOptions | None,
-                                                stops: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("reasoning", "options", "stops"),
+    [
+        (NO_THINKING, None, STOP_STRINGS),
+        # A trace in the same generation may hold a "\nQ:" line: no stop there; budget forcing generates the reply
+        # apart, and the stops apply to it.
+        (ReasoningFormat("think-tags", "<think>", "</think>"), ReasoningOptions(), ()),
+        (
+            ReasoningFormat("think-tags", "<think>", "</think>"),
+            ReasoningOptions(max_thinking_tokens=64),
+            STOP_STRINGS,
+        ),
+    ],
+)
+def test_stop_strings_follow_where_the_reply_is(
+    reasoning: ReasoningFormat, options: ReasoningOptions | None, stops: tuple[str, ...]
+) -> None:
     assert stop_strings(reasoning, options) == stops

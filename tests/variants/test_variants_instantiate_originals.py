@@ -42,11 +42,23 @@ def _rows(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_originals_are_the_templates_at_their_original_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_originals_are_the_templates_at_their_original_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     originals, instances = tmp_path / "originals.jsonl", tmp_path / "instances.jsonl"
-    code = run_cli(["variants", "instantiate", "--templates", EXAMPLE, "--out", str(instances),
-                    "--originals", str(originals)], monkeypatch)
+    code = run_cli(
+        [
+            "variants",
+            "instantiate",
+            "--templates",
+            EXAMPLE,
+            "--out",
+            str(instances),
+            "--originals",
+            str(originals),
+        ],
+        monkeypatch,
+    )
     out = capsys.readouterr().out
     assert code == 0 and "wrote 3 original problems to" in out and "wrote 15 instances" in out
     templates = load_template_file(EXAMPLE).templates
@@ -61,22 +73,31 @@ def test_originals_are_the_templates_at_their_original_values(tmp_path: Path, mo
 
 
 def test_a_template_whose_original_does_not_check_is_left_out_and_said(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     templates = tmp_path / "t.yaml"
     templates.write_text(BROKEN, encoding="utf-8")
     originals = tmp_path / "only.jsonl"
-    assert run_cli(["variants", "instantiate", "--templates", str(templates), "--originals", str(originals)],
-                   monkeypatch) == 0  # only the originals: no instances file needed
+    assert (
+        run_cli(
+            ["variants", "instantiate", "--templates", str(templates), "--originals", str(originals)],
+            monkeypatch,
+        )
+        == 0
+    )  # only the originals: no instances file needed
     captured = capsys.readouterr()
     assert [r["id"] for r in _rows(originals)] == ["apples"]
-    assert "template 'wrong-answer': no original problem written (mismatch: original values give 4, the " \
-           "original answer is 5)" in captured.err
+    assert (
+        "template 'wrong-answer': no original problem written (mismatch: original values give 4, the "
+        "original answer is 5)" in captured.err
+    )
     assert "wrote 1 original problems" in captured.out and "1 template(s) without one" in captured.out
 
 
 @pytest.mark.parametrize("flags", [[], ["--out", "a.jsonl", "--out-dir", "d"]])
-def test_outputs_must_be_one_of(flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_outputs_must_be_one_of(
+    flags: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert run_cli(["variants", "instantiate", "--templates", EXAMPLE, *flags], monkeypatch) == 2
     assert "--originals" in capsys.readouterr().err
@@ -87,8 +108,9 @@ def test_var_math_amc23_originals_match_the_published_answers(tmp_path: Path) ->
     from robusteval.variants.pipeline import instantiate
 
     published = {row["id"]: row for row in _rows(var_math("originals", "amc23_test.jsonl"))}
-    made = instantiate(InstantiateConfig(str(var_template("amc23")), compat="var-math",
-                                         originals=str(tmp_path / "o.jsonl")))
+    made = instantiate(
+        InstantiateConfig(str(var_template("amc23")), compat="var-math", originals=str(tmp_path / "o.jsonl"))
+    )
     rows = {str(r["id"]): r for r in _rows(tmp_path / "o.jsonl")}
     # #11 records no original values, #22's are not among its aligned rows: both said, the other 38 written.
     assert len(rows) == 38 and sorted(line.split("'")[1] for line in made.no_original) == ["11", "22"]
