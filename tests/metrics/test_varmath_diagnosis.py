@@ -60,7 +60,7 @@ def test_categories_shares_and_drops_by_hand() -> None:
     assert drop["absolute"]["strict"]["value"] == pytest.approx(0.5 / 7)
     assert drop["relative"]["strict"]["value"] == pytest.approx(0.125)
     assert drop["absolute"]["loose"]["value"] == pytest.approx(-0.25 / 7)  # the variants did better on loose
-    assert drop["loose_share"] == pytest.approx(-0.5)  # all of the drop is lost across variants
+    assert drop["memorisation_share"] == pytest.approx(-0.5)  # all of the drop is lost across variants
     # 12.5% > the 10% robust bound, and no part lost on single variants: unstable reasoning.
     assert d["label"] == "unstable"
     assert d["line"].startswith("mostly unstable reasoning: original 57.1% -> loose 60.7% -> strict 50.0% on 7 "
@@ -140,7 +140,7 @@ def test_reading_agrees_with_the_categories_issue_28() -> None:
     reasoning: one problem of each cause is not "mostly memorisation"."""
     d = _diagnosis_of([(1.0, (True, True, True)), (1.0, (False, False, False)), (1.0, (True, False, False))])
     assert [r["category"] for r in d["problems"]] == ["robust", "original_only", "some_variants"]
-    assert d["drop"]["loose_share"] == pytest.approx(5 / 6)  # the drop's split alone would say memorisation
+    assert d["drop"]["memorisation_share"] == pytest.approx(5 / 6)  # the drop's split alone would say memorisation
     assert d["causes"] == {"memorisation": 1, "unstable": 1}
     assert d["label"] == "mixed" and "memorisation" not in d["label"]
     assert d["line"].startswith("memorisation and unstable reasoning alike: ")

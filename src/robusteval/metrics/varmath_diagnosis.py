@@ -30,9 +30,12 @@ The drop is measured on the problems that have an original: original accuracy (m
 loose and strict (the run's own per-problem scores, :mod:`robusteval.metrics.variants`); absolute drops
 (original - score) and relative drops ((original - score) / original), each with a seeded percentile bootstrap
 that resamples problems *with their original and variant scores together* (paired: the interval of a
-difference, not two intervals). ``drop = (original - loose) + (loose - strict)``; ``loose_share`` is the first
-part's share. It is *not* a memorisation measure: loose also loses the single variants a ``some_variants``
-problem misses, which is unstable reasoning.
+difference, not two intervals). ``drop = (original - loose) + (loose - strict)``: the first part is lost on
+single variants (memorisation), the second to inconsistency across variants (unstable reasoning).
+
+That split (``memorisation_share``, the first part's share) says where points go, not why: loose also loses the
+single variants a ``some_variants`` problem misses, which is unstable reasoning. The reading below counts the
+categories instead.
 
 The diagnosis, first rule that applies (thresholds are :class:`DiagnosisThresholds`, defaults below):
 
@@ -42,10 +45,11 @@ The diagnosis, first rule that applies (thresholds are :class:`DiagnosisThreshol
    ``robust_max_drop``) x loose;
 3. with originals, from the category counts (so the reading never contradicts the table): M problems are
    ``original_only`` (the memorisation signature) and U are ``some_variants`` or ``sample_dependent``
-   (correctness changes across variants or samples: unstable reasoning). **mostly memorisation** when M > U and M >= ``memorisation_share``
-   (0.5) x (M + U); **mostly unstable reasoning** when U > M and U >= ``memorisation_share`` x (M + U); else
-   **memorisation and unstable reasoning alike** (a tie, or neither reaches the share). Without originals the
-   split cannot be made: **unstable reasoning (originals not evaluated)**.
+   (correctness changes across variants or samples: unstable reasoning). **mostly memorisation** when M > U
+   and M >= ``memorisation_share`` (0.5) x (M + U); **mostly unstable reasoning** when U > M and
+   U >= ``memorisation_share`` x (M + U); else **memorisation and unstable reasoning alike** (a tie, or neither
+   reaches the share). Without originals the split cannot be made: **unstable reasoning (originals not
+   evaluated)**.
 
 A run whose every problem is ``no_variants`` (a run on the original problems) is labelled **no variants**.
 Fewer than ``min_problems`` (10) problems adds "few problems" to the line: the label is then a weak reading.
@@ -180,7 +184,7 @@ def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 
     paired = [r for r in rows if r["original"] is not None]
     data = np.array([[r["original"], r["loose"], r["strict"]] for r in paired], dtype=float).reshape(-1, 3)
     out: dict[str, Any] = {"n": len(paired), "original": None, "original_ci95": None, "loose": None, "strict": None,
-                           "absolute": {}, "relative": {}, "loose_share": None,
+                           "absolute": {}, "relative": {}, "memorisation_share": None,
                            "bootstrap": {"rounds": rounds, "seed": seed, "level": level,
                                          "resamples": "problems, original and variant scores together (paired)"}}
     if not paired:
@@ -205,7 +209,7 @@ def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 
         value = float(relative(column)(data))
         out["relative"][name] = _stat(None if np.isnan(value) else value, interval(relative(column)))
     lost = means[0] - means[2]
-    out["loose_share"] = float((means[0] - means[1]) / lost) if lost > 0 else None
+    out["memorisation_share"] = float((means[0] - means[1]) / lost) if lost > 0 else None
     return out
 
 
