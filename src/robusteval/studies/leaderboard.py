@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
-from robusteval.metrics.formatting import clean_number, clean_numbers
+from robusteval.metrics.formatting import clean_number
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.report.model import Num
 from robusteval.report.rates import Rate
@@ -61,8 +61,9 @@ class StudyLeaderboard:
     ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
 
     def records(self) -> list[dict[str, Any]]:
-        """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high`` and
-        ``_flags`` (the number's flags, "; "-separated; "" for none)."""
+        """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high`` (numbers
+        without float noise: :func:`~robusteval.metrics.formatting.clean_number`; leaderboard.json keeps them as
+        the runs' summaries hold them) and ``_flags`` (the number's flags, "; "-separated; "" for none)."""
         out = []
         for model in self.models:
             record: dict[str, Any] = {"model": model}
@@ -85,8 +86,8 @@ class StudyLeaderboard:
                 num = self.cells.get((model, column.name))
                 if num is None:
                     continue
-                ci = clean_numbers(list(num.ci)) if num.ci is not None and None not in num.ci else None
-                cells.append({"model": model, "column": column.name, "value": clean_number(num.value), "n": num.n,
+                ci = list(num.ci) if num.ci is not None and None not in num.ci else None
+                cells.append({"model": model, "column": column.name, "value": num.value, "n": num.n,
                               "denominator": self.denominator(model, column) or None, "ci95": ci,
                               "flags": list(num.flags),
                               "run": self.runs.get((model, column.name))})
