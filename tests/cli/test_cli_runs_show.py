@@ -54,6 +54,21 @@ def test_runs_show_is_a_short_summary(
     assert lines[-1] == f"(everything, identity and summary included: robusteval runs show {eval_run} --json)"
 
 
+def test_a_matcha_run_says_what_it_left_out_and_no_empty_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from helpers.reportstores import matcha_store
+
+    kinds = ["unsuccessful"] * 6 + ["success"] * 3 + ["skip:no answer in the clean completion"] * 3
+    run = matcha_store(tmp_path / "m", 12, kinds=kinds, model_name="hf:/x/y/model")
+    assert main(["runs", "show", str(run)]) == 0
+    text = capsys.readouterr().out
+    assert "  rates      acc: 100.0 % [75.8, 100.0], n = 12" in text
+    assert "             sr: 33.3 % [12.1, 64.6], n_rated = 9" in text
+    assert "  left out   skip_reasons: no answer in the clean completion 3" in text
+    assert all(not line.rstrip().endswith(":") for line in text.splitlines())  # no field without a value
+
+
 def _full(run: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     assert main(["runs", "show", str(run), "--json"]) == 0
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]

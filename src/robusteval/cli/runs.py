@@ -126,7 +126,7 @@ def show_lines(run: Any, report: dict[str, Any]) -> list[str]:
     if isinstance(diagnosis, dict):
         field("diagnosis", diagnosis.get("line"))
     for name, value in report["left_out"].items():
-        if value:
+        if _compact(value):  # a count of 0 (exclusions {"unjudged": 0}) leaves nothing out
             field("left out", f"{name}: {_compact(value)}")
     field("counting", report.get("counting"))
     for flag in report.get("flags") or []:
@@ -139,9 +139,10 @@ def show_lines(run: Any, report: dict[str, Any]) -> list[str]:
 
 
 def _compact(value: Any) -> str:
+    """``{"a": 3, "b": 0}`` as ``a 3`` (nothing for zeros and empties)."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {_compact(v)}" for k, v in value.items() if v not in (None, 0, {}, []))
-    return str(value)
+    return "" if value in (None, 0, {}, []) else str(value)
 
 
 def _flatten(record: dict[str, Any]) -> dict[str, Any]:
