@@ -20,7 +20,9 @@ def wilson_interval(successes: float, total: int, z: float = Z95) -> tuple[float
     denom = 1 + z * z / total
     centre = (p + z * z / (2 * total)) / denom
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At p = 0 (p = 1) the lower (upper) end is exactly 0 (1); computed, it is off by rounding (5.6e-17 at 0/3).
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    return low, 1.0 if successes >= total else min(1.0, centre + half)
 
 
 def proportion(successes: int, total: int) -> dict[str, Any]:

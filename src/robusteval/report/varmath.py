@@ -218,8 +218,9 @@ def diagnoses(runs: Sequence[Run]) -> list[Any]:
         drops[(label, "strict drop")] = drop(diagnosis, "strict", "relative", run)
         drops[(label, "loose drop")] = drop(diagnosis, "loose", "relative", run)
     out: list[Any] = [
-        Table("Diagnosis: why points are lost on the variants (mostly memorisation: lost already on single "
-              "variants; mostly unstable reasoning: variants solved, but not all of a problem's). Drops (%) from "
+        Table("Diagnosis: why points are lost on the variants, read from the category counts (mostly "
+              "memorisation: more problems solved only in their original than with some variants or samples right; "
+              "mostly unstable reasoning: the other way round; alike: as many). Drops (%) from "
               "the original problems with paired bootstrap intervals, n = problems with an original; rules and "
               "thresholds in docs/variants.md", ["Run", "diagnosis", "problems", "with original",
                                                  "strict drop (points)", "strict drop", "loose drop"], rows),
