@@ -41,16 +41,18 @@ def load(ocnli: Path) -> list[tuple[str, Edit, int]]:
             record = records[row["id"]]
             text = record["sentence1"] if row["field"] == "text" else record["sentence2"]
             start, word = int(row["start"]), row["original"]
-            rows.append((text, Edit(start, start + len(word), word, row["replacement"]), int(row["changes_meaning"])))
+            rows.append(
+                (text, Edit(start, start + len(word), word, row["replacement"]), int(row["changes_meaning"]))
+            )
     return rows
 
 
 def share(labels: list[int]) -> str:
     p = proportion(sum(labels), len(labels))
     if p["value"] is None:
-        return f"0/0"
-    low, high = p["ci95"]  # type: ignore[misc]
-    return f"{p['k']}/{p['n']} = {p['value']:.2f} [{low:.2f}, {high:.2f}]"
+        return "0/0"
+    ci: tuple[float, float] = p["ci95"]  # type: ignore[assignment]
+    return f"{p['k']}/{p['n']} = {p['value']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
 def auc(scored: list[tuple[float, int]]) -> float:
@@ -76,17 +78,24 @@ def main() -> None:
     print("| measure | AUC (faithful above changed) |\n|---|---|")
     for name, scores in measures.items():
         print(f"| {name} | {auc(list(zip(scores, labels, strict=True))):.2f} |")
-    print("\n| measure | X | edits kept | meaning-changing among kept [95% CI] | faithful kept |\n|---|---|---|---|---|")
+    print(
+        "\n| measure | X | edits kept | meaning-changing among kept [95% CI] | faithful kept |\n|---|---|---|---|---|"
+    )
     for name, scores in measures.items():
         grid = GRID if name.startswith("e5") else (0.3, 0.5, 0.7)
         for x in grid:
             kept = [label for score, label in zip(scores, labels, strict=True) if score >= x]
-            print(f"| {name} | {x:g} | {len(kept)}/{len(rows)} | {share(kept)} | "
-                  f"{len(kept) - sum(kept)}/{len(labels) - sum(labels)} |")
+            print(
+                f"| {name} | {x:g} | {len(kept)}/{len(rows)} | {share(kept)} | "
+                f"{len(kept) - sum(kept)}/{len(labels) - sum(labels)} |"
+            )
     still = [label for (_, edit, label) in rows if edit.replacement in res.synonyms(edit.original)]
     print(f"\nafter the source's filters (edits the source still offers): {share(still)}")
-    gated = [label for (_, edit, label), score in zip(rows, measures["e5 word"], strict=True)
-             if edit.replacement in res.synonyms(edit.original) and gate.passes(score)]
+    gated = [
+        label
+        for (_, edit, label), score in zip(rows, measures["e5 word"], strict=True)
+        if edit.replacement in res.synonyms(edit.original) and gate.passes(score)
+    ]
     print(f"filters and e5 word >= {gate.minimum:g}: {share(gated)}")
 
 

