@@ -260,10 +260,9 @@ class SpanPerturbation:
         protect: Protection = DEFAULT_PROTECTION,
     ) -> Perturbed:
         budget = budget or self.default_budget
-        if self.gate is not None:
-            from robusteval.perturbations.similarity import gated_perturb
-
-            return gated_perturb(self, text, budget=budget, rng=rng, protect=protect, gate=self.gate)
+        if self.gate is not None:  # the gate drives the loop (base may not import similarity: a cycle)
+            result: Perturbed = self.gate.perturb(self, text, budget=budget, rng=rng, protect=protect)
+            return result
         protected = protect.mask(text)
         eligible = [span for span in self.units(text) if not any(protected[span.start : span.end])]
         # Shuffle first, then take the first units that have candidates: no work for units never used.

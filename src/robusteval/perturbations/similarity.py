@@ -166,6 +166,11 @@ class SimilarityGate:
     def passes(self, value: float) -> bool:
         return value >= self.minimum
 
+    def perturb(self, method: SpanPerturbation, text: str, *, budget: ChangeBudget, rng: random.Random,
+                protect: Protection) -> Perturbed:
+        """``method.perturb`` with this gate (:func:`gated_perturb`); what a gated method's ``perturb`` calls."""
+        return gated_perturb(method, text, budget=budget, rng=rng, protect=protect, gate=self)
+
     def check(self, value: float, *, rejected: int = 0, fell_back: bool = False) -> SimilarityCheck:
         return SimilarityCheck(self.label, self.minimum, value, rejected, fell_back)
 
