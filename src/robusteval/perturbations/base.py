@@ -228,6 +228,9 @@ class SpanPerturbation:
     default_budget: ClassVar[ChangeBudget] = ChangeBudget(rate=0.1)
     #: Upper bound on candidates returned per span (attacks query each one).
     max_candidates: int = 10
+    #: A :class:`~robusteval.perturbations.similarity.SimilarityGate` that ``perturb`` passes every substitution
+    #: through (``min_similarity``; set by ``build_perturbation`` for word-level methods). None: no gate.
+    gate: Any = None
 
     # -- what subclasses implement ---------------------------------------------------------------
     def char_candidates(self, char: str) -> Sequence[str]:
@@ -265,6 +268,9 @@ class SpanPerturbation:
         protect: Protection = DEFAULT_PROTECTION,
     ) -> Perturbed:
         budget = budget or self.default_budget
+        if self.gate is not None:  # the gate drives the loop (base may not import similarity: a cycle)
+            result: Perturbed = self.gate.perturb(self, text, budget=budget, rng=rng, protect=protect)
+            return result
         protected = protect.mask(text)
         eligible = [span for span in self.units(text) if not any(protected[span.start : span.end])]
         # Shuffle first, then take the first units that have candidates: no work for units never used.
