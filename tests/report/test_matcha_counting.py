@@ -133,7 +133,7 @@ def test_runs_compare_prints_and_writes_the_flags_and_both_denominators(runs: di
 
 
 def test_runs_show_marks_flagged_rates_and_gives_both_denominators(runs: dict[str, Path]) -> None:
-    shown = json.loads(cli("runs", "show", str(runs["authors-a"])).stdout)
+    shown = json.loads(cli("runs", "show", str(runs["authors-a"]), "--json").stdout)
     assert shown["counting"] == "authors"
     assert shown["flags"] == ["⚑ reasoning judged by deterministic checkers only (arith)",
                               "⚑ semantic gate: none (edits unchecked)"]
@@ -142,7 +142,7 @@ def test_runs_show_marks_flagged_rates_and_gives_both_denominators(runs: dict[st
     assert shown["rates"]["ur[ours]"] == f"90.0 % [59.6, 98.2] ⚑, n_rated (ours) = 10 {flags}"
     assert shown["rates"]["acc"].endswith(", n = 12")
     assert shown["left_out"]["n_unjudged"] == 3
-    plain = json.loads(cli("runs", "show", str(runs["ours-plain"])).stdout)
+    plain = json.loads(cli("runs", "show", str(runs["ours-plain"]), "--json").stdout)
     assert (plain["counting"], plain["flags"]) == ("ours", [])
     assert plain["rates"]["ur"] == "90.0 % [59.6, 98.2], n_rated = 10"
 

@@ -106,7 +106,7 @@ def test_runs_compare_and_runs_show_carry_the_diagnosis(runs: dict[str, Path], t
     assert table.returncode == 0, table.stderr
     assert "diagnosis" in table.stdout and "mostly memorisation" in table.stdout and "original only %" in table.stdout
     assert "variants, not original %" not in table.stdout  # a category nobody fell in is not a column
-    show = cli("runs", "show", str(runs["with"]))
+    show = cli("runs", "show", str(runs["with"]), "--json")
     rates = json.loads(show.stdout)["rates"]
     assert rates["drop[strict,relative]"].endswith("n_with_original = 3 (mostly memorisation)")
     assert rates["share[original only]"].startswith("33.3 % [") and "n_problems = 3" in rates["share[original only]"]

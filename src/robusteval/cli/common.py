@@ -15,7 +15,18 @@ from robusteval.seeding import DEFAULT_SEED
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keep the example block's layout and show defaults."""
+    """Keep the example block's layout and show defaults, where a default says something: not for None (an
+    unset option, or one whose help says what unset means), not for an on/off flag (its help says what it
+    turns on or off: "--no-random-start ... (default: True)" reads as if the flag were on), and not where the
+    help already states its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default is None or action.default is argparse.SUPPRESS or "(default" in text:
+            return text
+        if isinstance(action, argparse._StoreConstAction | argparse.BooleanOptionalAction) or action.nargs == 0:
+            return text  # store_true / store_false / store_const: the flag's presence is the setting
+        return super()._get_help_string(action)
 
 
 def add_command(subparsers: Any, name: str, *, help: str, description: str, example: str) -> argparse.ArgumentParser:

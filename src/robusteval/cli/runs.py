@@ -23,9 +23,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sub = group.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
 
-    show = add_command(sub, "show", help="print a run's configuration, progress and summary",
-                       description="Print what a run directory holds.", example="robusteval runs show runs/gsm8k-tiny")
+    show = add_command(sub, "show", help="print a run's configuration, progress and headline numbers",
+                       description="Print what a run directory holds: a short summary (model, data, each headline "
+                       "number with its n and 95% interval, what was left out, progress); --json prints "
+                       "everything (identity, info, the whole summary).",
+                       example="robusteval runs show runs/gsm8k-tiny\nrobusteval runs show runs/gsm8k-tiny --json")
     show.add_argument("run_dir", metavar="DIR")
+    show.add_argument("--json", action="store_true",
+                      help="print the whole record as JSON: overview, rates, identity, info, units, summary")
     show.set_defaults(func=show_run)
 
     export = add_command(sub, "export", help="write every stored record as JSONL or CSV",
@@ -48,7 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "interval. Sweep and ORS directories, and directories holding runs, are read too.",
                           example="robusteval runs compare runs/matcha-llama runs/matcha-qwen\n"
                           "robusteval runs compare runs/* --format csv --output leaderboard.csv\n"
-                          "robusteval runs compare runs/* --format latex --output tables.tex")
+                          "robusteval runs compare runs/* --format latex --output tables.tex\n"
+                          "robusteval runs compare studies/main --format latex --digits 1 "
+                          "--rename tiny-llama=TinyLlama-1.1B")
     compare.add_argument("run_dirs", nargs="+", metavar="DIR")
     compare.add_argument("--format", choices=["table", "csv", "latex"], default="table",
                          help="latex: booktabs tables, MATCHA in the paper's Table 1/2 and 3 layouts")
@@ -58,6 +65,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "(0.5 = 50 points)")
     compare.add_argument("--min-n", type=int, default=10, metavar="N",
                          help="do not rank a number over fewer examples than this (MATCHA: n_rated)")
+    compare.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
+                         help="latex: print model OLD (as the table names it) as NEW; repeatable. A study "
+                         "directory's models are named as the study names them unless renamed here")
+    compare.add_argument("--digits", type=int, default=None, metavar="N",
+                         help="latex: decimals of every number (default: each number's own, 1 for percentages)")
     compare.set_defaults(func=compare_runs)
 
 
@@ -84,8 +96,53 @@ def show_run(args: argparse.Namespace) -> int:
         "units": run.stages,
         "summary": run.summary,
     }
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(show_lines(run, report)))
     return 0
+
+
+def show_lines(run: Any, report: dict[str, Any]) -> list[str]:
+    """``runs show`` without ``--json``: a few readable lines (each rate with its n and interval) in place of
+    the whole JSON record."""
+    from robusteval.report.collect import dataset_name, short_model
+
+    overview, summary = report["overview"], run.summary or {}
+    model = str(overview.get("model") or summary.get("model") or "?")
+    state = "finished" if run.summary is not None else "unfinished (no summary yet: re-run its command to resume)"
+    lines = [f"{report['run_dir']}: {overview.get('command') or '?'}, {state}"]
+
+    def field(name: str, value: Any) -> None:
+        if value not in (None, "", {}, []):
+            lines.append(f"  {name:<10} {value}")
+
+    setting = ", ".join(f"{k} {overview[k]}" for k in ("dtype", "device") if overview.get(k))
+    field("model", f"{short_model(model)}  ({model}{'; ' + setting if setting else ''})")
+    field("data", dataset_name(run))
+    for i, (metric, text) in enumerate(report["rates"].items()):
+        lines.append(f"  {'rates' if i == 0 else '':<10} {metric}: {text}")
+    diagnosis = summary.get("diagnosis")
+    if isinstance(diagnosis, dict):
+        field("diagnosis", diagnosis.get("line"))
+    for name, value in report["left_out"].items():
+        if _compact(value):  # a count of 0 (exclusions {"unjudged": 0}) leaves nothing out
+            field("left out", f"{name}: {_compact(value)}")
+    field("counting", report.get("counting"))
+    for flag in report.get("flags") or []:
+        field("flag", flag)
+    field("units", ", ".join(f"{stage} {n}" for stage, n in report["units"].items()))
+    field("seeds", ", ".join(f"{k} {v}" for k, v in (overview.get("seeds") or {}).items()))
+    field("versions", ", ".join(f"{k} {v}" for k, v in (overview.get("versions") or {}).items()))
+    lines.append(f"(everything, identity and summary included: robusteval runs show {report['run_dir']} --json)")
+    return lines
+
+
+def _compact(value: Any) -> str:
+    """``{"a": 3, "b": 0}`` as ``a 3`` (nothing for zeros and empties)."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_compact(v)}" for k, v in value.items() if v not in (None, 0, {}, []))
+    return "" if value in (None, 0, {}, []) else str(value)
 
 
 def _flatten(record: dict[str, Any]) -> dict[str, Any]:
@@ -134,16 +191,30 @@ def export_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clean_records(board: Any) -> list[dict[str, Any]]:
+    """The board's CSV records with its numbers (each value and interval end) free of floating-point noise
+    (:func:`~robusteval.metrics.formatting.clean_number`); counts and text as they are."""
+    from robusteval.metrics.formatting import clean_number
+    from robusteval.report.model import Num
+
+    numbers = {column for row in board.rows for column, cell in row.items() if isinstance(cell, Num)}
+    cleaned = {f"{column}{suffix}" for column in numbers for suffix in ("", "_ci_low", "_ci_high")}
+    return [{key: clean_number(value) if key in cleaned and isinstance(value, float) else value
+             for key, value in record.items()} for record in board.records()]
+
+
 def compare_runs(args: argparse.Namespace) -> int:
     from robusteval.report.compare import check_thresholds
     from robusteval.report.compare import compare_runs as leaderboards
 
     check_thresholds(args.max_interval_width, args.min_n, names=("--max-interval-width", "--min-n"))
     thresholds = {"max_width": args.max_interval_width, "min_n": args.min_n}
+    if args.format != "latex" and (args.rename or args.digits is not None):
+        raise UserError(f"{'--rename' if args.rename else '--digits'} is for --format latex")
     if args.format == "latex":
-        from robusteval.report.latex import compare_latex
+        from robusteval.report.latex import compare_latex, parse_renames
 
-        text = compare_latex(args.run_dirs, **thresholds)
+        text = compare_latex(args.run_dirs, **thresholds, digits=args.digits, rename=parse_renames(args.rename))
         with _open_output(args.output) as out:
             out.write(text)
         if args.output != "-":
@@ -152,7 +223,7 @@ def compare_runs(args: argparse.Namespace) -> int:
     boards = leaderboards(args.run_dirs, **thresholds)
     with _open_output(args.output) as out:
         if args.format == "csv":
-            rows = [row for board in boards for row in board.records()]
+            rows = [row for board in boards for row in _clean_records(board)]
             columns = list(dict.fromkeys(c for row in rows for c in row))
             writer = csv.DictWriter(out, fieldnames=columns)
             writer.writeheader()

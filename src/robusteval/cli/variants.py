@@ -54,7 +54,8 @@ def _register_instantiate(sub: Any) -> None:
         "seeded once, templates in the order given.",
         example="robusteval variants instantiate --compat var-math --n 5 --seed 42 \\\n"
         "    --templates var-math/templates/VAR-Math_amc23.csv,"
-        "var-math/templates/VAR-Math_aime24.csv \\\n    --out var_math.jsonl",
+        "var-math/templates/VAR-Math_aime24.csv \\\n    --out var_math.jsonl\n"
+        "robusteval variants instantiate --templates T.yaml --out inst.jsonl --originals originals.jsonl",
     )
     add_config_arguments(p, InstantiateConfig)
     p.set_defaults(func=run_instantiate)
@@ -84,7 +85,8 @@ def _register_eval(sub: Any) -> None:
         help="run a model on instances and score strict/loose",
         description="Ask the model every instance (K samples each) with a math prompt that asks for the "
         "final answer in \\boxed{}; every generation is stored, so re-running the same command resumes. With the "
-        "original problems (--originals FILE asked in the same call, or --original-run DIR) the diagnosis says "
+        "original problems (--originals FILE asked in the same call, written from the templates by `variants "
+        "instantiate --originals FILE`; or --original-run DIR) the diagnosis says "
         "whether points are lost to memorisation or to unstable reasoning (docs/variants.md).",
         example="robusteval variants eval --model hf:./tiny-llama --instances var_math.jsonl \\\n"
         "    --originals originals.jsonl --out runs/var-math-tiny --samples 1 --max-new-tokens 512",
@@ -189,19 +191,27 @@ def run_instantiate(args: argparse.Namespace) -> int:
 
     config = config_from_args(InstantiateConfig, args)
     config.check()
-    if bool(config.out) == bool(config.out_dir):  # the library writes none, either or both; the command one
-        raise UserError("give exactly one of --out FILE.jsonl or --out-dir DIR")
+    # The library writes none, either or both; the command one (or only the originals).
+    if (config.out and config.out_dir) or not (config.out or config.out_dir or config.originals):
+        raise UserError("give exactly one of --out FILE.jsonl or --out-dir DIR (or only --originals FILE.jsonl)")
     result = instantiate(config)
     for warning in result.warnings:
         _err(f"warning: {warning}")
     for problem in result.problems:
         _err(f"skipped: {problem}")
+    for line in result.no_original:
+        _err(f"warning: {line}")
     failed = len(result.problems)
-    print(
-        f"wrote {len(result.instances)} instances from {result.n_templates} templates to "
-        + ", ".join(str(path) for path in result.written)
-        + (f"; {failed} template(s) failed (see above)" if failed else "")
-    )
+    written = [str(path) for path in result.written if not config.originals or str(path) != str(config.originals)]
+    parts = []
+    if written:
+        parts.append(f"wrote {len(result.instances)} instances from {result.n_templates} templates to "
+                     + ", ".join(written))
+    if config.originals:
+        parts.append(f"wrote {len(result.originals)} original problems to {config.originals}"
+                     + (f" ({len(result.no_original)} template(s) without one, see above)" if result.no_original
+                        else ""))
+    print("; ".join(parts) + (f"; {failed} template(s) failed (see above)" if failed else ""))
     return 1 if failed else 0
 
 
@@ -262,12 +272,14 @@ def run_eval(args: argparse.Namespace) -> int:
         return build_backend(args.model, args)
 
     with open_run(args.out, identity, info=info, load=load) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
         summary = evaluate_variants(config, backend, store, batch_size=args.batch_size)
     _print_scores("variant scores", dict(summary))
     print_diagnosis(summary["diagnosis"])
     if not summary["diagnosis"]["n_with_original"]:
-        print("(no original problem evaluated: --originals FILE asks them in this call, --original-run DIR reads "
-              "an earlier run; see docs/variants.md)")
+        print("(no original problem evaluated: --originals FILE asks them in this call (`variants instantiate "
+              "--templates T --originals FILE` writes it), --original-run DIR reads an earlier run; see "
+              "docs/variants.md)")
     print(f"run directory: {args.out}  (summary: {store.run_dir / SUMMARY_NAME})")
     return 0
 

@@ -128,6 +128,7 @@ class RobustnessSummary(TypedDict, total=False):
     sets_spec: str
     n: int
     acc_original: float | None
+    acc_original_ci95: list[float] | None
     acc: dict[str, float | None]
     sets: dict[str, dict[str, Any]]
     T: int
@@ -219,14 +220,15 @@ def set_similarity(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[E
                    ) -> dict[str, dict[str, Any]]:
     """Per generated set whose method applies ``min_similarity``: what the gate did (see
     :func:`~robusteval.perturbations.similarity.summarise_similarity`); empty without the option."""
-    from robusteval.perturbations.similarity import FILTERED_METHODS, measure_label, summarise_similarity
+    from robusteval.perturbations.registry import similarity_applies
+    from robusteval.perturbations.similarity import measure_label, summarise_similarity
 
     minimum = config.perturbation.min_similarity
     if minimum is None:
         return {}
     out: dict[str, dict[str, Any]] = {}
     for spec in plan.specs:
-        if spec.method in FILTERED_METHODS:
+        if similarity_applies(spec.method):
             blocks = [block for ex in sets[spec.name]
                       for block in ((ex.meta.get("perturbation") or {}).get("fields") or {}).values()]
             out[spec.name] = summarise_similarity(blocks, minimum=minimum, measure=measure_label(plan.language))

@@ -1,11 +1,14 @@
-"""A rate as text with its interval: the one formatter the attacks' tables, the CLI and the report share.
+"""A rate as text with its interval: the one formatter the attacks' tables, the CLI and the report share; and
+the numbers that files written for readers (CSV, JSON leaderboards) hold, without floating-point noise.
 
 It sits with the metrics, below the attacks, so an attack's ``table`` need not import the report (a layer above).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 from robusteval.metrics.stats import COLLAPSED_WIDTH
 
@@ -47,3 +50,29 @@ def format_bounds(low: float, high: float, digits: int) -> str:
         if text_low != text_high:
             break
     return f"[{text_low}, {text_high}]"
+
+
+#: Decimal places :func:`clean_number` keeps: far below any digit a rate is read to, far above the noise.
+CLEAN_DECIMALS = 12
+
+
+def clean_number(value: float | None, decimals: int = CLEAN_DECIMALS) -> float | None:
+    """``value`` without floating-point noise in its last digits, for a file a reader opens: rounded to
+    ``decimals`` places, ``-0.0`` as ``0.0`` (``2.7755575615628914e-17`` -> ``0.0``, ``0.30000000000000004`` ->
+    ``0.3``); None, nan and infinities as they are. For numbers on the scale of a rate (rates, shares, their
+    differences and ratios, interval ends, indices), not for p-values or others that may be legitimately tiny."""
+    if value is None or isinstance(value, bool) or not math.isfinite(value):
+        return value
+    return round(float(value), decimals) + 0.0  # + 0.0: -0.0 reads as 0.0
+
+
+def clean_numbers(data: Any, decimals: int = CLEAN_DECIMALS) -> Any:
+    """``data`` (dicts, lists, tuples of numbers and anything else) with every float :func:`clean_number`-ed;
+    ints, bools and strings untouched."""
+    if isinstance(data, float):
+        return clean_number(data, decimals)
+    if isinstance(data, dict):
+        return {key: clean_numbers(value, decimals) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return type(data)(clean_numbers(value, decimals) for value in data)
+    return data

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -20,11 +21,14 @@ def wilson_interval(successes: float, total: int, z: float = Z95) -> tuple[float
     denom = 1 + z * z / total
     centre = (p + z * z / (2 * total)) / denom
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At p = 0 (p = 1) the lower (upper) end is exactly 0 (1); computed, it is off by rounding (5.6e-17 at 0/3).
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    return low, 1.0 if successes >= total else min(1.0, centre + half)
 
 
-def proportion(successes: int, total: int) -> dict[str, object]:
-    """``{"value", "k", "n", "ci95"}`` for a proportion; value is None when n == 0."""
+def proportion(successes: int, total: int) -> dict[str, Any]:
+    """``{"value", "k", "n", "ci95"}`` for a proportion; value is None when n == 0 (float | None, int, int,
+    (lo, hi) | None)."""
     return {
         "value": successes / total if total else None,
         "k": successes,
@@ -56,7 +60,7 @@ def bootstrap_ci(
     return float(lo), float(hi)
 
 
-def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+def mean_std(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     """Mean and sample standard deviation (None with fewer than two values) of the non-missing values."""
     present = [v for v in values if v is not None]
     if not present:

@@ -36,15 +36,23 @@ accuracy, Newcombe's paired score interval for an absolute drop, the ratio box o
 :func:`robusteval.metrics.stats.relative_drop_interval` for a relative drop (``*_method`` names which). ``drop = (original - loose) + (loose - strict)``: the first part is lost on
 single variants (memorisation), the second to inconsistency across variants (unstable reasoning).
 
+That split (``memorisation_share``, the first part's share) says where points go, not why: loose also loses the
+single variants a ``some_variants`` problem misses, which is unstable reasoning. The reading below counts the
+categories instead.
+
 The diagnosis, first rule that applies (thresholds are :class:`DiagnosisThresholds`, defaults below):
 
 1. original accuracy < ``min_original`` (0.2): **cannot solve the originals** (nothing to lose);
    without originals, loose < ``min_original``: **cannot solve the variants**;
 2. relative strict drop <= ``robust_max_drop`` (0.1): **robust**; without originals, strict >= (1 -
    ``robust_max_drop``) x loose;
-3. with originals: the memorisation part (original - loose) >= ``memorisation_share`` (0.5) of the strict
-   drop: **mostly memorisation**, else **mostly unstable reasoning**; without originals the split cannot be
-   made: **unstable reasoning (originals not evaluated)**.
+3. with originals, from the category counts (so the reading never contradicts the table): M problems are
+   ``original_only`` (the memorisation signature) and U are ``some_variants`` or ``sample_dependent``
+   (correctness changes across variants or samples: unstable reasoning). **mostly memorisation** when M > U
+   and M >= ``memorisation_share`` (0.5) x (M + U); **mostly unstable reasoning** when U > M and
+   U >= ``memorisation_share`` x (M + U); else **memorisation and unstable reasoning alike** (a tie, or neither
+   reaches the share). Without originals the split cannot be made: **unstable reasoning (originals not
+   evaluated)**.
 
 A run whose every problem is ``no_variants`` (a run on the original problems) is labelled **no variants**.
 Fewer than ``min_problems`` (10) problems adds "few problems" to the line: the label is then a weak reading.
@@ -84,13 +92,19 @@ ALL_CATEGORIES = CATEGORIES + VARIANT_ONLY_CATEGORIES
 MIN_ORIGINAL_ACCURACY = 0.2
 #: A relative strict drop at or under this is "robust".
 ROBUST_MAX_DROP = 0.1
-#: The share of the strict drop already lost under loose from which the drop is "mostly memorisation".
+#: The share of the problems showing a cause (original_only + some_variants + sample_dependent) that one cause
+#: must reach, besides outnumbering the other, for "mostly memorisation" / "mostly unstable reasoning".
 MEMORISATION_SHARE = 0.5
+#: The categories that show each cause (what the reading counts; a problem whose original was not evaluated
+#: has a ``/no-original`` category and counts for neither).
+MEMORISATION_CATEGORIES = ("original_only",)
+UNSTABLE_CATEGORIES = ("some_variants", "sample_dependent")
 #: Fewer problems than this: the line says the reading is weak.
 MIN_PROBLEMS = 10
 
 LABELS = {"originals": "cannot solve the originals", "variants": "cannot solve the variants",
           "robust": "robust", "memorisation": "mostly memorisation", "unstable": "mostly unstable reasoning",
+          "mixed": "memorisation and unstable reasoning alike",
           "unstable_no_original": "unstable reasoning (originals not evaluated)", "empty": "no problems",
           "no_variants": "no variants (a run on the original problems)"}
 
@@ -222,17 +236,34 @@ def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 
     return out
 
 
+def causes(counts: Mapping[str, int]) -> dict[str, int]:
+    """How many problems show each cause: ``memorisation`` (``original_only``) and ``unstable``
+    (``some_variants`` or ``sample_dependent``), from the category counts."""
+    return {"memorisation": sum(counts.get(name, 0) for name in MEMORISATION_CATEGORIES),
+            "unstable": sum(counts.get(name, 0) for name in UNSTABLE_CATEGORIES)}
+
+
 def label(drop: Mapping[str, Any], loose: float | None, strict: float | None,
-          thresholds: DiagnosisThresholds = DiagnosisThresholds()) -> str:
-    """The diagnosis key (``LABELS``) from the drop (with originals) or the run's loose and strict (without)."""
+          thresholds: DiagnosisThresholds = DiagnosisThresholds(), counts: Mapping[str, int] | None = None) -> str:
+    """The diagnosis key (``LABELS``) from the drop (with originals) or the run's loose and strict (without);
+    with originals, memorisation against unstable reasoning is read from the category ``counts`` (rule 3 of the
+    module docstring), never from the drop's split."""
     if drop["n"]:
         if drop["original"] < thresholds.min_original:
             return "originals"
         relative = drop["relative"]["strict"]["value"]
         if relative is not None and relative <= thresholds.robust_max_drop:
             return "robust"
-        share = drop["memorisation_share"]
-        return "memorisation" if share is not None and share >= thresholds.memorisation_share else "unstable"
+        found = causes(counts or {})
+        memorised, unstable = found["memorisation"], found["unstable"]
+        lost = memorised + unstable
+        if not lost:  # no problem shows a cause: then no problem lost points (kept for safety)
+            return "robust"
+        if memorised > unstable and memorised >= thresholds.memorisation_share * lost:
+            return "memorisation"
+        if unstable > memorised and unstable >= thresholds.memorisation_share * lost:
+            return "unstable"
+        return "mixed"
     if loose is None or strict is None:
         return "empty"
     if loose < thresholds.min_original:
@@ -282,7 +313,7 @@ def diagnose(problems: Sequence[Mapping[str, Any]], originals: Mapping[str, floa
     ``problems``: the summary's ``problems`` rows; ``originals``: problem id -> original accuracy (None or a
     missing id: not evaluated, unless the run asked the original itself). Returns ``label`` (a ``LABELS`` key),
     ``line`` (the one-line reading), ``categories`` (share, k, n, Wilson interval of every category),
-    ``counts``, ``drop`` (:func:`drops`), ``n_problems``, ``n_with_original``, the run's ``loose`` and
+    ``counts``, ``causes`` (:func:`causes`: what the reading weighs), ``drop`` (:func:`drops`), ``n_problems``, ``n_with_original``, the run's ``loose`` and
     ``strict``, ``thresholds`` and one row per problem (``problems``)."""
     rows = problem_categories(problems, originals)
     n = len(rows)
@@ -291,10 +322,11 @@ def diagnose(problems: Sequence[Mapping[str, Any]], originals: Mapping[str, floa
     loose = sum(r["loose"] for r in rows) / n if n else None
     strict = sum(r["strict"] for r in rows) / n if n else None
     only_originals = n > 0 and shares["no_variants"]["k"] == n  # nothing varied: nothing to diagnose
+    counts = {name: share["k"] for name, share in shares.items()}
     out: dict[str, Any] = {
-        "label": "no_variants" if only_originals else label(drop, loose, strict, thresholds), "n_problems": n, "n_with_original": drop["n"],
-        "loose": loose, "strict": strict, "categories": shares,
-        "counts": {name: share["k"] for name, share in shares.items()}, "drop": drop,
+        "label": "no_variants" if only_originals else label(drop, loose, strict, thresholds, counts),
+        "n_problems": n, "n_with_original": drop["n"], "loose": loose, "strict": strict, "categories": shares,
+        "counts": counts, "causes": causes(counts), "drop": drop,
         "thresholds": asdict(thresholds), "problems": rows,
     }
     out["line"] = diagnosis_line(out)

@@ -327,8 +327,6 @@ def _build(cls: type[BackTranslation], options: MethodOptions) -> Perturbation:
         template=check_template(str(extra.get("translate_template", TRANSLATE_TEMPLATE))),
         max_new_tokens=int(max_new) if max_new else None,
         chat=bool(extra.get("chat", True)),
-        gate=None if options.min_similarity is None else SimilarityGate(options.min_similarity, cls.language,
-                                                                        device=options.device),
     )
 
 

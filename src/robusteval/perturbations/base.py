@@ -192,9 +192,17 @@ WORD_BUDGET = ChangeBudget(rate=0.15, minimum=1)
 class Perturbation(Protocol):
     """Anything that proposes replacements for a span and perturbs whole texts."""
 
-    name: str  # the method name, e.g. "C-homophone"
-    level: Level
-    language: Language
+    # Read-only members: a method declares them as class variables (SpanPerturbation), or as plain attributes.
+    @property
+    def name(self) -> str:
+        """The method name, e.g. "C-homophone"."""
+        ...
+
+    @property
+    def level(self) -> Level: ...
+
+    @property
+    def language(self) -> Language: ...
 
     def candidates(self, text: str, span: Span, rng: random.Random) -> list[str]:
         """Replacements for ``span`` (never ``span.text`` itself), in a deterministic order for a given rng."""
@@ -220,6 +228,9 @@ class SpanPerturbation:
     default_budget: ClassVar[ChangeBudget] = ChangeBudget(rate=0.1)
     #: Upper bound on candidates returned per span (attacks query each one).
     max_candidates: int = 10
+    #: A :class:`~robusteval.perturbations.similarity.SimilarityGate` that ``perturb`` passes every substitution
+    #: through (``min_similarity``; set by ``build_perturbation`` for word-level methods). None: no gate.
+    gate: Any = None
 
     # -- what subclasses implement ---------------------------------------------------------------
     def char_candidates(self, char: str) -> Sequence[str]:
@@ -257,6 +268,9 @@ class SpanPerturbation:
         protect: Protection = DEFAULT_PROTECTION,
     ) -> Perturbed:
         budget = budget or self.default_budget
+        if self.gate is not None:  # the gate drives the loop (base may not import similarity: a cycle)
+            result: Perturbed = self.gate.perturb(self, text, budget=budget, rng=rng, protect=protect)
+            return result
         protected = protect.mask(text)
         eligible = [span for span in self.units(text) if not any(protected[span.start : span.end])]
         # Shuffle first, then take the first units that have candidates: no work for units never used.

@@ -57,7 +57,6 @@ from robusteval.perturbations.base import (
 from robusteval.perturbations.embedding import WORD_BUDGET, is_plausible_replacement, match_case
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 from robusteval.perturbations.segment import is_word
-from robusteval.perturbations.similarity import SimilarityGate, gated_perturb
 
 METHOD = "W-maskedlm"
 _EN_LETTERS = re.compile(r"[A-Za-z]+")
@@ -130,7 +129,6 @@ class MaskedLMPerturbation(SpanPerturbation):
     device: str = "cpu"
     beam_width: int = 0
     batch_size: int = 32
-    gate: SimilarityGate | None = None  # refuses substitutions below its minimum similarity (None: no gate)
     _model: _Model | None = field(default=None, init=False, repr=False)
     _reranker: Any = field(default=None, init=False, repr=False)
     _cache: dict[tuple[str, int, int], list[str]] = field(default_factory=dict, init=False, repr=False)
@@ -374,8 +372,6 @@ class MaskedLMPerturbation(SpanPerturbation):
         wanted = budget.count(len(eligible))
         if wanted:
             self.candidates_many(text, eligible[: 2 * wanted])
-        if self.gate is not None:
-            return gated_perturb(self, text, budget=budget, rng=rng, protect=protect, gate=self.gate)
         return super().perturb(text, budget=budget, rng=rng, protect=protect)
 
 
@@ -409,8 +405,6 @@ def _build(cls: type[MaskedLMPerturbation], options: MethodOptions) -> Perturbat
         rerank_model=options.rerank_model,
         device=options.device,
         beam_width=int(options.extra.get("beam_width", 0)),
-        gate=None if options.min_similarity is None else SimilarityGate(options.min_similarity, cls.language,
-                                                                        device=options.device),
     )
 
 

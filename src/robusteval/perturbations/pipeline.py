@@ -70,7 +70,9 @@ def perturb_identity(config: PerturbConfig, examples: Sequence[Example]) -> dict
 
     language = config.perturbation.resolve_language(examples)
     config.perturbation.check_method(config.method, language)
-    return run_identity(COMMAND, config, None, language=language)
+    # A gated run names its measure: one made with the chrF fallback never resumes as an embedding-gated one.
+    measure = {} if config.perturbation.min_similarity is None else {"similarity_measure": measure_label(language)}
+    return run_identity(COMMAND, config, None, language=language, **measure)
 
 
 def finished_output(path: Path, settings: str, examples: Sequence[Example]) -> list[dict[str, Any]] | None:

@@ -34,8 +34,8 @@ class MethodOptions:
     ``vectors``: a word-vector text file (word2vec/GloVe format) instead. ``mlm_model``: any HF fill-mask
     model. ``rerank_model``: a causal LM that re-ranks masked-LM candidates by sentence likelihood.
     ``translator``: a backend (any ``Backend``) for back-translation through ``pivot_language``.
-    ``min_similarity``: back-translation and masked-LM candidates less similar to the original are refused
-    (:mod:`robusteval.perturbations.similarity`; None: no gate).
+    ``min_similarity``: word substitutions and back-translations less similar to the original are refused
+    (:mod:`robusteval.perturbations.similarity`, every word- and sentence-level method; None: no gate).
     """
 
     max_candidates: int = 10
@@ -107,6 +107,22 @@ def method_info(name: str, language: Language) -> MethodInfo:
     return info
 
 
+def similarity_applies(name: str) -> bool:
+    """Whether ``min_similarity`` gates the method ``name`` (word and sentence level, in any language)."""
+    from robusteval.perturbations.similarity import GATED_LEVELS
+
+    return any(m.name == name and m.level in GATED_LEVELS for m in available_methods())
+
+
 def build_perturbation(name: str, language: Language, options: MethodOptions | None = None) -> Perturbation:
-    """The method ``name`` for ``language``; an unknown name lists the methods that exist."""
-    return method_info(name, language).factory(options or MethodOptions())
+    """The method ``name`` for ``language``; an unknown name lists the methods that exist. With
+    ``options.min_similarity`` a word- or sentence-level method gets the language's similarity gate."""
+    options = options or MethodOptions()
+    info = method_info(name, language)
+    perturbation: Any = info.factory(options)  # Any: ``gate`` is an attribute of the gated classes only
+    if options.min_similarity is not None and hasattr(perturbation, "gate"):
+        from robusteval.perturbations.similarity import GATED_LEVELS, SimilarityGate
+
+        if info.level in GATED_LEVELS:
+            perturbation.gate = SimilarityGate(options.min_similarity, language, device=options.device)
+    return perturbation  # type: ignore[no-any-return]

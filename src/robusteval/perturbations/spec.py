@@ -16,8 +16,8 @@ from typing import Any
 from robusteval.config import WHEN_SET, ConfigError, check_at_least, check_choices, identity_fields, option
 from robusteval.data.example import Example
 from robusteval.perturbations.base import ChangeBudget, Language, Perturbation, Protection, detect_language
-from robusteval.perturbations.registry import MethodOptions
-from robusteval.perturbations.similarity import FILTERED_METHODS, check_measure_available
+from robusteval.perturbations.registry import MethodOptions, similarity_applies
+from robusteval.perturbations.similarity import check_measure_available
 
 
 def target_device(backend: Any) -> str:
@@ -130,10 +130,12 @@ class PerturbationSpec(CandidateSpec):
                                                 "character-level methods)")
     # In the identity only when set: runs and perturbed files made before the option keep their identity.
     min_similarity: float | None = option(None, metavar="X", identity=WHEN_SET,
-                                          help=f"{' and '.join(FILTERED_METHODS)}: refuse a perturbed text less "
-                                          "similar to the original than X (0-1; English: cosine of all-MiniLM-L6-v2 "
-                                          "sentence embeddings, drift extra; Chinese: chrF): the original is kept, "
-                                          "or the word's next candidate tried (default: no filter)")
+                                          help="word- and sentence-level methods: refuse a substitution or "
+                                          "back-translation less similar to the original than X (0-1; English: "
+                                          "cosine of all-MiniLM-L6-v2 embeddings, drift extra; Chinese: cosine of "
+                                          "multilingual-e5-small embeddings, zh-meaning extra, else chrF as the "
+                                          "fallback): the word's next candidate is tried, or the original kept "
+                                          "(unset: no filter)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,14 +158,14 @@ class PerturbationSpec(CandidateSpec):
         """As :meth:`CandidateSpec.check_method`; a gated method's measure must be available (English: the
         embedding model)."""
         super().check_method(method, language)
-        if self.min_similarity is not None and method in FILTERED_METHODS:
+        if self.min_similarity is not None and similarity_applies(method):
             check_measure_available(language)
 
     def check_similarity_methods(self, config: object, methods: Sequence[str]) -> None:
         """Refuse ``min_similarity`` when none of ``methods`` (those generated) applies it: it would be ignored."""
-        if self.min_similarity is not None and not any(method in FILTERED_METHODS for method in methods):
-            raise ConfigError(config, "min_similarity", f"applies to {' and '.join(FILTERED_METHODS)} only, and "
-                              f"this run perturbs with neither (methods: {', '.join(methods) or 'none'})")
+        if self.min_similarity is not None and not any(similarity_applies(method) for method in methods):
+            raise ConfigError(config, "min_similarity", "applies to word- and sentence-level methods (W-*, S-*) "
+                              f"only, and this run perturbs with none (methods: {', '.join(methods) or 'none'})")
 
     def budget(self, perturbation: Perturbation) -> ChangeBudget | None:
         """The method's default budget with any of rate/min_changes/max_changes applied; None: all unset."""

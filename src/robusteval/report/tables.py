@@ -65,14 +65,41 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+#: Columns that hold a name: left-aligned, and a long name folds onto another line instead of being cut to "…".
+NAME_COLUMNS = ("model", "dataset", "set", "method")
+
+
+def readable_names(names: Sequence[str]) -> dict[str, str]:
+    """Each model spec as a table shows it: its short name (``hf:/home/u/.cache/x/llama-3-8b`` -> ``llama-3-8b``,
+    :func:`~robusteval.report.collect.short_model`), with more of its path where two different specs would read
+    the same (``a/model``, ``b/model``), and the whole spec where even that does not tell them apart."""
+    from robusteval.report.collect import short_model
+
+    distinct = list(dict.fromkeys(names))
+    shown = {name: short_model(name) for name in distinct}
+    for name in distinct:
+        twins = [other for other in distinct if shown[other] == shown[name]]
+        if len(twins) < 2:
+            continue
+        for other in twins:  # the shortest tail of its path that no twin shares
+            parts = other.split("@", 1)[0].rstrip("/").split("/")
+            tails = ["/".join(parts[-k:]) for k in range(1, len(parts) + 1)]
+            shown[other] = next((tail for tail in tails if sum(t.endswith(tail) for t in twins) == 1), other)
+    return shown
+
+
 def print_summary_table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], *,
                         file: TextIO | None = None) -> None:
-    """A rich table on stdout, or on ``file`` (plain text, 160 columns wide)."""
+    """A rich table on stdout, or on ``file`` (plain text, 160 columns wide). A model spec in the ``model``
+    column is shown by its readable name (:func:`readable_names`); no name is ever cut short."""
     table = Table()
     for column in columns:
-        table.add_column(column, justify="right" if column not in ("model", "dataset", "set", "method") else "left")
+        named = column in NAME_COLUMNS
+        table.add_column(column, justify="left" if named else "right", overflow="fold" if named else "ellipsis")
+    models = readable_names([str(row["model"]) for row in rows if isinstance(row.get("model"), str)])
     for row in rows:
-        table.add_row(*(format_value(row.get(c)) for c in columns))
+        shown = {**row, "model": models[row["model"]]} if isinstance(row.get("model"), str) else row
+        table.add_row(*(format_value(shown.get(c)) for c in columns))
     console = stdout if file is None or file is sys.stdout else Console(file=file, width=160, no_color=True)
     # The title on a line of its own: as the table's caption rich folds it to the table's width.
     console.print(title, style="bold", markup=False, highlight=False)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.metrics.formatting import clean_number
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.report.model import Num
 from robusteval.report.rates import Rate
@@ -60,16 +61,18 @@ class StudyLeaderboard:
     ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
 
     def records(self) -> list[dict[str, Any]]:
-        """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high`` and
-        ``_flags`` (the number's flags, "; "-separated; "" for none)."""
+        """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high`` (numbers
+        without float noise: :func:`~robusteval.metrics.formatting.clean_number`; leaderboard.json keeps them as
+        the runs' summaries hold them) and ``_flags`` (the number's flags, "; "-separated; "" for none)."""
         out = []
         for model in self.models:
             record: dict[str, Any] = {"model": model}
             for column in self.columns:
                 num = self.cells.get((model, column.name), Num(None))
                 low, high = num.ci if num.ci is not None and None not in num.ci else (None, None)
-                record.update({column.name: num.value, f"{column.name}_n": num.n, f"{column.name}_ci_low": low,
-                               f"{column.name}_ci_high": high, f"{column.name}_flags": "; ".join(num.flags)})
+                record.update({column.name: clean_number(num.value), f"{column.name}_n": num.n,
+                               f"{column.name}_ci_low": clean_number(low), f"{column.name}_ci_high": clean_number(high),
+                               f"{column.name}_flags": "; ".join(num.flags)})
             out.append(record)
         return out
 

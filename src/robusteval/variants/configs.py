@@ -58,6 +58,11 @@ class InstantiateConfig:
     out: str | None = option(None, metavar="FILE.jsonl", help="write all instances to one JSONL file")
     out_dir: str | None = option(None, metavar="DIR",
                                  help="write one JSONL per template file (<file stem>.jsonl)")
+    originals: str | None = option(
+        None, metavar="FILE.jsonl",
+        help="also write the original problems: each template at its original values, id = the template id "
+        "(the file `variants eval --originals` reads); a template whose originals do not check is left out, "
+        "said on stderr")
 
     @property
     def resolved_seed(self) -> int:

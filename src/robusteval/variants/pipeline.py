@@ -30,6 +30,7 @@ from robusteval.errors import UserError
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.models.thinking import generate_thinking
+from robusteval.prompts.answer_first import STOP_STRINGS
 from robusteval.prompts.chat import conversation
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED, derive_seed
@@ -56,7 +57,7 @@ from robusteval.variants.configs import (
 from robusteval.variants.grading import VariantInstance, grade_all, load_instances, load_predictions
 from robusteval.variants.sampler import CompatGenerator, Instance, json_answer
 from robusteval.variants.sampler import instantiate as sample_templates
-from robusteval.variants.template import LoadResult, TemplateError, load_templates, split_paths
+from robusteval.variants.template import LoadResult, Template, TemplateError, load_templates, split_paths
 
 COMMAND = "variants eval"
 STAGE = "variants_generation"
@@ -92,6 +93,12 @@ class InstantiateResult:
     seed: int  # the seed used (``config.seed`` or the mode's default)
     compat: str | None
     written: list[Path] = dataclasses.field(default_factory=list)
+    #: The templates' original problems (``config.originals``): one instance per template whose original
+    #: values check (:func:`~robusteval.variants.checks.original_instance`), its id the template's.
+    originals: list[Instance] = dataclasses.field(default_factory=list)
+    #: Templates with no original problem written, and why (their original values are missing or do not
+    #: reproduce the original answer).
+    no_original: list[str] = dataclasses.field(default_factory=list)
 
     def rows(self, instances: Sequence[Instance] | None = None) -> list[dict[str, Any]]:
         """Instances as the JSONL files hold them (compat mode: only id, question and answer)."""
@@ -108,7 +115,7 @@ def instantiate(config: InstantiateConfig) -> InstantiateResult:
     """Sample every template; a template that fails is reported in ``problems`` and the rest still run.
 
     Writes ``config.out`` (all instances) and/or one ``<file stem>.jsonl`` per template file under
-    ``config.out_dir`` when they are set.
+    ``config.out_dir`` when they are set, and ``config.originals`` (the original problems, :func:`originals_of`).
     """
     config.check()
     loaded, warnings = _load(config.templates, config.prefix_ids)
@@ -139,7 +146,32 @@ def instantiate(config: InstantiateConfig) -> InstantiateResult:
             target = Path(config.out_dir) / (Path(path).stem + ".jsonl")
             _write_instances(target, result.rows(instances), ascii_only=ascii_only)
             result.written.append(target)
+    if config.originals:
+        result.originals, result.no_original = originals_of(
+            [template for _, templates in loaded for template in templates.templates])
+        _write_instances(Path(config.originals), result.rows(result.originals), ascii_only=ascii_only)
+        result.written.append(Path(config.originals))
     return result
+
+
+def originals_of(templates: Sequence[Template]) -> tuple[list[Instance], list[str]]:
+    """The original problems of ``templates`` (each at its original values, id = the template id: what
+    ``variants eval --originals`` asks), and one line per template left out: its original values are missing,
+    break its constraints or do not give its original answer (``variants validate`` says the same)."""
+    from robusteval.variants.checks import check_template, original_instance
+
+    found: list[Instance] = []
+    left_out: list[str] = []
+    for template in templates:
+        instance = original_instance(template)
+        if instance is None:
+            check = check_template(template)
+            where = f"{template.source}: " if template.source else ""
+            left_out.append(f"{where}template '{template.id}': no original problem written ({check.status}: "
+                            f"{check.message})")
+        else:
+            found.append(instance)
+    return found, left_out
 
 
 # ----------------------------------------------------------------------------------------------- validate
@@ -263,6 +295,7 @@ class VariantsEvalSummary(VariantScores):
     temperature: float
     top_p: float
     max_new_tokens: int
+    stop: list[str]
     grading: dict[str, Any]
     diagnosis: dict[str, Any]
     model_identity: dict[str, Any] | None
@@ -283,6 +316,15 @@ def variants_eval_identity(config: VariantsEvalConfig, model: dict[str, Any] | N
     return run_identity(COMMAND, config, model, instances=str(config.instances),
                         instances_sha256=file_sha256(config.instances), temperature=temperature, top_p=top_p,
                         prompt_hash=unit_key(MATH_PROMPT))
+
+
+def stop_strings(reasoning: ReasoningFormat, options: ReasoningOptions | None = None) -> tuple[str, ...]:
+    """Where a generation stops: before a next question the model starts inventing (``\nQ:``, as ``eval``
+    stops), so the answer is never read from a made-up follow-on "Q: ... A: The answer is 6". Not where the
+    trace of a thinking model is in the same generation (a trace may hold such a line; budget forcing
+    generates the reply apart, and the stops then apply to the reply only)."""
+    split = options is not None and options.max_thinking_tokens is not None and reasoning.kind == "think-tags"
+    return STOP_STRINGS if not reasoning.thinks or split else ()
 
 
 def generate_all(
@@ -311,6 +353,7 @@ def generate_all(
     """
     units = [(inst, k) for inst in instances for k in range(samples)]
     model_key = backend_key(backend)
+    stops = stop_strings(reasoning, options)
 
     def request(inst: VariantInstance, k: int) -> GenerationRequest:
         text = prompt_template.format(question=inst.question)
@@ -319,6 +362,7 @@ def generate_all(
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             top_p=top_p,
+            stop=stops,
             seed=sample_seed(seed, k),
             chat=chat,
             messages=tuple(conversation(text, system=system_prompt)) if chat else (),
@@ -421,6 +465,7 @@ def evaluate_variants(
             "temperature": temperature,
             "top_p": top_p,
             "max_new_tokens": config.max_new_tokens,
+            "stop": list(stop_strings(reasoning, config.thinking)),
             **scores,
             "grading": dataclasses.asdict(config.grading),
             "diagnosis": {**diagnose_scores(scores, originals, config.grading), "original_run": source},
