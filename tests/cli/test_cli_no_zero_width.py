@@ -1,7 +1,7 @@
 """No interval of zero width from a finite sample, on any surface (issue 28, item 2): the quick start's four parts
 (MATCHA, VAR-MATH with its originals and diagnosis, perturbed sets and the RB-index, a hard-label attack) and ORS
 run through the command line on a tiny model; every interval in every summary.json / ors.json, in the
-`runs compare` CSV and in everything printed must have low < high."""
+`runs compare` CSV and LaTeX and in everything printed must have low < high."""
 
 from __future__ import annotations
 
@@ -68,6 +68,8 @@ def test_no_surface_shows_a_zero_width_interval(
     run("runs", "compare", out, ors, "--format", "table")
     csv_file = tmp_path / "compare.csv"
     run("runs", "compare", out, ors, "--format", "csv", "--output", csv_file)
+    tex_file = tmp_path / "tables.tex"
+    run("runs", "compare", out, ors, "--format", "latex", "--output", tex_file)
     for name in (
         "matcha",
         "variants/run",
@@ -96,4 +98,5 @@ def test_no_surface_shows_a_zero_width_interval(
 
     checked += check_csv(csv_file.read_text("utf-8"))
     checked += check_printed(printed)
+    checked += check_printed(tex_file.read_text("utf-8"))
     assert checked > 40

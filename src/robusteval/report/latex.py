@@ -21,7 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from robusteval.errors import UserError
+from robusteval.metrics.formatting import NO_INTERVAL, format_bounds
 from robusteval.metrics.matcha_summary import counting, flag_texts
+from robusteval.metrics.stats import is_collapsed
 from robusteval.report import matcha
 from robusteval.report.collect import MATCHA, Inputs, collect, model_name, nothing_to_show
 from robusteval.report.comparability import comparability_key, key_hash
@@ -66,8 +68,10 @@ def cell(value: Cell, *, digits: int | None = None, rename: Mapping[str, str] | 
     text = f"{value.value * scale:.{places}f}"
     if value.std is not None:
         text += f" ({value.std * scale:.{places}f})"
-    if value.ci is not None and len(value.ci) == 2 and None not in value.ci:
-        text += f" [{value.ci[0] * scale:.{places}f}, {value.ci[1] * scale:.{places}f}]"
+    interval = value.interval()
+    if interval is not None:  # never a point: [n too small], or more digits where rounding would meet
+        low, high = interval
+        text += " " + (NO_INTERVAL if is_collapsed(interval) else format_bounds(low * scale, high * scale, places))
     if value.n is not None:
         text += f" {{\\scriptsize n={value.n}}}"
     if value.flags:  # a rate resting on a weak check: the caption says which (see matcha_tables)
