@@ -186,10 +186,22 @@ def compare_runs(args: argparse.Namespace) -> int:
                     if row.get("flags"):
                         print(f"{row['model']}: {row['flags']}", file=out)
                 print(f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else ""), file=out)
+                if board.comparisons:  # which pairs differ: paired tests, Holm-adjusted over every table printed
+                    from robusteval.report.pairing import ROW_COLUMNS, comparison_row
+
+                    print_summary_table(f"{board.title}: pairwise tests (paired on shared examples)",
+                                        [comparison_row(c) for c in board.comparisons], ROW_COLUMNS, file=out)
+            if len(boards) > len({board.method for board in boards}):
+                print("runs in different groups of one method are not paired: never tested against each other",
+                      file=out)
             flagged = any("flags" in board.shown for board in boards)
             print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated, "
                   "the headline denominator)" + ("; ⚑: a flagged rate (why: under its table)" if flagged
                                                  else ""), file=out)
+            if any(board.comparisons for board in boards):
+                from robusteval.report.compare import PAIRWISE_NOTE
+
+                print(f"pairwise tests: {PAIRWISE_NOTE}", file=out)
     if args.output != "-":
         print(f"wrote {sum(len(b.rows) for b in boards)} rows to {args.output}", file=sys.stderr)
     return 0

@@ -198,8 +198,9 @@ def paired_test(a: Outcomes, b: Outcomes, *, seed: int = 0, resamples: int = RES
                 n_b,
                 note=f"run {name}'s stored per-example outcomes do not reproduce its number",
             )
+    # Said only where the runs hold different examples: the numbers compared are then those over the shared ones.
     where = (
-        f"on all {len(shared)} examples"
+        ""
         if len(shared) == n_a == n_b
         else f"on the {len(shared)} examples both runs hold (A {n_a}, B {n_b})"
     )
@@ -239,7 +240,7 @@ def _mcnemar_test(
         (only_a, only_b),
         statistic,
         p,
-        note=f"{where}; {only_a + only_b} discordant",
+        note=where,
     )
 
 
@@ -264,7 +265,13 @@ def _bootstrap_test(
     value_a, value_b = a.on(ids), b.on(ids)
     if value_a is None or value_b is None:
         return PairedTest(
-            "not tested", len(ids), n_a, n_b, value_a, value_b, note=f"{where}; a number is undefined there"
+            "not tested",
+            len(ids),
+            n_a,
+            n_b,
+            value_a,
+            value_b,
+            note=_joined(where, "a number is undefined there"),
         )
     rows_a = np.array([a.rows[i] for i in ids], dtype=float)
     rows_b = np.array([b.rows[i] for i in ids], dtype=float)
@@ -280,19 +287,20 @@ def _bootstrap_test(
             value_a,
             value_b,
             observed,
-            note=f"{where}; undefined on every resample",
+            note=_joined(where, "undefined on every resample"),
         )
     extreme = int(np.sum(np.abs(differences - observed) >= abs(observed) - 1e-12))
     p = min(1.0, (extreme + 1) / (differences.size + 1))
     low, high = (float(q) for q in np.quantile(differences, [0.025, 0.975]))
-    note = where + (
+    note = _joined(
+        where,
         ""
         if differences.size == resamples
-        else f"; {resamples - differences.size} of {resamples} resamples undefined, left out"
+        else f"{resamples - differences.size} of {resamples} resamples undefined, left out",
     )
     interval: tuple[float, float] | None = (low, high)
     if high - low <= 1e-12:  # the runs alike on every shared example: no spread to give an interval
-        interval, note = None, note + "; the difference never varies (no interval)"
+        interval, note = None, _joined(note, "the difference never varies (no interval)")
     return PairedTest(
         "tested",
         len(ids),
@@ -308,3 +316,7 @@ def _bootstrap_test(
         p,
         note=note,
     )
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)

@@ -187,12 +187,13 @@ class Comparison:
     percent: bool = True
 
     def verdict(self) -> str:
-        """``differs: A higher`` / ``no significant difference`` / why it was not tested."""
+        """``differ: A better`` (Holm-adjusted p < :data:`ALPHA`) / ``no significant difference`` / the status of a
+        pair not tested (``test_text`` says why)."""
         test = self.test
         if test.status != "tested":
             return test.status
         if not test.significant:
-            return f"no significant difference (Holm-adjusted p >= {ALPHA})"
+            return "no significant difference"
         higher = self.model_a if (test.difference or 0) > 0 else self.model_b
         lower = self.model_b if higher == self.model_a else self.model_a
         return f"differ: {higher if self.better == 'higher' else lower} better"
@@ -275,7 +276,7 @@ def test_text(test: PairedTest) -> str:
     if test.status != "tested":
         return test.note
     detail = f", b={test.discordant[0]} c={test.discordant[1]}" if test.discordant else ""
-    return f"{test.test}{detail}; {test.note}"
+    return f"{test.test}{detail}" + (f"; {test.note}" if test.note else "")
 
 
 def comparison_row(comparison: Comparison) -> dict[str, str]:
