@@ -44,7 +44,6 @@ from robusteval.report.collect import (
     dataset_name,
     model_name,
     nothing_to_show,
-    short_model,
 )
 from robusteval.report.comparability import comparability_key, key_hash, ors_key, why_apart
 from robusteval.report.model import Note, Num, Section, Table
@@ -227,7 +226,7 @@ def _wordimportance_rows(run: Run) -> list[Row]:
 
 
 def _ors_rows(result: OrsResult) -> list[Row]:
-    return [{"model": short_model(model), "beta": str(result.data.get("beta")),
+    return [{"model": result.model(model), "beta": str(result.data.get("beta")),
              "ors": hardlabel.ors_score(result, model)} for model in result.data.get("ors") or {}]
 
 

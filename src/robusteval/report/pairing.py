@@ -18,7 +18,6 @@ from typing import Any
 from robusteval.metrics import matcha as matcha_metrics
 from robusteval.metrics.matcha_summary import counting
 from robusteval.metrics.significance import (
-    ALPHA,
     Outcomes,
     PairedTest,
     holm_adjusted,

@@ -31,6 +31,7 @@ from typing import Any
 from robusteval.errors import UserError
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.metrics.significance import PairedTest
+from robusteval.report.build import SECTION_OF
 from robusteval.report.model import Num
 from robusteval.report.pairing import Comparison, holm_table, p_text, pairwise
 from robusteval.report.rates import Rate
@@ -88,6 +89,8 @@ class StudyLeaderboard:
     ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
     #: every pair of models tested on each column, Holm-adjusted over the whole table
     comparisons: list[Comparison] = field(default_factory=list)
+    #: column -> the id of the report section that shows its runs (the study report links each cell there)
+    sections: dict[str, str] = field(default_factory=dict)
 
     def differs_from(self, model: str, column: str) -> str:
         """The models ``model`` differs from on ``column`` (Holm-adjusted p < 0.05), ``"b (p_holm=0.0123)"``."""
@@ -208,6 +211,7 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
                     tested.append((model, run, rate.metric, rate.num.value))
                     for flag in rate.num.flags:
                         flagged.setdefault(flag, []).append(model)
+            board.sections[name] = SECTION_OF.get(str(next(iter(runs.values())).command), "") if runs else ""
             board.comparisons += pairwise(name, metric, better, tested,
                                           percent=all(board.cells[(m, name)].percent for m, *_ in tested))
             legend = "; ".join(f"{FLAG} {', '.join(models)}: {flag}" for flag, models in flagged.items())
@@ -248,6 +252,7 @@ def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: 
         Comparison(name, "ors", "higher", a, b, str(target), str(target),
                    PairedTest("not tested", note="ORS is a score over the success rates: no per-example outcomes"),
                    percent=False) for i, a in enumerate(models) for b in models[i + 1:]]
+    board.sections[name] = SECTION_OF["ors"]
     board.columns.append(Column(name, method_name, dataset, "ors", "higher", "",
                                 note=f"beta={result.result.beta}; a score over the success rates, no interval"))
 
