@@ -62,12 +62,19 @@ def run(args: argparse.Namespace) -> int:
     rows, columns = board.rows()
     if rows:
         print_summary_table("study leaderboard: value [95% interval] and n per model", rows, columns)
+    if board.comparisons:  # which models differ: paired tests on the shared examples, Holm-adjusted
+        from robusteval.report.compare import PAIRWISE_NOTE
+        from robusteval.report.pairing import ROW_COLUMNS, comparison_row
+
+        print_summary_table("pairwise tests: which models differ on each number",
+                            [comparison_row(c) for c in board.comparisons], ROW_COLUMNS)
+        print(f"pairwise tests: {PAIRWISE_NOTE}")
     for note in board.notes + [f"{c.name}: {c.note}" for c in board.columns if c.note]:
         print(f"note: {note}")
     for cell in result.failed:
         print(f"failed: {cell.cell}: {cell.error} (run directory {cell.run_dir}"
               + (f"; traceback in {cell.log}" if cell.log else "") + ")")
-    print(f"study directory: {result.out}  (leaderboard.csv, leaderboard.json, study.json, study.log"
+    print(f"study directory: {result.out}  (leaderboard.csv, leaderboard.json, pairwise.csv, study.json, study.log"
           + (", report.html" if result.report else "") + ")")
     if result.failed:
         print(f"{len(result.failed)} of {len(result.cells)} cells failed; fix them and re-run the same command "

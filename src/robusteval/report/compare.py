@@ -400,4 +400,5 @@ def pairwise_table(comparisons: Sequence[Comparison], caption: str) -> Table:
 PAIRWISE_NOTE = ("Paired on the examples both runs hold (joined on the example id): McNemar (exact binomial below "
                  "25 discordant examples, else chi-square with continuity correction) where both numbers are shares "
                  "of the same examples, else a seeded paired bootstrap; A - B in points with its 95% interval; p "
-                 "two-sided, Holm-adjusted over every test of the page; 'differ' where the adjusted p < 0.05.")
+                 "two-sided; p (Holm): adjusted together over every pairwise test shown with it (the whole study "
+                 "leaderboard, or every group one comparison holds); 'differ' where it is below 0.05.")
