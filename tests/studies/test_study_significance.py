@@ -1,8 +1,7 @@
 """A 2-model study's pairwise tests and its report: real tiny models, real runs, the report in real Chromium.
 
-The math questions' gold answers are what the trained tiny model answers (read from a real eval run of it), so
-the trained model is right on every one and the random model on few: the paired test has something to find.
-The expected McNemar p is computed here from the two runs' stored records, by hand.
+The math questions' gold answers are what the trained tiny model answers (``helpers.pairedruns``), so the paired
+test has something to find. The expected McNemar p is computed here from the two runs' stored records.
 """
 
 from __future__ import annotations
@@ -15,33 +14,19 @@ import pytest
 
 import robusteval as rv
 from helpers.browser import open_report
+from helpers.pairedruns import MAX_NEW_TOKENS, answered_by
 from helpers.runs import records
-from helpers.studies import MATH, YESNO
+from helpers.studies import YESNO
 from robusteval.cli.main import main
-from robusteval.evals.answer_first import EvalConfig, evaluate
-from robusteval.data.spec import DataSpec
 from robusteval.metrics.significance import binomial_two_sided, holm
-from robusteval.models import load_backend
 
 N = 10
-
-
-def _answered_by(model_dir: Path, root: Path) -> Path:
-    """The math questions with the trained model's own answers as gold (a real eval run of it)."""
-    probe = root / "probe"
-    evaluate(EvalConfig(data=DataSpec("jsonl", MATH, limit=N), max_new_tokens=12), load_backend(f"hf:{model_dir}"),
-             probe)
-    rows = [{"id": r["id"], "question": r["question"], "answer": r["predicted"]} for r in records(probe, "answer_first")]
-    assert all(row["answer"] for row in rows), "the trained model gave no answer: the test would prove nothing"
-    path = root / "mine.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")
 def study_dir(tiny_trained_dir: Path, tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("significance")
-    data = _answered_by(tiny_trained_dir, root)
+    data = answered_by(tiny_trained_dir, root, N)
     study = root / "study.toml"
     study.write_text(f"""title = "alpha against beta"
 batch_size = 4
@@ -68,7 +53,7 @@ limit = 6
 
 [methods.eval]
 datasets = ["mine"]
-max_new_tokens = 12
+max_new_tokens = {MAX_NEW_TOKENS}
 
 [methods.robustness]
 datasets = ["yn"]

@@ -9,7 +9,8 @@ Only comparable runs are ranked together: runs of one method fall into groups by
 one leaderboard per group, each saying how its key differs from the other groups'. Inside a group, most robust
 first:
 
-* MATCHA: higher UR (answer and reasoning both survive) ranks first, then lower SR;
+* answer-first eval: higher accuracy; MATCHA: higher UR (answer and reasoning both survive) ranks first, then
+  lower SR;
 * transfer: lower transfer rate; VAR-MATH: higher strict score; perturbed benchmarks: lower RB-index;
 * hard-label attacks: lower success rate at the largest α; ORS: higher score.
 
@@ -46,6 +47,8 @@ from robusteval.report.collect import (
     nothing_to_show,
 )
 from robusteval.report.comparability import comparability_key, key_hash, ors_key, why_apart
+from robusteval.report.evals import COMMAND as EVAL
+from robusteval.report.evals import eval_accuracy
 from robusteval.report.model import Note, Num, Section, Table
 from robusteval.report.pairing import ROW_COLUMNS, Comparison, comparison_row, holm_table, pairwise
 from robusteval.runs import Run
@@ -180,6 +183,12 @@ def _matcha_rows(run: Run) -> list[Row]:
              "flags": matcha_summary.flags_line(summary)}]
 
 
+def _eval_rows(run: Run) -> list[Row]:
+    """An answer-first eval run: its accuracy over the examples answered (n), as ``runs show`` gives it."""
+    return [{"model": model_name(run), "dataset": dataset_name(run), "n": str((run.summary or {}).get("n")),
+             "acc": eval_accuracy(run)}]
+
+
 def _transfer_rows(run: Run) -> list[Row]:
     summary = run.summary or {}
     return [{"model": model_name(run), "source": matcha.transfer_source(run),
@@ -250,6 +259,8 @@ class Board:
 
 
 BOARDS = (
+    Board("eval", EVAL, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
+          (("acc", True),), _eval_rows, ("acc", "n"), tested=(("acc", "acc", "higher"),)),
     Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
           ("dataset", "level", "variant", "counting", "n", "n_rated", "n_unjudged", "acc", "ur", "sr", "wr",
            "n_rated_ours", "ur_ours", "sr_ours", "wr_ours", "flags"),

@@ -11,8 +11,14 @@ from pathlib import Path
 from robusteval.report.collect import Inputs, dataset_name, model_name
 from robusteval.report.model import Num, Section, Table
 from robusteval.report.rates import run_rates
+from robusteval.runs import Run
 
 COMMAND = "eval"
+
+
+def eval_accuracy(run: Run) -> Num:
+    """The run's accuracy with n and its interval, as ``runs show`` gives it."""
+    return next((rate.num for rate in run_rates(run) if rate.metric == "acc"), Num(None))
 
 
 def evals_section(inputs: Inputs) -> Section | None:
@@ -22,7 +28,7 @@ def evals_section(inputs: Inputs) -> Section | None:
     rows: list[list[Num | str]] = []
     for run in runs:
         summary = run.summary or {}
-        accuracy = next((rate.num for rate in run_rates(run) if rate.metric == "acc"), Num(None))
+        accuracy = eval_accuracy(run)
         skipped = sum((summary.get("skip_reasons") or {}).values())
         rows.append([model_name(run), dataset_name(run), str(summary.get("exemplars") or "-"), str(summary.get("n")),
                      str(skipped), accuracy, Path(run.path).name])

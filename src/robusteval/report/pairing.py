@@ -27,10 +27,10 @@ from robusteval.metrics.significance import (
 )
 from robusteval.report.collect import MATCHA, ROBUSTNESS, TRANSFER, VARIANTS, WORDIMPORTANCE
 from robusteval.report.comparability import comparability_key
+from robusteval.report.evals import COMMAND as EVAL
 from robusteval.runs import Run
 from robusteval.seeding import derive_seed
 
-EVAL = "eval"
 #: The stages holding one outcome row per example, by the command that writes them.
 STAGES = {
     EVAL: "answer_first",
