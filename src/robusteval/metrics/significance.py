@@ -271,7 +271,7 @@ def _bootstrap_test(
             n_b,
             value_a,
             value_b,
-            note=_joined(where, "a number is undefined there"),
+            note=_joined(where, "a number is undefined on the shared examples"),
         )
     rows_a = np.array([a.rows[i] for i in ids], dtype=float)
     rows_b = np.array([b.rows[i] for i in ids], dtype=float)

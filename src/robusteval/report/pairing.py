@@ -184,6 +184,7 @@ class Comparison:
     run_b: str
     test: PairedTest
     percent: bool = True
+    label: str = ""  # how a table names the number ("eval · math · acc"; default: ``column``)
 
     def verdict(self) -> str:
         """``differ: A better`` (Holm-adjusted p < :data:`ALPHA`) / ``no significant difference`` / the status of a
@@ -219,6 +220,7 @@ def pairwise(
     *,
     percent: bool = True,
     seed: int = 0,
+    label: str = "",
 ) -> list[Comparison]:
     """Every pair of ``runs`` ((model, run, the run's metric name, the value shown)), in order, compared on the
     examples they share; p-values not yet adjusted (:func:`holm_table`)."""
@@ -240,7 +242,16 @@ def pairwise(
                 )
             out.append(
                 Comparison(
-                    column, metric, better, model_a, model_b, str(run_a.path), str(run_b.path), test, percent
+                    column,
+                    metric,
+                    better,
+                    model_a,
+                    model_b,
+                    str(run_a.path),
+                    str(run_b.path),
+                    test,
+                    percent,
+                    label,
                 )
             )
     return out
@@ -253,12 +264,12 @@ def holm_table(comparisons: Sequence[Comparison]) -> list[Comparison]:
 
 
 def difference_text(comparison: Comparison) -> str:
-    """``+15.0 points [-6.3, 35.4]`` (x100 for percentages), or "-" when not tested."""
+    """``+15.0 [-6.3, 35.4]`` (in points for percentages), or "-" when not tested."""
     test = comparison.test
     if test.difference is None:
         return "-"
-    scale, unit = (100.0, " points") if comparison.percent else (1.0, "")
-    shown = f"{test.difference * scale:+.1f}{unit}"
+    scale = 100.0 if comparison.percent else 1.0  # a difference of percentages is in points
+    shown = f"{test.difference * scale:+.1f}"
     if test.ci95 is not None:
         shown += f" [{test.ci95[0] * scale:.1f}, {test.ci95[1] * scale:.1f}]"
     return shown
@@ -282,7 +293,7 @@ def comparison_row(comparison: Comparison) -> dict[str, str]:
     """One printable row: the pair, the difference with its interval, the test, n, p and Holm's p, the verdict."""
     test = comparison.test
     return {
-        "number": comparison.column,
+        "number": comparison.label or comparison.column,
         "A": comparison.model_a,
         "B": comparison.model_b,
         "A - B": difference_text(comparison),

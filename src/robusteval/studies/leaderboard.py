@@ -72,7 +72,11 @@ class Column:
     def label(self) -> str:
         """``eval · math · acc`` (not the column's name: rich reads ":name:" as an emoji code, "eval:m:acc" would
         print "evalⓂacc")."""
-        return f"{self.method} · {self.dataset} · {self.name.rsplit(':', 1)[1]}"
+        return _label(self.method, self.dataset, self.name)
+
+
+def _label(method: str, dataset: str, name: str) -> str:
+    return f"{method} · {dataset} · {name.rsplit(':', 1)[1]}"
 
 
 @dataclass
@@ -213,7 +217,8 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
                         flagged.setdefault(flag, []).append(model)
             board.sections[name] = SECTION_OF.get(str(next(iter(runs.values())).command), "") if runs else ""
             board.comparisons += pairwise(name, metric, better, tested,
-                                          percent=all(board.cells[(m, name)].percent for m, *_ in tested))
+                                          percent=all(board.cells[(m, name)].percent for m, *_ in tested),
+                                          label=_label(method_name, dataset, name))
             legend = "; ".join(f"{FLAG} {', '.join(models)}: {flag}" for flag, models in flagged.items())
             board.columns.append(Column(name, method_name, dataset, metric, better, denominator,
                                         next(iter(hashes)) if len(hashes) == 1 else "",
@@ -251,7 +256,8 @@ def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: 
     board.comparisons += [
         Comparison(name, "ors", "higher", a, b, str(target), str(target),
                    PairedTest("not tested", note="ORS is a score over the success rates: no per-example outcomes"),
-                   percent=False) for i, a in enumerate(models) for b in models[i + 1:]]
+                   percent=False, label=_label(method_name, dataset, name))
+        for i, a in enumerate(models) for b in models[i + 1:]]
     board.sections[name] = SECTION_OF["ors"]
     board.columns.append(Column(name, method_name, dataset, "ors", "higher", "",
                                 note=f"beta={result.result.beta}; a score over the success rates, no interval"))
