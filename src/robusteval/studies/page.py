@@ -17,9 +17,10 @@ SECTION_ID = "leaderboard"
 
 def leaderboard_section(board: StudyLeaderboard) -> Section:
     section = Section(SECTION_ID, "Study leaderboard",
-                      "One row per number, one column per model: value [95% interval] and n (what n counts where it "
-                      "is not the examples), as leaderboard.csv holds them; ⚑ marks a flagged number. Each number "
-                      "links to the section that shows its run; the pairwise tests below say which models differ.")
+                      "One row per number, one column per model: value [95% interval] and n, as leaderboard.csv "
+                      "holds them (hover a number for what its n counts and its run); ⚑ marks a flagged number. "
+                      "Each number links to the section that shows its run; the pairwise tests below say which "
+                      "models differ.")
     rows: list[list[Cell]] = []
     links: list[list[str]] = []
     for column in board.columns:
