@@ -196,7 +196,8 @@ def paired_test(a: Outcomes, b: Outcomes, *, seed: int = 0, resamples: int = RES
                 len(shared),
                 n_a,
                 n_b,
-                note=f"run {name}'s stored per-example outcomes do not reproduce its number",
+                note=f"run {name}'s stored per-example outcomes do not reproduce its number (does its store hold "
+                "other examples too, from an earlier limit?)",
             )
     # Said only where the runs hold different examples: the numbers compared are then those over the shared ones.
     where = (

@@ -92,16 +92,17 @@ def _robustness(run: Run, metric: str, value: float | None) -> Outcomes | None:
     by_set: dict[str, dict[str, dict[str, Any]]] = {}
     for i, r in _records(run, STAGES[ROBUSTNESS]):
         by_set.setdefault(str(r.get("set")), {})[i] = r
-    if not by_set:
+    sets = (run.summary or {}).get("sets") or {}
+    # The original's outcomes from a set the summary has (a store may keep rows of sets a re-run dropped).
+    first = next((by_set[name] for name in sets if name in by_set), None)
+    if first is None:
         return None
-    first = next(iter(by_set.values()))
     if metric == "acc[original]":
         return _share({i: (bool(r.get("correct_original")), True) for i, r in first.items()}, value)
     if metric.startswith("acc[") and metric[4:-1] in by_set:
         return _share({i: (bool(r.get("correct")), True) for i, r in by_set[metric[4:-1]].items()}, value)
     if metric != "rb_index":
         return None
-    sets = (run.summary or {}).get("sets") or {}
     # The sets the index averages: every set, or (where the run leaves out sets that changed no text) those
     # that changed one; the rows must reproduce the run's index either way.
     candidates = [list(sets), [name for name, entry in sets.items() if (entry or {}).get("n_changed", 1)]]
