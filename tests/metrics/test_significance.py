@@ -78,7 +78,9 @@ def test_identical_runs_get_p_one_and_an_interval_of_nonzero_width() -> None:
 def test_rates_over_different_denominators_use_the_paired_bootstrap_seeded() -> None:
     # A counts examples 0-29 (success on the even ones), B counts 10-39 (success on every third).
     a = Outcomes({f"q{i}": (float(i < 30 and i % 2 == 0), float(i < 30)) for i in range(40)}, share, 15 / 30)
-    b = Outcomes({f"q{i}": (float(i >= 10 and i % 3 == 0), float(i >= 10)) for i in range(40)}, share, 10 / 30)
+    b = Outcomes(
+        {f"q{i}": (float(i >= 10 and i % 3 == 0), float(i >= 10)) for i in range(40)}, share, 10 / 30
+    )
     first, again = paired_test(a, b, seed=3), paired_test(a, b, seed=3)
     assert first == again and first.test == "paired bootstrap" and first.discordant is None
     assert first.difference == pytest.approx(15 / 30 - 10 / 30)
@@ -114,7 +116,11 @@ def test_partial_overlap_is_tested_on_the_shared_examples_and_says_so() -> None:
     a = binary([1] * 12)
     b = Outcomes({f"q{i}": (0.0, 1.0) for i in range(6, 18)}, share, 0.0)
     result = paired_test(a, b)
-    assert result.n == 6 and result.discordant == (6, 0) and "6 examples both runs hold (A 12, B 12)" in result.note
+    assert (
+        result.n == 6
+        and result.discordant == (6, 0)
+        and "6 examples both runs hold (A 12, B 12)" in result.note
+    )
     assert result.p == pytest.approx(2 / 64)
 
 

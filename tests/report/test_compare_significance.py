@@ -22,20 +22,32 @@ N = 10
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_trained_dir: Path, tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def runs(
+    tiny_trained_dir: Path, tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("compare-significance")
     mine = answered_by(tiny_trained_dir, root, N)
     trained, random = load_backend(f"hf:{tiny_trained_dir}"), load_backend(f"hf:{tiny_llama_dir}")
-    out = {"trained": root / "trained", "random": root / "random", "random-6": root / "random-6",
-           "other-data": root / "other-data"}
+    out = {
+        "trained": root / "trained",
+        "random": root / "random",
+        "random-6": root / "random-6",
+        "other-data": root / "other-data",
+    }
     config = EvalConfig(data=DataSpec("jsonl", str(mine)), max_new_tokens=MAX_NEW_TOKENS)
     evaluate(config, trained, out["trained"])
     evaluate(config, random, out["random"])
     # The same data, fewer examples (a limit is no part of the comparability key): 6 shared examples.
-    evaluate(EvalConfig(data=DataSpec("jsonl", str(mine), limit=6), max_new_tokens=MAX_NEW_TOKENS), random,
-             out["random-6"])
-    evaluate(EvalConfig(data=DataSpec("jsonl", MATH, limit=N), max_new_tokens=MAX_NEW_TOKENS), random,
-             out["other-data"])
+    evaluate(
+        EvalConfig(data=DataSpec("jsonl", str(mine), limit=6), max_new_tokens=MAX_NEW_TOKENS),
+        random,
+        out["random-6"],
+    )
+    evaluate(
+        EvalConfig(data=DataSpec("jsonl", MATH, limit=N), max_new_tokens=MAX_NEW_TOKENS),
+        random,
+        out["other-data"],
+    )
     return out
 
 
@@ -62,9 +74,23 @@ def test_compare_tests_every_pair_of_a_group_on_shared_examples(runs: dict[str, 
     assert [t.p_holm for t in tests.values()] == pytest.approx(holm(ps))  # type: ignore[arg-type]
 
 
-def test_runs_compare_prints_the_pairwise_tests(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["runs", "compare", str(runs["trained"]), str(runs["random"]), str(runs["other-data"]),
-                 "--min-n", "1"]) == 0
+def test_runs_compare_prints_the_pairwise_tests(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "runs",
+                "compare",
+                str(runs["trained"]),
+                str(runs["random"]),
+                str(runs["other-data"]),
+                "--min-n",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "pairwise tests (paired on shared examples)" in out and "McNemar exact" in out
     assert "differ:" in out and "p (Holm)" in out

@@ -11,9 +11,13 @@ from robusteval.report.rates import run_rates
 from robusteval.runs import load_run
 
 #: The numbers each method's runs are tested on (``report.compare.BOARDS``' ``tested``, the study's headlines).
-TESTED = {"attack matcha": ("acc", "ur", "sr", "wr"), "transfer": ("transfer_rate",),
-          "variants eval": ("strict", "loose"), "robustness": ("acc[original]", "acc[C-homophone]", "rb_index"),
-          "attack wordimportance": ("asr[0.1]", "asr[0.2]", "asr[0.3]")}
+TESTED = {
+    "attack matcha": ("acc", "ur", "sr", "wr"),
+    "transfer": ("transfer_rate",),
+    "variants eval": ("strict", "loose"),
+    "robustness": ("acc[original]", "acc[C-homophone]", "rb_index"),
+    "attack wordimportance": ("asr[0.1]", "asr[0.2]", "asr[0.3]"),
+}
 
 
 def test_stored_outcomes_reproduce_every_tested_number(all_runs: dict[str, Path]) -> None:
@@ -34,9 +38,15 @@ def test_stored_outcomes_reproduce_every_tested_number(all_runs: dict[str, Path]
             if rates[metric] is not None:  # a run against itself: alike on every example, never "different"
                 assert paired_test(outcomes, outcomes).p == 1.0, (name, metric)
             seen.add((str(run.command), metric.split("[")[0]))
-    assert {("attack matcha", "ur"), ("attack matcha", "acc"), ("robustness", "rb_index"),
-            ("robustness", "acc"), ("attack wordimportance", "asr"), ("variants eval", "strict"),
-            ("transfer", "transfer_rate")} <= seen
+    assert {
+        ("attack matcha", "ur"),
+        ("attack matcha", "acc"),
+        ("robustness", "rb_index"),
+        ("robustness", "acc"),
+        ("attack wordimportance", "asr"),
+        ("variants eval", "strict"),
+        ("transfer", "transfer_rate"),
+    } <= seen
 
 
 def test_a_number_the_store_does_not_hold_is_not_read(all_runs: dict[str, Path]) -> None:

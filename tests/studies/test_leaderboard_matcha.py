@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import robusteval as rv
+from helpers.reportpage import Page
 from helpers.reportstores import DETERMINISTIC, UNGATED, authors_summary, denominator, matcha_store
 from helpers.studies import MATH
+from robusteval.report.html import section_html
 from robusteval.report.tables import print_summary_table
 from robusteval.studies.leaderboard import CSV_NAME, JSON_NAME, StudyLeaderboard, build_leaderboard
+from robusteval.studies.page import leaderboard_section
 from robusteval.studies.plan import StudyPlan, run_dir
 from robusteval.studies.study import CellResult
 
@@ -98,6 +101,17 @@ def test_flagged_cells_are_marked_everywhere_the_leaderboard_is_written(tmp_path
     assert cells[("zeta", "matcha:math:sr")]["flags"] == []
     records = {r["model"]: r for r in csv.DictReader((tmp_path / CSV_NAME).open(encoding="utf-8"))}
     assert records["mu"]["matcha:math:ur_flags"] == UNGATED["text"] and records["zeta"]["matcha:math:ur_flags"] == ""
+    # The study report's leaderboard carries the same flags, cell by cell, as the CSV.
+    page = Page(section_html(leaderboard_section(board)))
+    [first] = [caption for caption in page.captions if caption.startswith("Study leaderboard")]
+    shown = {(column, model): text for column, row in zip([c.name for c in board.columns], page.rows[first],
+                                                           strict=True)
+             for model, text in zip(MODELS, row[2:], strict=True)}
+    for model in MODELS:
+        for column in ("matcha:math:sr", "matcha:math:ur"):
+            flags = [f for f in records[model][f"{column}_flags"].split("; ") if f]
+            assert all(f"⚑ {flag}" in shown[(column, model)] for flag in flags), (model, column)
+            assert shown[(column, model)].count("⚑") == len(flags), (model, column)
 
 
 def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_ours(tmp_path: Path) -> None:

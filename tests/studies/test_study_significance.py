@@ -28,7 +28,8 @@ def study_dir(tiny_trained_dir: Path, tiny_llama_dir: Path, tmp_path_factory: py
     root = tmp_path_factory.mktemp("significance")
     data = answered_by(tiny_trained_dir, root, N)
     study = root / "study.toml"
-    study.write_text(f"""title = "alpha against beta"
+    study.write_text(
+        f"""title = "alpha against beta"
 batch_size = 4
 
 [[models]]
@@ -58,7 +59,9 @@ max_new_tokens = {MAX_NEW_TOKENS}
 [methods.robustness]
 datasets = ["yn"]
 sets = ["C-keyboard", "C-swap"]
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     result = rv.study(study)
     assert not result.failed
     return result.out
@@ -66,16 +69,19 @@ sets = ["C-keyboard", "C-swap"]
 
 def _discordant(out: Path) -> tuple[int, int]:
     """(right in alpha only, right in beta only) from the two eval runs' stored records."""
-    right = {model: {r["id"]: r["correct"] for r in records(out / model / "eval" / "mine", "answer_first")}
-             for model in ("alpha", "beta")}
+    right = {
+        model: {r["id"]: r["correct"] for r in records(out / model / "eval" / "mine", "answer_first")}
+        for model in ("alpha", "beta")
+    }
     assert right["alpha"].keys() == right["beta"].keys() and len(right["alpha"]) == N
     only_a = sum(1 for i, ok in right["alpha"].items() if ok and not right["beta"][i])
     only_b = sum(1 for i, ok in right["beta"].items() if ok and not right["alpha"][i])
     return only_a, only_b
 
 
-def test_pairwise_tests_are_mcnemar_on_the_stored_records_holm_adjusted(study_dir: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_pairwise_tests_are_mcnemar_on_the_stored_records_holm_adjusted(
+    study_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     board = json.loads((study_dir / "leaderboard.json").read_text())
     tests = {p["column"]: p for p in board["pairwise"]}
     assert set(tests) == {c["name"] for c in board["columns"]}  # every column, one pair each
@@ -89,10 +95,16 @@ def test_pairwise_tests_are_mcnemar_on_the_stored_records_holm_adjusted(study_di
     assert [p["p_holm"] for p in tested] == pytest.approx(holm([p["p"] for p in tested]))
     assert acc["significant"] is True and acc["verdict"] == "differ: alpha better"
     cells = {(c["model"], c["column"]): c["value"] for c in board["cells"]}
-    assert acc["value_a"] == cells[("alpha", "eval:mine:acc")] and acc["value_b"] == cells[("beta", "eval:mine:acc")]
+    assert (
+        acc["value_a"] == cells[("alpha", "eval:mine:acc")]
+        and acc["value_b"] == cells[("beta", "eval:mine:acc")]
+    )
     # Accuracies read "higher is better"; the RB-index "lower is more robust".
     reads = {c["name"]: c["reads"] for c in board["columns"]}
-    assert reads["eval:mine:acc"] == "higher is better" and reads["robustness:yn:acc@original"] == "higher is better"
+    assert (
+        reads["eval:mine:acc"] == "higher is better"
+        and reads["robustness:yn:acc@original"] == "higher is better"
+    )
     assert reads["robustness:yn:rb_index"] == "lower is more robust"
     # leaderboard.csv names the model each differs from; pairwise.csv holds the same tests.
     rows = {row["model"]: row for row in csv.DictReader((study_dir / "leaderboard.csv").open())}
@@ -100,11 +112,14 @@ def test_pairwise_tests_are_mcnemar_on_the_stored_records_holm_adjusted(study_di
     assert rows["beta"]["eval:mine:acc_differs_from"].startswith("alpha (p_holm=")
     pairs = list(csv.DictReader((study_dir / "pairwise.csv").open()))
     assert [(p["column"], float(p["p"]) if p["p"] else None) for p in pairs] == [
-        (p["column"], p["p"]) for p in board["pairwise"]]
+        (p["column"], p["p"]) for p in board["pairwise"]
+    ]
     # The terminal: a resumed study prints the pairwise table under the leaderboard.
     assert main(["study", str(study_dir.parent / "study.toml")]) == 0
     printed = capsys.readouterr().out
-    assert "pairwise tests: which models differ on each number" in printed and "differ: alpha better" in printed
+    assert (
+        "pairwise tests: which models differ on each number" in printed and "differ: alpha better" in printed
+    )
     assert "McNemar exact, b=" in printed
 
 
@@ -125,7 +140,10 @@ def test_report_opens_with_the_leaderboard_and_its_pairwise_tests(study_dir: Pat
                 cell = cells.nth(2 + j)
                 shown = cell.get_attribute("data-value")
                 expected = rows[model][column]
-                assert (float(shown) if shown else None) == (float(expected) if expected else None), (column, model)
+                assert (float(shown) if shown else None) == (float(expected) if expected else None), (
+                    column,
+                    model,
+                )
                 if expected:
                     n = rows[model][f"{column}_n"]
                     assert f"n={n}" in cell.inner_text()
@@ -139,7 +157,9 @@ def test_report_opens_with_the_leaderboard_and_its_pairwise_tests(study_dir: Pat
         assert page.locator("#evals").evaluate("e => e.getBoundingClientRect().top") < 50
         # The study's names everywhere: the eval section names alpha and beta, never the model folders.
         evals = page.locator("#evals").inner_text()
-        assert "alpha" in evals and "beta" in evals and "model" not in page.locator("#evals tbody").inner_text()
+        assert (
+            "alpha" in evals and "beta" in evals and "model" not in page.locator("#evals tbody").inner_text()
+        )
         tests = page.locator("#leaderboard table").nth(1)
         assert "Pairwise tests" in page.locator("#leaderboard h4.caption").nth(1).inner_text()
         text = tests.inner_text()

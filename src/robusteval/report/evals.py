@@ -30,11 +30,27 @@ def evals_section(inputs: Inputs) -> Section | None:
         summary = run.summary or {}
         accuracy = eval_accuracy(run)
         skipped = sum((summary.get("skip_reasons") or {}).values())
-        rows.append([model_name(run), dataset_name(run), str(summary.get("exemplars") or "-"), str(summary.get("n")),
-                     str(skipped), accuracy, Path(run.path).name])
-    table = Table("Answer-first accuracy per run (%, 95% Wilson interval; n = examples answered)",
-                  ["model", "dataset", "exemplars", "n", "not asked", "accuracy %", "run"], rows,
-                  note="'not asked': prompts longer than the model's context, outside n.")
-    return Section("evals", "Answer-first accuracy", "Clean accuracy (higher is better) of each `robusteval eval` "
-                   "run: the answer read from the first sentence of the model's reply, graded against the gold "
-                   "answer.").add(table)
+        rows.append(
+            [
+                model_name(run),
+                dataset_name(run),
+                str(summary.get("exemplars") or "-"),
+                str(summary.get("n")),
+                str(skipped),
+                accuracy,
+                Path(run.path).name,
+            ]
+        )
+    table = Table(
+        "Answer-first accuracy per run (%, 95% Wilson interval; n = examples answered)",
+        ["model", "dataset", "exemplars", "n", "not asked", "accuracy %", "run"],
+        rows,
+        note="'not asked': prompts longer than the model's context, outside n.",
+    )
+    return Section(
+        "evals",
+        "Answer-first accuracy",
+        "Clean accuracy (higher is better) of each `robusteval eval` "
+        "run: the answer read from the first sentence of the model's reply, graded against the gold "
+        "answer.",
+    ).add(table)

@@ -16,11 +16,14 @@ SECTION_ID = "leaderboard"
 
 
 def leaderboard_section(board: StudyLeaderboard) -> Section:
-    section = Section(SECTION_ID, "Study leaderboard",
-                      "One row per number, one column per model: value [95% interval] and n, as leaderboard.csv "
-                      "holds them (hover a number for what its n counts and its run); ⚑ marks a flagged number. "
-                      "Each number links to the section that shows its run; the pairwise tests below say which "
-                      "models differ.")
+    section = Section(
+        SECTION_ID,
+        "Study leaderboard",
+        "One row per number, one column per model: value [95% interval] and n, as leaderboard.csv "
+        "holds them (hover a number for what its n counts and its run); ⚑ marks a flagged number. "
+        "Each number links to the section that shows its run; the pairwise tests below say which "
+        "models differ.",
+    )
     rows: list[list[Cell]] = []
     links: list[list[str]] = []
     for column in board.columns:
@@ -29,12 +32,19 @@ def leaderboard_section(board: StudyLeaderboard) -> Section:
         for model in board.models:
             num = board.cells.get((model, column.name))
             cells.append("-" if num is None else num)
-            targets.append(f"#{board.sections[column.name]}" if num is not None and column.name in board.sections
-                           else "")
+            targets.append(
+                f"#{board.sections[column.name]}" if num is not None and column.name in board.sections else ""
+            )
         rows.append(cells)
         links.append(targets)
-    section.add(Table("Study leaderboard: value [95% interval] n per model", ["number", "reads", *board.models],
-                      rows, links=links))
+    section.add(
+        Table(
+            "Study leaderboard: value [95% interval] n per model",
+            ["number", "reads", *board.models],
+            rows,
+            links=links,
+        )
+    )
     for note in [*board.notes, *(f"{c.label}: {c.note}" for c in board.columns if c.note)]:
         section.add(Note(note))
     if board.comparisons:
