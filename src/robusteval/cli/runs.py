@@ -45,7 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "each saying how its runs differ from the other groups'. A number over fewer than "
                           "--min-n examples (MATCHA: n_rated) or with a 95% interval wider than "
                           "--max-interval-width is shown but not ranked. Every rate comes with its n and "
-                          "interval. Sweep and ORS directories, and directories holding runs, are read too.",
+                          "interval. Under each table, every pair of its runs is tested on the method's headline "
+                          "numbers, paired on the examples both hold (McNemar or a paired bootstrap, p Holm-adjusted "
+                          "over every test printed); runs of different groups are not paired. Sweep and ORS "
+                          "directories, and directories holding runs, are read too.",
                           example="robusteval runs compare runs/matcha-llama runs/matcha-qwen\n"
                           "robusteval runs compare runs/* --format csv --output leaderboard.csv\n"
                           "robusteval runs compare runs/* --format latex --output tables.tex")
@@ -58,6 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "(0.5 = 50 points)")
     compare.add_argument("--min-n", type=int, default=10, metavar="N",
                          help="do not rank a number over fewer examples than this (MATCHA: n_rated)")
+    compare.add_argument("--pairwise", default=None, metavar="FILE",
+                         help="also write the pairwise tests as CSV (one row per pair of runs and number)")
     compare.set_defaults(func=compare_runs)
 
 
@@ -150,6 +155,11 @@ def compare_runs(args: argparse.Namespace) -> int:
             print(f"wrote LaTeX tables to {args.output}", file=sys.stderr)
         return 0
     boards = leaderboards(args.run_dirs, **thresholds)
+    if args.pairwise:
+        from robusteval.report.pairing import pairwise_csv
+
+        with _open_output(args.pairwise) as handle:
+            handle.write(pairwise_csv([c for board in boards for c in board.comparisons]))
     with _open_output(args.output) as out:
         if args.format == "csv":
             rows = [row for board in boards for row in board.records()]

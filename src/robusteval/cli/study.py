@@ -41,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "directory <out>/<model>/<method>/<dataset> made by the same pipeline as the method's own command (eval, "
         "robustness, variants, attack matcha, attack wordimportance); each model is loaded once for all its "
         "cells. Then prints and writes one leaderboard across models (every number with n and 95% interval; "
-        "ORS over the word-importance cells) and writes report.html. Re-run the same command to resume; a cell "
+        "ORS over the word-importance cells), paired tests between every two models on each number (McNemar or a "
+        "paired bootstrap on the shared examples, Holm-adjusted: pairwise.csv) and report.html, which opens with "
+        "them. Re-run the same command to resume; a cell "
         "that fails is reported and the others go on. See docs/study.md. A study file:\n\n" + EXAMPLE,
         example="robusteval study study.toml\nrobusteval study study.toml --out runs/study --executor ray",
     )

@@ -11,6 +11,8 @@ comparability keys: different data, judges, settings) or that share no example.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -307,3 +309,20 @@ def comparison_row(comparison: Comparison) -> dict[str, str]:
 
 
 ROW_COLUMNS = ("number", "A", "B", "A - B", "n", "test", "p", "p (Holm)", "verdict")
+
+
+def pairwise_csv(comparisons: Sequence[Comparison]) -> str:
+    """One CSV row per pair and number: both values on the shared examples, the difference and its interval,
+    the test, n, p and the Holm-adjusted p, and the verdict (lists joined with "; ")."""
+    rows = [
+        {
+            key: ("; ".join(map(str, value)) if isinstance(value, list) else value)
+            for key, value in c.to_dict().items()
+        }
+        for c in comparisons
+    ]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["column"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()

@@ -33,7 +33,7 @@ from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.metrics.significance import PairedTest
 from robusteval.report.build import SECTION_OF
 from robusteval.report.model import Num
-from robusteval.report.pairing import Comparison, holm_table, p_text, pairwise
+from robusteval.report.pairing import Comparison, holm_table, p_text, pairwise, pairwise_csv
 from robusteval.report.rates import Rate
 from robusteval.report.tables import format_num
 from robusteval.store import write_text_atomic
@@ -275,14 +275,3 @@ def _write(board: StudyLeaderboard, root: Path) -> None:
     write_text_atomic(root / JSON_NAME, json.dumps(board.to_dict(), indent=2, ensure_ascii=False, default=str)
                       + "\n")
 
-
-def pairwise_csv(comparisons: Sequence[Comparison]) -> str:
-    """One row per pair of models and column: both values on the shared examples, the difference and its
-    interval, the test, n, p and the Holm-adjusted p, and the verdict."""
-    rows = [{key: ("; ".join(map(str, value)) if isinstance(value, list) else value)
-             for key, value in c.to_dict().items()} for c in comparisons]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["column"], lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
