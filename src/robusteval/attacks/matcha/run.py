@@ -133,8 +133,8 @@ class MatchaRunner:
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (prefix, _) in enumerate(rows):
             groups.setdefault(tuple(prefix), []).append(i)
-        for prefix, indices in groups.items():
-            decoded = self.backend.decode_many(list(prefix), [rows[i][1] for i in indices],
+        for shared, indices in groups.items():
+            decoded = self.backend.decode_many(list(shared), [rows[i][1] for i in indices],
                                                max_new_tokens=self.config.max_new_tokens,
                                                stops=[STOP_STRINGS] * len(indices))
             for i, row in zip(indices, decoded, strict=True):
