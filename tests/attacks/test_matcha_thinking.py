@@ -22,10 +22,36 @@ SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
 TAGS = ReasoningFormat("think-tags")
 
 
-def matcha(model: Path, out: Path, *extra: str, level: str = "token", limit: int = 4) -> tuple[dict[str, Any], RunStore]:
-    args = ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", SAMPLE,
-            "--answer-type", "number", "--level", level, "--target-answer", "clean", "--judge", "arith",
-            "--semantic-judge", "none", "--limit", str(limit), "--steps", "2", "--out", str(out), *extra]
+def matcha(
+    model: Path, out: Path, *extra: str, level: str = "token", limit: int = 4
+) -> tuple[dict[str, Any], RunStore]:
+    args = [
+        "attack",
+        "matcha",
+        "--model",
+        f"hf:{model}",
+        "--dataset",
+        "jsonl",
+        "--data-file",
+        SAMPLE,
+        "--answer-type",
+        "number",
+        "--level",
+        level,
+        "--target-answer",
+        "clean",
+        "--judge",
+        "arith",
+        "--semantic-judge",
+        "none",
+        "--limit",
+        str(limit),
+        "--steps",
+        "2",
+        "--out",
+        str(out),
+        *extra,
+    ]
     assert main(args) == 0
     return json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8")), RunStore.open(out)
 
@@ -40,22 +66,31 @@ def test_the_spans_of_a_closed_trace(tiny_thinking_dir: Path) -> None:
     def decode(ids: list[int]) -> str:
         return str(tokenizer.decode(ids))
 
-    for text, opened in ((" <think> The answer is 5. </think> The answer is 7. So 3 + 4 = 7.", False),
-                         ("The answer is 5.\n</think>\n\nThe answer is 7. So 3 + 4 = 7.", True)):
+    for text, opened in (
+        (" <think> The answer is 5. </think> The answer is 7. So 3 + 4 = 7.", False),
+        ("The answer is 5.\n</think>\n\nThe answer is 7. So 3 + 4 = 7.", True),
+    ):
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         spans = continuation_spans(decode, ids, TAGS, opened, "The answer is 7.")
         start, end = spans.trace
         assert decode(ids[start:end]).strip() == "The answer is 5."
-        assert decode(ids[spans.reply_start: spans.reply_start + spans.n_answer]).strip() == "The answer is 7."
-        assert decode(ids[spans.reply_start + spans.n_answer:]).strip() == "So 3 + 4 = 7."
+        assert (
+            decode(ids[spans.reply_start : spans.reply_start + spans.n_answer]).strip() == "The answer is 7."
+        )
+        assert decode(ids[spans.reply_start + spans.n_answer :]).strip() == "So 3 + 4 = 7."
         # The sources' CoT positions: the chain after the answer, the trace's text, or both (never the tags).
         chain, trace = spans.cot_spans("chain"), spans.cot_spans("trace")
         assert chain == [(spans.reply_start + spans.n_answer, len(ids))] and trace == [(start, end)]
         assert spans.cot_spans("both") == trace + chain
         assert "think>" not in decode([ids[p] for a, b in trace for p in range(a, b)])
     with pytest.raises(ValueError, match="not closed"):
-        continuation_spans(decode, tokenizer(" <think> The answer is", add_special_tokens=False)["input_ids"], TAGS,
-                           False, "")
+        continuation_spans(
+            decode,
+            tokenizer(" <think> The answer is", add_special_tokens=False)["input_ids"],
+            TAGS,
+            False,
+            "",
+        )
     assert prompt_opens(decode, tokenizer("\n<think>\n", add_special_tokens=False)["input_ids"], TAGS)
     assert not prompt_opens(decode, tokenizer("\nA:", add_special_tokens=False)["input_ids"], TAGS)
     split = Split("The answer is 5.", "The answer is 7. So 3 + 4 = 7.")
@@ -71,7 +106,9 @@ def test_the_loss_reads_a_thinking_targets_answer_after_its_trace() -> None:
     generator = torch.Generator().manual_seed(0)
     logits, reference = torch.randn(2, 9, 5, generator=generator), torch.randn(9, 5, generator=generator)
     plain = matcha_loss(logits, reference, 3, 0.5)
-    assert torch.equal(plain.total, matcha_loss(logits, reference, 3, 0.5, answer_start=0, cot_index=None).total)
+    assert torch.equal(
+        plain.total, matcha_loss(logits, reference, 3, 0.5, answer_start=0, cot_index=None).total
+    )
     cot = torch.tensor([0, 1, 7, 8])
     terms = matcha_loss(logits, reference, 2, 0.25, answer_start=4, cot_index=cot)
     answer = soft_cross_entropy(logits[:, 4:6], reference[4:6])
@@ -83,8 +120,9 @@ def test_the_loss_reads_a_thinking_targets_answer_after_its_trace() -> None:
 def test_token_level_reads_the_reply_never_the_trace(tiny_thinking_dir: Path, tmp_path: Path) -> None:
     """The tiny thinking model states a wrong answer in its trace; every clean and perturbed answer is the reply's,
     so reading the trace would fail here. The judge reads the chain (the default source)."""
-    summary, store = matcha(tiny_thinking_dir, tmp_path / "token", "--max-new-tokens", "48",
-                            "--max-thinking-tokens", "32")
+    summary, store = matcha(
+        tiny_thinking_dir, tmp_path / "token", "--max-new-tokens", "48", "--max-thinking-tokens", "32"
+    )
     assert summary["reasoning_format"]["kind"] == "think-tags" and summary["reasoning_source"] == "chain"
     assert summary["max_thinking_tokens"] == 32 and store.identity["config"]["reasoning_source"] == "chain"
     clean = store.records("matcha_clean")
@@ -92,7 +130,9 @@ def test_token_level_reads_the_reply_never_the_trace(tiny_thinking_dir: Path, tm
     assert closed, "the tiny thinking model should close some traces within the budget"
     for row in closed:
         assert row["predicted"] == extract_answer_first(row["reply"], "number")
-    planted = [r for r in closed if extract_answer_first(r["thinking"], "number") not in (None, r["predicted"])]
+    planted = [
+        r for r in closed if extract_answer_first(r["thinking"], "number") not in (None, r["predicted"])
+    ]
     assert planted, "some trace states another answer than its reply"
     attacked = [r for r in store.records("matcha_attack") if not r.get("skipped")]
     assert attacked and summary["n_attacked"] == len(attacked)
@@ -107,8 +147,17 @@ def test_token_level_reads_the_reply_never_the_trace(tiny_thinking_dir: Path, tm
 
 
 def test_embedding_level_attacks_and_judges_the_trace(tiny_thinking_dir: Path, tmp_path: Path) -> None:
-    summary, store = matcha(tiny_thinking_dir, tmp_path / "embedding", "--max-new-tokens", "48",
-                            "--max-thinking-tokens", "32", "--reasoning-source", "trace", level="embedding")
+    summary, store = matcha(
+        tiny_thinking_dir,
+        tmp_path / "embedding",
+        "--max-new-tokens",
+        "48",
+        "--max-thinking-tokens",
+        "32",
+        "--reasoning-source",
+        "trace",
+        level="embedding",
+    )
     assert summary["reasoning_source"] == "trace" and store.identity["config"]["reasoning_source"] == "trace"
     attacked = [r for r in store.records("matcha_attack") if not r.get("skipped")]
     assert attacked and all(r["max_abs_delta"] > 0 for r in attacked)
@@ -122,8 +171,9 @@ def test_embedding_level_attacks_and_judges_the_trace(tiny_thinking_dir: Path, t
 
 
 def test_a_trace_never_closed_is_skipped_and_counted(tiny_thinking_dir: Path, tmp_path: Path) -> None:
-    summary, store = matcha(tiny_thinking_dir, tmp_path / "cut", "--max-new-tokens", "4", "--max-thinking-tokens",
-                            "4")
+    summary, store = matcha(
+        tiny_thinking_dir, tmp_path / "cut", "--max-new-tokens", "4", "--max-thinking-tokens", "4"
+    )
     clean = store.records("matcha_clean")
     assert all(r["thinking_truncated"] and r["predicted"] is None and not r["correct"] for r in clean)
     assert summary["skip_reasons"] == {THINKING_TRUNCATED: 4} and summary["n_attacked"] == 0
@@ -136,17 +186,30 @@ def test_the_r1_form_runs_at_both_levels(tiny_r1_dir: Path, tmp_path: Path, leve
     """DeepSeek-R1-distill's form: raw few-shot prompts (the paper's setting: no trace opened by the prompt, the
     budget unchanged unless asked) are attacked; through the chat template the prompt opens the trace, which this
     tiny model never closes: each is counted as truncated, none graded."""
-    summary, store = matcha(tiny_r1_dir, tmp_path / level, "--max-new-tokens", "48", "--max-thinking-tokens", "32",
-                            level=level)
+    summary, _ = matcha(
+        tiny_r1_dir, tmp_path / level, "--max-new-tokens", "48", "--max-thinking-tokens", "32", level=level
+    )
     assert summary["n_attacked"] > 0 and summary["reasoning_source"] == "chain"
-    chat, chat_store = matcha(tiny_r1_dir, tmp_path / f"{level}-chat", "--chat", "--system-prompt", "",
-                              "--max-new-tokens", "16", "--max-thinking-tokens", "8", level=level)
+    chat, chat_store = matcha(
+        tiny_r1_dir,
+        tmp_path / f"{level}-chat",
+        "--chat",
+        "--system-prompt",
+        "",
+        "--max-new-tokens",
+        "16",
+        "--max-thinking-tokens",
+        "8",
+        level=level,
+    )
     for row in chat_store.records("matcha_clean"):
         assert row["thinking"] == row["completion"].strip() and row["predicted"] is None
     assert chat["thinking_truncated"]["count"] == chat["skip_reasons"][THINKING_TRUNCATED] == 4
 
 
-def test_a_target_without_thinking_keeps_its_identity(tiny_trained_dir: Path, tiny_thinking_dir: Path) -> None:
+def test_a_target_without_thinking_keeps_its_identity(
+    tiny_trained_dir: Path, tiny_thinking_dir: Path
+) -> None:
     """--reasoning-source is in the run identity only when the target thinks; the raw prompt of a thinking target
     keeps the paper's budget unless one is asked for (the trace default comes with the chat template)."""
     import robusteval as rv
@@ -170,9 +233,23 @@ def test_a_target_without_thinking_keeps_its_identity(tiny_trained_dir: Path, ti
     assert chat["config"]["max_thinking_tokens"] == DEFAULT_MAX_THINKING_TOKENS
 
 
-def test_bad_thinking_options_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = ["attack", "matcha", "--model", "hf:/does/not/exist", "--dataset", "jsonl", "--data-file", SAMPLE,
-            "--answer-type", "number", "--out", str(tmp_path / "x")]
+def test_bad_thinking_options_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = [
+        "attack",
+        "matcha",
+        "--model",
+        "hf:/does/not/exist",
+        "--dataset",
+        "jsonl",
+        "--data-file",
+        SAMPLE,
+        "--answer-type",
+        "number",
+        "--out",
+        str(tmp_path / "x"),
+    ]
     assert main([*base, "--reasoning-source", "chain", "--reasoning", "none"]) == 2
     assert "--reasoning-source" in capsys.readouterr().err
     assert main([*base, "--reasoning", "harmony"]) == 2

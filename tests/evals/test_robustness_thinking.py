@@ -12,17 +12,30 @@ from robusteval.perturbations.spec import PerturbationSpec
 from robusteval.store import RunStore
 
 #: Labels "1"/"0": the loopback server's trace writes "0" first and its reply says "1" (helpers.servers).
-TEMPLATE = {"name": "rating", "description": "rate the statement: 1 sound, 0 not", "labels": {"1": ["1"], "0": ["0"]},
-            "verbalizers": {"1": "1", "0": "0"}, "text_fields": ["text"], "prefix": "",
-            "prompt": "Rate this statement 1 (sound) or 0 (not): $text\nRating:"}
+TEMPLATE = {
+    "name": "rating",
+    "description": "rate the statement: 1 sound, 0 not",
+    "labels": {"1": ["1"], "0": ["0"]},
+    "verbalizers": {"1": "1", "0": "0"},
+    "text_fields": ["text"],
+    "prefix": "",
+    "prompt": "Rate this statement 1 (sound) or 0 (not): $text\nRating:",
+}
 
 
 def _data(tmp_path: Path) -> rv.DataSpec:
     path = tmp_path / "statements.jsonl"
-    statements = ["Three plus four makes seven apples in the basket.", "Ice melts when the kitchen gets warmer.",
-                  "A week has seven days and a weekend has two."]
-    path.write_text("".join(json.dumps({"uid": f"s{i}", "text": t, "label": "1"}) + "\n"
-                            for i, t in enumerate(statements)), "utf-8")
+    statements = [
+        "Three plus four makes seven apples in the basket.",
+        "Ice melts when the kitchen gets warmer.",
+        "A week has seven days and a weekend has two.",
+    ]
+    path.write_text(
+        "".join(
+            json.dumps({"uid": f"s{i}", "text": t, "label": "1"}) + "\n" for i, t in enumerate(statements)
+        ),
+        "utf-8",
+    )
     return rv.DataSpec("jsonl", str(path), fields="id=uid,question=text,answer=label", answer_type="label")
 
 
@@ -31,8 +44,14 @@ def test_robustness_reads_each_label_from_the_reply(tmp_path: Path) -> None:
 
     template = tmp_path / "rating.json"
     template.write_text(json.dumps(TEMPLATE), "utf-8")
-    config = RobustnessConfig(data=_data(tmp_path), perturbation=PerturbationSpec(), sets="C-swap",
-                              template=str(template), chat=True, bootstrap=20)
+    config = RobustnessConfig(
+        data=_data(tmp_path),
+        perturbation=PerturbationSpec(),
+        sets="C-swap",
+        template=str(template),
+        chat=True,
+        bootstrap=20,
+    )
     out = tmp_path / "rb"
     with fake_openai_server(tmp_path, "judge-reasoning") as server:
         backend = rv.load_model(f"openai:r1@{server.base_url}", endpoint="chat")
@@ -49,7 +68,9 @@ def test_robustness_reads_each_label_from_the_reply(tmp_path: Path) -> None:
 
 
 def test_a_classifier_without_thinking_keeps_its_rows(tiny_backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    config = RobustnessConfig(data=_data(tmp_path), perturbation=PerturbationSpec(), sets="C-swap", bootstrap=20)
+    config = RobustnessConfig(
+        data=_data(tmp_path), perturbation=PerturbationSpec(), sets="C-swap", bootstrap=20
+    )
     summary = robustness(config, tiny_backend, tmp_path / "plain")
     assert "thinking_truncated" not in summary
     rows = RunStore.open(tmp_path / "plain").records(OUTCOME_STAGE)

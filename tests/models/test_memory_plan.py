@@ -16,8 +16,14 @@ def llama3_8b_config():  # type: ignore[no-untyped-def]
     """Llama-3-8B's published shape: 32 layers, 32 attention heads of 128 (4096 wide), 8 KV heads (GQA)."""
     from transformers import LlamaConfig
 
-    return LlamaConfig(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
-                       intermediate_size=14336, vocab_size=128256)
+    return LlamaConfig(
+        hidden_size=4096,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        intermediate_size=14336,
+        vocab_size=128256,
+    )
 
 
 def test_an_8b_llama_holds_128_kib_of_kv_cache_per_token() -> None:

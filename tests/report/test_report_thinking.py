@@ -18,9 +18,33 @@ SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
 
 
 def _run(model: Path, out: Path, *budget: str) -> Path:
-    args = ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", SAMPLE,
-            "--answer-type", "number", "--level", "token", "--target-answer", "clean", "--judge", "arith",
-            "--semantic-judge", "none", "--limit", "3", "--steps", "1", *budget, "--out", str(out)]
+    args = [
+        "attack",
+        "matcha",
+        "--model",
+        f"hf:{model}",
+        "--dataset",
+        "jsonl",
+        "--data-file",
+        SAMPLE,
+        "--answer-type",
+        "number",
+        "--level",
+        "token",
+        "--target-answer",
+        "clean",
+        "--judge",
+        "arith",
+        "--semantic-judge",
+        "none",
+        "--limit",
+        "3",
+        "--steps",
+        "1",
+        *budget,
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     return out
 
@@ -28,9 +52,12 @@ def _run(model: Path, out: Path, *budget: str) -> Path:
 @pytest.fixture(scope="module")
 def thinking_runs(tiny_thinking_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("thinking-report")
-    return {"attacked": _run(tiny_thinking_dir, root / "attacked", "--max-new-tokens", "48",
-                             "--max-thinking-tokens", "32"),
-            "cut": _run(tiny_thinking_dir, root / "cut", "--max-new-tokens", "4", "--max-thinking-tokens", "4")}
+    return {
+        "attacked": _run(
+            tiny_thinking_dir, root / "attacked", "--max-new-tokens", "48", "--max-thinking-tokens", "32"
+        ),
+        "cut": _run(tiny_thinking_dir, root / "cut", "--max-new-tokens", "4", "--max-thinking-tokens", "4"),
+    }
 
 
 def _folds(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -42,15 +69,23 @@ def test_the_page_data_shows_replies_and_folds_traces(thinking_runs: dict[str, P
 
     report = rv.report(list(thinking_runs.values()), out=tmp_path / "report.html")
     items = Page(report.read_text(encoding="utf-8")).data["matcha-examples"]
-    attacked = {r["id"]: r for r in RunStore.open(thinking_runs["attacked"]).records("matcha_outcome")
-                if r["attacked"]}
+    attacked = {
+        r["id"]: r
+        for r in RunStore.open(thinking_runs["attacked"]).records("matcha_outcome")
+        if r["attacked"]
+    }
     assert attacked
-    shown = [i for i in items if i["title"].split(" · ")[0] in attacked and "not attacked" not in str(i["badges"])]
+    shown = [
+        i for i in items if i["title"].split(" · ")[0] in attacked and "not attacked" not in str(i["badges"])
+    ]
     assert len(shown) == len(attacked)
     for item in shown:
         record = attacked[item["title"].split(" · ")[0]]
-        pair = next(b["pair"] for b in item["blocks"] if "pair" in b and b["pair"][0][0] == "clean answer and "
-                    "reasoning")
+        pair = next(
+            b["pair"]
+            for b in item["blocks"]
+            if "pair" in b and b["pair"][0][0] == "clean answer and reasoning"
+        )
         assert pair[0][1]["t"] == record["clean_reply"].rstrip()
         assert pair[1][1]["t"] == (record["perturbed_reply"] or "").rstrip()
         (fold,) = _folds(item["blocks"])
@@ -66,7 +101,9 @@ def test_the_traces_open_when_asked(thinking_runs: dict[str, Path], tmp_path: Pa
     from helpers.browser import open_report, wait_until_ready
 
     report = rv.report([thinking_runs["attacked"]], out=tmp_path / "report.html")
-    record = next(r for r in RunStore.open(thinking_runs["attacked"]).records("matcha_outcome") if r["attacked"])
+    record = next(
+        r for r in RunStore.open(thinking_runs["attacked"]).records("matcha_outcome") if r["attacked"]
+    )
     with open_report(report, profile=tmp_path / "profile") as opened:
         page = opened.page
         wait_until_ready(page)

@@ -73,8 +73,14 @@ def free_memory(device: Any) -> int | None:
     return int(free)
 
 
-def planned_rows(backend: Any, prompt_tokens: int, new_tokens: int, *, thinking_tokens: int = 0,
-                 free_bytes: int | None = None) -> int | None:
+def planned_rows(
+    backend: Any,
+    prompt_tokens: int,
+    new_tokens: int,
+    *,
+    thinking_tokens: int = 0,
+    free_bytes: int | None = None,
+) -> int | None:
     """Rows of ``prompt_tokens`` + ``thinking_tokens`` + ``new_tokens`` a batch of ``backend`` (an hf backend:
     ``model.config``, ``dtype``, ``device``, ``batch_size``) may decode together, at most its batch size; None when
     it cannot be planned (no model config, or no free-memory reading: a CPU)."""
@@ -87,5 +93,6 @@ def planned_rows(backend: Any, prompt_tokens: int, new_tokens: int, *, thinking_
     except (AttributeError, ValueError):
         return None
     cap = getattr(backend, "batch_size", None)
-    return rows_for(shape.bytes_per_row(prompt_tokens, thinking_tokens, new_tokens), free,
-                    cap=int(cap) if cap else None)
+    return rows_for(
+        shape.bytes_per_row(prompt_tokens, thinking_tokens, new_tokens), free, cap=int(cap) if cap else None
+    )

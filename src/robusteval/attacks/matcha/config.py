@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from robusteval.attacks.matcha.thinking import DEFAULT_REASONING_SOURCE, REASONING_SOURCES
 from robusteval.config import (
     WHEN_SET,
     ConfigError,
@@ -18,7 +19,6 @@ from robusteval.config import (
     nested,
     option,
 )
-from robusteval.attacks.matcha.thinking import DEFAULT_REASONING_SOURCE, REASONING_SOURCES
 from robusteval.data.spec import DataSpec
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.text.thinking import DEFAULT_MAX_THINKING_TOKENS, ReasoningOptions

@@ -34,8 +34,8 @@ from robusteval.judges import (
 from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
-from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, load_exemplars
 from robusteval.models.thinking import declared_format
+from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, load_exemplars
 from robusteval.store import RunStore, unit_key
 from robusteval.text.thinking import ReasoningFormat, summary_format, truncation_summary
 

@@ -382,9 +382,10 @@ class MatchaRunner:
                                   len(layout.prefix) + len(layout.head) + len(layout.question)],
             })
             if self.thinks and "thinking" in clean:
-                split = Split(clean["thinking"], clean["reply"])
+                clean_split = Split(clean["thinking"], clean["reply"])
                 records[-1].update({"reasoning_source": cfg.reasoning_source, "clean_thinking": clean["thinking"],
-                                    "clean_reply": clean["reply"], "clean_judged_text": judged_text(split, cfg.reasoning_source or "chain")})
+                                    "clean_reply": clean["reply"],
+                                    "clean_judged_text": judged_text(clean_split, cfg.reasoning_source or "chain")})
         prepare(objectives)
         timings = {"reference": time.perf_counter() - began}
         began = time.perf_counter()

@@ -77,8 +77,13 @@ def _first(n: int, ok: Callable[[int], bool]) -> int:
     return low
 
 
-def continuation_spans(decode: Callable[[list[int]], str], ids: Sequence[int], fmt: ReasoningFormat, opened: bool,
-                       answer_sentence: str) -> ContinuationSpans:
+def continuation_spans(
+    decode: Callable[[list[int]], str],
+    ids: Sequence[int],
+    fmt: ReasoningFormat,
+    opened: bool,
+    answer_sentence: str,
+) -> ContinuationSpans:
     """Where the trace, the closing tag and the answer lie in a closed-trace continuation ``ids`` (binary searches
     over decoded prefixes: a few decodes, not one per token, for traces of thousands of tokens)."""
     ids = list(ids)
@@ -96,6 +101,5 @@ def continuation_spans(decode: Callable[[list[int]], str], ids: Sequence[int], f
     sentence = answer_sentence.strip()
     n_answer = 0
     if sentence:
-        n_answer = _first(n - reply_start, lambda k: sentence in decode(ids[reply_start: reply_start + k]))
+        n_answer = _first(n - reply_start, lambda k: sentence in decode(ids[reply_start : reply_start + k]))
     return ContinuationSpans((start, end), reply_start, n_answer, n)
-
