@@ -5,6 +5,7 @@ embedding levels run end to end on the tiny thinking models; a target without th
 from __future__ import annotations
 
 import json
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -181,28 +182,87 @@ def test_a_trace_never_closed_is_skipped_and_counted(tiny_thinking_dir: Path, tm
     assert store.records("matcha_attack") == []
 
 
-@pytest.mark.parametrize("level", ["token", "embedding"])
-def test_the_r1_form_runs_at_both_levels(tiny_r1_dir: Path, tmp_path: Path, level: str) -> None:
-    """DeepSeek-R1-distill's form: raw few-shot prompts (the paper's setting: no trace opened by the prompt, the
-    budget unchanged unless asked) are attacked; through the chat template the prompt opens the trace, which this
-    tiny model never closes: each is counted as truncated, none graded."""
-    summary, _ = matcha(
-        tiny_r1_dir, tmp_path / level, "--max-new-tokens", "48", "--max-thinking-tokens", "32", level=level
+@pytest.fixture(scope="module")
+def r1_chat_model(tiny_r1_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The tiny R1-form model, fine-tuned (150 AdamW steps, seeded) on its own chat rendering: after the generation
+    prompt's ``<think>`` it writes a trace stating a wrong answer, closes it, then answers first. Returns the model
+    and its one-exemplar set (short chat prompts keep the training fast)."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from robusteval.prompts.answer_first import AnswerFirstPrompt, load_exemplars
+
+    root = tmp_path_factory.mktemp("r1_chat")
+    out, exemplar_file = root / "model", root / "one.json"
+    shutil.copytree(tiny_r1_dir, out)
+    exemplars = json.loads(
+        (resources.files("robusteval.prompts") / "exemplars" / "math.json").read_text("utf-8")
     )
-    assert summary["n_attacked"] > 0 and summary["reasoning_source"] == "chain"
-    chat, chat_store = matcha(
-        tiny_r1_dir,
-        tmp_path / f"{level}-chat",
-        "--chat",
-        "--system-prompt",
-        "",
-        "--max-new-tokens",
-        "16",
-        "--max-thinking-tokens",
-        "8",
-        level=level,
+    blocks = exemplars["exemplars"]
+    exemplar_file.write_text(
+        json.dumps({"name": "one", "answer_type": "number", "exemplars": blocks[:1]}), "utf-8"
     )
-    for row in chat_store.records("matcha_clean"):
+    prompt = AnswerFirstPrompt(load_exemplars(str(exemplar_file)))
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    texts = [
+        tokenizer.apply_chat_template(
+            prompt.messages(b["question"], ""), tokenize=False, add_generation_prompt=True
+        )
+        + f"The answer is {int(b['answer']) + 1}.\n</think>\n\nThe answer is {b['answer']}. {b['rationale']}"
+        + tokenizer.eos_token
+        for b in blocks
+    ]
+    encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    model = LlamaForCausalLM.from_pretrained(out)
+    generator = torch.Generator().manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(150):
+        batch = [encoded[i] for i in torch.randint(0, len(encoded), (4,), generator=generator).tolist()]
+        width = max(len(b) for b in batch)
+        ids = torch.tensor([b + [tokenizer.pad_token_id] * (width - len(b)) for b in batch])
+        mask = torch.tensor([[1] * len(b) + [0] * (width - len(b)) for b in batch])
+        loss = model(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    model.save_pretrained(out)
+    return out, exemplar_file
+
+
+@pytest.mark.parametrize(("level", "source"), [("token", "chain"), ("embedding", "both")])
+def test_the_r1_form_is_attacked_through_its_chat_template(
+    r1_chat_model: tuple[Path, Path], tmp_path: Path, level: str, source: str
+) -> None:
+    """DeepSeek-R1-distill's form: the chat prompt opens the trace, so the completion starts inside it; its answer
+    (a wrong one, planted) is never read, and the attack runs at both levels on what follows the closing tag."""
+    model, exemplars = r1_chat_model
+    summary, store = matcha(
+        model, tmp_path / level, "--chat", "--system-prompt", "", "--exemplars", str(exemplars),
+        "--max-new-tokens", "48", "--max-thinking-tokens", "32", "--reasoning-source", source, level=level,
+    )  # fmt: skip
+    assert summary["reasoning_source"] == source and summary["n_attacked"] > 0
+    closed = [r for r in store.records("matcha_clean") if not r["thinking_truncated"]]
+    assert closed
+    for row in closed:  # the prompt opened the trace: it starts the completion, no opening tag written
+        assert row["trace_span"][0] == 0 and row["completion"].startswith(row["thinking"])
+        assert row["predicted"] == extract_answer_first(row["reply"], "number")
+        assert extract_answer_first(row["thinking"], "number") != row["predicted"]
+    for row in (r for r in store.records("matcha_attack") if not r.get("skipped")):
+        if not row["perturbed_thinking_truncated"]:
+            assert row["perturbed_answer"] == extract_answer_first(row["perturbed_reply"], "number")
+        if source == "both":
+            assert row["clean_judged_text"] == f"{row['clean_thinking']}\n\n{row['clean_reply']}"
+
+
+def test_a_trace_the_prompt_opened_and_never_closed_is_counted(tiny_r1_dir: Path, tmp_path: Path) -> None:
+    """The untuned tiny R1-form model never closes the trace its chat prompt opens: each is counted as truncated,
+    none graded, none attacked."""
+    chat, store = matcha(
+        tiny_r1_dir, tmp_path / "chat", "--chat", "--system-prompt", "", "--max-new-tokens", "16",
+        "--max-thinking-tokens", "8",
+    )  # fmt: skip
+    for row in store.records("matcha_clean"):
         assert row["thinking"] == row["completion"].strip() and row["predicted"] is None
     assert chat["thinking_truncated"]["count"] == chat["skip_reasons"][THINKING_TRUNCATED] == 4
 
