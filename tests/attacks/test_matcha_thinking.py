@@ -316,3 +316,21 @@ def test_bad_thinking_options_are_refused_in_one_line(
     assert "harmony" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*base, "--reasoning-source", "thoughts"])
+
+
+def test_an_unscored_trace_keeps_no_logits(tiny_backend) -> None:  # type: ignore[no-untyped-def]
+    """Under --reasoning-source chain the trace is teacher-forced but not scored: the objective keeps logits from
+    the answer on only, and its loss is the one computed over every continuation position."""
+    from robusteval.attacks.matcha.objective import MatchaObjective, Reference
+
+    generator = torch.Generator().manual_seed(0)
+    vocab = tiny_backend.embedding_matrix.shape[0]
+    ids = torch.randint(10, vocab, (40,), generator=generator).tolist()
+    question, continuation = ids[:8], ids[8:]  # 32 continuation tokens: a 20-token "trace", answer, chain
+    chain = Reference(question, continuation, 4, answer_start=20, cot_spans=[(24, 32)])
+    full = Reference(question, continuation, 4, answer_start=20, cot_spans=[(0, 0), (24, 32)])
+    short, long = (MatchaObjective(tiny_backend, ids[:3], [5], [6], ref) for ref in (chain, full))
+    assert (short.m, long.m) == (12, 32) and short.lam == long.lam
+    perturbed = torch.randint(10, vocab, (2, 8), generator=generator).tolist()
+    for a, b in zip(short.losses(perturbed), long.losses(perturbed), strict=True):
+        assert torch.allclose(a, b, atol=1e-5)

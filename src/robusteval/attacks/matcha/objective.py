@@ -66,6 +66,13 @@ class Reference:
             return n3, n3 + len(self.continuation_ids) - self.n_answer
         return n3, n3 - self.answer_start - self.n_answer + len(self.continuation_ids)
 
+    def scored_from(self) -> int:
+        """The first continuation position the loss reads (0 but for a thinking target whose trace is not
+        scored)."""
+        if self.cot_spans is None:
+            return 0
+        return min([self.answer_start, *(start for start, _ in self.cot_spans)])
+
     def cot_positions(self) -> list[int] | None:
         """The CoT's continuation positions of a thinking target (None: all after the answer)."""
         if self.cot_spans is None:
@@ -96,14 +103,17 @@ class MatchaObjective:
         self.head_ids = list(head_ids)
         self.tail_ids = list(tail_ids)
         self.reference = reference
-        self.m = len(reference.continuation_ids)
+        # Logits are kept for the positions the loss reads only: a thinking target's trace is teacher-forced but,
+        # under --reasoning-source chain, never scored, so its thousands of positions need no logits.
+        self.scored_from = reference.scored_from()
+        self.m = len(reference.continuation_ids) - self.scored_from
         n3, n4 = reference.positions(len(prefix_ids), len(head_ids), len(tail_ids))
         self.n3, self.n4 = n3, n4
         cot = reference.cot_positions()
         # lambda is the CoT's share of the whole sequence (loss.loss_weight), a thinking target's CoT counted apart.
         share = loss_weight(n3, n4) if cot is None else len(cot) / n4
         self.lam = share if lam is None else lam
-        self.cot_index = None if cot is None else torch.tensor(cot, dtype=torch.long)
+        self.cot_index = None if cot is None else torch.tensor([p - self.scored_from for p in cot], dtype=torch.long)
         self.answer_norm = n3 if answer_loss == "n3" else None
         with torch.no_grad():
             self.head = backend.embed(torch.tensor(list(head_ids)))
@@ -113,7 +123,7 @@ class MatchaObjective:
 
     @property
     def reference_logits(self) -> torch.Tensor:
-        """The clean question's continuation logits [m, V], the target distributions of the loss."""
+        """The clean question's continuation logits [m, V] (the scored positions), the loss's target distributions."""
         if self._reference_logits is None:
             prepare([self])
         return cast(torch.Tensor, self._reference_logits)
@@ -140,7 +150,7 @@ class MatchaObjective:
     def terms(self, logits: torch.Tensor) -> LossTerms:
         """L_opt terms [B] of continuation logits [B, m, V]."""
         return matcha_loss(logits, self.reference_logits, self.reference.n_answer, self.lam, self.answer_norm,
-                           answer_start=self.reference.answer_start, cot_index=self.cot_index)
+                           answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index)
 
     # ------------------------------------------------------------------ attack primitives
     def embedding_gradient(self, question_ids: Sequence[int]) -> tuple[torch.Tensor, LossTerms]:
