@@ -334,3 +334,41 @@ def test_an_unscored_trace_keeps_no_logits(tiny_backend) -> None:  # type: ignor
     perturbed = torch.randint(10, vocab, (2, 8), generator=generator).tolist()
     for a, b in zip(short.losses(perturbed), long.losses(perturbed), strict=True):
         assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_transfer_to_a_thinking_target_reads_its_replies(tiny_thinking_dir: Path, tmp_path: Path) -> None:
+    """``transfer``'s target model thinks: each answer is its reply's (the trace plants another one), the
+    generation records keep both parts, and the judge is given the replies."""
+    from robusteval.attacks.matcha.transfer import SourceRun, TransferItem, TransferRunner
+    from robusteval.models import load_backend
+    from robusteval.prompts.answer_first import load_exemplars
+    from robusteval.text.thinking import ReasoningOptions
+
+    rows = [json.loads(line) for line in Path(SAMPLE).read_text("utf-8").splitlines()[:3]]
+    items = [
+        TransferItem(str(r["id"]), r["question"], "Well, " + r["question"], str(r["answer"]), {})
+        for r in rows
+    ]
+    source = SourceRun(tmp_path, {"config": {"max_new_tokens": 64}}, load_exemplars("math"), "math", "number", items,
+                       len(items), len(items))  # fmt: skip
+    backend = load_backend(f"hf:{tiny_thinking_dir}")
+    judged: list[tuple[str, str, str]] = []
+
+    def judge(batch: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+        judged.extend(batch)
+        return [{"reasoning_correct": True} for _ in batch]
+
+    with RunStore.open(tmp_path / "transfer", identity={"command": "transfer-test"}) as store:
+        runner = TransferRunner(backend, store, source, reasoning_judge=judge, temperature=0.0,
+                                reasoning=ReasoningOptions().resolve(backend))  # fmt: skip
+        generated = runner.generations()
+        outcomes = runner.outcomes()
+    closed = [g for g in generated.values() if g["thinking"] and not g["thinking_truncated"]]
+    assert closed
+    for record in generated.values():
+        assert "thinking" in record and "reply" in record
+        expected = None if record["thinking_truncated"] else extract_answer_first(record["reply"], "number")
+        assert record["predicted"] == expected
+    assert any(extract_answer_first(g["thinking"], "number") not in (None, g["predicted"]) for g in closed)
+    replies = {(r["original_reply"], r["perturbed_reply"]) for r in outcomes}
+    assert all((reference, candidate) in replies for _, reference, candidate in judged)
