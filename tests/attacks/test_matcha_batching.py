@@ -161,7 +161,7 @@ def test_a_batch_cut_by_the_logit_budget_decides_the_same(backend: Any, attackab
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """With a logit budget of about two rows (a CPU with a large vocabulary), gradients, candidate losses and
     reference logits go in several padded forwards per round: still what each example decides alone."""
-    import robusteval.models.hf as hf
+    import robusteval.models.hf_scoring as hf_scoring
 
     examples, clean = attackable
     runner = runner_for(backend, tmp_path / "run", MatchaConfig(target_answer="clean", n_candidates=3), picky_judge)
@@ -174,7 +174,7 @@ def test_a_batch_cut_by_the_logit_budget_decides_the_same(backend: Any, attackab
         whole = calls[0]
         runner.attack_many(examples, clean)
         whole = calls[0] - whole
-        monkeypatch.setattr(hf, "logit_budget", lambda device: budget)
+        monkeypatch.setattr(hf_scoring, "logit_budget", lambda device: budget)
         cut = calls[0]
         together = runner.attack_many(examples, clean)
         cut = calls[0] - cut

@@ -22,6 +22,7 @@ def load_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
     # The bench sets these at import (setdefault); set here so they are restored after the test.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # the gpubench package beside it
     spec = importlib.util.spec_from_file_location("gpu_bench_under_test", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -99,8 +100,10 @@ def test_tiny_llama3_every_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 @needs_modules("mistral_common")
 def test_mistral_v3_tokenizer_matches_sentencepiece(monkeypatch: pytest.MonkeyPatch) -> None:
-    bench = load_bench(monkeypatch)
-    tokenizer, _ = bench.mistral_v3_tokenizer()
+    load_bench(monkeypatch)
+    from gpubench.model import mistral_v3_tokenizer
+
+    tokenizer, _ = mistral_v3_tokenizer()
     assert len(tokenizer) == 32768 and tokenizer.bos_token_id == 1 and tokenizer.eos_token_id == 2
     # sentencepiece 0.2's ids for these texts (the bench's reader matched it on 300 GSM8K questions too).
     assert tokenizer("Hi there", add_special_tokens=False)["input_ids"] == [16127, 1504]

@@ -463,7 +463,7 @@ def test_many_requests_cost_one_forward_per_batch_of_rows(
 def test_scoring_keeps_kept_logits_within_the_budget(
     tiny_llama_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import robusteval.models.hf as hf
+    import robusteval.models.hf_scoring as hf_scoring
 
     backend = load_backend(f"hf:{tiny_llama_dir}", batch_size=64, device="cpu")
     assert isinstance(backend, HFBackend)
@@ -472,7 +472,7 @@ def test_scoring_keeps_kept_logits_within_the_budget(
     vocab = backend.embedding_matrix.shape[0]
     longest = len(backend.encode(" The answer is 56.")) + 1
     budget = 3 * longest * vocab  # three rows of the longest continuation, more of the shortest
-    monkeypatch.setattr(hf, "logit_budget", lambda device: budget)
+    monkeypatch.setattr(hf_scoring, "logit_budget", lambda device: budget)
     rows = Forwards(backend, monkeypatch)
     assert _flat(backend.continuation_logprobs_many(requests)) == pytest.approx(_flat(want), abs=1e-4)
     assert sum(rows) == 10 and len(rows) > 1 and max(rows.kept) <= budget

@@ -22,7 +22,7 @@ class Attack(Protocol):
     """The small protocol every registered attack implements (instances are stateless)."""
 
     #: The run config: a frozen dataclass of ``robusteval.config.option`` fields, with a nested ``data``.
-    config_type: ClassVar[type]
+    config_type: ClassVar[type[Any]]
     #: Which dataset formats it reads: "qa" (questions with gold answers) or "label" (classification).
     data_kind: ClassVar[str]
     #: Example of a complete command line, for ``--help``.

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     identity = attack.identity(config, model_identity(args.model, args), examples)
     info = {"limit": config.data.limit, "batch_size": args.batch_size}
     with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
         summary = attack.run(config, backend, store, load_model=judge_loader(args, {args.model: backend}),
                              batch_size=args.batch_size)
     title, rows, columns = attack.table(summary)

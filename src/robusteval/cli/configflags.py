@@ -26,7 +26,8 @@ def required_option(parser: argparse.ArgumentParser | Any, *names: str, **kwargs
     """
     action = parser.add_argument(*names, default=None, **kwargs)
     action.help = (action.help or "") + " (required)"
-    owner = parser if hasattr(parser, "get_default") else parser._argument_group_container  # a group's parser
+    # A group's parser is argparse's private _argument_group_container, which typeshed does not declare: Any.
+    owner: Any = parser
     while not hasattr(owner, "get_default"):
         owner = owner._argument_group_container
     owner.get_default(_REQUIRED).append((action.dest, action.option_strings[0]))

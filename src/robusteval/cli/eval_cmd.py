@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     identity = eval_identity(config, model_identity(args.model, args), examples)
     info = {"limit": args.limit, "batch_size": args.batch_size}
     with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
         summary = evaluate(config, backend, store, batch_size=args.batch_size)
     row = {**summary, "acc": format_rate(summary["acc"], summary.get("acc_ci95"))}
     print_summary_table("answer-first accuracy [95% interval]", [row], ["model", "dataset", "n", "n_correct", "acc"])

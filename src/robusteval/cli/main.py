@@ -73,9 +73,10 @@ def _load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
         action = known[dest]
         if isinstance(value, list) and action.nargs is None:
             value = ",".join(str(v) for v in value)  # lists become comma-separated flags (e.g. --sets)
-        if action.type is not None and isinstance(value, str | int | float) and not isinstance(value, bool):
+        convert = action.type  # typeshed also allows a registered type's name; this parser registers none
+        if callable(convert) and isinstance(value, str | int | float) and not isinstance(value, bool):
             try:
-                value = action.type(str(value)) if action.type is not str else str(value)
+                value = convert(str(value)) if convert is not str else str(value)
             except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
                 raise UserError(f"{path}: key '{key}': {exc}") from None
         if action.choices is not None and value not in action.choices:

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     identity = robustness_identity(config, model_identity(args.model, args), examples)
     info = robustness_info(config, args.batch_size)
     with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
         summary = robustness(config, backend, store, load_model=judge_loader(args, {args.model: backend}),
                              batch_size=args.batch_size)
     unparsed = summary.get("n_unparsed") or {}

@@ -262,6 +262,7 @@ def run_eval(args: argparse.Namespace) -> int:
         return build_backend(args.model, args)
 
     with open_run(args.out, identity, info=info, load=load) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
         summary = evaluate_variants(config, backend, store, batch_size=args.batch_size)
     _print_scores("variant scores", dict(summary))
     print_diagnosis(summary["diagnosis"])

@@ -7,7 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from robusteval.config import check_at_least, check_chat, field_check, nested, option
 from robusteval.data.answers import (
@@ -117,7 +117,8 @@ def answer_first_records(
         opens = dict(zip([ex.id for ex in asked], opened, strict=True))
         records = []
         for ex in batch:
-            record = {"id": ex.id, "question": ex.question, "gold": ex.answer, "answer_type": ex.answer_type}
+            record: dict[str, Any] = {"id": ex.id, "question": ex.question, "gold": ex.answer,
+                                      "answer_type": ex.answer_type}
             out = outputs.get(ex.id)
             if out is None:
                 record.update({"completion": "", "finish_reason": "skipped", "n_tokens": 0, "predicted": None,
@@ -187,6 +188,9 @@ class EvalSummary(TypedDict):
     acc: float | None
     acc_ci95: list[float] | None
     skip_reasons: dict[str, int]  # examples not asked, by reason (a prompt longer than the model's context)
+    # A thinking model's run also says how its traces were read and how many the budget cut (text.thinking).
+    reasoning_format: NotRequired[dict[str, Any]]
+    thinking_truncated: NotRequired[dict[str, Any]]
 
 
 def eval_identity(config: EvalConfig, model: dict[str, Any] | None, examples: Sequence[Example]) -> dict[str, Any]:

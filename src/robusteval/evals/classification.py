@@ -283,7 +283,8 @@ class LabelClassifier:
         keys = [unit_key(SAMPLE_STAGE, self._model_key, self.template.source_sha, self._asked(fields),
                          temperature, seeds)
                 for fields in items]
-        stored = {key: self.store.get(SAMPLE_STAGE, key) for key in keys} if self.store is not None else {}
+        stored: dict[str, Any] = ({key: self.store.get(SAMPLE_STAGE, key) for key in keys}
+                                  if self.store is not None else {})
         missing = list(dict.fromkeys(k for k in keys if stored.get(k) is None))
         if missing:  # every sample of every missing item in one generate call
             fields_of = dict(zip(keys, items, strict=True))

@@ -123,6 +123,7 @@ class RobustnessSummary(TypedDict, total=False):
     sets_spec: str
     n: int
     acc_original: float | None
+    acc_original_ci95: list[float] | None
     acc: dict[str, float | None]
     sets: dict[str, dict[str, Any]]
     T: int

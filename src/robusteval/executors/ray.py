@@ -159,7 +159,7 @@ class RayExecutor:
         global _actor_class
         if _actor_class is None:
             _actor_class = ray.remote(UnitWorker)
-        return _actor_class.options(  # type: ignore[attr-defined]
+        return _actor_class.options(
             num_cpus=1, num_gpus=self.gpus_per_worker, runtime_env={"env_vars": env},
         ).remote()
 
@@ -180,7 +180,7 @@ class RayExecutor:
 
         identities = _remote(lambda: ray.get([a.describe.remote(spec, options) for a in self.workers]))
         _same_everywhere(identities, str(spec))
-        return identities[0]  # type: ignore[no-any-return]
+        return identities[0]
 
     def load_model(self, spec: Any, options: dict[str, Any]) -> Any:
         import ray

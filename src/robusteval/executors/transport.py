@@ -29,7 +29,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from robusteval.errors import UserError
 from robusteval.models.registry import LoadRecipe
@@ -121,7 +121,8 @@ class WorkerModel:
         import importlib
 
         module, _, qualname = self._class_path.partition(":")
-        return functools.reduce(getattr, qualname.split("."), importlib.import_module(module))  # type: ignore[arg-type]
+        # getattr down the qualified name from the module: mypy types the fold as a module; it is the class.
+        return cast(type, functools.reduce(getattr, qualname.split("."), importlib.import_module(module)))
 
     def local(self) -> Any:
         """The model loaded in this process (done on first use)."""
@@ -204,7 +205,7 @@ def shared_model(recipe: LoadRecipe) -> Any:
     from robusteval.models.loading import load_here
 
     key = model_key(recipe.spec, recipe.options)
-    backend = _models.get(key)
+    backend: Any = _models.get(key)  # a loaded backend, which carries its identity (models.loading)
     if backend is None:
         backend = _models[key] = load_here(recipe.spec, **recipe.options)
     if recipe.identity and dict(backend.identity) != recipe.identity:

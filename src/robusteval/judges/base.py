@@ -139,8 +139,14 @@ class Verdict:
 class Judge(Protocol):
     """Anything that gives one :class:`Verdict` per item, in order."""
 
-    name: str
-    task: str  # REASONING or SEMANTIC
+    # Read-only members: deterministic judges declare them as class variables, model judges as attributes.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def task(self) -> str:
+        """REASONING or SEMANTIC."""
+        ...
 
     def judge(self, items: Sequence[Any]) -> list[Verdict]: ...
 

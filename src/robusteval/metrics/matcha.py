@@ -97,6 +97,9 @@ def abstention_reason(record: Any) -> str:
 def _rates(counts: Mapping[str, int]) -> dict[str, Any]:
     """UR/SR/WR over ``counts`` of unsuccessful/success/wrong, with n and Wilson intervals."""
     n = counts["unsuccessful"] + counts["success"] + counts["wrong"]
+    ur: float | None
+    sr: float | None
+    wr: float | None
     if n:
         ur = counts["unsuccessful"] / n
         sr = counts["success"] / n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,8 +23,9 @@ def wilson_interval(successes: float, total: int, z: float = Z95) -> tuple[float
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def proportion(successes: int, total: int) -> dict[str, object]:
-    """``{"value", "k", "n", "ci95"}`` for a proportion; value is None when n == 0."""
+def proportion(successes: int, total: int) -> dict[str, Any]:
+    """``{"value", "k", "n", "ci95"}`` for a proportion; value is None when n == 0 (float | None, int, int,
+    (lo, hi) | None)."""
     return {
         "value": successes / total if total else None,
         "k": successes,
@@ -55,7 +57,7 @@ def bootstrap_ci(
     return float(lo), float(hi)
 
 
-def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+def mean_std(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     """Mean and sample standard deviation (None with fewer than two values) of the non-missing values."""
     present = [v for v in values if v is not None]
     if not present:

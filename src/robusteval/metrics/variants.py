@@ -62,7 +62,7 @@ def variant_scores(
     groups = group_problems(ids)
     samples = {iid: [bool(x) for x in correct.get(iid, [])] or [False] for iid in ids}
     accuracy = {iid: sum(s) / len(s) for iid, s in samples.items()}
-    per_problem = []
+    per_problem: list[dict[str, Any]] = []
     for pid, members in groups.items():
         accs = [accuracy[i] for i in members]
         per_problem.append(

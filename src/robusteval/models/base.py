@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, overload, runtime_checkable
+from typing import Any, Final, Literal, Protocol, overload, runtime_checkable
 
 from robusteval.errors import UserError
 
 # Capability names. ``generate`` is universal; the rest are optional.
-GENERATE = "generate"
-LOGPROBS = "logprobs"  # teacher-forced log-probabilities of a continuation
-WHITEBOX = "whitebox"  # tokenizer, embedding matrix, forward from embeddings, gradients, prefix KV cache
+# Final: their types are the literals, so ``require(backend, WHITEBOX, ...)`` picks the overload that narrows.
+GENERATE: Final = "generate"
+LOGPROBS: Final = "logprobs"  # teacher-forced log-probabilities of a continuation
+WHITEBOX: Final = "whitebox"  # tokenizer, embedding matrix, forward from embeddings, gradients, prefix KV cache
 
 
 #: One chat turn, OpenAI style: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
@@ -129,7 +130,11 @@ class Backend(Protocol):
 
     #: A display name safe to store and print (never contains secrets).
     name: str
-    capabilities: frozenset[str]
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the backend can do, without I/O (read-only: a class constant, or a property as openai's)."""
+        ...
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Complete every request, in order. Backends batch or parallelise as they can."""

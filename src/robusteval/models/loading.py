@@ -80,7 +80,7 @@ def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
     """
     check_backend_options(spec, options)
     host = model_host()
-    return load_here(spec, **options) if host is None else host.load_model(spec, options)  # type: ignore[no-any-return]
+    return load_here(spec, **options) if host is None else host.load_model(spec, options)
 
 
 def load_here(spec: str | ModelSpec, **options: Any) -> Backend:

@@ -248,7 +248,10 @@ class PromptScorer:
         methods = SCORING_METHODS if self.mode == "auto" else (self.mode,)
         failures = []
         for method in methods:
-            failure = self._try(lambda m=method: self._score_text(m, PROBE_CONTEXT, [PROBE_CONTINUATION])[0])
+            def probe(m: str = method) -> float:
+                return self._score_text(m, PROBE_CONTEXT, [PROBE_CONTINUATION])[0]
+
+            failure = self._try(probe)
             if isinstance(failure, float):
                 return ScoringSupport(method, f"probe: {PROBE_CONTINUATION!r} after {PROBE_CONTEXT!r} scored "
                                               f"{failure:.4f}")

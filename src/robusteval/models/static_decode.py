@@ -1,7 +1,7 @@
 """Decoding over a static KV cache, the single-token step compiled (CUDA graphs on a GPU).
 
-:class:`robusteval.models.hf.DynamicDecoder` grows a ``DynamicCache`` by concatenation and runs every step eagerly:
-on a GPU each step then costs one kernel launch per operation, far more than the arithmetic of one token.
+:class:`robusteval.models.decode.DynamicDecoder` grows a ``DynamicCache`` by concatenation and runs every step
+eagerly: on a GPU each step then costs one kernel launch per operation, far more than the arithmetic of one token.
 :class:`StaticDecoder` has the same ``start()`` / ``step(tokens)`` interface over a transformers ``StaticCache``:
 
 * the cached exemplar prefix's keys and values are *copied in* (never re-encoded) into the first slots;
@@ -40,8 +40,8 @@ import torch
 
 from robusteval.progress import status
 
-# This module never imports models.hf (which imports it): the backend (an HFBackend), its padded batch and its
-# dynamic decoder reach it as values, typed Any here.
+# This module never imports models.hf or models.decode (which import it): the backend (an HFBackend), its padded
+# batch and its dynamic decoder reach it as values, typed Any here.
 
 #: The shortest static cache built (slots); longer ones double.
 MIN_LENGTH_BUCKET = 256
@@ -204,7 +204,7 @@ class StaticEngine:
 
 
 class StaticDecoder:
-    """``start()`` / ``step(tokens)`` like :class:`~robusteval.models.hf.DynamicDecoder`, over a static cache."""
+    """``start()`` / ``step(tokens)`` like :class:`~robusteval.models.decode.DynamicDecoder`, over a static cache."""
 
     def __init__(self, backend: Any, engine: StaticEngine, batch: Any, max_new_tokens: int):
         self.backend = backend

@@ -528,7 +528,8 @@ def tiny_gemma3(tokenizer, *, attention: str = "sdpa", seed: int = 0):  # type: 
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     torch.manual_seed(seed)
-    config = Gemma3TextConfig(
+    # transformers' typed signature of Gemma3TextConfig leaves out attn_implementation, which every config accepts.
+    config = Gemma3TextConfig(  # type: ignore[call-arg]
         vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=4,
         layer_types=["sliding_attention", "full_attention"], max_position_embeddings=512,

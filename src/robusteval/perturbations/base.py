@@ -192,9 +192,17 @@ WORD_BUDGET = ChangeBudget(rate=0.15, minimum=1)
 class Perturbation(Protocol):
     """Anything that proposes replacements for a span and perturbs whole texts."""
 
-    name: str  # the method name, e.g. "C-homophone"
-    level: Level
-    language: Language
+    # Read-only members: a method declares them as class variables (SpanPerturbation), or as plain attributes.
+    @property
+    def name(self) -> str:
+        """The method name, e.g. "C-homophone"."""
+        ...
+
+    @property
+    def level(self) -> Level: ...
+
+    @property
+    def language(self) -> Language: ...
 
     def candidates(self, text: str, span: Span, rng: random.Random) -> list[str]:
         """Replacements for ``span`` (never ``span.text`` itself), in a deterministic order for a given rng."""

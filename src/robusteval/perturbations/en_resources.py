@@ -103,7 +103,7 @@ def wordnet() -> Any:
     if str(path) not in nltk.data.path:
         nltk.data.path.append(str(path))
 
-    class EnglishWordNet(WordNetCorpusReader):  # type: ignore[misc]
+    class EnglishWordNet(WordNetCorpusReader):
         """English only. nltk's constructor maps this WordNet onto its downloadable "wordnet" corpus for
         multilingual (OMW) lookups; that corpus is absent here (and never downloaded), so no mapping."""
 

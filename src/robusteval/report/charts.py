@@ -158,8 +158,8 @@ def line_chart(chart: LineChart) -> str:
     for i, line in enumerate(chart.lines):
         color = PALETTE[i % len(PALETTE)]
         drawn = [(x, num, _scale(num, chart.percent)) for x, num in sorted(line.points, key=lambda p: p[0])]
-        path = " ".join(f"{'M' if j == 0 else 'L'}{x_of(x):.1f} {y_of(v):.1f}"
-                        for j, (x, _, v) in enumerate(p for p in drawn if p[2] is not None))
+        plotted = [(x, v) for x, _, v in drawn if v is not None]
+        path = " ".join(f"{'M' if j == 0 else 'L'}{x_of(x):.1f} {y_of(v):.1f}" for j, (x, v) in enumerate(plotted))
         parts.append(f'<g class="series"><path class="line" d="{path}" stroke="{color}" stroke-width="2" '
                      'fill="none"/>')
         for x, num, value in drawn:

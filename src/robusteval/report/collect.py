@@ -95,7 +95,7 @@ def _expect(path: Path, value: Any, kind: type, field: str, *, optional: bool = 
     if optional and value is None:
         return value
     if not isinstance(value, kind):
-        names = {dict: "an object", list: "an array", str: "a string"}
+        names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
         raise DataError(path, f"expected {names.get(kind, kind.__name__)}, got {_kind(value)}", field=field)
     return value
 

@@ -145,10 +145,12 @@ def _ranked(rows: list[Row], order: Sequence[tuple[str, bool]], gate: tuple[str,
     the gate (``(column, what its n counts)``; see :func:`unranked_reason`) comes after the ranked ones with
     rank "-" and the reason."""
     ordered = sorted(rows, key=lambda r: tuple(_value(r, c, descending=d) for c, d in order))
-    ranked, unranked = [], []
+    ranked: list[Row] = []
+    unranked: list[Row] = []
     for row in ordered:
         num = row.get(gate[0]) if gate else None
-        reason = unranked_reason(num, gate[1], max_width=max_width, min_n=min_n) if isinstance(num, Num) else ""
+        reason = (unranked_reason(num, gate[1], max_width=max_width, min_n=min_n)
+                  if gate and isinstance(num, Num) else "")
         (unranked if reason else ranked).append({**row, UNRANKED: reason})
     return ([{"rank": str(i), **row} for i, row in enumerate(ranked, 1)]
             + [{"rank": "-", **row} for row in unranked])
@@ -233,7 +235,7 @@ class Board:
     title: str
     shown: tuple[str, ...]  # columns between "model" and UNRANKED
     order: tuple[tuple[str, bool], ...]  # (column, descending), best first
-    rows: Callable[[Any], list[Row]]
+    rows: Callable[..., list[Row]]  # rows(run), or rows(run, others) when ``paired``
     #: (column, what its n counts) of the number that must be precise enough to rank; None: not a rate (ORS)
     gate: tuple[str, str] | None
     #: rows(run, the method's other runs): VAR-MATH pairs a variants run with its original run

@@ -145,8 +145,8 @@ def results_tables(runs: Sequence[Run]) -> list[Table]:
         for (model, rule), by_dataset in rows.items():
             cells: list[Num | str] = [model, rule] if level == "token" else [model]
             for dataset in datasets:
-                run = by_dataset.get(dataset)
-                cells += [rate(run.summary or {}, m, run) if run else "" for m in METRICS]
+                found = by_dataset.get(dataset)
+                cells += [rate(found.summary or {}, m, found) if found else "" for m in METRICS]
             body.append(cells)
         number = "1" if level == "token" else "2"
         lead = [("", 2)] if level == "token" else [("", 1)]
@@ -275,7 +275,8 @@ def transfer_blocks(runs: Sequence[Run]) -> list[Any]:
                      "run's successes on another model; paper Fig. 2).")]
     sources = [transfer_source(r) for r in done]
     targets = [model_name(r) for r in done]
-    values, rows = {}, []
+    values = {}
+    rows: list[list[Num | str]] = []
     for run, source, target in zip(done, sources, targets, strict=True):
         summary = run.summary or {}
         num = transfer_rate(run)
@@ -346,7 +347,7 @@ def sweep_blocks(inputs: Inputs) -> list[Any]:
                         note=f"mean (std) over {row.get('n_seeds')} seed(s)", basis=f"{row.get('n_seeds')} seeds")))
             blocks.append(LineChart(f"UR and SR against {name} (paper Fig. 4), mean and std over seeds",
                                     name, "% of rated questions", [Line(k, v) for k, v in lines.items()]))
-        rows = [[short_model(str(row.get("model"))), ", ".join(f"{k}={v}" for k, v in (row.get("point") or {}).items())
+        rows: list[list[Num | str]] = [[short_model(str(row.get("model"))), ", ".join(f"{k}={v}" for k, v in (row.get("point") or {}).items())
                  or "default", str(row.get("n_seeds")),
                  *(Num((row.get(m) or {}).get("mean"), std=(row.get(m) or {}).get("std"), percent=True,
                        runs=(str(sweep.path),), basis=f"{row.get('n_seeds')} seeds") for m in METRICS)]

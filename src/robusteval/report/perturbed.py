@@ -86,7 +86,7 @@ def tables(runs: Sequence[Run]) -> list[Any]:
     names = set_names(runs)
     # The label mode is part of each run's name in the charts: bars of soft and hard labels are not comparable.
     labels = [f"{run_label(r, runs)} · {label_mode(r)} labels" for r in runs]
-    rows = [[label, str((run.summary or {}).get("n")), labels_cell(run),
+    rows: list[list[Num | str]] = [[label, str((run.summary or {}).get("n")), labels_cell(run),
              *(accuracy(run, name) for name in [ORIGINAL, *names]), rb_index(run)]
             for run, label in zip(runs, labels, strict=True)]
     modes = {label_mode(r) for r in runs}

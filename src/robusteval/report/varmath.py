@@ -133,7 +133,8 @@ def diagnosis_label(diagnosis: dict[str, Any] | None) -> str:
 
 def scores(runs: Sequence[Run]) -> tuple[Table, BarChart]:
     originals = [r for r in runs if is_original(r)]
-    rows, values = [], {}
+    rows: list[list[Num | str]] = []
+    values = {}
     groups: list[str] = []
     for run in runs:
         summary = run.summary or {}
@@ -200,7 +201,9 @@ def diagnoses(runs: Sequence[Run]) -> list[Any]:
         return []
     used = [c for c in SHOWN_CATEGORIES
             if any(category_share(d, c, run).value for run, d in found)] or ["robust"]
-    rows, shares, charts = [], [], []
+    rows: list[list[Num | str]] = []
+    shares: list[list[Num | str]] = []
+    charts = []
     drops: dict[tuple[str, str], Num] = {}
     for run, diagnosis in found:
         label = run_label(run, runs)
@@ -261,11 +264,12 @@ def problem_items(run: Run, label: str, categories: dict[str, str] | None = None
     found = run.find_file(str(stored), sha) if stored else None
     if found is not None:
         values = {str(r.get("id")): r.get("values") or {} for r in _read_jsonl(found)}
-    items = []
+    items: list[dict[str, Any]] = []
     for pid, problem in _problems(run).items():
         n_right = sum(1 for acc in problem["instances"].values() if acc == 1)
         total = len(problem["instances"])
         result = "all right" if n_right == total else "none right" if n_right == 0 else "some right"
+        category = (categories or {}).get(pid)
         blocks: list[dict[str, Any]] = []
         for iid, accuracy in problem["instances"].items():
             samples = samples_of.get(iid) or [(iid, 0)]
@@ -275,7 +279,8 @@ def problem_items(run: Run, label: str, categories: dict[str, str] | None = None
                     ["instance accuracy", f"{accuracy:.0%} over {len(samples)} sample(s)"]]
             for key in samples:
                 grade = graded.get(key, {})
-                verdict = {True: "right", False: "wrong"}.get(grade.get("correct"), "not graded")
+                verdicts: dict[Any, str] = {True: "right", False: "wrong"}
+                verdict = verdicts.get(grade.get("correct"), "not graded")
                 rows.append([f"sample {key[1]}", f"prediction {grade.get('extracted')!s}: {verdict}"])
             blocks.append({"text": text_block(first.get("question", "")), "label": f"question ({iid})"})
             blocks.append({"rows": rows})
@@ -287,12 +292,11 @@ def problem_items(run: Run, label: str, categories: dict[str, str] | None = None
             "title": f"{pid} · {label}",
             "badges": [[f"strict {problem['strict']:.0%}", "ur" if problem["strict"] == 1 else "wr"],
                        [f"loose {problem['loose']:.0%}", "muted"]],
-            "filters": {"result": result, "run": label, **({"category": categories[pid]} if pid in
-                                                             (categories or {}) else {})},
+            "filters": {"result": result, "run": label, **({"category": category} if category is not None else {})},
             "search": pid, "blocks": blocks,
         })
-        if pid in (categories or {}):
-            items[-1]["badges"].append([categories[pid], "muted"])
+        if category is not None:
+            items[-1]["badges"].append([category, "muted"])
     return items
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,7 @@ def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def load_instances(path: str | Path) -> list[VariantInstance]:
+def load_instances(path: str | os.PathLike[str]) -> list[VariantInstance]:
     """An instances JSONL (``{"id", "question", "answer"}`` per line; extra fields are ignored)."""
     p = Path(path)
     out: list[VariantInstance] = []
@@ -80,7 +81,7 @@ def load_instances(path: str | Path) -> list[VariantInstance]:
     return out
 
 
-def load_predictions(path: str | Path, known_ids: set[str]) -> tuple[dict[str, list[str]], list[str]]:
+def load_predictions(path: str | os.PathLike[str], known_ids: set[str]) -> tuple[dict[str, list[str]], list[str]]:
     """``{"id", "prediction"}`` per line; several lines with one id are several samples.
 
     Returns the predictions by id and the ids that are not in the instances file (ignored).

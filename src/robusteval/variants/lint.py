@@ -274,7 +274,7 @@ def _draws(ctx: _Context) -> TemplateStats:
 def _rate(k: int, n: int) -> str:
     """``12 of 1000 (1.2% [0.7, 2.1])``: the count, the denominator and the 95% Wilson interval."""
     p = proportion(k, n)
-    lo, hi = p["ci95"] or (0.0, 0.0)  # type: ignore[misc]
+    lo, hi = p["ci95"] or (0.0, 0.0)
     return f"{k} of {n} ({100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}])"
 
 

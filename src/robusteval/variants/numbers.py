@@ -92,9 +92,9 @@ def find_numbers(text: str) -> Found:
     found = Found()
     scripts = _script_spans(text)
     fixed_spans: list[tuple[int, int, str]] = []
-    for pattern, reason in _FIXED_SPANS:
+    for pattern, why in _FIXED_SPANS:
         for m in pattern.finditer(text):
-            fixed_spans.append((m.start(), m.end(), reason))
+            fixed_spans.append((m.start(), m.end(), why))
     for match in _NUMBER.finditer(text):
         start, end, written = match.start(), match.end(), match.group()
         reason = _fixed_reason(text, start, end, written, scripts, fixed_spans)
@@ -157,9 +157,9 @@ def _pair_fractions(text: str, found: Found) -> None:
         if a.is_integer and b.is_integer and b.value > 0 and text[a.end:b.start] == "/":
             pairs.append((i, i + 1))
     for m in _FRAC.finditer(text):
-        i, j = by_start.get(m.start(1)), by_start.get(m.start(2))
-        if i is not None and j is not None and numbers[i].is_integer and numbers[j].is_integer:
-            pairs.append((i, j))
+        num, den = by_start.get(m.start(1)), by_start.get(m.start(2))
+        if num is not None and den is not None and numbers[num].is_integer and numbers[den].is_integer:
+            pairs.append((num, den))
     for i, j in pairs:
         if numbers[i].role != "number" or numbers[j].role != "number":
             continue  # 1/2/3: the first pair wins

@@ -447,12 +447,11 @@ class CompatGenerator:
         if template.exclude_original:
             raise template.error("exclude_original", "not supported in var-math compat mode")
         if not template.variables:
-            assert template.answer is not None or template.answer_values is not None
-            raw = (
-                template.answer_values[0]
-                if template.answer_values is not None
-                else _eval(template, template.answer, {}, "answer")
-            )  # type: ignore[arg-type]
+            if template.answer_values is not None:
+                raw = template.answer_values[0]
+            else:
+                assert template.answer is not None  # a template has an answer or answer values (checked on load)
+                raw = _eval(template, template.answer, {}, "answer")
             answer = self._answer(template, raw)
             return SampleResult([Instance(template.id, template.question, answer, template.id, {})])
 

@@ -79,7 +79,7 @@ class MatchaConfig:
     @classmethod
     def for_dataset(cls, dataset: str, **overrides: Any) -> MatchaConfig:
         topk, eps = DATASET_DEFAULTS.get(dataset, FALLBACK_DEFAULTS)
-        values = {"topk_ratio": topk, "eps_fraction": eps}
+        values: dict[str, Any] = {"topk_ratio": topk, "eps_fraction": eps}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -86,7 +86,8 @@ def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[Attack
         advance(index, None)
     rounds = 0
     while pending:
-        asked, replies = dict(pending), {}
+        asked = dict(pending)
+        replies: dict[int, Any] = {}
         pending.clear()
         rounds += 1
         kinds = Counter(type(r).__name__.lower() for r in asked.values())

@@ -18,6 +18,7 @@ from typing import cast
 import torch
 
 from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss
+from robusteval.models.base import WhiteBoxBackend
 
 _ORDINARY = re.compile(r" ?[A-Za-z]{2,14}")
 
@@ -85,7 +86,7 @@ class MatchaObjective:
 
     def __init__(
         self,
-        backend,  # type: ignore[no-untyped-def]  # HFBackend (white-box)
+        backend: WhiteBoxBackend,  # an HFBackend
         prefix_ids: Sequence[int],
         head_ids: Sequence[int],
         tail_ids: Sequence[int],
@@ -214,7 +215,7 @@ def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], question
     whose padded logits, rows x (largest m) x vocabulary, fit the backend's logit budget and whose attention mask
     fits its mask budget (``rows_per_forward``: long questions go a few rows, or one, at a time); one row always
     goes; an objective's ``candidate_chunk`` caps the rows per chunk."""
-    from robusteval.models.hf import logit_budget
+    from robusteval.models.hf_scoring import logit_budget
 
     if not rows:
         return []

@@ -155,14 +155,14 @@ class MatchaRunner:
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (prefix, _) in enumerate(rows):
             groups.setdefault(tuple(prefix), []).append(i)
-        for prefix, indices in groups.items():
+        for shared, indices in groups.items():
             step = len(indices)
             if self.thinks:
-                longest = len(prefix) + max(len(rows[i][1]) for i in indices)
+                longest = len(shared) + max(len(rows[i][1]) for i in indices)
                 step = planned_rows(self.backend, longest, self.generation_budget) or step
             for start in range(0, len(indices), step):
                 part = indices[start: start + step]
-                decoded = self.backend.decode_many(list(prefix), [rows[i][1] for i in part],
+                decoded = self.backend.decode_many(list(shared), [rows[i][1] for i in part],
                                                    max_new_tokens=self.generation_budget,
                                                    stops=[STOP_STRINGS] * len(part))
                 for i, row in zip(part, decoded, strict=True):

@@ -193,7 +193,7 @@ def attack_example(
     accept_queries = [oracle.queries]  # queries spent when the m-th word had been perturbed
     confidence = first.confidence
     status = "exhausted"
-    final_label = first.label
+    final_label: str | None = first.label
     for word in order:
         if len(state.replacements) + 1 > allowance:
             status = "rate"
@@ -230,7 +230,9 @@ def attack_example(
             state.replacements[(word.field, word.index)] = options[k]
             confidence = best_confidence
             accept_queries.append(oracle.queries)
-            final_label = judged[k].label  # type: ignore[union-attr]
+            chosen = judged[k]
+            assert chosen is not None  # ``scored`` holds judged candidates only
+            final_label = chosen.label
             if not not_flipped:
                 status = "success"
                 break

@@ -98,6 +98,6 @@ def math_verify_equal(predicted: str, gold: str) -> bool:
 
     # With its timeouts off, math-verify warns once that the caller must bound the time: our worker pool does.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    parsed_gold = parse(_as_math(gold), parsing_timeout=None)  # type: ignore[arg-type]
-    parsed_predicted = parse(_as_math(predicted), parsing_timeout=None)  # type: ignore[arg-type]
+    parsed_gold = parse(_as_math(gold), parsing_timeout=None)
+    parsed_predicted = parse(_as_math(predicted), parsing_timeout=None)
     return bool(verify(parsed_gold, parsed_predicted, timeout_seconds=None))
