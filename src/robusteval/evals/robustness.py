@@ -219,7 +219,7 @@ def set_similarity(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[E
         return {}
     out: dict[str, dict[str, Any]] = {}
     for spec in plan.specs:
-        if similarity_applies(spec.method):
+        if spec.method is not None and similarity_applies(spec.method):
             blocks = [block for ex in sets[spec.name]
                       for block in ((ex.meta.get("perturbation") or {}).get("fields") or {}).values()]
             out[spec.name] = summarise_similarity(blocks, minimum=minimum, measure=measure_label(plan.language))
