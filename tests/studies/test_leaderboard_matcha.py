@@ -1,5 +1,5 @@
-"""The study leaderboard's MATCHA columns: the printed "more robust" direction of each headline, models in the
-study file's order, flagged cells marked ⚑ (printed rows, column notes, leaderboard.json, CSV), both
+"""The study leaderboard's MATCHA columns: the printed "more robust" direction of each headline (WR included),
+the pairwise tests between models, models in the study file's order, flagged cells marked ⚑ (printed rows, column notes, leaderboard.json, CSV), both
 denominators under the authors' counting, and cells of different countings said to be not comparable.
 
 The cells are real MATCHA run directories (``helpers.reportstores.matcha_store``) at the paths a study gives
@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import robusteval as rv
+from helpers.reportpage import Page
 from helpers.reportstores import DETERMINISTIC, UNGATED, authors_summary, denominator, matcha_store
 from helpers.studies import MATH
+from robusteval.report.html import section_html
 from robusteval.report.tables import print_summary_table
 from robusteval.studies.leaderboard import CSV_NAME, JSON_NAME, StudyLeaderboard, build_leaderboard
+from robusteval.studies.page import leaderboard_section
 from robusteval.studies.plan import StudyPlan, run_dir
 from robusteval.studies.study import CellResult
 
@@ -60,13 +63,23 @@ def test_each_headline_prints_its_direction_and_the_models_keep_the_file_order(t
     rows, columns = board.rows()
     assert columns == ["metric", *MODELS]
     # SR: a broken reasoning with the answer kept is the attack's success, lower is more robust; UR higher.
+    # WR: the insertions changed the answer, lower is more robust.
     assert [row["metric"] for row in rows] == ["matcha · math · sr (lower is more robust)",
-                                               "matcha · math · ur (higher is more robust)"]
-    assert [(c.name, c.better) for c in board.columns] == [("matcha:math:sr", "lower"), ("matcha:math:ur", "higher")]
+                                               "matcha · math · ur (higher is more robust)",
+                                               "matcha · math · wr (lower is more robust)"]
+    assert [(c.name, c.better) for c in board.columns] == [("matcha:math:sr", "lower"), ("matcha:math:ur", "higher"),
+                                                           ("matcha:math:wr", "lower")]
     assert [rows[1][m].split(" ")[0] for m in MODELS] == ["60.0", "90.0", "30.0"]
+    assert [rows[2][m].split(" ")[0] for m in MODELS] == ["0.0", "0.0", "20.0"]
     saved = json.loads((tmp_path / JSON_NAME).read_text(encoding="utf-8"))
     assert [(c["name"], c["better"]) for c in saved["columns"]] == [("matcha:math:sr", "lower"),
-                                                                    ("matcha:math:ur", "higher")]
+                                                                    ("matcha:math:ur", "higher"),
+                                                                    ("matcha:math:wr", "lower")]
+    # Every pair tested on UR by McNemar over the same 10 rated questions: (b, c) and the exact p by hand.
+    ur = {(p["model_a"], p["model_b"]): p for p in saved["pairwise"] if p["column"] == "matcha:math:ur"}
+    assert {pair: (p["test"], p["discordant"], p["p"]) for pair, p in ur.items()} == {
+        ("zeta", "alpha"): ("McNemar exact", [0, 3], 2 / 8), ("zeta", "mu"): ("McNemar exact", [3, 0], 2 / 8),
+        ("alpha", "mu"): ("McNemar exact", [6, 0], 2 / 64)}
     assert saved["models"] == list(MODELS)
     printed = _printed(board)
     assert "sr (lower is more robust)" in printed and "ur (higher is more robust)" in printed
@@ -88,6 +101,17 @@ def test_flagged_cells_are_marked_everywhere_the_leaderboard_is_written(tmp_path
     assert cells[("zeta", "matcha:math:sr")]["flags"] == []
     records = {r["model"]: r for r in csv.DictReader((tmp_path / CSV_NAME).open(encoding="utf-8"))}
     assert records["mu"]["matcha:math:ur_flags"] == UNGATED["text"] and records["zeta"]["matcha:math:ur_flags"] == ""
+    # The study report's leaderboard carries the same flags, cell by cell, as the CSV.
+    page = Page(section_html(leaderboard_section(board)))
+    [first] = [caption for caption in page.captions if caption.startswith("Study leaderboard")]
+    shown = {(column, model): text for column, row in zip([c.name for c in board.columns], page.rows[first],
+                                                           strict=True)
+             for model, text in zip(MODELS, row[2:], strict=True)}
+    for model in MODELS:
+        for column in ("matcha:math:sr", "matcha:math:ur"):
+            flags = [f for f in records[model][f"{column}_flags"].split("; ") if f]
+            assert all(f"⚑ {flag}" in shown[(column, model)] for flag in flags), (model, column)
+            assert shown[(column, model)].count("⚑") == len(flags), (model, column)
 
 
 def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_ours(tmp_path: Path) -> None:
@@ -95,8 +119,9 @@ def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_our
     authors = denominator(9, 3, 0, "every clean-correct question with an outcome (the authors' code)")
     board = _board(tmp_path, {"alpha": authors_summary(ours, authors)}, KINDS)
     names = [c.name for c in board.columns]
-    assert names == ["matcha:math:sr", "matcha:math:sr@ours", "matcha:math:ur", "matcha:math:ur@ours"]
-    assert [c.better for c in board.columns] == ["lower", "lower", "higher", "higher"]
+    assert names == ["matcha:math:sr", "matcha:math:sr@ours", "matcha:math:ur", "matcha:math:ur@ours",
+                     "matcha:math:wr", "matcha:math:wr@ours"]
+    assert [c.better for c in board.columns] == ["lower", "lower", "higher", "higher", "lower", "lower"]
     rows = {row["metric"]: row for row in board.rows()[0]}
     assert rows["matcha · math · ur (higher is more robust)"]["alpha"].startswith("75.0 % [")
     assert rows["matcha · math · ur (higher is more robust)"]["alpha"].endswith("n_rated (authors')=12")
@@ -105,3 +130,7 @@ def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_our
     # alpha counted by the authors' rules: its cells are not comparable with the others'.
     column = {c.name: c for c in board.columns}["matcha:math:ur"]
     assert column.comparability == "" and "config.counting=" in column.note
+    # ... and never tested against them; the two counted by ours are.
+    tests = {(c.model_a, c.model_b): c.test for c in board.comparisons if c.column == "matcha:math:ur"}
+    assert tests[("zeta", "alpha")].status == "not tested" and "not comparable" in tests[("zeta", "alpha")].note
+    assert tests[("zeta", "mu")].status == "tested"

@@ -73,6 +73,7 @@ def test_two_models_three_methods_leaderboard_equals_the_run_summaries(
     expected = {"eval:math:acc": ("eval/math", "acc", "n", "acc_ci95"),
                 "matcha:math:sr": ("matcha/math", "sr", "n_rated", None),
                 "matcha:math:ur": ("matcha/math", "ur", "n_rated", None),
+                "matcha:math:wr": ("matcha/math", "wr", "n_rated", None),
                 "robustness:yn:rb_index": ("robustness/yn", "rb_index", "n", "rb_index_ci95"),
                 "robustness:yn:acc@original": ("robustness/yn", "acc_original", "n", "acc_original_ci95")}
     assert [c["name"] for c in board["columns"]] == list(expected)
@@ -203,7 +204,7 @@ max_new_tokens = 8
         f"{good}/judged/math", "broken/eval/math", "broken/judged/math"]
     assert "no-such-judge" in failed[0] and "cannot load the model" in failed[1]
     assert all("traceback in " in line for line in failed)
-    assert "eval · math · acc (higher is more robust)" in captured.out  # the leaderboard, printed
+    assert "eval · math · acc (higher is better)" in captured.out  # the leaderboard, printed
     state = cells(tmp_path / "out")
     assert state[f"{good}/eval/math"]["status"] == "done"
     assert (tmp_path / "out" / good / "eval" / "math" / SUMMARY_NAME).is_file()

@@ -50,7 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "each saying how its runs differ from the other groups'. A number over fewer than "
                           "--min-n examples (MATCHA: n_rated) or with a 95% interval wider than "
                           "--max-interval-width is shown but not ranked. Every rate comes with its n and "
-                          "interval. Sweep and ORS directories, and directories holding runs, are read too.",
+                          "interval. Under each table, every pair of its runs is tested on the method's headline "
+                          "numbers, paired on the examples both hold (McNemar or a paired bootstrap, p Holm-adjusted "
+                          "over every test printed); runs of different groups are not paired. Sweep and ORS "
+                          "directories, and directories holding runs, are read too.",
                           example="robusteval runs compare runs/matcha-llama runs/matcha-qwen\n"
                           "robusteval runs compare runs/* --format csv --output leaderboard.csv\n"
                           "robusteval runs compare runs/* --format latex --output tables.tex\n"
@@ -70,6 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "directory's models are named as the study names them unless renamed here")
     compare.add_argument("--digits", type=int, default=None, metavar="N",
                          help="latex: decimals of every number (default: each number's own, 1 for percentages)")
+    compare.add_argument("--pairwise", default=None, metavar="FILE",
+                         help="also write the pairwise tests as CSV (one row per pair of runs and number)")
     compare.set_defaults(func=compare_runs)
 
 
@@ -221,6 +226,11 @@ def compare_runs(args: argparse.Namespace) -> int:
             print(f"wrote LaTeX tables to {args.output}", file=sys.stderr)
         return 0
     boards = leaderboards(args.run_dirs, **thresholds)
+    if args.pairwise:
+        from robusteval.report.pairing import pairwise_csv
+
+        with _open_output(args.pairwise) as handle:
+            handle.write(pairwise_csv([c for board in boards for c in board.comparisons]))
     with _open_output(args.output) as out:
         if args.format == "csv":
             rows = [row for board in boards for row in _clean_records(board)]
@@ -257,10 +267,22 @@ def compare_runs(args: argparse.Namespace) -> int:
                     if row.get("flags"):
                         print(f"{row['model']}: {row['flags']}", file=out)
                 print(f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else ""), file=out)
+                if board.comparisons:  # which pairs differ: paired tests, Holm-adjusted over every table printed
+                    from robusteval.report.pairing import ROW_COLUMNS, comparison_row
+
+                    print_summary_table(f"{board.title}: pairwise tests (paired on shared examples)",
+                                        [comparison_row(c) for c in board.comparisons], ROW_COLUMNS, file=out)
+            if len(boards) > len({board.method for board in boards}):
+                print("runs in different groups of one method are not paired: never tested against each other",
+                      file=out)
             flagged = any("flags" in board.shown for board in boards)
             print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated, "
                   "the headline denominator)" + ("; ⚑: a flagged rate (why: under its table)" if flagged
                                                  else ""), file=out)
+            if any(board.comparisons for board in boards):
+                from robusteval.report.compare import PAIRWISE_NOTE
+
+                print(f"pairwise tests: {PAIRWISE_NOTE}", file=out)
     if args.output != "-":
         print(f"wrote {sum(len(b.rows) for b in boards)} rows to {args.output}", file=sys.stderr)
     return 0

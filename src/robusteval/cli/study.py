@@ -41,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "directory <out>/<model>/<method>/<dataset> made by the same pipeline as the method's own command (eval, "
         "robustness, variants, attack matcha, attack wordimportance); each model is loaded once for all its "
         "cells. Then prints and writes one leaderboard across models (every number with n and 95% interval; "
-        "ORS over the word-importance cells) and writes report.html. Re-run the same command to resume; a cell "
+        "ORS over the word-importance cells), paired tests between every two models on each number (McNemar or a "
+        "paired bootstrap on the shared examples, Holm-adjusted: pairwise.csv) and report.html, which opens with "
+        "them. Re-run the same command to resume; a cell "
         "that fails is reported and the others go on. See docs/study.md. A study file:\n\n" + EXAMPLE,
         example="robusteval study study.toml\nrobusteval study study.toml --out runs/study --executor ray",
     )
@@ -62,12 +64,19 @@ def run(args: argparse.Namespace) -> int:
     rows, columns = board.rows()
     if rows:
         print_summary_table("study leaderboard: value [95% interval] and n per model", rows, columns)
+    if board.comparisons:  # which models differ: paired tests on the shared examples, Holm-adjusted
+        from robusteval.report.compare import PAIRWISE_NOTE
+        from robusteval.report.pairing import ROW_COLUMNS, comparison_row
+
+        print_summary_table("pairwise tests: which models differ on each number",
+                            [comparison_row(c) for c in board.comparisons], ROW_COLUMNS)
+        print(f"pairwise tests: {PAIRWISE_NOTE}")
     for note in board.notes + [f"{c.name}: {c.note}" for c in board.columns if c.note]:
         print(f"note: {note}")
     for cell in result.failed:
         print(f"failed: {cell.cell}: {cell.error} (run directory {cell.run_dir}"
               + (f"; traceback in {cell.log}" if cell.log else "") + ")")
-    print(f"study directory: {result.out}  (leaderboard.csv, leaderboard.json, study.json, study.log"
+    print(f"study directory: {result.out}  (leaderboard.csv, leaderboard.json, pairwise.csv, study.json, study.log"
           + (", report.html" if result.report else "") + ")")
     if result.failed:
         print(f"{len(result.failed)} of {len(result.cells)} cells failed; fix them and re-run the same command "

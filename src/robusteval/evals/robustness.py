@@ -33,6 +33,7 @@ from robusteval.perturbations.base import Language
 from robusteval.perturbations.spec import PerturbationSpec, target_device
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
+from robusteval.text.thinking import truncation_summary
 
 COMMAND = "robustness"
 CLASSIFY_STAGE = "classify"
@@ -289,8 +290,8 @@ def store_outcomes(store: RunStore, examples: Sequence[Example], sets: dict[str,
     originals = [example_fields(example) for example in examples]  # once per example, not once per set
     labels_before = [predicted_label(row, mode) for row in by_set["original"]]
     for name, versions in sets.items():
-        for example, original, label_before, version, after in zip(examples, originals, labels_before, versions,
-                                                                   by_set[name], strict=True):
+        for example, original, label_before, before, version, after in zip(
+                examples, originals, labels_before, by_set["original"], versions, by_set[name], strict=True):
             perturbed = example_fields(version)
             recorded = ((version.meta.get("perturbation") or {}).get("fields") or {})
             fields = {key: {"original": original.get(key, ""), "perturbed": value,
@@ -300,8 +301,17 @@ def store_outcomes(store: RunStore, examples: Sequence[Example], sets: dict[str,
             label_after = predicted_label(after, mode)
             row = {"id": example.id, "set": name, "gold": example.answer, "fields": fields,
                    "changed": original != perturbed, "label_original": label_before, "label": label_after,
-                   "correct_original": label_before == example.answer, "correct": label_after == example.answer}
+                   "correct_original": label_before == example.answer, "correct": label_after == example.answer,
+                   **_thinking(before, "_original"), **_thinking(after, "")}
             store.put(OUTCOME_STAGE, unit_key(OUTCOME_STAGE, name, example.id), row, example_id=example.id)
+
+
+def _thinking(record: dict[str, Any], suffix: str) -> dict[str, Any]:
+    """A thinking classifier's trace and reply for an outcome row (``thinking``, ``reply``, ``thinking_truncated``,
+    each with ``suffix``); nothing for a model without thinking (its rows stay as they were)."""
+    if "thinking" not in record:
+        return {}
+    return {f"{key}{suffix}": record.get(key) for key in ("thinking", "reply", "thinking_truncated")}
 
 
 def set_drift(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[Example]], *, device: Any = "auto"
@@ -354,6 +364,11 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
         if similarity and name in similarity:
             summary["sets"][name]["similarity"] = similarity[name]
     summary["n_unparsed"] = {name: sum(1 for r in recs if r.get("label") is None) for name, recs in by_set.items()}
+    # A thinking classifier: per set, the traces never closed (no label: wrong, and counted in n_unparsed too).
+    truncated = {name: block["thinking_truncated"] for name, recs in by_set.items()
+                 if (block := truncation_summary(recs))}
+    if truncated:
+        summary["thinking_truncated"] = truncated
     # Every example is classified on every set: none is left out (a label that cannot be read counts as wrong and
     # is counted in n_unparsed); the fields are here so every method's summary says what it left out, and why.
     summary["skip_reasons"] = {}

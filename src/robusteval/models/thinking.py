@@ -13,10 +13,13 @@ generation: that text, cut at the request's stop strings, is its reply.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from robusteval.models.base import Backend, Generation, GenerationRequest
-from robusteval.text.thinking import ReasoningFormat, ReasoningOptions
+from robusteval.text.thinking import ReasoningFormat, ReasoningOptions, resolve_format
 
 
 def generate_thinking(backend: Backend, requests: Sequence[GenerationRequest], fmt: ReasoningFormat,
@@ -62,3 +65,30 @@ def _cut(out: Generation, stops: Sequence[str]) -> Generation:
         return dataclasses.replace(out, meta={**out.meta, "thinking_forced": False})
     return dataclasses.replace(out, text=out.text[: min(hits)], finish_reason="stop",
                                meta={**out.meta, "thinking_forced": False})
+
+
+def local_chat_template(model: dict[str, Any] | None) -> str | None:
+    """The chat template a local model directory ships (``chat_template.jinja``, else ``tokenizer_config.json``'s
+    ``chat_template``), read without loading the model: run identities are decided before it loads. None for a
+    model that is not a local directory, or one without a template."""
+    source = Path(str((model or {}).get("source") or ""))
+    if not (model or {}).get("source") or not source.is_dir():
+        return None
+    jinja = source / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    try:
+        config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    template = config.get("chat_template")
+    if isinstance(template, list):  # named templates: the default one
+        template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"),
+                        None)
+    return template if isinstance(template, str) else None
+
+
+def declared_format(options: ReasoningOptions, model: dict[str, Any] | None) -> ReasoningFormat:
+    """The reasoning format ``options`` resolve to for the model of identity ``model``, from its local files (the
+    same as :meth:`ReasoningOptions.resolve` on the loaded model where the files are local)."""
+    return resolve_format(options.reasoning or "auto", local_chat_template(model), options.think_tags)

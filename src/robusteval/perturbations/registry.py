@@ -125,4 +125,4 @@ def build_perturbation(name: str, language: Language, options: MethodOptions | N
 
         if info.level in GATED_LEVELS:
             perturbation.gate = SimilarityGate(options.min_similarity, language, device=options.device)
-    return perturbation  # type: ignore[no-any-return]
+    return perturbation

@@ -8,7 +8,7 @@ VAR-MATH, perturbed benchmarks, hard-label attacks with ORS) and the comparison 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from robusteval.errors import UserError
@@ -60,14 +60,20 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
     return cards
 
 
+#: The section that shows a run of each command (a study's leaderboard links each cell there).
+SECTION_OF = {"eval": "evals", "attack matcha": "matcha", "transfer": "matcha", "variants eval": "varmath",
+              "robustness": "robustness", "attack wordimportance": "hardlabel", "ors": "hardlabel"}
+
+
 def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
+    from robusteval.report.evals import evals_section
     from robusteval.report.hardlabel import wordimportance_section
     from robusteval.report.matcha import matcha_section
     from robusteval.report.perturbed import robustness_section
     from robusteval.report.varmath import variants_section
 
-    found = [build(inputs) for build in (matcha_section, variants_section, robustness_section,
+    found = [build(inputs) for build in (evals_section, matcha_section, variants_section, robustness_section,
                                          wordimportance_section)]
     present = [s for s in found if s is not None]
     if not present:
@@ -76,9 +82,11 @@ def sections(inputs: Inputs) -> list[Section]:
 
 
 def build_report(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-                 out: str | os.PathLike[str] = "report.html", *, title: str | None = None) -> Path:
+                 out: str | os.PathLike[str] = "report.html", *, title: str | None = None,
+                 names: Mapping[str, str] | None = None, lead: Sequence[Section] = ()) -> Path:
     """Write the HTML report of ``run_dirs`` (run, sweep or ORS directories, or directories holding them) to
-    ``out`` and return its path."""
+    ``out`` and return its path. ``names``: run directory -> the model name to show for it (a study's names);
+    ``lead``: sections that open the page (a study's leaderboard)."""
     from robusteval._version import __version__
     from robusteval.report.html import render
     from robusteval.store import write_text_atomic
@@ -86,8 +94,8 @@ def build_report(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[
     target = Path(out)
     check_out(target)  # before any run is read: a bad --out is said at once
     paths = [run_dirs] if isinstance(run_dirs, str | os.PathLike) else list(run_dirs)
-    inputs = collect(paths)
-    report = Report(title or "robusteval report", sections(inputs), run_cards(inputs), __version__)
+    inputs = collect(paths, names=names)
+    report = Report(title or "robusteval report", [*lead, *sections(inputs)], run_cards(inputs), __version__)
     return write_text_atomic(target, render(report))
 
 

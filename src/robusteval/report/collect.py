@@ -3,14 +3,15 @@
 Each path given is one of: a run directory (``results.sqlite``), a sweep directory (``sweep.json``, its runs
 beneath it), a directory holding ``ors.json``, or a directory with any of these below it (the quick-start's
 output directory holds one run per part). Nothing is written; a path that is none of these is a one-line
-:class:`~robusteval.errors.UserError`.
+:class:`~robusteval.errors.UserError`. ``names`` (run directory -> model name) gives runs the names a caller
+knows them by (a study's model names), which :func:`model_name` then shows instead of the model's folder name.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,18 @@ TRANSFER = "transfer"
 
 
 @dataclass(frozen=True)
+class NamedRun(Run):
+    """A run shown under the name its caller gives its model (a study's ``[[models]] name``)."""
+
+    name: str = ""
+
+
+def _named(run: Run, names: Mapping[str, str]) -> Run:
+    name = names.get(str(run.path.resolve()))
+    return NamedRun(run.path, run.identity, run.info, run.summary, run.stages, name) if name else run
+
+
+@dataclass(frozen=True)
 class Sweep:
     path: Path
     data: dict[str, Any]  # sweep.json
@@ -47,6 +60,12 @@ class Sweep:
 class OrsResult:
     path: Path  # the ors.json file
     data: dict[str, Any]
+    #: the model names of ors.json -> the names their runs were given (``collect``'s ``names``)
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def model(self, name: str) -> str:
+        """How model ``name`` of ors.json is shown: the name its runs were given, else its short name."""
+        return self.names.get(name) or short_model(name)
 
 
 @dataclass(frozen=True)
@@ -187,8 +206,20 @@ def _found_below(root: Path) -> list[Path]:
     return found
 
 
-def collect(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
-    """Load every run, sweep and ORS result named by ``paths`` (see the module docstring)."""
+def _ors_names(result: OrsResult, names: Mapping[str, str]) -> OrsResult:
+    """``result`` knowing its models' given names (through the run directories ors.json records)."""
+    known = {}
+    for model, methods in (result.data.get("runs") or {}).items():
+        given = {names.get(str(Path(str(run)).resolve())) for run in (methods or {}).values()} - {None}
+        if len(given) == 1:
+            known[model] = str(given.pop())
+    return OrsResult(result.path, result.data, known) if known else result
+
+
+def collect(paths: Iterable[str | os.PathLike[str]], *, names: Mapping[str, str] | None = None) -> Inputs:
+    """Load every run, sweep and ORS result named by ``paths`` (see the module docstring); ``names``: run
+    directory -> the model name to show for it."""
+    given_names = {str(Path(path).resolve()): name for path, name in (names or {}).items()}
     runs: list[Run] = []
     sweeps: list[Sweep] = []
     ors: list[OrsResult] = []
@@ -210,9 +241,9 @@ def collect(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
             if (target / SWEEP_NAME).is_file():
                 sweeps.append(load_sweep(target))
             elif (target / ORS_NAME).is_file() and not (target / DB_NAME).is_file():
-                ors.append(load_ors(target))
+                ors.append(_ors_names(load_ors(target), given_names))
             else:
-                runs.append(load_run(target))
+                runs.append(_named(load_run(target), given_names))
     return Inputs(runs, sweeps, ors)
 
 
@@ -250,7 +281,10 @@ def run_label(run: Run, others: Sequence[Run] = ()) -> str:
 
 
 def model_name(run: Run) -> str:
-    """The model's display name: the summary's, else the identity's source."""
+    """The model's display name: the one its caller gave it (:class:`NamedRun`), else the summary's, else the
+    identity's source."""
+    if isinstance(run, NamedRun) and run.name:
+        return run.name
     name = (run.summary or {}).get("model") or run.overview()["model"]
     return short_model(str(name or "?"))
 

@@ -9,19 +9,24 @@ Only comparable runs are ranked together: runs of one method fall into groups by
 one leaderboard per group, each saying how its key differs from the other groups'. Inside a group, most robust
 first:
 
-* MATCHA: higher UR (answer and reasoning both survive) ranks first, then lower SR;
+* answer-first eval: higher accuracy; MATCHA: higher UR (answer and reasoning both survive) ranks first, then
+  lower SR;
 * transfer: lower transfer rate; VAR-MATH: higher strict score; perturbed benchmarks: lower RB-index;
 * hard-label attacks: lower success rate at the largest α; ORS: higher score.
 
 A ranking number resting on fewer than ``min_n`` examples (MATCHA: ``n_rated``), or whose 95% interval is wider
 than ``max_width``, is shown but not ranked (rank "-" and the reason): one example's UR of 0 says nothing.
+
+Inside a group every pair of runs is tested on the method's headline numbers (:mod:`robusteval.report.pairing`:
+McNemar or a paired bootstrap on the examples both runs hold), the p-values Holm-adjusted over every test of the
+call (:attr:`Leaderboard.comparisons`). Runs in different groups are not paired, and never tested.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +45,12 @@ from robusteval.report.collect import (
     dataset_name,
     model_name,
     nothing_to_show,
-    short_model,
 )
 from robusteval.report.comparability import comparability_key, key_hash, ors_key, why_apart
+from robusteval.report.evals import COMMAND as EVAL
+from robusteval.report.evals import eval_accuracy
 from robusteval.report.model import Note, Num, Section, Table
+from robusteval.report.pairing import ROW_COLUMNS, Comparison, comparison_row, holm_table, pairwise
 from robusteval.runs import Run
 
 Row = dict[str, Num | str]
@@ -70,6 +77,8 @@ class Leaderboard:
     rows: Sequence[dict[str, Num | str]]
     key: Mapping[str, str] = field(default_factory=dict)  # the comparability key every row shares
     apart: str = ""  # why this group is not ranked with the method's other groups ("" when it is the only one)
+    #: every pair of the group's runs tested on the method's headline numbers (Holm-adjusted over the call)
+    comparisons: Sequence[Comparison] = ()
 
     @property
     def models(self) -> set[str]:
@@ -176,6 +185,12 @@ def _matcha_rows(run: Run) -> list[Row]:
              "flags": matcha_summary.flags_line(summary)}]
 
 
+def _eval_rows(run: Run) -> list[Row]:
+    """An answer-first eval run: its accuracy over the examples answered (n), as ``runs show`` gives it."""
+    return [{"model": model_name(run), "dataset": dataset_name(run), "n": str((run.summary or {}).get("n")),
+             "acc": eval_accuracy(run)}]
+
+
 def _transfer_rows(run: Run) -> list[Row]:
     summary = run.summary or {}
     return [{"model": model_name(run), "source": matcha.transfer_source(run),
@@ -222,7 +237,7 @@ def _wordimportance_rows(run: Run) -> list[Row]:
 
 
 def _ors_rows(result: OrsResult) -> list[Row]:
-    return [{"model": short_model(model), "beta": str(result.data.get("beta")),
+    return [{"model": result.model(model), "beta": str(result.data.get("beta")),
              "ors": hardlabel.ors_score(result, model)} for model in result.data.get("ors") or {}]
 
 
@@ -240,26 +255,35 @@ class Board:
     gate: tuple[str, str] | None
     #: rows(run, the method's other runs): VAR-MATH pairs a variants run with its original run
     paired: bool = False
+    #: (column, the runs' name for the number, the better direction) of each number every pair is tested on;
+    #: ``asr[top]``: the success rate at the run's largest α
+    tested: tuple[tuple[str, str, str], ...] = ()
 
 
 BOARDS = (
+    Board("eval", EVAL, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
+          (("acc", True),), _eval_rows, ("acc", "n"), tested=(("acc", "acc", "higher"),)),
     Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
           ("dataset", "level", "variant", "counting", "n", "n_rated", "n_unjudged", "acc", "ur", "sr", "wr",
            "n_rated_ours", "ur_ours", "sr_ours", "wr_ours", "flags"),
-          (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_rated")),
+          (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_rated"),
+          tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower"))),
     Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
           ("source", "n_transferred", "n_original_correct", "transfer_rate"), (("transfer_rate", False),),
-          _transfer_rows, ("transfer_rate", "n_original_correct")),
+          _transfer_rows, ("transfer_rate", "n_original_correct"),
+          tested=(("transfer_rate", "transfer_rate", "lower"),)),
     Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
           ("instances", "n_problems", "strict", "loose", "diagnosis", "strict_drop",
            *(f"share_{name}" for name in varmath.SHOWN_CATEGORIES)), (("strict", True), ("loose", True)),
-          _variants_rows, ("strict", "n_problems"), paired=True),
+          _variants_rows, ("strict", "n_problems"), paired=True,
+          tested=(("strict", "strict", "higher"), ("loose", "loose", "higher"))),
     Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first",
           ("dataset", "sets", "label_mode", "n", "unparsed", "acc_original", "rb_index"), (("rb_index", False),),
-          _robustness_rows, ("rb_index", "n")),
+          _robustness_rows, ("rb_index", "n"),
+          tested=(("rb_index", "rb_index", "lower"), ("acc_original", "acc[original]", "higher"))),
     Board("wordimportance", WORDIMPORTANCE, "Hard-label attacks: lower success rate at the largest α ranks first",
           ("dataset", "method", "rate", "n_attacked", "asr", "queries_per_success"), (("asr", False),),
-          _wordimportance_rows, ("asr", "n_attacked")),
+          _wordimportance_rows, ("asr", "n_attacked"), tested=(("asr", "asr[top]", "lower"),)),
     Board("ors", None, "ORS: higher score ranks first", ("beta", "ors"), (("ors", True),), _ors_rows, None),
 )
 
@@ -292,8 +316,33 @@ def leaderboard_groups(board: Board, inputs: Inputs, *, max_width: float = DEFAU
         apart = why_apart(key, [other for other in keys if other is not key])
         boards.append(Leaderboard(board.method, title, ["rank", "model", *board.shown, UNRANKED, "run"],
                                   _ranked(rows, board.order, board.gate, max_width=max_width, min_n=min_n),
-                                  key, apart))
+                                  key, apart, _pairs(board, rows, sources)))
     return boards
+
+
+def _pairs(board: Board, rows: Sequence[Row], sources: Sequence[Any]) -> list[Comparison]:
+    """Every pair of a group's runs tested on ``board.tested`` (p-values not yet adjusted)."""
+    by_path = {str(source.path): source for source in sources}
+    named = [(str(row["model"]), by_path[str(row["run"])], row) for row in rows if str(row["run"]) in by_path]
+    # Two runs of one model (repeats with another seed) are told apart by their directory.
+    clash = {name for name in (n for n, _, _ in named) if sum(1 for m, _, _ in named if m == name) > 1}
+    out: list[Comparison] = []
+    for column, metric, better in board.tested:
+        runs = []
+        for name, run, row in named:
+            num = row.get(column)
+            shown = f"{name} ({run.path.name})" if name in clash else name
+            own = f"asr[{hardlabel.top_rate(run)}]" if metric == "asr[top]" else metric
+            runs.append((shown, run, own, num.value if isinstance(num, Num) else None))
+        percent = all(isinstance(row.get(column), Num) and row[column].percent for _, _, row in named)  # type: ignore[union-attr]
+        out += pairwise(f"{board.method} {HEADINGS.get(column, column)}", metric, better, runs, percent=percent)
+    return out
+
+
+def _holm_over(boards: list[Leaderboard]) -> list[Leaderboard]:
+    """``boards`` with their comparisons' p-values Holm-adjusted together (one family: what one call shows)."""
+    adjusted = iter(holm_table([c for board in boards for c in board.comparisons]))
+    return [replace(board, comparisons=[next(adjusted) for _ in board.comparisons]) for board in boards]
 
 
 def leaderboards(inputs: Inputs, *, max_width: float = DEFAULT_MAX_WIDTH, min_n: int = DEFAULT_MIN_N
@@ -301,8 +350,8 @@ def leaderboards(inputs: Inputs, *, max_width: float = DEFAULT_MAX_WIDTH, min_n:
     """Every method's leaderboards, one per group of comparable runs (direct runs only: sweeps have their own
     table)."""
     check_thresholds(max_width, min_n)
-    return [group for board in BOARDS
-            for group in leaderboard_groups(board, inputs, max_width=max_width, min_n=min_n)]
+    return _holm_over([group for board in BOARDS
+                       for group in leaderboard_groups(board, inputs, max_width=max_width, min_n=min_n)])
 
 
 def compare_runs(paths: Sequence[str | os.PathLike[str]], *, max_width: float = DEFAULT_MAX_WIDTH,
@@ -345,7 +394,24 @@ def comparison_section(inputs: Inputs) -> Section:
         section.add(Table(board.title, [HEADINGS.get(c, c) for c in columns],
                           [[row.get(c, "") for c in columns] for row in board.rows],
                           note=f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else "")))
+        if board.comparisons:
+            section.add(pairwise_table(board.comparisons, f"{board.title}: pairwise tests"))
     if not section.blocks:
         section.add(Note("No method here has two models whose runs are comparable: give runs of several models, "
                          "made with the same data and settings, to rank them."))
     return section
+
+
+def pairwise_table(comparisons: Sequence[Comparison], caption: str) -> Table:
+    """The pairwise tests as a page table: each pair's difference with its interval, the test, n, p, the
+    Holm-adjusted p and the verdict."""
+    rows = [[comparison_row(c)[name] for name in ROW_COLUMNS] for c in comparisons]
+    return Table(caption, list(ROW_COLUMNS), rows, note=PAIRWISE_NOTE)
+
+
+#: What the pairwise tables say under them.
+PAIRWISE_NOTE = ("Paired on the examples both runs hold (joined on the example id): McNemar (exact binomial below "
+                 "25 discordant examples, else chi-square with continuity correction) where both numbers are shares "
+                 "of the same examples, else a seeded paired bootstrap; A - B in points with its 95% interval; p "
+                 "two-sided; p (Holm): adjusted together over every pairwise test shown with it (the whole study "
+                 "leaderboard, or every group one comparison holds); 'differ' where it is below 0.05.")

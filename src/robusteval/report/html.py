@@ -55,16 +55,21 @@ def _script_safe(text: str) -> str:
     return text
 
 
-def _cell(cell: Num | str) -> str:
+def _cell(cell: Num | str, link: str = "") -> str:
     if isinstance(cell, Num):
         value = "" if cell.value is None else repr(float(cell.value))
         detail = cell.detail()
+        text = escape(cell.text())
+        if link:
+            text = f'<a href="{escape(link)}">{text}</a>'
         # The space keeps "12.5 [4.1, 29.0] n=40" one phrase in copied text; CSS puts the detail on its own line.
-        shown = f'<span class="v">{escape(cell.text())}</span>' + (
+        shown = f'<span class="v">{text}</span>' + (
             f' <span class="d">{escape(detail)}</span>' if detail else "") + "".join(
             f' <span class="badge flag">{FLAG} {escape(flag)}</span>' for flag in cell.flags)
         return (f'<td class="num" tabindex="0" data-value="{value}" data-tip="{escape(cell.tip())}">'
                 f"{shown}</td>")
+    if link:
+        return f'<td><a href="{escape(link)}">{escape(str(cell))}</a></td>'
     return f"<td>{escape(str(cell))}</td>"
 
 
@@ -73,7 +78,10 @@ def table(block: Table) -> str:
     if block.groups:
         head += "<tr>" + "".join(f'<th colspan="{span}">{escape(label)}</th>' for label, span in block.groups) + "</tr>"
     head += "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in block.columns) + "</tr>"
-    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in block.rows)
+    links = list(block.links) or [[] for _ in block.rows]
+    body = "".join("<tr>" + "".join(_cell(c, row_links[i] if i < len(row_links) else "")
+                                    for i, c in enumerate(row)) + "</tr>"
+                   for row, row_links in zip(block.rows, links, strict=True))
     note = f'<p class="note">{escape(block.note)}</p>' if block.note else ""
     return (f'<div class="table-wrap"><h4 class="caption">{escape(block.caption)}</h4><table><thead>{head}</thead>'
             f"<tbody>{body}</tbody></table>{note}</div>")

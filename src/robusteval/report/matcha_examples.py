@@ -151,7 +151,8 @@ def matcha_item(record: Mapping[str, Any], label: str, texts: TokenTexts | None 
                            f", ε = {record.get('epsilon')})")
     else:
         shown = text_block(perturbed, matcha_edit_marks(record.get("edits")))
-    completion = str(record.get("perturbed_completion") or "")
+    thinks = "clean_thinking" in record  # a thinking target: replies shown, traces folded
+    completion = str(record.get("perturbed_reply" if thinks else "perturbed_completion") or "")
     marks, missing = verdict_marks(completion, [record.get("reasoning")])
     blocks: list[dict[str, Any]] = [
         {"pair": [["original question", text_block(record.get("clean_question"))],
@@ -161,9 +162,17 @@ def matcha_item(record: Mapping[str, Any], label: str, texts: TokenTexts | None 
                   ["outcome", f"{short}: {meaning}"],
                   *([["decided at", DECIDED_AT.get(str(record["decided_at"]), str(record["decided_at"]))]]
                     if record.get("decided_at") else [])]},
-        {"pair": [["clean answer and reasoning", text_block(record.get("clean_completion"))],
+        {"pair": [["clean answer and reasoning", text_block(record.get("clean_reply" if thinks
+                                                                         else "clean_completion"))],
                   ["perturbed answer and reasoning", text_block(completion, marks)]]},
     ]
+    if thinks:
+        trace = str(record.get("perturbed_thinking") or "")
+        trace_marks, trace_missing = verdict_marks(trace, [record.get("reasoning")])
+        missing = [m for m in missing if m in trace_missing]
+        blocks.append(thinking_block(record.get("clean_thinking"), trace, trace_marks,
+                                     truncated=bool(record.get("perturbed_thinking_truncated")),
+                                     source=record.get("reasoning_source")))
     verdicts = verdict_rows("reasoning judge", record.get("reasoning"))
     verdicts += verdict_rows("clean reasoning judge", record.get("clean_reasoning"))
     if missing:
@@ -181,6 +190,22 @@ def matcha_item(record: Mapping[str, Any], label: str, texts: TokenTexts | None 
             "blocks": blocks}
 
 
+def thinking_block(clean: Any, perturbed: Any = None, marks: Any = None, *, truncated: bool = False,
+                   source: Any = None) -> dict[str, Any]:
+    """A thinking target's traces, folded (a ``<details>`` the reader opens): long, and never where the answer is
+    read; the title says what the reasoning judge read (``--reasoning-source``) and whether a trace never closed."""
+    judged = {"chain": "the judge read the replies", "trace": "the judge read these traces",
+              "both": "the judge read these traces and the replies"}.get(str(source), "")
+    title = "thinking traces" + (f" ({judged})" if judged else "")
+    if truncated:
+        title += "; the perturbed trace never closed: no answer"
+    if perturbed is None:
+        return {"more": title, "blocks": [{"text": text_block(str(clean or "(no trace)")), "label": "clean thinking"}]}
+    return {"more": title, "blocks": [{"pair": [["clean thinking", text_block(str(clean or "(no trace)"))],
+                                                ["perturbed thinking", text_block(str(perturbed or "(no trace)"),
+                                                                                  marks or [])]]}]}
+
+
 def skipped_item(record: Mapping[str, Any], clean: Mapping[str, Any] | None, label: str) -> dict[str, Any]:
     """A question the attack left alone: its question, why, and the clean completion the reason refers to."""
     clean = clean or {}
@@ -192,7 +217,13 @@ def skipped_item(record: Mapping[str, Any], clean: Mapping[str, Any] | None, lab
         {"rows": [["why not attacked", reason],
                   ["answers", f"clean {record.get('clean_answer', clean.get('predicted'))} (gold "
                    f"{record.get('gold', clean.get('gold'))})"]]}]
-    if completion is not None:
+    if "thinking" in clean:  # a thinking target: its reply shown, its trace folded
+        blocks.append({"text": text_block(str(clean.get("reply") or "(no reply: the trace never closed)")),
+                       "label": "clean answer and reasoning"})
+        title = "thinking trace" + ("; it never closed: no answer" if clean.get("thinking_truncated") else "")
+        blocks.append({"more": title, "blocks": [{"text": text_block(str(clean.get("thinking") or "(no trace)")),
+                                                  "label": "clean thinking"}]})
+    elif completion is not None:
         blocks.append({"text": text_block(completion), "label": "clean answer and reasoning"})
     return {"title": f"{record.get('id')} · {label}", "badges": [[NOT_ATTACKED, "muted"]],
             "filters": {"outcome": NOT_ATTACKED, "error": "none", "run": label},

@@ -108,6 +108,8 @@ class Table:
     #: an optional first header row: (label, number of columns it spans)
     groups: Sequence[tuple[str, int]] = ()
     note: str = ""
+    #: where each cell links to (same shape as ``rows``; "" for none): a page anchor such as ``#matcha``
+    links: Sequence[Sequence[str]] = ()
 
 
 @dataclass(frozen=True)

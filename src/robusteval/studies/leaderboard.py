@@ -9,7 +9,13 @@ differ: :mod:`robusteval.report.comparability`, which holds MATCHA's counting) s
 MATCHA rate whose reasoning judge is deterministic only, or whose edits no semantic gate checked) is marked
 ``⚑`` in the printed rows, its flags in the column's note, in ``leaderboard.json`` (each cell's ``flags``) and
 in the CSV (``<column>_flags``). Under the authors' counting a MATCHA headline's rate over our denominator
-(``ur[ours]``) gets a column beside it (``...:ur@ours``), with the same direction.
+(``ur[ours]``) gets a column beside it (``...:ur@ours``), with the same direction. Accuracies read "higher is
+better" (a clean accuracy is not a robustness score), the other numbers "<direction> is more robust".
+
+Every pair of models is tested on each column (:mod:`robusteval.report.pairing`: McNemar or a paired bootstrap on
+the examples both runs hold, Holm-adjusted over the whole table): ``leaderboard.json``'s ``pairwise``,
+``pairwise.csv`` (one row per pair and column) and, in ``leaderboard.csv``, ``<column>_differs_from`` (the models
+this one differs from, with the Holm-adjusted p).
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ from typing import Any
 from robusteval.errors import UserError
 from robusteval.metrics.formatting import clean_number
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
+from robusteval.metrics.significance import PairedTest
+from robusteval.report.build import SECTION_OF
 from robusteval.report.model import Num
+from robusteval.report.pairing import Comparison, holm_table, p_text, pairwise, pairwise_csv
 from robusteval.report.rates import Rate
 from robusteval.report.tables import format_num
 from robusteval.store import write_text_atomic
@@ -33,6 +42,16 @@ from robusteval.studies.plan import StudyPlan, run_dir
 
 CSV_NAME = "leaderboard.csv"
 JSON_NAME = "leaderboard.json"
+PAIRWISE_NAME = "pairwise.csv"
+#: Numbers that are accuracies: "higher is better", never "more robust" (a clean accuracy measures no robustness).
+ACCURACIES = ("acc", "strict", "loose")
+
+
+def direction(metric: str, better: str) -> str:
+    """How a column reads: ``higher is better`` for an accuracy, else ``lower is more robust`` (or higher)."""
+    if metric.split("[", 1)[0] in ACCURACIES:
+        return f"{better} is better"
+    return f"{better} is more robust"
 
 
 @dataclass(frozen=True)
@@ -45,6 +64,20 @@ class Column:
     denominator: str = ""
     comparability: str = ""  # the cells' comparability key hash ("" when they differ or are unknown)
     note: str = ""
+
+    @property
+    def reads(self) -> str:
+        return direction(self.metric, self.better)
+
+    @property
+    def label(self) -> str:
+        """``eval · math · acc`` (not the column's name: rich reads ":name:" as an emoji code, "eval:m:acc" would
+        print "evalⓂacc")."""
+        return _label(self.method, self.dataset, self.name)
+
+
+def _label(method: str, dataset: str, name: str) -> str:
+    return f"{method} · {dataset} · {name.rsplit(':', 1)[1]}"
 
 
 @dataclass
@@ -59,6 +92,19 @@ class StudyLeaderboard:
     failed: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
+    #: every pair of models tested on each column, Holm-adjusted over the whole table
+    comparisons: list[Comparison] = field(default_factory=list)
+    #: column -> the id of the report section that shows its runs (the study report links each cell there)
+    sections: dict[str, str] = field(default_factory=dict)
+
+    def differs_from(self, model: str, column: str) -> str:
+        """The models ``model`` differs from on ``column`` (Holm-adjusted p < 0.05), ``"b (p_holm=0.0123)"``."""
+        found = []
+        for c in self.comparisons:
+            if c.column == column and c.test.significant and model in (c.model_a, c.model_b):
+                other = c.model_b if model == c.model_a else c.model_a
+                found.append(f"{other} (p_holm={p_text(c.test.p_holm)})")
+        return "; ".join(found)
 
     def records(self) -> list[dict[str, Any]]:
         """One flat record per model (the CSV): each column's value, ``_n``, ``_ci_low``, ``_ci_high`` (numbers
@@ -73,6 +119,7 @@ class StudyLeaderboard:
                 record.update({column.name: clean_number(num.value), f"{column.name}_n": num.n,
                                f"{column.name}_ci_low": clean_number(low), f"{column.name}_ci_high": clean_number(high),
                                f"{column.name}_flags": "; ".join(num.flags)})
+                record[f"{column.name}_differs_from"] = self.differs_from(model, column.name)
             out.append(record)
         return out
 
@@ -91,16 +138,15 @@ class StudyLeaderboard:
                               "denominator": self.denominator(model, column) or None, "ci95": ci,
                               "flags": list(num.flags),
                               "run": self.runs.get((model, column.name))})
-        return {"models": self.models, "columns": [vars(c) for c in self.columns], "cells": cells,
-                "failed": self.failed, "notes": self.notes}
+        return {"models": self.models, "columns": [{**vars(c), "reads": c.reads} for c in self.columns],
+                "cells": cells, "pairwise": [c.to_dict() for c in self.comparisons], "failed": self.failed,
+                "notes": self.notes}
 
     def rows(self) -> tuple[list[dict[str, str]], list[str]]:
         """Printable: one row per column (metric), one column per model, each ``value [interval] n=N``."""
         rows = []
         for column in self.columns:
-            # Not the column's name: rich reads ":name:" as an emoji code ("eval:m:acc" would print "evalⓂacc").
-            label = f"{column.method} · {column.dataset} · {column.name.rsplit(':', 1)[1]}"
-            row = {"metric": f"{label} ({column.better} is more robust)"}
+            row = {"metric": f"{column.label} ({column.reads})"}
             for model in self.models:
                 num = self.cells.get((model, column.name))
                 row[model] = "-" if num is None else _text(num, self.denominator(model, column))
@@ -162,20 +208,27 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
             name = f"{method_name}:{dataset}:{metric.replace('[', '@').rstrip(']')}"
             denominator = ""
             flagged: dict[str, list[str]] = {}  # flag text -> the models whose number carries it
+            tested = []  # (model, run, the run's name for the number, its value): the pairs tested below
             for model, run in runs.items():
                 rate = _headline_rates(rates[model], metric)
                 if rate is not None:
                     board.cells[(model, name)] = rate.num
                     board.runs[(model, name)] = str(run.path)
                     board.denominators[(model, name)] = denominator = rate.denominator
+                    tested.append((model, run, rate.metric, rate.num.value))
                     for flag in rate.num.flags:
                         flagged.setdefault(flag, []).append(model)
+            board.sections[name] = SECTION_OF.get(str(next(iter(runs.values())).command), "") if runs else ""
+            board.comparisons += pairwise(name, metric, better, tested,
+                                          percent=all(board.cells[(m, name)].percent for m, *_ in tested),
+                                          label=_label(method_name, dataset, name))
             legend = "; ".join(f"{FLAG} {', '.join(models)}: {flag}" for flag, models in flagged.items())
             board.columns.append(Column(name, method_name, dataset, metric, better, denominator,
                                         next(iter(hashes)) if len(hashes) == 1 else "",
                                         "; ".join(part for part in (note, legend) if part)))
         if method.name == "wordimportance" and runs:
             _add_ors(board, plan, root, method_name, dataset, runs)
+    board.comparisons = holm_table(board.comparisons)
     _write(board, root)
     return board
 
@@ -202,6 +255,13 @@ def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: 
         model = by_dir[next(iter(methods.values()))]
         board.cells[(model, name)] = ors_score(loaded, summary_model)
         board.runs[(model, name)] = str(target)
+    models = [model for model in board.models if (model, name) in board.cells]
+    board.comparisons += [
+        Comparison(name, "ors", "higher", a, b, str(target), str(target),
+                   PairedTest("not tested", note="ORS is a score over the success rates: no per-example outcomes"),
+                   percent=False, label=_label(method_name, dataset, name))
+        for i, a in enumerate(models) for b in models[i + 1:]]
+    board.sections[name] = SECTION_OF["ors"]
     board.columns.append(Column(name, method_name, dataset, "ors", "higher", "",
                                 note=f"beta={result.result.beta}; a score over the success rates, "
                                      "interval: bootstrap over the attacked examples"))
@@ -215,5 +275,7 @@ def _write(board: StudyLeaderboard, root: Path) -> None:
     writer.writeheader()
     writer.writerows(records)
     write_text_atomic(root / CSV_NAME, buffer.getvalue())
+    write_text_atomic(root / PAIRWISE_NAME, pairwise_csv(board.comparisons))
     write_text_atomic(root / JSON_NAME, json.dumps(board.to_dict(), indent=2, ensure_ascii=False, default=str)
                       + "\n")
+

@@ -68,7 +68,9 @@ def _variants() -> Method:
 
 
 #: Headlines of the registered attacks (others show every rate ``report.rates`` gives them).
-ATTACK_HEADLINES = {"matcha": (("sr", "lower"), ("ur", "higher")), "wordimportance": (("asr[max]", "lower"),)}
+#: MATCHA's WR (attacked examples whose answer the insertions changed): lower is more robust, the answer survived.
+ATTACK_HEADLINES = {"matcha": (("sr", "lower"), ("ur", "higher"), ("wr", "lower")),
+                    "wordimportance": (("asr[max]", "lower"),)}
 
 
 def _attack(name: str) -> Method:

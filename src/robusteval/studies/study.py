@@ -107,9 +107,13 @@ def _run(plan: StudyPlan, root: Path, *, report: bool) -> StudyResult:
             finished = [Path(r.run_dir) for r in results if r.status != "failed"]
             if report and finished:  # this study's cells only (not those of cells the file no longer has)
                 from robusteval.report.build import build_report
+                from robusteval.studies.page import leaderboard_section
 
+                # The study's model names everywhere on the page, and its leaderboard first.
+                names = {str(run_dir(root, cell)): cell.model.name for cell in plan.cells}
                 try:
-                    page = build_report([*finished, *board.ors_dirs], root / REPORT_NAME, title=plan.title)
+                    page = build_report([*finished, *board.ors_dirs], root / REPORT_NAME, title=plan.title,
+                                        names=names, lead=[leaderboard_section(board)])
                 except UserError as exc:  # e.g. only eval cells: the report has no section for them
                     board.notes.append(f"report.html not written: {exc}")
             failed = [r for r in results if r.status == "failed"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from robusteval.attacks.matcha.thinking import DEFAULT_REASONING_SOURCE, REASONING_SOURCES
 from robusteval.config import (
     WHEN_SET,
     ConfigError,
@@ -20,6 +21,7 @@ from robusteval.config import (
 )
 from robusteval.data.spec import DataSpec
 from robusteval.seeding import DEFAULT_SEED
+from robusteval.text.thinking import DEFAULT_MAX_THINKING_TOKENS, ReasoningOptions
 
 VARIANTS = ("full", "random-insert", "random-locs", "cot-loss-only", "gcg-suffix")
 #: When the token level generates and judges (see attacks/matcha/token.py): once after the last step (the
@@ -69,6 +71,10 @@ class MatchaConfig:
     drift_measure: str | None = None  # what max_drift bounds: "embedding" (1 - cosine) or "char" (edit ratio)
     success_check: str = "final"  # token level: "final" or "insertion-and-final" (SUCCESS_CHECKS)
     counting: str = "ours"  # COUNTINGS: the success rule, denominators and (token level) insertion procedure
+    # A thinking target only (None otherwise, and then not in the identity): the reasoning attacked and judged
+    # (REASONING_SOURCES) and the trace's budget, on top of max_new_tokens (attacks/matcha/thinking.py).
+    reasoning_source: str | None = None
+    max_thinking_tokens: int | None = None
 
     @classmethod
     def for_dataset(cls, dataset: str, **overrides: Any) -> MatchaConfig:
@@ -89,6 +95,9 @@ class MatchaConfig:
         check_choice(self, "answer_loss", ("answer", "n3"))
         check_choice(self, "success_check", SUCCESS_CHECKS)
         check_choice(self, "counting", COUNTINGS)
+        if self.reasoning_source is not None:
+            check_choice(self, "reasoning_source", REASONING_SOURCES)
+        check_at_least(self, "max_thinking_tokens", 1)
         if self.level == "embedding" and self.variant not in ("full", "cot-loss-only"):
             raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} takes "
                               "full or cot-loss-only")
@@ -110,13 +119,16 @@ class MatchaConfig:
 
     def identity_record(self) -> dict[str, Any]:
         """The hyper-parameters as the run identity and unit keys record them: every field, except a
-        ``success_check`` left at ``final`` or a ``counting`` left at ``ours`` (runs made before the options existed
-        keep their identity)."""
+        ``success_check`` left at ``final`` or a ``counting`` left at ``ours``, and the thinking fields of a target
+        without thinking (runs made before the options existed keep their identity)."""
         record = asdict(self)
         if record["success_check"] == "final":
             del record["success_check"]
         if record["counting"] == "ours":
             del record["counting"]
+        for name in ("reasoning_source", "max_thinking_tokens"):
+            if record[name] is None:
+                del record[name]
         return record
 
 
@@ -184,7 +196,14 @@ class MatchaRunConfig:
                                      "original exceeds this before the semantic judge sees it (drift = 1 - cosine "
                                      "of all-MiniLM-L6-v2 embeddings with the drift extra, else the character "
                                      "edit ratio; the summary records which)")
-    max_new_tokens: int = option(256, help="generation budget per answer")
+    max_new_tokens: int = option(256, help="generation budget per answer (a thinking target's reply; its trace gets "
+                                 "--max-thinking-tokens on top)")
+    reasoning_source: str | None = option(None, choices=REASONING_SOURCES, identity=False,
+                                          help="a thinking target: the reasoning attacked and judged: chain (default: "
+                                          "the reasoning after the answer in the reply, the paper's quantity), trace "
+                                          "(the thinking trace) or both; the answer is always read from the reply. "
+                                          "In the run identity when the target thinks")
+    thinking: ReasoningOptions = nested(default_factory=ReasoningOptions)
     success_check: str | None = option(None, choices=SUCCESS_CHECKS,
                                        help="token level: when to generate and judge: final (once, after the last "
                                        "step: the paper's text) or insertion-and-final (also right after the "
@@ -213,6 +232,12 @@ class MatchaRunConfig:
 
         check_choices(self)
         check_chat(self)
+        if self.reasoning_source is not None and self.thinking.reasoning == "none":
+            raise ConfigError(self, "reasoning_source", "the target is read without a trace (reasoning none); "
+                              "leave it unset")
+        if self.thinking.reasoning == "harmony":
+            raise ConfigError(self.thinking, "reasoning", "MATCHA attacks think-tag traces (harmony's channels are "
+                              "special tokens the attack's text spans do not hold); use think-tags or none")
         for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "max_new_tokens", "sample"):
             check_positive(self, name)
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
@@ -259,8 +284,9 @@ class MatchaRunConfig:
             return self.judge_retries
         return AUTHORS_JUDGE_RETRIES if self.resolved_counting() == "authors" else 0
 
-    def hyperparameters(self, target_answer: str | None = None) -> MatchaConfig:
-        """The attack's resolved hyper-parameters (dataset defaults filled in)."""
+    def hyperparameters(self, target_answer: str | None = None, *, thinks: bool = False) -> MatchaConfig:
+        """The attack's resolved hyper-parameters (dataset defaults filled in); ``thinks``: the target writes a
+        trace, so the reasoning source and the trace's budget are resolved too."""
         target = target_answer or ("gold" if self.target_answer == "auto" else self.target_answer)
         config = MatchaConfig.for_dataset(
             self.data.dataset, level=self.level, variant=self.variant, insert_ratio=self.insert_ratio,
@@ -275,9 +301,19 @@ class MatchaRunConfig:
             success_check=self.success_check or ("insertion-and-final" if self.preset == "paper"
                                                  and self.level == "token" else "final"),
             counting=self.resolved_counting(),
+            reasoning_source=(self.reasoning_source or DEFAULT_REASONING_SOURCE) if thinks else None,
+            max_thinking_tokens=self.thinking_budget() if thinks else None,
         )
         config.validate()
         return config
+
+    def thinking_budget(self) -> int | None:
+        """A thinking target's trace budget, on top of ``max_new_tokens``: ``--max-thinking-tokens``, else
+        :data:`DEFAULT_MAX_THINKING_TOKENS` through the chat template (which opens traces), else none: the paper's
+        raw few-shot prompt keeps its budget (a completion without think tags is read whole, as before)."""
+        if self.thinking.max_thinking_tokens is not None:
+            return self.thinking.max_thinking_tokens
+        return DEFAULT_MAX_THINKING_TOKENS if self.chat else None
 
     def sample_size(self) -> int | None:
         if self.sample is not None:

@@ -60,16 +60,26 @@ def matcha_loss(
     n_answer: int,
     lam: float,
     answer_norm: int | None = None,
+    *,
+    answer_start: int = 0,
+    cot_index: torch.Tensor | None = None,
 ) -> LossTerms:
     """L_opt for a batch.
 
     ``continuation_logits`` [B, m, V] and ``reference_logits`` [m, V] are the logits at the m positions that
     predict the continuation tokens; the first ``n_answer`` of them predict the answer sentence, the rest
     the CoT. ``answer_norm`` (the paper's n3) divides the answer positions' summed CE instead of their count.
+    A thinking target (attacks/matcha/thinking.py): the answer's positions start at ``answer_start`` (after the
+    trace), and ``cot_index`` names the CoT's positions (the trace, the chain after the answer, or both).
     """
     # The reference [m, V] broadcasts over the batch: its softmax is computed once, not once per candidate.
-    answer = soft_cross_entropy(continuation_logits[:, :n_answer], reference_logits[:n_answer])
+    end = answer_start + n_answer
+    answer = soft_cross_entropy(continuation_logits[:, answer_start:end], reference_logits[answer_start:end])
     if answer_norm is not None:
         answer = answer * n_answer / answer_norm
-    cot = soft_cross_entropy(continuation_logits[:, n_answer:], reference_logits[n_answer:])
+    if cot_index is None:
+        cot = soft_cross_entropy(continuation_logits[:, n_answer:], reference_logits[n_answer:])
+    else:
+        cot = soft_cross_entropy(continuation_logits.index_select(1, cot_index.to(continuation_logits.device)),
+                                 reference_logits.index_select(0, cot_index.to(reference_logits.device)))
     return LossTerms(total=cot - lam * answer, cot=cot, answer=answer)

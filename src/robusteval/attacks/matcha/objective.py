@@ -54,11 +54,31 @@ class Reference:
     question_ids: list[int]
     continuation_ids: list[int]  # answer sentence + CoT, exactly as the model generated them
     n_answer: int  # how many continuation tokens belong to the answer sentence
+    # A thinking target (attacks/matcha/thinking.py): the answer sentence starts after the trace, and the CoT is the
+    # continuation spans --reasoning-source names. None: the answer first, the CoT all the rest (the paper's).
+    answer_start: int = 0
+    cot_spans: Sequence[tuple[int, int]] | None = None
 
     def positions(self, prefix_len: int, head_len: int, tail_len: int) -> tuple[int, int]:
-        """(n3, n4): absolute end of the answer and end of the CoT in the clean sequence."""
-        n3 = prefix_len + head_len + len(self.question_ids) + tail_len + self.n_answer
-        return n3, n3 + len(self.continuation_ids) - self.n_answer
+        """(n3, n4): absolute end of the answer and end of the CoT (a thinking target's: of the continuation) in
+        the clean sequence."""
+        n3 = prefix_len + head_len + len(self.question_ids) + tail_len + self.answer_start + self.n_answer
+        if self.cot_spans is None:
+            return n3, n3 + len(self.continuation_ids) - self.n_answer
+        return n3, n3 - self.answer_start - self.n_answer + len(self.continuation_ids)
+
+    def scored_from(self) -> int:
+        """The first continuation position the loss reads (0 but for a thinking target whose trace is not
+        scored)."""
+        if self.cot_spans is None:
+            return 0
+        return min([self.answer_start, *(start for start, _ in self.cot_spans)])
+
+    def cot_positions(self) -> list[int] | None:
+        """The CoT's continuation positions of a thinking target (None: all after the answer)."""
+        if self.cot_spans is None:
+            return None
+        return [p for start, end in self.cot_spans for p in range(start, end)]
 
 
 class MatchaObjective:
@@ -84,10 +104,17 @@ class MatchaObjective:
         self.head_ids = list(head_ids)
         self.tail_ids = list(tail_ids)
         self.reference = reference
-        self.m = len(reference.continuation_ids)
+        # Logits are kept for the positions the loss reads only: a thinking target's trace is teacher-forced but,
+        # under --reasoning-source chain, never scored, so its thousands of positions need no logits.
+        self.scored_from = reference.scored_from()
+        self.m = len(reference.continuation_ids) - self.scored_from
         n3, n4 = reference.positions(len(prefix_ids), len(head_ids), len(tail_ids))
         self.n3, self.n4 = n3, n4
-        self.lam = loss_weight(n3, n4) if lam is None else lam
+        cot = reference.cot_positions()
+        # lambda is the CoT's share of the whole sequence (loss.loss_weight), a thinking target's CoT counted apart.
+        share = loss_weight(n3, n4) if cot is None else len(cot) / n4
+        self.lam = share if lam is None else lam
+        self.cot_index = None if cot is None else torch.tensor([p - self.scored_from for p in cot], dtype=torch.long)
         self.answer_norm = n3 if answer_loss == "n3" else None
         with torch.no_grad():
             self.head = backend.embed(torch.tensor(list(head_ids)))
@@ -97,7 +124,7 @@ class MatchaObjective:
 
     @property
     def reference_logits(self) -> torch.Tensor:
-        """The clean question's continuation logits [m, V], the target distributions of the loss."""
+        """The clean question's continuation logits [m, V] (the scored positions), the loss's target distributions."""
         if self._reference_logits is None:
             prepare([self])
         return cast(torch.Tensor, self._reference_logits)
@@ -123,7 +150,8 @@ class MatchaObjective:
 
     def terms(self, logits: torch.Tensor) -> LossTerms:
         """L_opt terms [B] of continuation logits [B, m, V]."""
-        return matcha_loss(logits, self.reference_logits, self.reference.n_answer, self.lam, self.answer_norm)
+        return matcha_loss(logits, self.reference_logits, self.reference.n_answer, self.lam, self.answer_norm,
+                           answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index)
 
     # ------------------------------------------------------------------ attack primitives
     def embedding_gradient(self, question_ids: Sequence[int]) -> tuple[torch.Tensor, LossTerms]:

@@ -34,8 +34,10 @@ from robusteval.judges import (
 from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
+from robusteval.models.thinking import declared_format
 from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, load_exemplars
 from robusteval.store import RunStore, unit_key
+from robusteval.text.thinking import ReasoningFormat, summary_format, truncation_summary
 
 OUTCOME_STAGE = "matcha_outcome"
 COMMAND = "attack matcha"
@@ -61,20 +63,34 @@ class MatchaSummary(TypedDict, total=False):
     exclusions: dict[str, int]  # attacked but left out of n_rated: {"clean_cot_wrong": k}
 
 
-def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examples: Sequence[Example]
-                    ) -> dict[str, Any]:
+def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examples: Sequence[Example], *,
+                    reasoning: ReasoningFormat | None = None) -> dict[str, Any]:
+    """The run identity; a thinking target's adds its reasoning source and trace budget to ``config`` (a target
+    without thinking keeps the identity it always had). ``reasoning``: the loaded target's format, else read from
+    the model's local files (the command line decides the identity before the model loads)."""
     from robusteval.lifecycle import run_identity
 
     answer_type = examples[0].answer_type
     config.check(answer_type)  # refused here, before any model loads
     ref = exemplar_source(config.exemplars, answer_type)
     prompt = AnswerFirstPrompt(load_exemplars(ref))
-    hyper = {k: v for k, v in config.hyperparameters().identity_record().items() if k != "target_answer"}
+    fmt = reasoning if reasoning is not None else declared_format(config.thinking, model)
+    hyper = {k: v for k, v in config.hyperparameters(thinks=target_thinks(fmt)).identity_record().items()
+             if k != "target_answer"}
     return run_identity(COMMAND, config, model, exemplars=ref, answer_type=answer_type,
                         prefix_hash=unit_key(prompt.prefix), config={**hyper, "level": config.level})
 
 
 NO_COT = "no chain of thought after the answer"
+
+
+def target_thinks(fmt: ReasoningFormat) -> bool:
+    """Whether MATCHA reads the target as thinking: think tags (harmony's channels are refused in one line)."""
+    if fmt.kind == "harmony":
+        raise UserError("MATCHA attacks think-tag traces; this model's chat template announces harmony channels "
+                        "(gpt-oss), whose markers the attack's text spans do not hold: give --reasoning none to "
+                        "read its generations whole")
+    return fmt.kind == "think-tags"
 
 
 def select_examples(config: MatchaRunConfig, examples: list[Example]) -> list[Example]:
@@ -169,7 +185,9 @@ def attack_matcha(
     from robusteval.models import load_backend
 
     examples = select_examples(config, list(examples) if examples is not None else config.data.load())
-    identity = matcha_identity(config, backend_identity(backend), examples)
+    reasoning = config.thinking.resolve(backend)
+    thinks = target_thinks(reasoning)
+    identity = matcha_identity(config, backend_identity(backend), examples, reasoning=reasoning)
     prompt = AnswerFirstPrompt(load_exemplars(identity["exemplars"]))
     shared: dict[str, Backend] = {}
 
@@ -190,14 +208,15 @@ def attack_matcha(
         classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
         if classifier is not None:
             judge_names["error_classifier"] = classifier.name
-        hyper = config.hyperparameters()
-        options = {"batch_size": batch_size, "chat": config.chat, "system_prompt": config.system_prompt, **judges}
+        hyper = config.hyperparameters(thinks=thinks)
+        options = {"batch_size": batch_size, "chat": config.chat, "system_prompt": config.system_prompt,
+                   "reasoning": reasoning, **judges}
         clean = MatchaRunner(backend, run, prompt, hyper, **options).clean_records(examples)
         notes = []
         if config.target_answer == "auto":
             n_correct = sum(1 for r in clean if r["correct"])
             if n_correct < config.min_correct:
-                hyper = config.hyperparameters("clean")
+                hyper = config.hyperparameters("clean", thinks=thinks)
                 notes.append(f"the model answered {n_correct}/{len(clean)} correctly, fewer than "
                              f"{config.min_correct}, so the attack keeps the model's own clean answer "
                              "(target answer: clean) instead of the gold one")
@@ -212,6 +231,11 @@ def attack_matcha(
         summary["judge_retries"] = config.resolved_judge_retries()
         summary["flags"] = rate_flags(config.judge, config.semantic_judge)
         summary["deviations_from_paper"] = config.deviations(examples[0].answer_type)
+        if thinks:
+            summary.update(thinking_summary(reasoning, hyper, clean, attacked))
+        elif config.reasoning_source is not None:
+            summary.setdefault("notes", []).append("the target writes no thinking trace (its chat template names no "
+                                                   "think tags): --reasoning-source has nothing to choose")
         return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
 
 
@@ -258,7 +282,9 @@ def summarise_matcha(
         "variant": config.variant,
         "target_answer": config.target_answer,
         "judges": judge_names,
-        "hyperparameters": dataclasses.asdict(config),
+        # A target without thinking: its hyper-parameters as they always were (no empty thinking fields).
+        "hyperparameters": {k: v for k, v in dataclasses.asdict(config).items()
+                            if v is not None or k not in ("reasoning_source", "max_thinking_tokens")},
         **matcha_metrics(rows, config.counting),
         # Clean-correct examples whose completion has no reasoning after the answer: not attacked under ours;
         # attacked under the authors' counting (an empty reasoning is a success there when the answer is kept).
@@ -280,8 +306,26 @@ def summarise_matcha(
 
 
 def _judged_item(row: dict[str, Any]) -> ReasoningItem:
-    """The item the reasoning judge saw for a row's perturbed response (``MatchaRunner.judge``)."""
-    return ReasoningItem(row["clean_question"], row["clean_completion"], row["perturbed_completion"])
+    """The item the reasoning judge saw for a row's perturbed response (``MatchaRunner.judge``; a thinking
+    target's: its reasoning source)."""
+    return ReasoningItem(row["clean_question"], row.get("clean_judged_text", row["clean_completion"]),
+                         row.get("perturbed_judged_text", row["perturbed_completion"]))
+
+
+def thinking_summary(reasoning: ReasoningFormat, config: MatchaConfig, clean: Sequence[dict[str, Any]],
+                     attacked: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a thinking target's summary adds: its format, the reasoning source, the trace budget, and how many
+    traces were never closed (clean: not attacked, in ``skip_reasons``; perturbed: the answer was not kept)."""
+    from robusteval.metrics.stats import proportion
+
+    out: dict[str, Any] = {**summary_format(reasoning, clean), "reasoning_source": config.reasoning_source,
+                           "max_thinking_tokens": config.max_thinking_tokens,
+                           **truncation_summary([r for r in clean if not r.get("too_long")])}
+    live = [r for r in attacked if not r.get("skipped")]
+    if live:
+        cut = sum(1 for r in live if r.get("perturbed_thinking_truncated"))
+        out["perturbed_thinking_truncated"] = {"count": cut, **proportion(cut, len(live))}
+    return out
 
 
 def outcome_records(store: RunStore) -> list[dict[str, Any]]:

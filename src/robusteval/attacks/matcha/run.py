@@ -27,6 +27,13 @@ from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding
 from robusteval.attacks.matcha.layout import PromptLayout, chat_layout, layout_from_text
 from robusteval.attacks.matcha.lockstep import Gate, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids, prepare
+from robusteval.attacks.matcha.thinking import (
+    NO_TRACE,
+    ContinuationSpans,
+    continuation_spans,
+    judged_text,
+    prompt_opens,
+)
 from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack_steps, word_boundaries
 from robusteval.data.answers import answers_match
 from robusteval.data.example import Example
@@ -36,11 +43,13 @@ from robusteval.metrics.matcha import outcome
 from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
 from robusteval.models.context import PROMPT_TOO_LONG, context_overflow
 from robusteval.models.identity import backend_key
+from robusteval.models.memory_plan import planned_rows
 from robusteval.progress import set_phase
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
 from robusteval.runner import run_units
 from robusteval.seeding import derive_rng, derive_seed
 from robusteval.store import RunStore, unit_key
+from robusteval.text.thinking import NO_THINKING, THINKING_TRUNCATED, ReasoningFormat, Split, split_generation
 
 #: (question, reference completion, perturbed completion) -> {"reasoning_correct": bool|None, ...}
 ReasoningJudgeFn = Callable[[list[tuple[str, str, str]]], list[dict[str, Any]]]
@@ -82,6 +91,7 @@ class MatchaRunner:
         batch_size: int = 8,
         chat: bool = False,
         system_prompt: str | None = None,
+        reasoning: ReasoningFormat = NO_THINKING,
     ):
         self.backend: WhiteBoxBackend = require(backend, WHITEBOX, "the MATCHA attack")
         config.validate()
@@ -94,6 +104,8 @@ class MatchaRunner:
         self.backend_key = backend_key(backend)
         self.chat = chat
         self.system_prompt = system_prompt
+        # A thinking target (attacks/matcha/thinking.py) when the config resolved a reasoning source for it.
+        self.reasoning = reasoning if config.reasoning_source is not None else NO_THINKING
         self._layouts: dict[str, PromptLayout] = {}
         self._allowed: torch.Tensor | None = None
         self._drift_meter: Any = None
@@ -126,20 +138,62 @@ class MatchaRunner:
             return layout
         return PromptLayout(layout.prefix, layout.head, [*layout.question, *layout.tail], [])
 
+    @property
+    def thinks(self) -> bool:
+        return self.reasoning.thinks
+
+    @property
+    def generation_budget(self) -> int:
+        """New tokens per generation: the reply's, plus a thinking target's trace budget."""
+        return self.config.max_new_tokens + (self.config.max_thinking_tokens or 0)
+
     def _decode(self, rows: Sequence[tuple[list[int], Any]]) -> list[Any]:
         """Greedy completions (cut at the stop strings) of (prefix ids, suffix ids or embeddings [L, H]) rows;
-        rows sharing a prefix are decoded together after its cached KV."""
+        rows sharing a prefix are decoded together after its cached KV, a thinking target's in as many rows at a
+        time as its KV cache (prompt + trace + reply) leaves room for (:mod:`robusteval.models.memory_plan`)."""
         out: list[Any] = [None] * len(rows)
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, (prefix, _) in enumerate(rows):
             groups.setdefault(tuple(prefix), []).append(i)
         for shared, indices in groups.items():
-            decoded = self.backend.decode_many(list(shared), [rows[i][1] for i in indices],
-                                               max_new_tokens=self.config.max_new_tokens,
-                                               stops=[STOP_STRINGS] * len(indices))
-            for i, row in zip(indices, decoded, strict=True):
-                out[i] = row
+            step = len(indices)
+            if self.thinks:
+                longest = len(shared) + max(len(rows[i][1]) for i in indices)
+                step = planned_rows(self.backend, longest, self.generation_budget) or step
+            for start in range(0, len(indices), step):
+                part = indices[start: start + step]
+                decoded = self.backend.decode_many(list(shared), [rows[i][1] for i in part],
+                                                   max_new_tokens=self.generation_budget,
+                                                   stops=[STOP_STRINGS] * len(part))
+                for i, row in zip(part, decoded, strict=True):
+                    out[i] = row
         return out
+
+    # ------------------------------------------------------------------ a thinking target's reply and reasoning
+    def opens(self, question: str) -> bool:
+        """Whether the prompt of ``question`` opens the trace (R1-distill's chat prompt)."""
+        return self.thinks and prompt_opens(self.backend.decode, self.layout(question).tail, self.reasoning)
+
+    def read(self, text: str, example: Example) -> tuple[dict[str, Any], Split | None]:
+        """The answer, answer sentence and CoT of a completion: of its reply for a thinking target (none when the
+        trace was never closed), with the split; of the whole text otherwise (the split None)."""
+        if not self.thinks:
+            return read_completion(text, example.answer_type), None
+        split = split_generation(text, self.reasoning, opened=self.opens(example.question))
+        read = read_completion(split.reply, example.answer_type)
+        if split.truncated:
+            read["predicted"] = None
+        return read, split
+
+    def judged(self, text: str, split: Split | None) -> str:
+        """What the reasoning judge reads of a completion: all of it, or a thinking target's --reasoning-source."""
+        return text if split is None else judged_text(split, self.config.reasoning_source or "chain")
+
+    def spans(self, clean: dict[str, Any]) -> ContinuationSpans:
+        """A thinking target's clean continuation spans, as its clean record stored them."""
+        trace = clean.get("trace_span") or [0, 0]
+        return ContinuationSpans((trace[0], trace[1]), clean.get("reply_start", 0), clean["n_answer_tokens"],
+                                 len(clean["continuation_ids"]))
 
     # ------------------------------------------------------------------ clean pass
     def question_ids(self, question: str) -> list[int]:
@@ -147,8 +201,10 @@ class MatchaRunner:
 
     def clean_records(self, examples: Sequence[Example]) -> list[dict[str, Any]]:
         def key_of(ex: Example) -> str:
+            # A thinking target's budget and format key its answers; any other keeps the key it always had.
+            thinking = (self.reasoning.record(), self.config.max_thinking_tokens) if self.thinks else ()
             return unit_key("matcha_clean", self.backend_key, ex.id, ex.question, self.prompt.prefix,
-                            self.config.max_new_tokens, self.chat, self.system_prompt)
+                            self.config.max_new_tokens, self.chat, self.system_prompt, *thinking)
 
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
             layouts = [self.layout(ex.question) for ex in batch]
@@ -169,6 +225,8 @@ class MatchaRunner:
         continuation = list(row.token_ids)
         while continuation and not row.text.startswith(self.backend.decode(continuation)):
             continuation.pop()  # drop the tokens that spelled the stop string
+        if self.thinks:
+            return self._graded_thinking(ex, layout, row.text, continuation)
         graded = grade_completion(ex, row.text)  # always against gold
         return {
             "id": ex.id,
@@ -184,6 +242,26 @@ class MatchaRunner:
             **graded,
         }
 
+    def _graded_thinking(self, ex: Example, layout: PromptLayout, text: str, continuation: list[int]
+                         ) -> dict[str, Any]:
+        """A thinking target's clean record: graded on its reply, with where its trace, reply and answer lie in
+        the continuation; a trace never closed has no answer (``no_answer``) and is never attacked."""
+        opened = prompt_opens(self.backend.decode, layout.tail, self.reasoning)
+        split = split_generation(text, self.reasoning, opened=opened)
+        graded = grade_completion(ex, split.reply)  # always against gold
+        record = {"id": ex.id, "question": ex.question, "question_ids": layout.question, "head_ids": layout.head,
+                  "tail_ids": layout.tail, "prefix_length": len(layout.prefix), "gold": ex.answer,
+                  "completion": text, "continuation_ids": continuation, **split.record(), **graded}
+        if split.truncated:
+            return {**record, "predicted": None, "correct": False, "no_answer": THINKING_TRUNCATED,
+                    "n_answer_tokens": 0}
+        if split.thinking is None:  # no trace written: read as a model without thinking
+            return {**record, "n_answer_tokens": answer_token_count(self.backend, continuation,
+                                                                    graded["answer_sentence"])}
+        spans = continuation_spans(self.backend.decode, continuation, self.reasoning, opened,
+                                   graded["answer_sentence"])
+        return {**record, **spans.record(), "n_answer_tokens": spans.n_answer}
+
     def _overflow(self, example_id: str, prompt_tokens: int, question_tokens: int, trigger_tokens: int = 0, *,
                   attack: bool = False, say: bool = False) -> str | None:
         """Why a prompt of ``prompt_tokens`` does not fit the model's context with the tokens generated after it
@@ -194,7 +272,7 @@ class MatchaRunner:
         if attack and self.config.level == "token":
             grown += (insertion_count(self.config.insert_ratio, question_tokens, trigger_tokens)
                       if self.authors_insertion else max(1, round(self.config.insert_ratio * question_tokens)))
-        return context_overflow(self.backend, f"example {example_id}", grown, self.config.max_new_tokens, say=say)
+        return context_overflow(self.backend, f"example {example_id}", grown, self.generation_budget, say=say)
 
     def _too_long(self, ex: Example, layout: PromptLayout) -> dict[str, Any]:
         """The clean record of an example whose prompt does not fit the model's context: not generated, not
@@ -208,12 +286,18 @@ class MatchaRunner:
     def attackable(self, clean: dict[str, Any]) -> tuple[bool, str]:
         if clean.get("too_long"):
             return False, PROMPT_TOO_LONG
+        if clean.get("thinking_truncated"):
+            return False, THINKING_TRUNCATED  # no reply: never graded, never attacked
         if self._overflow(clean["id"], *_prompt_sizes(clean), attack=True) is not None:
             return False, PROMPT_TOO_LONG  # fits clean, but not with its insertions
         if self.config.target_answer == "gold" and not clean["correct"]:
             return False, "clean answer wrong"
         if clean["predicted"] is None:
             return False, "no answer in the clean completion"
+        if self.thinks and "thinking" in clean:  # the reasoning attacked is --reasoning-source's
+            if self.spans(clean).cot_spans(self.config.reasoning_source or "chain"):
+                return True, ""
+            return False, NO_TRACE if self.config.reasoning_source == "trace" else "no chain of thought after the answer"
         if clean["n_answer_tokens"] >= len(clean["continuation_ids"]) and self.config.counting != "authors":
             # The authors attack it too: an empty reasoning counts as a success when the answer is kept.
             return False, "no chain of thought after the answer"  # pipeline.NO_COT
@@ -272,6 +356,10 @@ class MatchaRunner:
                                 "(was the tokenizer changed?); start a new run directory")
             layout = self.edited_layout(layout)
             reference = Reference(list(layout.question), clean["continuation_ids"], clean["n_answer_tokens"])
+            if self.thinks and "thinking" in clean:
+                spans = self.spans(clean)
+                reference = Reference(reference.question_ids, reference.continuation_ids, spans.n_answer,
+                                      spans.reply_start, spans.cot_spans(cfg.reasoning_source or "chain"))
             objective = MatchaObjective(self.backend, layout.prefix, layout.head, layout.tail, reference,
                                         lam=0.0 if cfg.variant == "cot-loss-only" else None,
                                         candidate_chunk=self.candidate_chunk, answer_loss=cfg.answer_loss)
@@ -293,6 +381,11 @@ class MatchaRunner:
                 "question_span": [len(layout.prefix) + len(layout.head),
                                   len(layout.prefix) + len(layout.head) + len(layout.question)],
             })
+            if self.thinks and "thinking" in clean:
+                clean_split = Split(clean["thinking"], clean["reply"])
+                records[-1].update({"reasoning_source": cfg.reasoning_source, "clean_thinking": clean["thinking"],
+                                    "clean_reply": clean["reply"],
+                                    "clean_judged_text": judged_text(clean_split, cfg.reasoning_source or "chain")})
         prepare(objectives)
         timings = {"reference": time.perf_counter() - began}
         began = time.perf_counter()
@@ -311,13 +404,17 @@ class MatchaRunner:
         share = {name: seconds / len(examples) for name, seconds in timings.items()}
         for i in live:
             row = rows[i]
-            read = read_completion(row.text, examples[i].answer_type)
+            read, split = self.read(row.text, examples[i])
             records[i].update({
                 "perturbed_completion": row.text,
                 "perturbed_answer": read["predicted"],
                 "perturbed_cot": read["cot"],
                 "answer_kept": answers_match(read["predicted"], records[i]["target"], examples[i].answer_type),
             })
+            if split is not None:  # a trace never closed has no answer: the answer was not kept
+                records[i].update({"perturbed_thinking": split.thinking, "perturbed_reply": split.reply,
+                                   "perturbed_thinking_truncated": split.truncated,
+                                   "perturbed_judged_text": self.judged(row.text, split)})
         for record in records:
             record["seconds"] = {**share, "batch": len(examples)}
         return records
@@ -368,13 +465,14 @@ class MatchaRunner:
             kept = []
             for (i, ids), row in zip(asked, rows, strict=True):
                 generated[(i, tuple(ids))] = row
-                read = read_completion(row.text, examples[i].answer_type)
+                read, split = self.read(row.text, examples[i])
                 if answers_match(read["predicted"], records[i]["target"], examples[i].answer_type):
-                    kept.append((len(out), i, row.text))
+                    kept.append((len(out), i, self.judged(row.text, split)))
                     out.append(None)
                 else:
                     out.append("wrong")
-            verdicts = self.perturbed_verdicts([(examples[i].question, cleans[i]["completion"], text)
+            verdicts = self.perturbed_verdicts([(examples[i].question, records[i].get("clean_judged_text",
+                                                                                      cleans[i]["completion"]), text)
                                                 for _, i, text in kept]) if kept else []
             for (k, _, _), verdict in zip(kept, verdicts, strict=True):
                 # An abstention decides nothing here: the attack goes on, and the final judgement counts it apart
@@ -478,8 +576,12 @@ class MatchaRunner:
         live = [r for r in attacked if not r.get("skipped")]
         kept = [r for r in live if r["answer_kept"]]
 
-        # What the judge reads of each clean completion: the whole of it, or (authors) its reasoning only.
-        read = {r["id"]: authors_reasoning(r["clean_completion"]) if authors else r["clean_completion"] for r in live}
+        # What the judge reads of each clean completion: the whole of it (a thinking target's: its reasoning
+        # source), or (authors) its reasoning only.
+        def text(record: dict[str, Any], side: str) -> str:
+            return str(record.get(f"{side}_judged_text", record[f"{side}_completion"]))
+
+        read = {r["id"]: authors_reasoning(text(r, "clean")) if authors else text(r, "clean") for r in live}
 
         def clean_item(record: dict[str, Any]) -> tuple[str, str, str]:
             reasoning = read[record["id"]]
@@ -490,7 +592,7 @@ class MatchaRunner:
         verdicts = self.reasoning_judge([clean_item(r) for r in judged_clean]) if judged_clean else []
         clean_of = dict(zip((r["id"] for r in judged_clean), verdicts, strict=True))
         perturbed_of = dict(zip((r["id"] for r in kept), self.perturbed_verdicts(
-            [(r["clean_question"], r["clean_completion"], r["perturbed_completion"]) for r in kept]), strict=True))
+            [(r["clean_question"], text(r, "clean"), text(r, "perturbed")) for r in kept]), strict=True))
         out = []
         for record in attacked:
             if record.get("skipped"):

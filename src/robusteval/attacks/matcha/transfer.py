@@ -45,6 +45,13 @@ from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, load
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
+from robusteval.text.thinking import (
+    NO_THINKING,
+    ReasoningFormat,
+    ReasoningOptions,
+    opens_thinking,
+    read_output,
+)
 
 SOURCE_COMMAND = "attack matcha"
 SOURCE_STAGE = "matcha_outcome"
@@ -186,8 +193,11 @@ class TransferRunner:
         chat: bool = False,
         system_prompt: str | None = None,
         error_classifier: Judge | None = None,
+        reasoning: ReasoningFormat = NO_THINKING,
     ):
         self.backend = backend
+        # A thinking target (its chat template names think tags): answers and judged reasoning come from replies.
+        self.reasoning = reasoning
         self.error_classifier = error_classifier
         self.chat = chat
         self.system_prompt = system_prompt
@@ -216,21 +226,33 @@ class TransferRunner:
 
         def key_of(unit: tuple[TransferItem, str]) -> str:
             item, kind = unit
+            thinking = (self.reasoning.record(),) if self.reasoning.thinks else ()  # others keep their keys
             return unit_key(GENERATION_STAGE, backend_key(self.backend), item.id, kind,
-                            self.request(question(unit)).key())
+                            self.request(question(unit)).key(), *thinking)
 
         def compute(batch: list[tuple[TransferItem, str]]) -> list[dict[str, Any]]:
-            outputs = self.backend.generate([self.request(question(u)) for u in batch])
-            return [self._generation_record(item, kind, question((item, kind)), out)
-                    for (item, kind), out in zip(batch, outputs, strict=True)]
+            requests = [self.request(question(u)) for u in batch]
+            outputs = self.backend.generate(requests)
+            return [self._generation_record(item, kind, question((item, kind)), out,
+                                            opens_thinking(self.backend, request.messages, self.reasoning))
+                    for (item, kind), out, request in zip(batch, outputs, requests, strict=True)]
 
         records = run_units(self.store, GENERATION_STAGE, units, key_of, compute, id_of=lambda u: u[0].id,
                             batch_size=self.batch_size, description=f"transfer to {self.backend.name}")
         return {(item.id, kind): record for (item, kind), record in zip(units, records, strict=True)}
 
-    def _generation_record(self, item: TransferItem, kind: str, question: str, out: Any) -> dict[str, Any]:
+    def _generation_record(self, item: TransferItem, kind: str, question: str, out: Any, opened: bool = False
+                           ) -> dict[str, Any]:
         # No grading against gold here: a generation unit holds only what the model said (and the answer read
         # from it), so its key need not include the gold answer; answers are compared in :meth:`outcomes`.
+        thinking: dict[str, Any] = {}
+        text = out.text
+        if self.reasoning.thinks or "thinking" in out.meta:  # the answer from the reply; a trace never closed: none
+            split, thinking = read_output(out.text, out.meta, self.reasoning, opened=opened)
+            text = split.reply
+        read = read_completion(text, self.source.answer_type)
+        if thinking.get("thinking_truncated"):
+            read["predicted"] = None
         return {
             "id": item.id,
             "kind": kind,
@@ -241,7 +263,8 @@ class TransferRunner:
             "completion": out.text,
             "finish_reason": out.finish_reason,
             "n_tokens": out.n_tokens,
-            **read_completion(out.text, self.source.answer_type),
+            **thinking,
+            **read,
         }
 
     def outcomes(self) -> list[dict[str, Any]]:
@@ -256,7 +279,10 @@ class TransferRunner:
         rows = []
         for item in self.source.items:
             original, perturbed = generated[(item.id, "original")], generated[(item.id, "perturbed")]
+            replies = {} if "reply" not in original else {"original_reply": original["reply"],
+                                                          "perturbed_reply": perturbed.get("reply")}
             rows.append({
+                **replies,
                 "id": item.id,
                 "clean_question": item.clean_question,
                 "perturbed_question": item.perturbed_question,
@@ -272,9 +298,8 @@ class TransferRunner:
                 "source_perturbed_answer": item.source.get("perturbed_answer"),
             })
         to_judge = [r for r in rows if r["original_correct"] and r["answer_kept"]]
-        verdicts = self.reasoning_judge(
-            [(r["clean_question"], r["original_completion"], r["perturbed_completion"]) for r in to_judge]
-        ) if to_judge else []
+        items = [_judged_item(r) for r in to_judge]
+        verdicts = self.reasoning_judge([(i.question, i.reference, i.candidate) for i in items]) if items else []
         by_id = {r["id"]: v for r, v in zip(to_judge, verdicts, strict=True)}
         out = []
         for row in rows:
@@ -342,8 +367,10 @@ def model_label(model: Any) -> str | None:
 
 
 def _judged_item(row: dict[str, Any]) -> ReasoningItem:
-    """The item the reasoning judge saw for a transferred question (:meth:`TransferRunner.outcomes`)."""
-    return ReasoningItem(row["clean_question"], row["original_completion"], row["perturbed_completion"])
+    """The item the reasoning judge saw for a transferred question (:meth:`TransferRunner.outcomes`): the replies
+    of a thinking target, else the completions."""
+    return ReasoningItem(row["clean_question"], row.get("original_reply", row["original_completion"]),
+                         row.get("perturbed_reply", row["perturbed_completion"]))
 
 
 def transfer_outcome(row: dict[str, Any]) -> str:
@@ -452,6 +479,6 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
         runner = TransferRunner(backend, run, source, reasoning_judge=judge_reasoning,
                                 temperature=config.temperature, seed=config.seed, max_new_tokens=max_new_tokens,
                                 batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
-                                error_classifier=classifier)
+                                error_classifier=classifier, reasoning=ReasoningOptions().resolve(backend))
         summary = runner.summary(runner.outcomes(), judge_names)
         return finish(run, summary, seeds={"seed": config.seed})
