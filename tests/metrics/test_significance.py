@@ -15,11 +15,11 @@ from robusteval.metrics.significance import (
     holm,
     holm_adjusted,
     mcnemar,
-    paired_difference_interval,
     paired_test,
     rb_index,
     share,
 )
+from robusteval.metrics.stats import paired_difference_interval
 
 
 def binary(outcomes: list[int], value: float | None = None) -> Outcomes:
@@ -70,8 +70,8 @@ def test_identical_runs_get_p_one_and_an_interval_of_nonzero_width() -> None:
     result = paired_test(a, a)
     assert result.p == 1.0 and result.discordant == (0, 0) and result.difference == 0
     low, high = result.ci95  # type: ignore[misc]
-    assert low < 0 < high  # Jeffreys' prior: never zero width from a finite sample
-    low, high = paired_difference_interval((5, 0, 0, 5))
+    assert low < 0 < high  # Newcombe's paired interval: never zero width from a finite sample
+    low, high = paired_difference_interval([1.0] * 5 + [0.0] * 5, [1.0] * 5 + [0.0] * 5)  # type: ignore[misc]
     assert high - low > 0.05
 
 

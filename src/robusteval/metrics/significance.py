@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from robusteval.metrics.stats import paired_difference_interval
+
 #: Below this many discordant pairs McNemar's p is the exact binomial one.
 EXACT_BELOW = 25
 #: Family-wise error rate the Holm-adjusted p-values are read against.
@@ -147,17 +149,6 @@ def mcnemar(b: int, c: int) -> tuple[str, float | None, float]:
     return "McNemar chi-square", statistic, math.erfc(math.sqrt(statistic / 2))  # chi-square survival, 1 df
 
 
-def paired_difference_interval(
-    cells: tuple[int, int, int, int], *, seed: int = 0, draws: int = RESAMPLES
-) -> tuple[float, float]:
-    """95% interval of ``π_b - π_c`` for paired 0/1 outcomes ``(both, only A, only B, neither)``: quantiles of its
-    Dirichlet posterior under Jeffreys' prior (never zero width)."""
-    rng = np.random.default_rng(seed)
-    sample = rng.dirichlet(np.array(cells, dtype=float) + 0.5, size=draws)
-    low, high = np.quantile(sample[:, 1] - sample[:, 2], [0.025, 0.975])
-    return float(low), float(high)
-
-
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment: the i-th smallest p times (m - i + 1), kept monotone and at most 1."""
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])
@@ -226,7 +217,7 @@ def _mcnemar_test(
     test, statistic, p = mcnemar(only_a, only_b)
     value_a, value_b = (both + only_a) / len(ids), (both + only_b) / len(ids)
     interval = paired_difference_interval(
-        (both, only_a, only_b, len(ids) - both - only_a - only_b), seed=seed
+        [float(a.rows[i][0]) for i in ids], [float(b.rows[i][0]) for i in ids]
     )
     return PairedTest(
         "tested",
