@@ -102,8 +102,9 @@ def _find_field(config_type: type, name: str) -> dataclasses.Field[Any] | None:
 _MENTION = re.compile(r"\{(\w+)(?:=([^{}]*))?\}")
 
 
-class ConfigError(UserError):
-    """A config value that cannot work, named by its field: ``MatchaRunConfig.target_answer: 'cleen' is not one
+class ConfigError(UserError, ValueError):
+    """A config value that cannot work (also a ``ValueError``, so ``except ValueError`` catches it), named by its
+    field: ``MatchaRunConfig.target_answer: 'cleen' is not one
     of gold, clean, auto``. The CLI prints :meth:`cli_message` instead, the same text with flags
     (``--target-answer: 'cleen' is not one of gold, clean, auto``).
 
@@ -147,8 +148,7 @@ def check_choice(config: object, name: str, choices: Iterable[Any]) -> None:
     value = getattr(config, name)
     allowed = list(choices)
     if value is not None and value not in allowed:
-        close = difflib.get_close_matches(str(value), [str(c) for c in allowed], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(str(value), [str(c) for c in allowed])
         raise ConfigError(config, name, f"{value!r} is not one of {', '.join(map(str, allowed))}{hint}")
 
 
@@ -274,8 +274,9 @@ def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]
             nested_in = next((f.name for f in fields if f.metadata.get("nested")
                               and _find_field(_hints(config_type)[f.name], name) is not None), None)
             where = f"; it is an option of {nested_in}={_hints(config_type)[nested_in].__name__}(...)" if nested_in else ""
-            raise ConfigError(config_type, name, f"unknown option{did_you_mean(name, names)}{where}; options: "
-                              f"{', '.join(names)}")
+            hint = did_you_mean(name, names)
+            raise ConfigError(config_type, name, f"unknown option{hint}{where}" if hint or where
+                              else f"unknown option; options: {', '.join(names)}")
         if name in values:
             raise ConfigError(config_type, name, "given twice (by position and by name)")
         values[name] = value

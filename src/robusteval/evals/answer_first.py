@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from robusteval.config import check_at_least, check_chat, field_check, nested, option
+from robusteval.config import check_at_least, check_chat, field_check, nested, option, validated
 from robusteval.data.answers import (
     MATH_GRADERS,
     check_math_grader,
@@ -152,6 +152,7 @@ def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
+@validated
 @dataclass(frozen=True)
 class EvalConfig:
     """``robusteval eval``: answer-first accuracy of one model on one dataset."""

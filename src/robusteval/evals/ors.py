@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import ConfigError, check_at_least, check_positive, option
+from robusteval.config import ConfigError, check_at_least, check_positive, option, validated
 from robusteval.errors import DataError, UserError
 from robusteval.metrics.ors import BETA_CAP, ETA_DEFAULT, Q_DEFAULT, OrsResult, ors_scores
 from robusteval.store import SUMMARY_NAME, write_text_atomic
@@ -28,6 +28,7 @@ from robusteval.store import SUMMARY_NAME, write_text_atomic
 OUTPUT_NAME = "ors.json"
 
 
+@validated
 @dataclass(frozen=True)
 class OrsConfig:
     """``robusteval ors``: which attack runs, the formula's constants and where to write ``ors.json``."""

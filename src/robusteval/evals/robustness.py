@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from robusteval.config import ConfigError, check_at_least, check_chat, check_choices, nested, option
+from robusteval.config import (
+    ConfigError,
+    check_at_least,
+    check_chat,
+    check_choices,
+    nested,
+    option,
+    validated,
+)
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
@@ -70,6 +78,7 @@ def parse_sets(text: str) -> list[SetSpec]:
     return specs
 
 
+@validated
 @dataclass(frozen=True)
 class RobustnessConfig:
     """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from robusteval.config import ConfigError, field_check, option
+from robusteval.config import ConfigError, field_check, option, validated
 from robusteval.errors import DataError, UserError
 from robusteval.judges.base import REASONING, Judge, ReasoningItem, Verdict, build_judge, with_cache
 from robusteval.judges.errortypes import CATEGORIES, ERROR_TYPES, build_error_classifier, classify_errors
@@ -108,6 +108,7 @@ def load_labelled(path: str | os.PathLike[str]) -> list[LabelledItem]:
     return items
 
 
+@validated
 @dataclass(frozen=True)
 class AuditConfig:
     """A judge audit: which judge, which labelled set, and the optional LLM error-type classifier."""

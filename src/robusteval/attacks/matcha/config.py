@@ -17,6 +17,7 @@ from robusteval.config import (
     field_check,
     nested,
     option,
+    validated,
 )
 from robusteval.data.spec import DataSpec
 from robusteval.seeding import DEFAULT_SEED
@@ -49,6 +50,7 @@ def drift_measure() -> str:
     return resolve_measure("auto")
 
 
+@validated
 @dataclass(frozen=True)
 class MatchaConfig:
     level: str = "token"  # token | embedding
@@ -120,6 +122,7 @@ class MatchaConfig:
         return record
 
 
+@validated
 @dataclass(frozen=True)
 class MatchaRunConfig:
     """One MATCHA attack run: data, attack level and variant, judges, hyper-parameters (None: the paper's

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import check_at_least, check_chat, check_choices, check_positive, field_check, option
+from robusteval.config import (
+    check_at_least,
+    check_chat,
+    check_choices,
+    check_positive,
+    field_check,
+    option,
+    validated,
+)
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
@@ -358,6 +366,7 @@ def transfer_outcome(row: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
+@validated
 @dataclass(frozen=True)
 class TransferConfig:
     """Replay a MATCHA run's successful perturbed questions on another model (``robusteval transfer``)."""

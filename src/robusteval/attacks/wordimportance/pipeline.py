@@ -23,6 +23,7 @@ from robusteval.config import (
     field_check,
     nested,
     option,
+    validated,
 )
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
@@ -57,6 +58,7 @@ def parse_rates(text: str) -> tuple[float, ...]:
     return rates
 
 
+@validated
 @dataclass(frozen=True)
 class WordImportanceRunConfig:
     """One word-importance attack run: data, the perturbation method(s) and their resources, the rates α,
