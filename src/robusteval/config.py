@@ -266,9 +266,11 @@ def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]
     the field holds. Raises :class:`ConfigError`."""
     fields = [f for f in dataclasses.fields(config_type) if f.init]
     names = [f.name for f in fields]
-    if len(args) > len(names):
-        raise ConfigError(config_type, names[-1], f"takes at most {len(names)} values by position, got {len(args)}")
-    values = dict(zip(names, args, strict=False))
+    positional = [f.name for f in fields if not f.kw_only]
+    if len(args) > len(positional):
+        raise ConfigError(config_type, positional[-1], f"takes at most {len(positional)} values by position, got "
+                          f"{len(args)}")
+    values = dict(zip(positional, args, strict=False))
     for name, value in kwargs.items():
         if name not in names:
             nested_in = next((f.name for f in fields if f.metadata.get("nested")
@@ -313,3 +315,18 @@ def validated(config_type: type[C]) -> type[C]:
 
     config_type.__init__ = __init__  # type: ignore[misc]
     return config_type
+
+
+def path_list(value: Any, where: str) -> list[str | os.PathLike[str]]:
+    """``value`` as a list of paths: one path (a ``str`` or ``Path``, never iterated character by character) or an
+    iterable of them; anything else is a one-line UserError naming ``where`` (``results_frame()``)."""
+    if isinstance(value, str | os.PathLike):
+        return [value]
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise UserError(f"{where}: expected a path (a str or Path) or a list of them, got {type(value).__name__} "
+                        f"{value!r}")
+    items = list(value)
+    for item in items:
+        if not isinstance(item, str | os.PathLike):
+            raise UserError(f"{where}: expected paths (str or Path), got {type(item).__name__} {item!r} among them")
+    return items

@@ -22,6 +22,7 @@ from typing import Any
 
 from robusteval.config import ConfigError, check_at_least, check_positive, option, validated
 from robusteval.errors import DataError, UserError
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.ors import BETA_CAP, ETA_DEFAULT, Q_DEFAULT, OrsResult, ors_scores
 from robusteval.store import SUMMARY_NAME, write_text_atomic
 
@@ -124,6 +125,7 @@ def success_table(
     return rate_keys or [], table, sources
 
 
+@public_entry
 def ors(config: OrsConfig) -> OrsReport:
     """β, λ, rs and each model's ORS from ``config.runs``; writes ``<out>/ors.json`` when ``config.out``
     is set."""

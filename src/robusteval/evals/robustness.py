@@ -35,6 +35,7 @@ from robusteval.evals.classification import (
     predicted_label,
     template_for,
 )
+from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
 from robusteval.perturbations.base import Language
@@ -232,6 +233,7 @@ def set_similarity(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[E
     return out
 
 
+@public_entry
 def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
                load_model: Callable[[str], Backend] | None = None, batch_size: int = 8) -> RobustnessSummary:
     """Accuracy of ``backend`` (as a classifier) on ``config.data`` and on each perturbed set, and the

@@ -38,6 +38,7 @@ from robusteval.config import ConfigError, field_check, option, validated
 from robusteval.errors import DataError, UserError
 from robusteval.judges.base import REASONING, Judge, ReasoningItem, Verdict, build_judge, with_cache
 from robusteval.judges.errortypes import CATEGORIES, ERROR_TYPES, build_error_classifier, classify_errors
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.agreement import agreement, category_table, confusion_matrix, ratio
 from robusteval.models.base import Backend
 
@@ -156,6 +157,7 @@ def audit_identity(config: AuditConfig, labelled_sha256: str) -> dict[str, Any]:
     return run_identity(COMMAND, config, None, **extra)
 
 
+@public_entry
 def audit_judge(config: AuditConfig, *, out: str | os.PathLike[str] | None = None,
                 load_model: Callable[[str], Backend] | None = None) -> dict[str, Any]:
     """Audit ``config.judge`` on ``config.labelled`` and return the summary (also ``out/summary.json`` when

@@ -31,6 +31,7 @@ from robusteval.judges import (
     build_judge,
     with_cache,
 )
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
@@ -153,6 +154,7 @@ def error_classifier(store: RunStore, spec: str | None, load: Callable[[str], Ba
     return with_cache(build_error_classifier(spec, load, chat=True if chat else None), store)
 
 
+@public_entry
 def attack_matcha(
     config: MatchaRunConfig,
     backend: Backend,

@@ -46,6 +46,7 @@ from robusteval.judges import (
 )
 from robusteval.judges.base import check_judge_spec
 from robusteval.judges.errortypes import check_error_classifier_spec
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
@@ -428,6 +429,7 @@ def transfer_identity(config: TransferConfig, model: dict[str, Any] | None, sour
     )
 
 
+@public_entry
 def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | str | os.PathLike[str], *,
              load_judge: Callable[[str], Backend] | None = None, batch_size: int = 8) -> dict[str, Any]:
     """Ask ``backend`` the original and the perturbed question of every success of ``config.source``, judge the

@@ -28,6 +28,7 @@ from robusteval.config import (
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
+from robusteval.lifecycle import public_entry
 from robusteval.models.base import Backend, can_score, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
 from robusteval.perturbations.registry import MethodOptions, check_method_name
@@ -183,6 +184,7 @@ def build_methods(config: WordImportanceRunConfig, language: Language, options: 
     return methods, notes
 
 
+@public_entry
 def attack_wordimportance(
     config: WordImportanceRunConfig,
     backend: Backend,
