@@ -63,13 +63,14 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
 
 def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
+    from robusteval.report.evals import eval_section
     from robusteval.report.hardlabel import wordimportance_section
     from robusteval.report.matcha import matcha_section
     from robusteval.report.perturbed import robustness_section
     from robusteval.report.varmath import variants_section
 
     found = [build(inputs) for build in (matcha_section, variants_section, robustness_section,
-                                         wordimportance_section)]
+                                         wordimportance_section, eval_section)]
     present = [s for s in found if s is not None]
     if not present:
         raise nothing_to_show(inputs, "report: nothing to show")
