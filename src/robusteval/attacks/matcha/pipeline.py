@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 from robusteval.analysis.drift import drift_summary
-from robusteval.attacks.matcha.config import MatchaConfig, MatchaRunConfig
+from robusteval.attacks.matcha.config import OVER_TOKEN_BUDGET, MatchaConfig, MatchaRunConfig
 from robusteval.attacks.matcha.run import MatchaRunner
 from robusteval.data.example import Example
 from robusteval.errors import UserError
@@ -193,7 +193,8 @@ def attack_matcha(
         if classifier is not None:
             judge_names["error_classifier"] = classifier.name
         hyper = config.hyperparameters()
-        options = {"batch_size": batch_size, "chat": config.chat, "system_prompt": config.system_prompt, **judges}
+        options = {"batch_size": batch_size, "chat": config.chat, "system_prompt": config.system_prompt,
+                   "max_attack_tokens": config.max_attack_tokens, **judges}
         clean = MatchaRunner(backend, run, prompt, hyper, **options).clean_records(examples)
         notes = []
         if config.target_answer == "auto":
@@ -205,6 +206,9 @@ def attack_matcha(
                              "(target answer: clean) instead of the gold one")
         runner = MatchaRunner(backend, run, prompt, hyper, **options)
         chosen = [r for r in clean if runner.attackable(r)[0]]
+        for record in clean:  # one line per example the budget leaves out (the summary counts them)
+            if runner.attackable(record)[1] == OVER_TOKEN_BUDGET:
+                runner.over_budget(record, say=True)
         if config.attack_limit is not None:
             chosen = chosen[: config.attack_limit]
         attacked = runner.judge(runner.attack_records(examples, chosen))
