@@ -313,7 +313,7 @@ def validated(config_type: type[C]) -> type[C]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         build(self, **check_call(config_type, args, kwargs))
 
-    config_type.__init__ = __init__  # type: ignore[misc]
+    config_type.__init__ = __init__  # type: ignore[method-assign]
     return config_type
 
 

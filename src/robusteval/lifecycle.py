@@ -153,7 +153,7 @@ def public_entry(func: F) -> F:
             annotation = hints.get(name)
             options = typing.get_args(annotation) or (annotation,)
             configs = [t for t in options if isinstance(t, type) and dataclasses.is_dataclass(t)]
-            if configs and not isinstance(value, tuple(configs)):
+            if configs and not isinstance(value, tuple(configs)) and not (value is None and type(None) in options):
                 raise UserError(f"{where}: {name}: expected a {configs[0].__name__}, got {type(value).__name__} "
                                 f"{value!r}")
             if Backend in options:
