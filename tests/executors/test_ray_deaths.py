@@ -36,8 +36,8 @@ def _args(model: Path, out: Path) -> list[str]:
 
 def _endless_args(model: Path, out: Path, tmp_path: Path) -> list[str]:
     """:func:`_args` on a file of 600 questions, all attacked: a run that cannot finish before a test that stops it
-    or kills one of its processes acts (the 10 questions of ``_args`` took 3 s, and on a loaded machine a run
-    finished before the SIGINT sent once its pool started took effect). Such a test never waits for the end."""
+    acts (the 10 questions of ``_args`` took 3 s, and on a loaded machine a run finished before the SIGINT sent
+    once its pool started took effect). Such a test never waits for the end."""
     lines = Path(SAMPLE).read_text(encoding="utf-8").splitlines()
     data = tmp_path / "many.jsonl"
     data.write_text("".join(line.replace('"id": "', f'"id": "r{i}-', 1) + "\n" for i in range(20) for line in lines),
@@ -120,7 +120,7 @@ def test_a_killed_dashboard_agent_ends_the_run_with_one_line_and_exit_2_and_the_
 @pytest.mark.parametrize("title", ["raylet", "gcs_server", "ray::RuntimeEnvAgent"])
 def test_any_ray_process_the_run_depends_on_dying_ends_it_with_one_line_and_exit_2(
         tiny_trained_dir: Path, tmp_path: Path, title: str) -> None:
-    driver = Driver(_endless_args(tiny_trained_dir, tmp_path / "run", tmp_path), tmp_path / "driver.log")
+    driver = Driver(_args(tiny_trained_dir, tmp_path / "run"), tmp_path / "driver.log")
     try:
         driver.wait_for(lambda: STARTED in driver.output(), "the Ray pool started")
         victim = next(pid for pid, t in driver.ray.items() if t == title)
