@@ -14,7 +14,6 @@ relative to the study file.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import os
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import ConfigError
+from robusteval.config import ConfigError, did_you_mean
 from robusteval.errors import UserError
 from robusteval.studies.methods import Method, dataset_choices, get_method, method_names
 from robusteval.studies.options import MissingOption, instantiate, negated_flags, option_fields, typed_value
@@ -197,9 +196,7 @@ def _known(where: TomlWhere, table: Mapping[str, Any], known: Sequence[str], hea
            occurrence: int = 0) -> None:
     for key in table:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise where.error(f"unknown key{hint}; known: {', '.join(known)}", header=header, key=key,
+            raise where.error(f"unknown key{did_you_mean(key, known)}; known: {', '.join(known)}", header=header, key=key,
                               occurrence=occurrence, field=f"{section}.{key}" if section != "study" else key)
 
 
@@ -270,8 +267,7 @@ def _method_configs(where: TomlWhere, name: str, table: Any, datasets: Mapping[s
     kind = table.get("kind", name)
     method = get_method(kind) if isinstance(kind, str) else None
     if method is None:
-        close = difflib.get_close_matches(str(kind), method_names(), n=1)
-        raise where.error(f"no method {kind!r}{f' (did you mean {close[0]}?)' if close else ''}; methods: "
+        raise where.error(f"no method {kind!r}{did_you_mean(str(kind), method_names())}; methods: "
                           f"{', '.join(method_names())} (a table named otherwise says which with kind = \"...\")",
                           header=header, key="kind" if "kind" in table else None,
                           field=f"methods.{name}")
@@ -307,8 +303,7 @@ def _check_key(where: TomlWhere, key: str, fields: Mapping[str, Any], header: st
                ) -> None:
     if key.replace("-", "_") in fields:
         return
-    close = difflib.get_close_matches(key.replace("-", "_"), list(fields), n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    hint = did_you_mean(key.replace("-", "_"), fields)
     raise where.error(f"unknown option of method {method.name}{hint}; options: {', '.join(sorted(fields))}",
                       header=header, key=key, field=f"{section}.{key}")
 
