@@ -58,6 +58,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # many models x methods x datasets from one TOML file (docs/study.md)
     "study": ("robusteval.studies.study", "study"),
     "load_study": ("robusteval.studies.plan", "load_study"),
+    # errors: every refusal of bad input is a UserError (one line; the CLI exits with code 2)
+    "UserError": ("robusteval.errors", "UserError"),
+    "ConfigError": ("robusteval.config", "ConfigError"),
+    "DataError": ("robusteval.errors", "DataError"),
+    "BackendError": ("robusteval.errors", "BackendError"),
     # registries (what exists, with summaries)
     "ATTACKS": ("robusteval.attacks.base", "ATTACKS"),
     "register_attack": ("robusteval.attacks.base", "register_attack"),

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
+import os
 import re
+import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from robusteval.errors import UserError
+
+C = TypeVar("C")
 
 #: ``option(identity=WHEN_SET)``: in the run identity only when set (not None).
 WHEN_SET = "when-set"
@@ -97,8 +102,9 @@ def _find_field(config_type: type, name: str) -> dataclasses.Field[Any] | None:
 _MENTION = re.compile(r"\{(\w+)(?:=([^{}]*))?\}")
 
 
-class ConfigError(UserError):
-    """A config value that cannot work, named by its field: ``MatchaRunConfig.target_answer: 'cleen' is not one
+class ConfigError(UserError, ValueError):
+    """A config value that cannot work (also a ``ValueError``, so ``except ValueError`` catches it), named by its
+    field: ``MatchaRunConfig.target_answer: 'cleen' is not one
     of gold, clean, auto``. The CLI prints :meth:`cli_message` instead, the same text with flags
     (``--target-answer: 'cleen' is not one of gold, clean, auto``).
 
@@ -142,8 +148,7 @@ def check_choice(config: object, name: str, choices: Iterable[Any]) -> None:
     value = getattr(config, name)
     allowed = list(choices)
     if value is not None and value not in allowed:
-        close = difflib.get_close_matches(str(value), [str(c) for c in allowed], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(str(value), [str(c) for c in allowed])
         raise ConfigError(config, name, f"{value!r} is not one of {', '.join(map(str, allowed))}{hint}")
 
 
@@ -189,3 +194,139 @@ def field_check(config: object, name: str) -> Iterator[None]:
         raise
     except UserError as exc:
         raise ConfigError(config, name, str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------------ names and types
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean steps?)`` for the closest of ``known`` to ``name``, or "": the hint every refusal of a
+    name carries (a config's keyword, a flag in a config file, a study key, a stage)."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def value_kinds(annotation: Any) -> set[type]:
+    """The plain kinds a field's annotation admits: bool, int, float, str, tuple, dict (anything else counts as
+    str, the way its flag is typed); empty for None alone."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return {k for a in typing.get_args(annotation) for k in value_kinds(a)}
+    origin = typing.get_origin(annotation)
+    if origin is not None:
+        return {origin if origin in (tuple, dict) else str}
+    if annotation is type(None):
+        return set()
+    return {annotation} if annotation in (bool, int, float, str) else {str}
+
+
+def describe_kinds(kinds: set[type]) -> str:
+    """``a whole number or a string``: the kinds as a user reads them."""
+    names = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", tuple: "a list",
+             dict: "a table"}
+    return " or ".join(names[k] for k in (bool, int, float, str, tuple, dict) if k in kinds) or "a value"
+
+
+def type_problem(value: Any, annotation: Any) -> str | None:
+    """Why ``value`` does not fit a scalar field annotated ``annotation`` (``expected a whole number, got 2.5``),
+    or None when it fits or the annotation is no plain scalar (a tuple, a nested config, ``Any``: checked by
+    the config's own ``__post_init__``)."""
+    optional = type(None) in typing.get_args(annotation)
+    kinds = value_kinds(annotation)
+    if not kinds or not kinds <= {bool, int, float, str} or _is_open(annotation):
+        return None
+    if value is None:
+        return None if optional else f"expected {describe_kinds(kinds)}, got None"
+    if isinstance(value, bool):
+        fits = bool in kinds
+    elif isinstance(value, int):
+        fits = int in kinds or float in kinds
+    elif isinstance(value, float):
+        fits = float in kinds
+    elif isinstance(value, str | os.PathLike):
+        fits = str in kinds
+    else:
+        fits = False
+    return None if fits else f"expected {describe_kinds(kinds)}, got {value!r}"
+
+
+def _is_open(annotation: Any) -> bool:
+    """An annotation that admits more than plain scalars (``Any``, a class other than the four scalars)."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return any(_is_open(a) for a in typing.get_args(annotation))
+    return annotation is not type(None) and annotation not in (bool, int, float, str)
+
+
+@functools.cache
+def _hints(config_type: type) -> dict[str, Any]:
+    return typing.get_type_hints(config_type)
+
+
+def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords a call of ``config_type(*args, **kwargs)`` gives each field, checked before the dataclass is
+    built: unknown names (with a suggestion), missing required fields, a value of the wrong kind for a scalar
+    field, a nested config given as anything but that config. A path may be a ``Path``: it becomes the ``str``
+    the field holds. Raises :class:`ConfigError`."""
+    fields = [f for f in dataclasses.fields(config_type) if f.init]
+    names = [f.name for f in fields]
+    positional = [f.name for f in fields if not f.kw_only]
+    if len(args) > len(positional):
+        raise ConfigError(config_type, positional[-1], f"takes at most {len(positional)} values by position, got "
+                          f"{len(args)}")
+    values = dict(zip(positional, args, strict=False))
+    for name, value in kwargs.items():
+        if name not in names:
+            nested_in = next((f.name for f in fields if f.metadata.get("nested")
+                              and _find_field(_hints(config_type)[f.name], name) is not None), None)
+            where = f"; it is an option of {nested_in}={_hints(config_type)[nested_in].__name__}(...)" if nested_in else ""
+            hint = did_you_mean(name, names)
+            raise ConfigError(config_type, name, f"unknown option{hint}{where}" if hint or where
+                              else f"unknown option; options: {', '.join(names)}")
+        if name in values:
+            raise ConfigError(config_type, name, "given twice (by position and by name)")
+        values[name] = value
+    hints = _hints(config_type)
+    for field in fields:
+        if field.name not in values:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                raise ConfigError(config_type, field.name, "required: no default")
+            continue
+        value = values[field.name]
+        annotation = hints[field.name]
+        if field.metadata.get("nested"):
+            if not isinstance(value, annotation):
+                raise ConfigError(config_type, field.name, f"expected a {annotation.__name__} (robusteval."
+                                  f"{annotation.__name__}(...)), got {type(value).__name__} {value!r}")
+            continue
+        problem = type_problem(value, annotation)
+        if problem is not None:
+            raise ConfigError(config_type, field.name, problem)
+        if isinstance(value, os.PathLike) and str in value_kinds(annotation):
+            values[field.name] = os.fspath(value)
+    return values
+
+
+def validated(config_type: type[C]) -> type[C]:
+    """Class decorator of a config dataclass (put it above ``@dataclass``): every call is checked by
+    :func:`check_call` before the dataclass is built (then ``__post_init__`` checks the values), so a notebook
+    meets the one-line, did-you-mean refusals of the command line and of study files."""
+    build = config_type.__init__
+
+    @functools.wraps(build)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        build(self, **check_call(config_type, args, kwargs))
+
+    config_type.__init__ = __init__  # type: ignore[method-assign]
+    return config_type
+
+
+def path_list(value: Any, where: str) -> list[str | os.PathLike[str]]:
+    """``value`` as a list of paths: one path (a ``str`` or ``Path``, never iterated character by character) or an
+    iterable of them; anything else is a one-line UserError naming ``where`` (``results_frame()``)."""
+    if isinstance(value, str | os.PathLike):
+        return [value]
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise UserError(f"{where}: expected a path (a str or Path) or a list of them, got {type(value).__name__} "
+                        f"{value!r}")
+    items = list(value)
+    for item in items:
+        if not isinstance(item, str | os.PathLike):
+            raise UserError(f"{where}: expected paths (str or Path), got {type(item).__name__} {item!r} among them")
+    return items

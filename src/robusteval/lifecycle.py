@@ -113,3 +113,67 @@ def _remove_if_only_lock(path: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
     except OSError:
         pass
+
+
+# ------------------------------------------------------------------------------------------ public entry points
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def public_entry(func: F) -> F:
+    """Decorator of a pipeline's public function (``rv.evaluate``, ``rv.attack_matcha``, ...): its arguments are
+    checked when it is called, before any model loads or directory is made, with the one-line refusals of the
+    configs (:func:`robusteval.config.check_call`): an unknown keyword with a suggestion, a config of the wrong
+    type, a run directory that is no path, a scalar of the wrong kind. A model given as its spec string
+    (``"hf:./model"``) is loaded with default options, as the command line would."""
+    import dataclasses
+    import functools
+    import inspect
+    import typing
+
+    from robusteval.config import did_you_mean, type_problem
+    from robusteval.models.base import Backend
+
+    signature = inspect.signature(func)
+    parameters = list(signature.parameters)
+
+    @functools.wraps(func)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        where = f"{func.__name__}()"
+        for name in kwargs:
+            if name not in signature.parameters:
+                raise UserError(f"{where}: unknown argument {name!r}{did_you_mean(name, parameters)}; arguments: "
+                                f"{', '.join(parameters)}")
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise UserError(f"{where}: {exc}") from None
+        hints = typing.get_type_hints(func)
+        specs: list[str] = []  # models given by spec: loaded once every other argument is known good
+        for name, value in bound.arguments.items():
+            annotation = hints.get(name)
+            options = typing.get_args(annotation) or (annotation,)
+            configs = [t for t in options if isinstance(t, type) and dataclasses.is_dataclass(t)]
+            if configs and not isinstance(value, tuple(configs)) and not (value is None and type(None) in options):
+                raise UserError(f"{where}: {name}: expected a {configs[0].__name__}, got {type(value).__name__} "
+                                f"{value!r}")
+            if Backend in options:
+                if isinstance(value, str):
+                    specs.append(name)
+                elif not (value is None and type(None) in options) and not hasattr(value, "generate"):
+                    raise UserError(f"{where}: {name}: expected a model (rv.load_model(spec)) or its spec string, "
+                                    f"got {type(value).__name__} {value!r}")
+                continue
+            if RunStore in options and not isinstance(value, RunStore | str | os.PathLike):
+                raise UserError(f"{where}: {name}: expected a run directory (a str or Path) or an open RunStore, "
+                                f"got {type(value).__name__} {value!r}")
+            problem = type_problem(value, annotation)
+            if problem is not None:
+                raise UserError(f"{where}: {name}: {problem}")
+        if specs:
+            from robusteval.models.loading import load_model
+
+            for name in specs:  # a spec string: loaded as the command line loads it, with default options
+                bound.arguments[name] = load_model(bound.arguments[name])
+        return func(*bound.args, **bound.kwargs)
+
+    return checked  # type: ignore[return-value]

@@ -180,6 +180,20 @@ def _rich_bar(total: int, description: str, completed: int) -> Iterator[Callable
         yield advance
 
 
+def waiting(text: str, *, first: bool) -> None:
+    """A wait the user should see (an API outage's retries): every round is logged (``run.log``) and becomes the
+    progress phase ("now: ..." in the periodic lines); the ``first`` round of a wait is also one line on stderr
+    (printed above a terminal's progress bar), so a terminal does not sit silent while requests wait, and
+    does not fill with a line per round."""
+    logger.warning(text)
+    set_phase(text)
+    if first:
+        if console.is_terminal:
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+
 def status(text: str) -> None:
     """A one-off phase message (model loading, conversion): printed to stderr and logged."""
     logger.info(text)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robusteval.config import did_you_mean
 from robusteval.errors import DataError, UserError
 from robusteval.store import SUMMARY_NAME, RunStore, file_sha256
 
@@ -30,13 +31,25 @@ class Run:
 
     def units(self, stage: str | None = None) -> list[dict[str, Any]]:
         """Every stored unit (stage, key, example_id, seconds, created, record), in commit order."""
+        if stage is not None:
+            self._check_stage(stage)
         with RunStore.open_existing(self.path) as store:
             return list(store.iter_units(stage))
 
     def records(self, stage: str) -> list[dict[str, Any]]:
-        """The records of one stage (``runs show`` lists the stages), in commit order."""
+        """The records of one stage (``runs show`` lists the stages), in commit order. A stage this run has
+        no unit of is refused with a suggestion (a misspelt name must not read as an empty stage)."""
+        self._check_stage(stage)
         with RunStore.open_existing(self.path) as store:
             return store.records(stage)
+
+    def _check_stage(self, stage: str) -> None:
+        if not isinstance(stage, str):
+            raise UserError(f"{self.path}: a stage is named by a string, got {type(stage).__name__} {stage!r}")
+        if stage not in self.stages:
+            stored = ", ".join(self.stages) or "none yet"
+            raise UserError(f"{self.path}: no stage {stage!r} in this run{did_you_mean(stage, self.stages)}; its "
+                            f"stages: {stored}")
 
     def overview(self) -> dict[str, Any]:
         """What a reader wants first: which model in which numeric setting, made with what, and the seeds."""
@@ -86,6 +99,8 @@ class Run:
 
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Open a run directory read-only and return what it holds; a damaged store is a one-line UserError."""
+    if not isinstance(path, str | os.PathLike):
+        raise UserError(f"load_run(): expected a run directory (a str or Path), got {type(path).__name__} {path!r}")
     with RunStore.open_existing(path) as store:
         summary = store.get_meta("summary")
         if summary is None and (Path(path) / SUMMARY_NAME).is_file():

@@ -229,9 +229,9 @@ def test_config_file_works_like_flags_and_flags_win(
 @pytest.mark.parametrize(
     ("extra", "named"),
     [
-        ({"temperature": 0.5}, "'temperature'"),
-        ({"limit": "many"}, "'limit'"),
-        ({"dataset": "imagenet"}, "'dataset'"),
+        ({"temperature": 0.5}, "temperature: unknown key"),
+        ({"limit": "many"}, "limit: expected a whole number, got 'many'"),
+        ({"dataset": "imagenet"}, "dataset: 'imagenet' is not one of"),
     ],
 )
 def test_config_file_errors_name_the_key(

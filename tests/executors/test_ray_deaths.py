@@ -34,6 +34,20 @@ def _args(model: Path, out: Path) -> list[str]:
             "--batch-size", "4", "--out", str(out), "--executor", "ray", "--workers", "2"]
 
 
+def _endless_args(model: Path, out: Path, tmp_path: Path) -> list[str]:
+    """:func:`_args` on a file of 600 questions, all attacked: a run that cannot finish before a test that stops it
+    acts (the 10 questions of ``_args`` took 3 s, and on a loaded machine a run finished before the SIGINT sent
+    once its pool started took effect). Such a test never waits for the end."""
+    lines = Path(SAMPLE).read_text(encoding="utf-8").splitlines()
+    data = tmp_path / "many.jsonl"
+    data.write_text("".join(line.replace('"id": "', f'"id": "r{i}-', 1) + "\n" for i in range(20) for line in lines),
+                    encoding="utf-8")
+    args = _args(model, out)
+    args[args.index("--data-file") + 1] = str(data)
+    args[args.index("--limit") + 1] = "600"
+    return args
+
+
 class Driver:
     """The CLI on Ray in a subprocess, its stderr in a file; its Ray processes are killed at the end whatever
     happened (a failing test must not leave them to the next)."""
@@ -123,7 +137,7 @@ def test_any_ray_process_the_run_depends_on_dying_ends_it_with_one_line_and_exit
                                                    (signal.SIGINT, 130, "robusteval: interrupted; ")])
 def test_a_stopped_driver_shuts_its_local_ray_instance_down(tiny_trained_dir: Path, tmp_path: Path,
                                                             sig: signal.Signals, code: int, said: str) -> None:
-    driver = Driver(_args(tiny_trained_dir, tmp_path / "run"), tmp_path / "driver.log")
+    driver = Driver(_endless_args(tiny_trained_dir, tmp_path / "run", tmp_path), tmp_path / "driver.log")
     try:
         driver.wait_for(lambda: STARTED in driver.output(), "the Ray pool started")
         assert {"raylet", "gcs_server", "ray::DashboardAgent", "ray::RuntimeEnvAgent"} <= set(driver.ray.values())

@@ -119,26 +119,32 @@ class SentenceEmbedder:
         return torch.stack([self._memo[t] for t in texts])
 
     def _embed(self, texts: list[str]) -> list[Any]:
+        """One vector per text that depends on that text only, never on the texts batched with it: padding
+        changes the last float digits (the attention's sums run over the padded length), so texts are batched
+        only with texts of the same token count, unpadded. A stored drift then reads the same whatever batch
+        computed it (a resumed run equals an uninterrupted one)."""
         import torch
 
         tokenizer, model = _load(self.device)
         # Inputs go where the weights are (a caller may have moved the shared model).
         device = next(model.parameters()).device
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths: less padding
+        ids = tokenizer(texts, truncation=True, max_length=MAX_SEQ_LENGTH)["input_ids"]
+        by_length: dict[int, list[int]] = {}
+        for i, row in enumerate(ids):
+            by_length.setdefault(len(row), []).append(i)
         out: list[Any] = [None] * len(texts)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                batch = tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
-                                  max_length=MAX_SEQ_LENGTH, return_tensors="pt")
-                batch = {k: v.to(device) for k, v in batch.items()}
-                hidden = model(**batch).last_hidden_state  # [B, T, H]
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                # Mean pooling over real tokens, then unit length: sentence-transformers' Pooling + Normalize.
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu()
-                for row, i in enumerate(chunk):
-                    out[i] = vectors[row]
+            for length in sorted(by_length):
+                same = by_length[length]
+                for start in range(0, len(same), self.batch_size):
+                    chunk = same[start : start + self.batch_size]
+                    input_ids = torch.tensor([ids[i] for i in chunk], device=device)
+                    hidden = model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids)).last_hidden_state
+                    # Mean pooling over the (all real) tokens, then unit length: sentence-transformers' Pooling +
+                    # Normalize.
+                    vectors = torch.nn.functional.normalize(hidden.mean(1), p=2, dim=1).float().cpu()
+                    for row, i in enumerate(chunk):
+                        out[i] = vectors[row]
         return out
 
     def cosine(self, originals: Sequence[str], perturbed: Sequence[str]) -> list[float]:

@@ -54,33 +54,48 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The flags a ``--config`` TOML file sets; a bad key or value is one line naming the file, the line and the
+    key, with the closest key for a typo and the kind a key wants for a value of the wrong one."""
+    from robusteval.config import describe_kinds, did_you_mean
+    from robusteval.studies.plan import TomlWhere
+
     file = Path(path)
     if not file.is_file():
         raise UserError(f"--config {path}: no such file")
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: invalid TOML: {exc}") from None
-    known = {a.dest: a for a in parser._actions if a.dest not in ("help", "config")}
+    where = TomlWhere(path, text)
+    known = {a.dest: a for a in parser._actions if a.dest not in ("help", "config") and not a.dest.startswith("_")}
     values: dict[str, Any] = {}
     for key, value in data.items():
         dest = key.replace("-", "_")
-        if dest not in known or dest.startswith("_"):
-            options = ", ".join(sorted(d.replace("_", "-") for d in known if not d.startswith("_")))
-            raise UserError(f"{path}: unknown key '{key}' for this command; known keys: {options}")
+        if dest not in known:
+            flags = sorted(d.replace("_", "-") for d in known)
+            hint = did_you_mean(key.replace("_", "-"), flags)
+            raise where.error(f"unknown key for this command{hint}" if hint else
+                              f"unknown key for this command; known keys: {', '.join(flags)}", key=key, field=key)
         action = known[dest]
         if isinstance(value, list) and action.nargs is None:
             value = ",".join(str(v) for v in value)  # lists become comma-separated flags (e.g. --sets)
         convert = action.type  # typeshed also allows a registered type's name; this parser registers none
         if callable(convert) and isinstance(value, str | int | float) and not isinstance(value, bool):
             try:
+                if convert is int and isinstance(value, float):
+                    raise ValueError(value)  # 2.5 is no whole number (int() would cut it to 2)
                 value = convert(str(value)) if convert is not str else str(value)
             except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
-                raise UserError(f"{path}: key '{key}': {exc}") from None
+                wants = describe_kinds({action.type}) if action.type in (int, float) else None
+                problem = f"expected {wants}, got {value!r}" if wants else str(exc)
+                raise where.error(problem, key=key, field=key) from None
         if action.choices is not None and value not in action.choices:
-            raise UserError(f"{path}: key '{key}': {value!r} is not one of {sorted(action.choices)}")
+            choices = [str(c) for c in action.choices]
+            raise where.error(f"{value!r} is not one of {', '.join(choices)}{did_you_mean(str(value), choices)}",
+                              key=key, field=key)
         values[dest] = value
     return values
 

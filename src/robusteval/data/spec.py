@@ -6,10 +6,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import ConfigError, check_choice, check_choices, check_positive, option
+from robusteval.config import ConfigError, check_choice, check_choices, check_positive, option, validated
 from robusteval.data.example import Example
 
 
+@validated
 @dataclass(frozen=True)
 class DataSpec:
     dataset: str = option(help="dataset format", flag="--dataset", metavar="NAME")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
-from robusteval.config import check_at_least, check_chat, field_check, nested, option
+from robusteval.config import check_at_least, check_chat, field_check, nested, option, validated
 from robusteval.data.answers import (
     MATH_GRADERS,
     check_math_grader,
@@ -20,6 +20,7 @@ from robusteval.data.answers import (
 from robusteval.data.answers.graders import MATH_GRADER_HELP
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.context import PROMPT_TOO_LONG, context_overflow, request_tokens
@@ -153,6 +154,7 @@ def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
+@validated
 @dataclass(frozen=True)
 class EvalConfig:
     """``robusteval eval``: answer-first accuracy of one model on one dataset."""
@@ -203,6 +205,7 @@ def eval_identity(config: EvalConfig, model: dict[str, Any] | None, examples: Se
                         prefix_hash=unit_key(prompt.prefix))
 
 
+@public_entry
 def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
              batch_size: int = 8) -> EvalSummary:
     """Answer-first accuracy of ``backend`` on ``config.data``; every answer is a stored, resumable unit.

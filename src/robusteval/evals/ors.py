@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.config import ConfigError, check_at_least, check_positive, option
+from robusteval.config import ConfigError, check_at_least, check_positive, option, validated
 from robusteval.errors import DataError, UserError
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.ors import (
     BETA_CAP,
     ETA_DEFAULT,
@@ -41,6 +42,7 @@ from robusteval.store import SUMMARY_NAME, write_text_atomic
 OUTPUT_NAME = "ors.json"
 
 
+@validated
 @dataclass(frozen=True)
 class OrsConfig:
     """``robusteval ors``: which attack runs, the formula's constants and where to write ``ors.json``."""
@@ -175,6 +177,7 @@ def success_data(
     return rate_keys or [], table, sources, matrices
 
 
+@public_entry
 def ors(config: OrsConfig) -> OrsReport:
     """β, λ, rs and each model's ORS from ``config.runs``; writes ``<out>/ors.json`` when ``config.out``
     is set."""

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from robusteval.config import ConfigError, check_at_least, check_chat, check_choices, nested, option
+from robusteval.config import (
+    ConfigError,
+    check_at_least,
+    check_chat,
+    check_choices,
+    nested,
+    option,
+    validated,
+)
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
@@ -27,6 +35,7 @@ from robusteval.evals.classification import (
     predicted_label,
     template_for,
 )
+from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
 from robusteval.perturbations.base import Language
@@ -71,6 +80,7 @@ def parse_sets(text: str) -> list[SetSpec]:
     return specs
 
 
+@validated
 @dataclass(frozen=True)
 class RobustnessConfig:
     """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.
@@ -236,6 +246,7 @@ def set_similarity(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[E
     return out
 
 
+@public_entry
 def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
                load_model: Callable[[str], Backend] | None = None, batch_size: int = 8) -> RobustnessSummary:
     """Accuracy of ``backend`` (as a classifier) on ``config.data`` and on each perturbed set, and the

@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from robusteval.config import ConfigError, field_check, option
+from robusteval.config import ConfigError, field_check, option, validated
 from robusteval.errors import DataError, UserError
 from robusteval.judges.base import REASONING, Judge, ReasoningItem, Verdict, build_judge, with_cache
 from robusteval.judges.errortypes import CATEGORIES, ERROR_TYPES, build_error_classifier, classify_errors
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.agreement import agreement, category_table, confusion_matrix, ratio
 from robusteval.models.base import Backend
 
@@ -108,6 +109,7 @@ def load_labelled(path: str | os.PathLike[str]) -> list[LabelledItem]:
     return items
 
 
+@validated
 @dataclass(frozen=True)
 class AuditConfig:
     """A judge audit: which judge, which labelled set, and the optional LLM error-type classifier."""
@@ -155,6 +157,7 @@ def audit_identity(config: AuditConfig, labelled_sha256: str) -> dict[str, Any]:
     return run_identity(COMMAND, config, None, **extra)
 
 
+@public_entry
 def audit_judge(config: AuditConfig, *, out: str | os.PathLike[str] | None = None,
                 load_model: Callable[[str], Backend] | None = None) -> dict[str, Any]:
     """Audit ``config.judge`` on ``config.labelled`` and return the summary (also ``out/summary.json`` when

@@ -67,7 +67,26 @@ def load_model(
                "backoff_max": backoff_max, "endpoint": endpoint, "logprobs": logprobs,
                "reasoning_effort": reasoning_effort, "max_tokens_field": max_tokens_field, "thinking": thinking,
                **unknown}
+    _check_types(spec, options)
     return load_backend(spec, **options)
+
+
+def _check_types(spec: Any, options: dict[str, Any]) -> None:
+    """Refuse a spec that is no string and an option of the wrong kind (``batch_size="8"``) before anything
+    loads, in the words of the configs' checks."""
+    import typing
+
+    from robusteval.config import type_problem
+    from robusteval.errors import UserError
+
+    if not isinstance(spec, str | ModelSpec):
+        raise UserError(f"load_model(): spec: expected a model spec string (hf:PATH, openai:MODEL@URL, ...), got "
+                        f"{type(spec).__name__} {spec!r}")
+    hints = typing.get_type_hints(load_model)
+    for name, value in options.items():
+        problem = type_problem(value, hints[name]) if name in hints else None
+        if problem is not None:
+            raise UserError(f"load_model(): {name}: {problem}")
 
 
 def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:

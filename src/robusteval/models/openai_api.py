@@ -64,6 +64,7 @@ from robusteval.models.base import (
 from robusteval.models.openai_scoring import LOGPROBS_MODES, PromptScorer, ScoringSupport
 from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
 from robusteval.models.retry import Aborted, SharedBackoff
+from robusteval.progress import waiting
 
 log = logging.getLogger(__name__)
 
@@ -417,10 +418,11 @@ class OpenAIBackend:
                 raise BackendError(self._scrub(
                     f"{self.name}: POST {url} failed after {attempts} attempt{'s' if attempts != 1 else ''} in "
                     f"{now - began:.1f} s ({gave_up}); last error: {last_error}"))
-            if delay is not None:  # once per round, not once per request in flight
-                log.warning("%s", self._scrub(
+            if delay is not None:  # once per round, not once per request in flight; the first also on stderr
+                waiting(self._scrub(
                     f"{self.name}: {last_error}; retry {self._backoff.rounds} in {delay:.2f} s, shared by the "
-                    f"requests in flight (each gives up {cfg.retry_for:g} s after its first attempt)"))
+                    f"requests in flight (each gives up {cfg.retry_for:g} s after its first attempt)"),
+                    first=self._backoff.rounds == 1)
 
     def _answer(self, response: httpx.Response, url: str, allow_switch: bool) -> Any:
         """The JSON body of a 200; the server's own error otherwise (or the switch to chat of ``auto``)."""

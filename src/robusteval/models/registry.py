@@ -91,14 +91,13 @@ def _registered_options(kind: str) -> tuple[str, ...]:
 
 def check_backend_options(spec: str | ModelSpec, options: dict[str, Any]) -> None:
     """Refuse an option no backend takes (``dtpye=``), naming the ones that exist, before anything loads."""
-    import difflib
+    from robusteval.config import did_you_mean
 
     kind = spec.kind if isinstance(spec, ModelSpec) else spec.partition(":")[0]
     known = (*BACKEND_OPTIONS, *_registered_options(kind))
     unknown = [name for name in options if name not in known]
     if unknown:
-        hints = [f"{name} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(name, known, n=1))
-                 else name for name in unknown]
+        hints = [f"{name}{did_you_mean(name, known)}" for name in unknown]
         raise UserError(f"unknown model option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; known: "
                         f"{', '.join(known)}")
 

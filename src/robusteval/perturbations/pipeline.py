@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from robusteval.analysis.drift import summarise_drift
-from robusteval.config import field_check, nested, option
+from robusteval.config import field_check, nested, option, validated
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.perturbations.registry import check_method_name
@@ -32,6 +32,7 @@ from robusteval.seeding import DEFAULT_SEED
 COMMAND = "perturb"
 
 
+@validated
 @dataclass(frozen=True)
 class PerturbConfig:
     """``robusteval perturb``: one method over the text fields of every example."""

@@ -13,7 +13,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import WHEN_SET, ConfigError, check_at_least, check_choices, identity_fields, option
+from robusteval.config import (
+    WHEN_SET,
+    ConfigError,
+    check_at_least,
+    check_choices,
+    identity_fields,
+    option,
+    validated,
+)
 from robusteval.data.example import Example
 from robusteval.perturbations.base import ChangeBudget, Language, Perturbation, Protection, detect_language
 from robusteval.perturbations.registry import MethodOptions, similarity_applies
@@ -32,6 +40,7 @@ def target_device(backend: Any) -> str:
 ModelLoader = Callable[[str], Any]
 
 
+@validated
 @dataclass(frozen=True)
 class CandidateSpec:
     """Method resources and protections: which language, fields and words, and the models methods read."""
@@ -118,6 +127,7 @@ class CandidateSpec:
         return identity_fields(self)
 
 
+@validated
 @dataclass(frozen=True)
 class PerturbationSpec(CandidateSpec):
     """:class:`CandidateSpec` plus the change budget of whole-text perturbation (None: the method's default)."""

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.report.collect import Inputs, collect, nothing_to_show
 from robusteval.report.model import Report, RunCard, Section
@@ -93,8 +94,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[
 
     target = Path(out)
     check_out(target)  # before any run is read: a bad --out is said at once
-    paths = [run_dirs] if isinstance(run_dirs, str | os.PathLike) else list(run_dirs)
-    inputs = collect(paths, names=names)
+    inputs = collect(path_list(run_dirs, "report()"), names=names)
     report = Report(title or "robusteval report", [*lead, *sections(inputs)], run_cards(inputs), __version__)
     return write_text_atomic(target, render(report))
 

@@ -255,7 +255,7 @@ def nothing_to_show(inputs: Inputs, what: str) -> UserError:
     """The error when no finished run of a method the report knows is among ``inputs``: what was found."""
     found = sorted({str(run.command) for run in inputs.runs} | {f"sweep {s.attack}" for s in inputs.sweeps})
     unfinished = sum(1 for run in inputs.runs if run.summary is None)
-    return UserError(f"{what}: no finished run of a method the report knows (MATCHA, transfer, sweep, VAR-MATH "
+    return UserError(f"{what}: no finished run of a method the report knows (answer-first eval, MATCHA, transfer, sweep, VAR-MATH "
                      "eval, robustness, word-importance, ORS); found: "
                      f"{', '.join(found) or 'nothing'}" + (f" ({unfinished} unfinished)" if unfinished else ""))
 

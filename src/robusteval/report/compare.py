@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.metrics import matcha_summary
 from robusteval.report import hardlabel, matcha, perturbed, varmath
@@ -354,7 +355,7 @@ def leaderboards(inputs: Inputs, *, max_width: float = DEFAULT_MAX_WIDTH, min_n:
                        for group in leaderboard_groups(board, inputs, max_width=max_width, min_n=min_n)])
 
 
-def compare_runs(paths: Sequence[str | os.PathLike[str]], *, max_width: float = DEFAULT_MAX_WIDTH,
+def compare_runs(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], *, max_width: float = DEFAULT_MAX_WIDTH,
                  min_n: int = DEFAULT_MIN_N) -> list[Leaderboard]:
     """The leaderboards of the runs (and ORS results) found at ``paths``: one per method and group of comparable
     runs (same comparability key: :mod:`robusteval.report.comparability`). Each row's numbers are
@@ -363,7 +364,7 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]], *, max_width: float = 
     50 points) is shown with rank "-" and the reason. A UserError when there is nothing to rank (only
     unfinished runs, or runs of no method the report knows; sweeps have their own table)."""
     check_thresholds(max_width, min_n)
-    inputs = collect(paths)
+    inputs = collect(path_list(paths, "compare_runs()"))
     boards = leaderboards(inputs, max_width=max_width, min_n=min_n)
     if not boards:
         raise nothing_to_show(inputs, "runs compare: nothing to rank")

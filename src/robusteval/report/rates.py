@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.metrics import matcha_summary
 from robusteval.metrics.stats import wilson_interval
@@ -166,7 +167,7 @@ def results_rows(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]
     return rows
 
 
-def results_frame(run_dirs: Sequence[str | os.PathLike[str]]) -> Any:
+def results_frame(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> Any:
     """One tidy pandas DataFrame across runs and methods: a row per run x metric with its value, n (and what n
     counts), 95% interval, the run's comparability key (a short hash: rows with the same one may be compared)
     and the key's fields as columns. ``run_dirs`` are read as ``runs compare`` reads them (run, sweep and ORS
@@ -175,6 +176,6 @@ def results_frame(run_dirs: Sequence[str | os.PathLike[str]]) -> Any:
         import pandas as pd
     except ImportError:
         raise UserError("results_frame needs pandas: pip install pandas") from None
-    rows = results_rows(run_dirs)
+    rows = results_rows(path_list(run_dirs, "results_frame()"))
     extra = list(dict.fromkeys(name for row in rows for name in row if name not in FRAME_COLUMNS))
     return pd.DataFrame.from_records(rows, columns=[*FRAME_COLUMNS, *extra])

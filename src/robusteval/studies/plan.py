@@ -14,7 +14,6 @@ relative to the study file.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import os
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import ConfigError
+from robusteval.config import ConfigError, did_you_mean
 from robusteval.errors import UserError
 from robusteval.studies.methods import Method, dataset_choices, get_method, method_names
 from robusteval.studies.options import MissingOption, instantiate, negated_flags, option_fields, typed_value
@@ -83,8 +82,9 @@ class StudyPlan:
     ors: dict[str, Any]  # OrsConfig constants
 
 
-class _Where:
-    """File and line of a key, for the one-line errors (tomllib keeps no positions: the text is searched)."""
+class TomlWhere:
+    """File and line of a key, for the one-line errors (tomllib keeps no positions: the text is searched). Also
+    what the command line's ``--config`` files are read with."""
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
@@ -125,7 +125,7 @@ def load_study(source: str | os.PathLike[str] | Mapping[str, Any], *, base: str 
     """Read and check a study: a TOML file, or its content as a mapping (relative paths then against ``base``,
     default the working directory)."""
     if isinstance(source, Mapping):
-        where, data, folder = _Where("<study>", ""), dict(source), Path(base or ".")
+        where, data, folder = TomlWhere("<study>", ""), dict(source), Path(base or ".")
         default_out = folder / "study"
     else:
         file = Path(source)
@@ -139,11 +139,11 @@ def load_study(source: str | os.PathLike[str] | Mapping[str, Any], *, base: str 
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise UserError(f"{file}: invalid TOML: {exc}") from None
-        where, folder, default_out = _Where(str(file), text), file.parent, file.with_suffix("")
+        where, folder, default_out = TomlWhere(str(file), text), file.parent, file.with_suffix("")
     return _plan(data, where, folder, default_out)
 
 
-def _plan(data: dict[str, Any], where: _Where, folder: Path, default_out: Path) -> StudyPlan:
+def _plan(data: dict[str, Any], where: TomlWhere, folder: Path, default_out: Path) -> StudyPlan:
     _known(where, data, TOP_KEYS, None, "study")
     batch_size = data.get("batch_size", 8)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -181,7 +181,7 @@ def _plan(data: dict[str, Any], where: _Where, folder: Path, default_out: Path) 
     return StudyPlan(where.path, title, root, batch_size, models, cells, ors)
 
 
-def _check_ors(where: _Where, ors: Mapping[str, Any]) -> None:
+def _check_ors(where: TomlWhere, ors: Mapping[str, Any]) -> None:
     """The ORS constants, checked now by the config that will use them (ORS is computed after the cells)."""
     from robusteval.evals.ors import OrsConfig
 
@@ -192,24 +192,22 @@ def _check_ors(where: _Where, ors: Mapping[str, Any]) -> None:
         raise where.error(problem, header="[ors]", key=exc.field, field=f"ors.{exc.field}") from None
 
 
-def _known(where: _Where, table: Mapping[str, Any], known: Sequence[str], header: str | None, section: str,
+def _known(where: TomlWhere, table: Mapping[str, Any], known: Sequence[str], header: str | None, section: str,
            occurrence: int = 0) -> None:
     for key in table:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise where.error(f"unknown key{hint}; known: {', '.join(known)}", header=header, key=key,
+            raise where.error(f"unknown key{did_you_mean(key, known)}; known: {', '.join(known)}", header=header, key=key,
                               occurrence=occurrence, field=f"{section}.{key}" if section != "study" else key)
 
 
-def _table(where: _Where, data: Mapping[str, Any], key: str, header: str | None) -> dict[str, Any]:
+def _table(where: TomlWhere, data: Mapping[str, Any], key: str, header: str | None) -> dict[str, Any]:
     value = data.get(key, {})
     if not isinstance(value, dict):
         raise where.error("must be a table", header=header, key=key, field=key)
     return value
 
 
-def _name_ok(where: _Where, name: str, header: str, what: str, occurrence: int = 0, key: str | None = None) -> None:
+def _name_ok(where: TomlWhere, name: str, header: str, what: str, occurrence: int = 0, key: str | None = None) -> None:
     if not _NAME.match(name):
         raise where.error(f"{what} name {name!r}: use letters, digits, '.', '_' and '-' (it names a folder)",
                           header=header, key=key, occurrence=occurrence, field=what)
@@ -224,7 +222,7 @@ def _resolve(value: str, folder: Path) -> str:
     return str(candidate) if candidate.exists() else value
 
 
-def _models(where: _Where, data: Mapping[str, Any], folder: Path) -> list[ModelEntry]:
+def _models(where: TomlWhere, data: Mapping[str, Any], folder: Path) -> list[ModelEntry]:
     from robusteval.models.registry import check_backend_options, parse_spec
     from robusteval.report.collect import short_model
     from robusteval.studies.sweep import slug
@@ -260,7 +258,7 @@ def _models(where: _Where, data: Mapping[str, Any], folder: Path) -> list[ModelE
     return models
 
 
-def _method_configs(where: _Where, name: str, table: Any, datasets: Mapping[str, dict[str, Any]], folder: Path
+def _method_configs(where: TomlWhere, name: str, table: Any, datasets: Mapping[str, dict[str, Any]], folder: Path
                     ) -> list[tuple[str, Method, str, Any]]:
     header = f"[methods.{name}]"
     _name_ok(where, name, header, "method")
@@ -269,8 +267,7 @@ def _method_configs(where: _Where, name: str, table: Any, datasets: Mapping[str,
     kind = table.get("kind", name)
     method = get_method(kind) if isinstance(kind, str) else None
     if method is None:
-        close = difflib.get_close_matches(str(kind), method_names(), n=1)
-        raise where.error(f"no method {kind!r}{f' (did you mean {close[0]}?)' if close else ''}; methods: "
+        raise where.error(f"no method {kind!r}{did_you_mean(str(kind), method_names())}; methods: "
                           f"{', '.join(method_names())} (a table named otherwise says which with kind = \"...\")",
                           header=header, key="kind" if "kind" in table else None,
                           field=f"methods.{name}")
@@ -302,17 +299,16 @@ def _method_configs(where: _Where, name: str, table: Any, datasets: Mapping[str,
     return out
 
 
-def _check_key(where: _Where, key: str, fields: Mapping[str, Any], header: str, section: str, method: Method
+def _check_key(where: TomlWhere, key: str, fields: Mapping[str, Any], header: str, section: str, method: Method
                ) -> None:
     if key.replace("-", "_") in fields:
         return
-    close = difflib.get_close_matches(key.replace("-", "_"), list(fields), n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    hint = did_you_mean(key.replace("-", "_"), fields)
     raise where.error(f"unknown option of method {method.name}{hint}; options: {', '.join(sorted(fields))}",
                       header=header, key=key, field=f"{section}.{key}")
 
 
-def _build(where: _Where, method: Method, fields: Mapping[str, tuple[tuple[str, ...], Any]],
+def _build(where: TomlWhere, method: Method, fields: Mapping[str, tuple[tuple[str, ...], Any]],
            values: Mapping[str, Any], source: Mapping[str, tuple[str, str]], folder: Path, what: str,
            method_header: tuple[str, str]) -> Any:
     """The method's config from the flat ``values`` (each key's ``source``: its table), checked as built."""
@@ -358,7 +354,7 @@ def _resolve_set(entry: str, folder: Path) -> str:
     return f"{name}={_resolve(file, folder)}" if eq else entry
 
 
-def _check_dataset(where: _Where, method: Method, config: Any, source: Mapping[str, tuple[str, str]],
+def _check_dataset(where: TomlWhere, method: Method, config: Any, source: Mapping[str, tuple[str, str]],
                    dataset: str) -> None:
     """The dataset suits the method (a format its command offers) and its files can be read, now."""
     if method.data_kind != "instances":

@@ -142,8 +142,13 @@ def _identities(plan: StudyPlan, root: Path) -> dict[str, dict[str, Any]]:
             examples[id(cell.config)] = cell.method.examples(cell.config)
         data = examples[id(cell.config)]
         identity = cell.method.identity(cell.config, described[cell.model.name], data)
+        folder = run_dir(root, cell)
         try:
-            RunStore.check_resumable(run_dir(root, cell), identity)
+            RunStore.stored_identity(folder)
+        except UserError as exc:  # the store itself (foreign, damaged), not the study file, is at fault
+            raise UserError(f"cell {cell.id}: its run store cannot be used: {exc}") from None
+        try:
+            RunStore.check_resumable(folder, identity)
         except UserError as exc:
             raise UserError(f"{plan.path}: cell {cell.id}: the study file changed what this cell computes: "
                             f"{exc}") from None

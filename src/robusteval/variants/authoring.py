@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.lifecycle import public_entry
 from robusteval.store import write_text_atomic
 from robusteval.variants.configs import CheckConfig, DraftConfig
 from robusteval.variants.drafting import TemplateDraft, draft_template, drafts_yaml
@@ -35,6 +36,7 @@ class DraftReport:
     written: Path | None = None
 
 
+@public_entry
 def draft(config: DraftConfig) -> DraftReport:
     """Draft one template per problem; writes ``config.out`` when set (refusing to overwrite without force)."""
     if config.question is not None:
@@ -99,6 +101,7 @@ class CheckReport:
         }
 
 
+@public_entry
 def check(config: CheckConfig) -> CheckReport:
     """Check every template of the files (see :mod:`robusteval.variants.lint`); writes ``config.json`` when set."""
     from robusteval.variants.pipeline import template_paths

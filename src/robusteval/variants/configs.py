@@ -21,6 +21,7 @@ from robusteval.config import (
     check_positive,
     field_check,
     option,
+    validated,
 )
 from robusteval.data.answers.graders import MATH_GRADER_HELP, MATH_GRADERS, check_math_grader
 from robusteval.seeding import DEFAULT_SEED
@@ -40,6 +41,7 @@ _TEMPLATES_HELP = "template files, comma-separated, in order: native .yaml/.json
 _PREFIX_IDS_HELP = "prefix template ids with their file name (when ids collide across files)"
 
 
+@validated
 @dataclass(frozen=True)
 class InstantiateConfig:
     """``variants instantiate``: N distinct, seeded instances per template."""
@@ -83,6 +85,7 @@ class InstantiateConfig:
                               "original generator has no such option)")
 
 
+@validated
 @dataclass(frozen=True)
 class ValidateConfig:
     """``variants validate``: do the templates reproduce their original answers?"""
@@ -93,6 +96,7 @@ class ValidateConfig:
     json: str | None = option(None, metavar="FILE", help="also write the full report as JSON")
 
 
+@validated
 @dataclass(frozen=True)
 class GradingConfig:
     """How answers are graded and intervals computed.
@@ -142,6 +146,7 @@ class GradingConfig:
 _NESTED = {"cli": True, "nested": True, "identity": True}
 
 
+@validated
 @dataclass(frozen=True)
 class ScoreConfig:
     """``variants score``: grade a predictions file made elsewhere against an instances file."""
@@ -158,6 +163,7 @@ class ScoreConfig:
         return Path(self.out) if self.out else Path(self.predictions).with_suffix(".scores.json")
 
 
+@validated
 @dataclass(frozen=True)
 class VariantsEvalConfig:
     """``variants eval``: a model's strict/loose scores on an instances file, K samples per instance."""
@@ -218,6 +224,7 @@ class VariantsEvalConfig:
         return instances[: self.limit] if self.limit else instances
 
 
+@validated
 @dataclass(frozen=True)
 class ImportConfig:
     """``variants import``: a VAR-MATH template CSV as native templates."""
@@ -226,6 +233,7 @@ class ImportConfig:
     out: str | None = option(None, metavar="FILE.yaml", help="native template file to write (.yaml or .json)")
 
 
+@validated
 @dataclass(frozen=True)
 class DraftConfig:
     """``variants draft``: draft templates from fixed problems (a question and answer, or a dataset file)."""
@@ -267,6 +275,7 @@ class DraftConfig:
                               exc.problem) from None
 
 
+@validated
 @dataclass(frozen=True)
 class CheckConfig:
     """``variants check``: validate's original-answer check plus the deep checks of template files."""

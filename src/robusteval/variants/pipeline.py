@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from robusteval.errors import UserError
+from robusteval.lifecycle import public_entry
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.models.thinking import generate_thinking
@@ -111,6 +112,7 @@ def _write_instances(path: Path, rows: list[dict[str, Any]], *, ascii_only: bool
     write_jsonl_atomic(path, rows, ensure_ascii=ascii_only)
 
 
+@public_entry
 def instantiate(config: InstantiateConfig) -> InstantiateResult:
     """Sample every template; a template that fails is reported in ``problems`` and the rest still run.
 
@@ -198,6 +200,7 @@ class ValidationReport:
         return {"counts": self.counts, "templates": [c.to_json() for c in self.checks]}
 
 
+@public_entry
 def validate(config: ValidateConfig) -> ValidationReport:
     """Evaluate every template at its original values; writes ``config.json`` when set."""
     loaded, warnings = _load(config.templates, config.prefix_ids)
@@ -241,6 +244,7 @@ def _variant_instances(instances: InstancesLike) -> list[VariantInstance]:
     ]
 
 
+@public_entry
 def score(
     instances: InstancesLike,
     predictions: PredictionsLike,
@@ -269,6 +273,7 @@ class ScoreReport:
     path: Path
 
 
+@public_entry
 def score_files(config: ScoreConfig) -> ScoreReport:
     """Grade ``config.predictions`` against ``config.instances``; write the scores to ``config.out_path``."""
     config.grading.check()
@@ -406,6 +411,7 @@ def predictions_from_records(records: Sequence[dict[str, Any]]) -> dict[str, lis
     return out
 
 
+@public_entry
 def evaluate_variants(
     config: VariantsEvalConfig,
     backend: Backend,
@@ -573,6 +579,7 @@ class ImportReport:
         return {"version": 1, "templates": self.templates}
 
 
+@public_entry
 def import_templates(config: ImportConfig) -> ImportReport:
     """Translate the CSV's rows (their Python expressions are parsed and rewritten, never executed); writes
     ``config.out`` (YAML, or JSON for a ``.json`` name) when set."""

@@ -18,6 +18,7 @@ from robusteval.config import (
     field_check,
     nested,
     option,
+    validated,
 )
 from robusteval.data.spec import DataSpec
 from robusteval.seeding import DEFAULT_SEED
@@ -51,6 +52,14 @@ def drift_measure() -> str:
     return resolve_measure("auto")
 
 
+#: The default of ``max_attack_tokens``: the longest attacked sequence (prompt with insertions + completion) an
+#: example may have. Each step's forward and backward pass grows with it (attention quadratically): a
+#: 10,000-token question against a 64k-context model ran over 15 minutes per example (docs/matcha.md).
+DEFAULT_ATTACK_TOKENS = 8192
+#: The skip reason of an example over that budget (one text, so ``skip_reasons`` counts it).
+OVER_TOKEN_BUDGET = "attacked sequence over the token budget (max_attack_tokens)"
+
+@validated
 @dataclass(frozen=True)
 class MatchaConfig:
     level: str = "token"  # token | embedding
@@ -132,6 +141,7 @@ class MatchaConfig:
         return record
 
 
+@validated
 @dataclass(frozen=True)
 class MatchaRunConfig:
     """One MATCHA attack run: data, attack level and variant, judges, hyper-parameters (None: the paper's
@@ -175,6 +185,11 @@ class MatchaRunConfig:
                                 "answer; auto: gold when at least --min-correct are answered correctly, else clean")
     min_correct: int = option(4, help="target-answer auto: fewest correct clean answers for the gold target")
     attack_limit: int | None = option(None, help="attack at most the first N attackable examples", identity=False)
+    max_attack_tokens: int | None = option(
+        None, metavar="N", identity=WHEN_SET,
+        help="skip, with its reason, an example whose attacked sequence (the prompt with its insertions and the "
+        "teacher-forced completion) is over N tokens: every step runs a forward and a backward pass over it "
+        f"(default {DEFAULT_ATTACK_TOKENS:,}; 0: no limit, for a machine that can afford it)")
     insert_ratio: float | None = option(None, help="a: inserted tokens per question token (0.2)")
     topk_ratio: float | None = option(None, help="k: share of inserted positions replaced per step")
     epsilon: float | None = option(None, help="embedding level: eps as a fraction of the embedding scale")
@@ -242,7 +257,8 @@ class MatchaRunConfig:
             check_positive(self, name)
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
         for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
-                              ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0)):
+                              ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0),
+                              ("max_attack_tokens", 0)):
             check_at_least(self, name, minimum)
         if self.resolved_counting() == "authors" and self.level == "token":
             # Their insertions land anywhere in the question and the answer trigger: a chat template's markup

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 from robusteval.analysis.drift import drift_summary
-from robusteval.attacks.matcha.config import MatchaConfig, MatchaRunConfig
+from robusteval.attacks.matcha.config import OVER_TOKEN_BUDGET, MatchaConfig, MatchaRunConfig
 from robusteval.attacks.matcha.run import MatchaRunner
 from robusteval.data.example import Example
 from robusteval.errors import UserError
@@ -31,6 +31,7 @@ from robusteval.judges import (
     build_judge,
     with_cache,
 )
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
@@ -169,6 +170,7 @@ def error_classifier(store: RunStore, spec: str | None, load: Callable[[str], Ba
     return with_cache(build_error_classifier(spec, load, chat=True if chat else None), store)
 
 
+@public_entry
 def attack_matcha(
     config: MatchaRunConfig,
     backend: Backend,
@@ -210,7 +212,7 @@ def attack_matcha(
             judge_names["error_classifier"] = classifier.name
         hyper = config.hyperparameters(thinks=thinks)
         options = {"batch_size": batch_size, "chat": config.chat, "system_prompt": config.system_prompt,
-                   "reasoning": reasoning, **judges}
+                   "reasoning": reasoning, "max_attack_tokens": config.max_attack_tokens, **judges}
         clean = MatchaRunner(backend, run, prompt, hyper, **options).clean_records(examples)
         notes = []
         if config.target_answer == "auto":
@@ -222,6 +224,9 @@ def attack_matcha(
                              "(target answer: clean) instead of the gold one")
         runner = MatchaRunner(backend, run, prompt, hyper, **options)
         chosen = [r for r in clean if runner.attackable(r)[0]]
+        for record in clean:  # one line per example the budget leaves out (the summary counts them)
+            if runner.attackable(record)[1] == OVER_TOKEN_BUDGET:
+                runner.over_budget(record, say=True)
         if config.attack_limit is not None:
             chosen = chosen[: config.attack_limit]
         attacked = runner.judge(runner.attack_records(examples, chosen))

@@ -22,7 +22,7 @@ from robusteval.attacks.matcha.authors import (
     insertion_count,
     vocabulary_ids,
 )
-from robusteval.attacks.matcha.config import MatchaConfig
+from robusteval.attacks.matcha.config import DEFAULT_ATTACK_TOKENS, OVER_TOKEN_BUDGET, MatchaConfig
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack_steps
 from robusteval.attacks.matcha.layout import PromptLayout, chat_layout, layout_from_text
 from robusteval.attacks.matcha.lockstep import Gate, run_lockstep
@@ -44,7 +44,7 @@ from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
 from robusteval.models.context import PROMPT_TOO_LONG, context_overflow
 from robusteval.models.identity import backend_key
 from robusteval.models.memory_plan import planned_rows
-from robusteval.progress import set_phase
+from robusteval.progress import set_phase, status
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
 from robusteval.runner import run_units
 from robusteval.seeding import derive_rng, derive_seed
@@ -92,6 +92,7 @@ class MatchaRunner:
         chat: bool = False,
         system_prompt: str | None = None,
         reasoning: ReasoningFormat = NO_THINKING,
+        max_attack_tokens: int | None = None,
     ):
         self.backend: WhiteBoxBackend = require(backend, WHITEBOX, "the MATCHA attack")
         config.validate()
@@ -106,6 +107,8 @@ class MatchaRunner:
         self.system_prompt = system_prompt
         # A thinking target (attacks/matcha/thinking.py) when the config resolved a reasoning source for it.
         self.reasoning = reasoning if config.reasoning_source is not None else NO_THINKING
+        # The per-step cost budget (0: none): see MatchaRunConfig.max_attack_tokens.
+        self.max_attack_tokens = DEFAULT_ATTACK_TOKENS if max_attack_tokens is None else max_attack_tokens
         self._layouts: dict[str, PromptLayout] = {}
         self._allowed: torch.Tensor | None = None
         self._drift_meter: Any = None
@@ -268,11 +271,29 @@ class MatchaRunner:
         (and, for ``attack`` at the token level, the question's insertions: a x its ``question_tokens``), or None
         (:func:`~robusteval.models.context.context_overflow`). Sizes, not a layout: the driver of a Ray run decides
         from the clean record, without the tokenizer (which would load the model there)."""
-        grown = prompt_tokens
-        if attack and self.config.level == "token":
-            grown += (insertion_count(self.config.insert_ratio, question_tokens, trigger_tokens)
-                      if self.authors_insertion else max(1, round(self.config.insert_ratio * question_tokens)))
+        grown = self._with_insertions(prompt_tokens, question_tokens, trigger_tokens) if attack else prompt_tokens
         return context_overflow(self.backend, f"example {example_id}", grown, self.generation_budget, say=say)
+
+    def _with_insertions(self, prompt_tokens: int, question_tokens: int, trigger_tokens: int) -> int:
+        """The prompt's tokens once a token-level attack has inserted its tokens (the embedding level inserts none)."""
+        if self.config.level != "token":
+            return prompt_tokens
+        return prompt_tokens + (insertion_count(self.config.insert_ratio, question_tokens, trigger_tokens)
+                                if self.authors_insertion else max(1, round(self.config.insert_ratio * question_tokens)))
+
+    def over_budget(self, clean: dict[str, Any], *, say: bool) -> str | None:
+        """Why attacking ``clean`` would cost more per step than ``max_attack_tokens`` allows (one line naming the
+        example and the sizes), or None."""
+        if not self.max_attack_tokens:
+            return None
+        sequence = self._with_insertions(*_prompt_sizes(clean)) + len(clean["continuation_ids"])
+        if sequence <= self.max_attack_tokens:
+            return None
+        line = (f"example {clean['id']}: the attacked sequence is {sequence:,} tokens (prompt with insertions + "
+                f"completion), over max_attack_tokens={self.max_attack_tokens:,}")
+        if say:
+            status(f"{line}; skipped (a larger max_attack_tokens, or 0, lifts the budget)")
+        return line
 
     def _too_long(self, ex: Example, layout: PromptLayout) -> dict[str, Any]:
         """The clean record of an example whose prompt does not fit the model's context: not generated, not
@@ -290,6 +311,8 @@ class MatchaRunner:
             return False, THINKING_TRUNCATED  # no reply: never graded, never attacked
         if self._overflow(clean["id"], *_prompt_sizes(clean), attack=True) is not None:
             return False, PROMPT_TOO_LONG  # fits clean, but not with its insertions
+        if self.over_budget(clean, say=False) is not None:
+            return False, OVER_TOKEN_BUDGET
         if self.config.target_answer == "gold" and not clean["correct"]:
             return False, "clean answer wrong"
         if clean["predicted"] is None:

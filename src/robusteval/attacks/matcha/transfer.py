@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import check_at_least, check_chat, check_choices, check_positive, field_check, option
+from robusteval.config import (
+    check_at_least,
+    check_chat,
+    check_choices,
+    check_positive,
+    field_check,
+    option,
+    validated,
+)
 from robusteval.data.answers import answers_match
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import read_completion
@@ -38,6 +46,7 @@ from robusteval.judges import (
 )
 from robusteval.judges.base import check_judge_spec
 from robusteval.judges.errortypes import check_error_classifier_spec
+from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
@@ -385,6 +394,7 @@ def transfer_outcome(row: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
+@validated
 @dataclass(frozen=True)
 class TransferConfig:
     """Replay a MATCHA run's successful perturbed questions on another model (``robusteval transfer``)."""
@@ -446,6 +456,7 @@ def transfer_identity(config: TransferConfig, model: dict[str, Any] | None, sour
     )
 
 
+@public_entry
 def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | str | os.PathLike[str], *,
              load_judge: Callable[[str], Backend] | None = None, batch_size: int = 8) -> dict[str, Any]:
     """Ask ``backend`` the original and the perturbed question of every success of ``config.source``, judge the

@@ -23,10 +23,12 @@ from robusteval.config import (
     field_check,
     nested,
     option,
+    validated,
 )
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
+from robusteval.lifecycle import public_entry
 from robusteval.models.base import Backend, can_score, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
 from robusteval.perturbations.registry import MethodOptions, check_method_name
@@ -57,6 +59,7 @@ def parse_rates(text: str) -> tuple[float, ...]:
     return rates
 
 
+@validated
 @dataclass(frozen=True)
 class WordImportanceRunConfig:
     """One word-importance attack run: data, the perturbation method(s) and their resources, the rates α,
@@ -181,6 +184,7 @@ def build_methods(config: WordImportanceRunConfig, language: Language, options: 
     return methods, notes
 
 
+@public_entry
 def attack_wordimportance(
     config: WordImportanceRunConfig,
     backend: Backend,

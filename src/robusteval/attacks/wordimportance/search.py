@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from robusteval.attacks.wordimportance.oracle import ConfidenceMode, Judgement, _Oracle
-from robusteval.config import ConfigError, check_at_least
+from robusteval.config import ConfigError, check_at_least, validated
 from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, example_fields
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from robusteval.analysis.drift import DriftMeter
 
 
+@validated
 @dataclass(frozen=True)
 class WordImportanceConfig:
     """The search's settings for one example (the run config is ``WordImportanceRunConfig``)."""
