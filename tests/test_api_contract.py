@@ -42,7 +42,7 @@ BAD_CALLS: list[tuple[str, Callable[[Ctx], Any], str]] = [
      r"^MatchaRunConfig.limit: unknown option; it is an option of data=DataSpec\(...\)$"),
     ("a required field left out", lambda c: rv.EvalConfig(), r"^EvalConfig.data: required: no default$"),
     ("nothing close", lambda c: rv.OrsConfig(("runs/x",), zzz=1),
-     r"^OrsConfig.zzz: unknown option; options: runs, q, eta, beta_cap, out$"),
+     r"^OrsConfig.zzz: unknown option; options: runs, q, eta, beta_cap, out, bootstrap, bootstrap_seed, min_attacked$"),
     ("variants config", lambda c: rv.variants.InstantiateConfig("t.yaml", n="5"),
      r"^InstantiateConfig.n: expected a whole number, got '5'$"),
     ("perturbation spec", lambda c: rv.PerturbationSpec(rat=0.5), r"^PerturbationSpec.rat: unknown option \(did "
