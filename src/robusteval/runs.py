@@ -46,7 +46,11 @@ class Run:
     def _check_stage(self, stage: str) -> None:
         if not isinstance(stage, str):
             raise UserError(f"{self.path}: a stage is named by a string, got {type(stage).__name__} {stage!r}")
-        if stage not in self.stages:
+        from robusteval.store.stages import STAGES
+
+        # A stage robusteval writes but this run holds no unit of yet (nothing attacked) reads as empty; only a
+        # name no run could hold is refused.
+        if stage not in self.stages and stage not in STAGES.names():
             stored = ", ".join(self.stages) or "none yet"
             raise UserError(f"{self.path}: no stage {stage!r} in this run{did_you_mean(stage, self.stages)}; its "
                             f"stages: {stored}")

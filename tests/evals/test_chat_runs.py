@@ -28,6 +28,7 @@ from robusteval.models.identity import backend_key
 from robusteval.perturbations.spec import CandidateSpec, PerturbationSpec
 from robusteval.prompts.answer_first import DEFAULT_SYSTEM_PROMPT, exemplars_for
 from robusteval.store import RunStore, unit_key
+from robusteval.text.thinking import NO_THINKING
 
 REVIEWS = [("the food was great and the staff were friendly", "positive"),
            ("the room was dirty and the heater was broken", "negative"),
@@ -139,7 +140,7 @@ def test_chat_variants_eval_sends_the_system_and_user_turns(tiny_backend: Any, t
         messages = [{"role": "system", "content": "Be brief."},
                     {"role": "user", "content": rvv.pipeline.MATH_PROMPT.format(question=inst.question)}]
         request = GenerationRequest(max_new_tokens=4, seed=rvv.pipeline.sample_seed(config.seed, 0), chat=True,
-                                       messages=tuple(messages))
+                                       messages=tuple(messages), stop=rvv.pipeline.stop_strings(NO_THINKING))
         expected.add(unit_key("variants_generation", backend_key(tiny_backend), inst.id, 0, request.key()))
     assert _keys(out, "variants_generation") == expected
     assert rv.load_run(out).identity["system_prompt"] == "Be brief."

@@ -30,6 +30,7 @@ from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplars_for
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
+from robusteval.store.stages import register_stage
 from robusteval.text.thinking import (
     NO_THINKING,
     THINKING_TRUNCATED,
@@ -41,7 +42,7 @@ from robusteval.text.thinking import (
     truncation_summary,
 )
 
-STAGE = "answer_first"
+STAGE = register_stage("answer_first", summary="answer-first generations, graded")
 
 
 def read_completion(completion: str, answer_type: str) -> dict[str, Any]:

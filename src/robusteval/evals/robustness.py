@@ -42,11 +42,12 @@ from robusteval.perturbations.base import Language
 from robusteval.perturbations.spec import PerturbationSpec, target_device
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
+from robusteval.store.stages import register_stage
 from robusteval.text.thinking import truncation_summary
 
 COMMAND = "robustness"
 CLASSIFY_STAGE = "classify"
-OUTCOME_STAGE = "robustness_outcome"
+OUTCOME_STAGE = register_stage("robustness_outcome", summary="per-example outcomes on each perturbed set")
 
 
 @dataclass(frozen=True)

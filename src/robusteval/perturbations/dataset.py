@@ -21,6 +21,7 @@ from robusteval.perturbations.base import (
 )
 from robusteval.seeding import derive_random
 from robusteval.store import RunStore
+from robusteval.store.stages import register_stage
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def perturb_examples(
 
 
 
-PERTURB_STAGE = "perturbed_example"
+PERTURB_STAGE = register_stage("perturbed_example", summary="perturbed copies of examples")
 
 
 def perturb_examples_stored(

@@ -36,6 +36,7 @@ from robusteval.prompts.chat import conversation
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED, derive_seed
 from robusteval.store import RunStore, file_sha256, unit_key, write_jsonl_atomic, write_text_atomic
+from robusteval.store.stages import register_stage
 from robusteval.text.thinking import (
     NO_THINKING,
     ReasoningFormat,
@@ -61,7 +62,7 @@ from robusteval.variants.sampler import instantiate as sample_templates
 from robusteval.variants.template import LoadResult, Template, TemplateError, load_templates, split_paths
 
 COMMAND = "variants eval"
-STAGE = "variants_generation"
+STAGE = register_stage("variants_generation", summary="generations for VAR-MATH instances")
 # The usual math-eval instruction (Qwen2.5-Math, VAR-MATH): reason, then box the final answer.
 MATH_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 

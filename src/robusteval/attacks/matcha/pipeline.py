@@ -38,9 +38,10 @@ from robusteval.models.identity import backend_identity
 from robusteval.models.thinking import declared_format
 from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, load_exemplars
 from robusteval.store import RunStore, unit_key
+from robusteval.store.stages import register_stage
 from robusteval.text.thinking import ReasoningFormat, summary_format, truncation_summary
 
-OUTCOME_STAGE = "matcha_outcome"
+OUTCOME_STAGE = register_stage("matcha_outcome", summary="judged MATCHA outcomes")
 COMMAND = "attack matcha"
 
 

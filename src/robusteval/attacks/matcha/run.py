@@ -47,7 +47,11 @@ from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt
 from robusteval.runner import run_units
 from robusteval.seeding import derive_rng, derive_seed
 from robusteval.store import RunStore, unit_key
+from robusteval.store.stages import register_stage
 from robusteval.text.thinking import NO_THINKING, THINKING_TRUNCATED, ReasoningFormat, Split, split_generation
+
+CLEAN_STAGE = register_stage("matcha_clean", summary="clean generations, graded")
+ATTACK_STAGE = register_stage("matcha_attack", summary="one attacked example")
 
 #: (question, reference completion, perturbed completion) -> {"reasoning_correct": bool|None, ...}
 ReasoningJudgeFn = Callable[[list[tuple[str, str, str]]], list[dict[str, Any]]]
@@ -183,7 +187,7 @@ class MatchaRunner(AttackAdmission):
         def key_of(ex: Example) -> str:
             # A thinking target's budget and format key its answers; any other keeps the key it always had.
             thinking = (self.reasoning.record(), self.config.max_thinking_tokens) if self.thinks else ()
-            return unit_key("matcha_clean", self.backend_key, ex.id, ex.question, self.prompt.prefix,
+            return unit_key(CLEAN_STAGE, self.backend_key, ex.id, ex.question, self.prompt.prefix,
                             self.config.max_new_tokens, self.chat, self.system_prompt, *thinking)
 
         def compute(batch: list[Example]) -> list[dict[str, Any]]:
@@ -197,7 +201,7 @@ class MatchaRunner(AttackAdmission):
             return [self._graded(ex, lay, rows[i]) if fits[i] else self._too_long(ex, lay)
                     for i, (ex, lay) in enumerate(zip(batch, layouts, strict=True))]
 
-        return run_units(self.store, "matcha_clean", examples, key_of, compute, id_of=lambda e: e.id,
+        return run_units(self.store, CLEAN_STAGE, examples, key_of, compute, id_of=lambda e: e.id,
                          batch_size=self.batch_size, description="clean pass")
 
     def _graded(self, ex: Example, layout: PromptLayout, row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -272,12 +276,12 @@ class MatchaRunner(AttackAdmission):
                 self._overflow(record["id"], *prompt_sizes(record), attack=True, say=True)
 
         def key_of(record: dict[str, Any]) -> str:
-            return unit_key("matcha_attack", self.backend_key, record["id"], record["completion"], self.hyper)
+            return unit_key(ATTACK_STAGE, self.backend_key, record["id"], record["completion"], self.hyper)
 
         def compute(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return self.attack_many([by_id[record["id"]] for record in batch], batch)
 
-        return run_units(self.store, "matcha_attack", todo, key_of, compute, id_of=lambda r: r["id"],
+        return run_units(self.store, ATTACK_STAGE, todo, key_of, compute, id_of=lambda r: r["id"],
                          batch_size=self.batch_size, description=f"MATCHA {self.config.level}/{self.config.variant}")
 
     def attack_one(self, example: Example, clean: dict[str, Any]) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, load
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
+from robusteval.store.stages import register_stage
 from robusteval.text.thinking import (
     NO_THINKING,
     ReasoningFormat,
@@ -64,8 +65,8 @@ from robusteval.text.thinking import (
 
 SOURCE_COMMAND = "attack matcha"
 SOURCE_STAGE = "matcha_outcome"
-GENERATION_STAGE = "transfer_generation"
-OUTCOME_STAGE = "transfer_outcome"
+GENERATION_STAGE = register_stage("transfer_generation", summary="black-box generations on transferred prompts")
+OUTCOME_STAGE = register_stage("transfer_outcome", summary="transfer outcomes")
 KINDS = ("original", "perturbed")
 BUILTIN_SETS = ("math", "yesno")
 

@@ -35,8 +35,9 @@ from robusteval.perturbations.registry import MethodOptions, check_method_name
 from robusteval.perturbations.spec import CandidateSpec
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
+from robusteval.store.stages import register_stage
 
-STAGE = "wordimportance"
+STAGE = register_stage("wordimportance", summary="hard-label attack per example")
 CONFIDENCE_META = "wordimportance_confidence"  # the estimator a run attacks with (resolved from auto)
 COMMAND = "attack wordimportance"
 #: The patent's nine Chinese methods, in its order: what ``combined`` runs for Chinese text.
