@@ -114,6 +114,9 @@ def death_message(dead: list[Proc]) -> str:
 class LocalRay:
     """The watchdog and the reaper of a local Ray instance started by this process (see the module docstring)."""
 
+    #: The instance being watched now: :func:`translate` asks it whether a Ray error is the echo of a death.
+    active: LocalRay | None = None
+
     def __init__(self, on_death: Callable[[list[Proc]], None] | None = None) -> None:
         self._on_death = on_death or self.end_run
         self._lock = threading.Lock()
@@ -140,6 +143,23 @@ class LocalRay:
             self._pidfds[fd] = proc
         self._thread = threading.Thread(target=self._watch, name="robusteval-ray-watchdog", daemon=True)
         self._thread.start()
+        LocalRay.active = self
+
+    def claim_deaths(self, grace: float = 1.0) -> list[Proc]:
+        """The watched processes found dead within ``grace`` seconds, claimed from the watchdog (which then says
+        nothing): a worker killed by its agent's or raylet's death can surface as a Ray error in this thread
+        before the watchdog's thread runs, and the line must name the cause, once."""
+        with self._lock:
+            if self._stopped or not self._pidfds:
+                return []
+            poller = select.poll()
+            for fd in self._pidfds:
+                poller.register(fd, select.POLLIN)
+            ready = {fd for fd, _ in poller.poll(int(grace * 1000))}
+            dead = [proc for fd, proc in self._pidfds.items() if fd in ready]
+            if dead:
+                self._stopped = True  # the watchdog, woken by the same deaths, finds the run ended
+        return dead
 
     def guard(self) -> list[Proc]:
         """Hand the reaper every process of the instance now (call again after starting new workers)."""
@@ -171,6 +191,8 @@ class LocalRay:
 
     def stop_watching(self) -> None:
         """Before the instance is shut down on purpose: its processes exiting is no death then."""
+        if LocalRay.active is self:
+            LocalRay.active = None
         with self._lock:
             if self._stopped:  # its descriptors are closed (their numbers may belong to others by now)
                 return
@@ -206,6 +228,10 @@ def translate(exc: BaseException) -> UserError | None:
 
     if isinstance(exc, rex.RayTaskError):
         return None
+    local = LocalRay.active
+    dead = local.claim_deaths() if local is not None else []
+    if dead:  # the error is the echo of a death the watchdog would name: name the cause
+        return RayDied(death_message(dead))
     if isinstance(exc, rex.RayActorError):
         what = "a Ray worker died"
     elif isinstance(exc, rex.ObjectLostError):
