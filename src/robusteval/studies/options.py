@@ -7,10 +7,11 @@ Kept apart from ``cli/configflags.py`` (argparse) because a study is library cod
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from collections.abc import Mapping
 from typing import Any
+
+from robusteval.config import describe_kinds, value_kinds
 
 
 def option_fields(config_type: type) -> dict[str, tuple[tuple[str, ...], Any]]:
@@ -59,7 +60,7 @@ def instantiate(config_type: type, tree: Mapping[str, Any]) -> Any:
 def typed_value(value: Any, annotation: Any) -> Any:
     """``value`` as TOML gives it, checked against the field's annotation (lists become the comma-separated
     text the flags take, or tuples where the field holds one)."""
-    kinds = _kinds(annotation)
+    kinds = value_kinds(annotation)
     if isinstance(value, dict):
         if dict in kinds:
             return value
@@ -69,32 +70,15 @@ def typed_value(value: Any, annotation: Any) -> Any:
             return tuple(value)
         if str in kinds and all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
             return ",".join(str(v) for v in value)
-        raise ValueError(f"expected {_describe(kinds)}, got a list")
+        raise ValueError(f"expected {describe_kinds(kinds)}, got a list")
     if isinstance(value, bool):
         if bool in kinds:
             return value
-        raise ValueError(f"expected {_describe(kinds)}, got {str(value).lower()}")
+        raise ValueError(f"expected {describe_kinds(kinds)}, got {str(value).lower()}")
     if isinstance(value, int) and (int in kinds or float in kinds):
         return value if int in kinds else float(value)
     if isinstance(value, float) and float in kinds:
         return value
     if isinstance(value, str) and (str in kinds or tuple in kinds):
         return value
-    raise ValueError(f"expected {_describe(kinds)}, got {value!r}")
-
-
-def _kinds(annotation: Any) -> set[type]:
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return {k for a in typing.get_args(annotation) for k in _kinds(a)}
-    origin = typing.get_origin(annotation)
-    if origin is not None:
-        return {origin if origin in (tuple, dict) else str}
-    if annotation is type(None):
-        return set()
-    return {annotation} if annotation in (bool, int, float, str) else {str}
-
-
-def _describe(kinds: set[type]) -> str:
-    names = {bool: "true/false", int: "a whole number", float: "a number", str: "a string", tuple: "a list",
-             dict: "a table"}
-    return " or ".join(names[k] for k in (bool, int, float, str, tuple, dict) if k in kinds) or "a value"
+    raise ValueError(f"expected {describe_kinds(kinds)}, got {value!r}")
