@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from robusteval.metrics.stats import paired_difference_interval
+from robusteval.metrics.stats import is_collapsed, paired_difference_interval
 
 #: Below this many discordant pairs McNemar's p is the exact binomial one.
 EXACT_BELOW = 25
@@ -291,7 +291,7 @@ def _bootstrap_test(
         else f"{resamples - differences.size} of {resamples} resamples undefined, left out",
     )
     interval: tuple[float, float] | None = (low, high)
-    if high - low <= 1e-12:  # the runs alike on every shared example: no spread to give an interval
+    if is_collapsed(interval):  # the runs alike on every shared example: no spread to give an interval
         interval, note = None, _joined(note, "the difference never varies (no interval)")
     return PairedTest(
         "tested",
