@@ -307,7 +307,7 @@ def test_the_counting_options_are_checked_when_the_config_is_built(tmp_path: Pat
     exemplars = str(write_exemplars(tmp_path / "ex.json"))
     paper = rv.MatchaRunConfig(data=data, preset="paper", exemplars=exemplars, judge="arith+hf:judge",
                                semantic_judge="hf:judge")
-    assert paper.resolved_counting() == "authors" and paper.resolved_judge_retries() == 4
+    assert paper.resolved_counting() == "authors" and paper.resolved_judge_retries() == 10
     assert paper.hyperparameters().identity_record()["counting"] == "authors"
     assert not any("robusteval's rules" in d for d in paper.deviations("number"))
     assert any("own prompt" in d for d in paper.deviations("number"))

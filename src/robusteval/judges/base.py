@@ -416,7 +416,8 @@ def _split(text: str, sep: str) -> list[str]:
 
 
 def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING, chat: bool | None = None,
-                prompt_file: str | None = None, retries: int = 0, prompt_name: str | None = None) -> Judge:
+                prompt_file: str | None = None, retries: int = 0, prompt_name: str | None = None,
+                retry_temperature: float | None = None, unreadable: str | None = None) -> Judge:
     """Build a judge for ``task`` ("reasoning" or "semantic") from a spec (grammar in the module docstring).
 
     ``backend_loader`` turns a model spec into a backend (the CLI passes ``robusteval.models.load_backend``
@@ -425,7 +426,9 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
     endpoint, log-prob judges the raw prompt). ``prompt_file`` (``--judge-prompt``): a template file replacing
     the built-in prompt (checked by :func:`~robusteval.judges.prompt_files.load_judge_prompt` before any model
     loads; its file name labels it in the identity). ``retries`` (``--judge-retries``): re-asks of an unreadable
-    generated verdict before the judge abstains. ``prompt_name``: another built-in prompt
+    generated verdict before the judge abstains; ``retry_temperature``: their temperature (None: the judge's own);
+    ``unreadable``: what a verdict still unreadable becomes (None: an abstention; see judges.llm). ``prompt_name``:
+    another built-in prompt
     (``"reasoning_pair"``). Every LLM atom of the spec gets these; judges without a model ignore them, and a
     plug-in factory gets only the keywords it accepts.
     """
@@ -438,6 +441,10 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
         options["chat"] = chat
     if retries:
         options["retries"] = retries
+    if retry_temperature is not None:
+        options["retry_temperature"] = retry_temperature
+    if unreadable is not None and unreadable != "abstain":
+        options["unreadable"] = unreadable
     if prompt_name is not None:
         options["prompt_name"] = prompt_name
     if prompt_file is not None:

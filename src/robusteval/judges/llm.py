@@ -10,10 +10,12 @@ Reading the verdict (only ever from the judge model's own output, never from the
 * other backends (APIs): greedy generation of at most ``max_new_tokens`` (default 3) tokens; the label is read
   from the first number in the output, which must be exactly ``0`` or ``1`` (``"1"``, ``" 1."``, ``"**0**"``
   and ``"Rating: 1"`` parse; ``"10"``, ``"0.5"`` and ``"Correct"`` do not). An unreadable output is asked
-  again up to ``retries`` times (``--judge-retries``; default 0), each re-ask sampled at temperature 0.7 with
-  its own seed (1, 2, 3, ... by round), the unreadable items of a round in one batch; every attempt's text is
-  kept in ``detail["attempts"]``. Still unreadable after ``retries + 1`` asks: the judge abstains
-  ("unreadable verdict after K asks").
+  again up to ``retries`` times (``--judge-retries``; default 0), each re-ask sampled at ``retry_temperature``
+  (default 0.7; MATCHA's ``--count authors`` re-asks at 0, the same prompt, as the authors' judge does) with its
+  own seed (1, 2, 3, ... by round), the unreadable items of a round in one batch; every attempt's text is kept
+  in ``detail["attempts"]``. Still unreadable after ``retries + 1`` asks: the judge abstains ("unreadable verdict
+  after K asks"), or with ``unreadable="authors-fallback"`` says "correct" (``detail["fallback"]`` says so, the
+  reason in ``detail["unreadable"]``), as the MATCHA authors' local fallback reads every verdict.
 
 Prompts are ``string.Template`` texts (:mod:`robusteval.judges.prompt_files`): the built-in ones in
 ``judges/prompts/`` (``prompt_name``: ``reasoning``, ``reasoning_pair``, ``semantic``) or the user's own
@@ -70,6 +72,10 @@ YES, NO = " " + CHAT_YES, " " + CHAT_NO  # continuations scored after the raw pr
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 #: Re-asks of an unreadable generated verdict: sampled at this temperature, round r with seed r.
 RETRY_TEMPERATURE = 0.7
+#: What a verdict still unreadable after its re-asks becomes: an abstention, or (MATCHA --count authors, by choice)
+#: "correct", as the authors' local fallback reads it.
+UNREADABLE = ("abstain", "authors-fallback")
+AUTHORS_FALLBACK = "read as correct, as the MATCHA authors' local fallback reads every verdict ('Rating: 1')"
 #: Tokens a thinking judge may spend on its trace before its verdict (a real R1 trace runs to thousands).
 THINKING_BUDGET = 2048
 LOGPROBS_TIED = "log-probs tied or not finite"
@@ -113,9 +119,16 @@ class BinaryLLMJudge:
 
     def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None, retries: int = 0,
                  prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
-                 thinking_budget: int = THINKING_BUDGET):
+                 thinking_budget: int = THINKING_BUDGET, retry_temperature: float = RETRY_TEMPERATURE,
+                 unreadable: str = "abstain"):
         if retries < 0:
             raise UserError(f"judge retries: {retries} is negative; give 0 (ask once) or more")
+        if unreadable not in UNREADABLE:
+            raise UserError(f"judge unreadable verdicts: {unreadable!r}; choose {' or '.join(UNREADABLE)}")
+        if not math.isfinite(retry_temperature) or retry_temperature < 0:
+            raise UserError(f"judge retry temperature: {retry_temperature} is not a temperature (0 or more)")
+        self.retry_temperature = float(retry_temperature)
+        self.unreadable = unreadable
         self.backend = backend
         self.max_new_tokens = max_new_tokens
         # A reasoning model judges after its trace: read from its chat template (none for every other model).
@@ -169,6 +182,10 @@ class BinaryLLMJudge:
             # Only where re-asks happen (the generate path) and only when asked for: keys cached before
             # re-asks existed stay valid.
             **({"retries": self.retries} if self.retries and not self.uses_logprobs else {}),
+            **({"retry_temperature": self.retry_temperature}
+               if self.retries and not self.uses_logprobs and self.retry_temperature != RETRY_TEMPERATURE else {}),
+            # Only when a verdict may be read where there is none (every other key stays as it was).
+            **({"unreadable": self.unreadable} if self.unreadable != "abstain" else {}),
             # A thinking judge only (every other judge's keys stay as they were).
             **({"thinking": self.reasoning.record(),
                 **({} if self.uses_logprobs else {"thinking_budget": self.thinking_budget})}
@@ -230,7 +247,7 @@ class BinaryLLMJudge:
         raw = json.dumps({"1": lp_yes, "0": lp_no})
         detail: dict[str, Any] = {"method": "logprobs", "logprob_1": lp_yes, "logprob_0": lp_no}
         if not (math.isfinite(lp_yes) and math.isfinite(lp_no)) or lp_yes == lp_no:
-            return Verdict.abstain(self.name, raw, LOGPROBS_TIED, detail)
+            return self._no_verdict(raw, LOGPROBS_TIED, detail)
         return Verdict(lp_yes > lp_no, self.name, raw, detail)
 
     def _requests(self, items: Sequence[Any]) -> list[GenerationRequest]:
@@ -258,14 +275,14 @@ class BinaryLLMJudge:
 
     def _ask(self, items: Sequence[Any]) -> list[list[Generation]]:
         """Every item's answers, in order: the greedy first ask, then for the items still unreadable up to
-        ``retries`` re-asks, round r sampled at :data:`RETRY_TEMPERATURE` with seed r, one batch per round."""
+        ``retries`` re-asks, round r sampled at ``retry_temperature`` with seed r, one batch per round."""
         first = self._requests(items)
         attempts = [[out] for out in self.backend.generate(first)]
         for round_ in range(1, self.retries + 1):
             todo = [i for i, outs in enumerate(attempts) if not self._readable(outs[-1])]
             if not todo:
                 break
-            again = [dataclasses.replace(first[i], temperature=RETRY_TEMPERATURE, seed=round_) for i in todo]
+            again = [dataclasses.replace(first[i], temperature=self.retry_temperature, seed=round_) for i in todo]
             for i, out in zip(todo, self.backend.generate(again), strict=True):
                 attempts[i].append(out)
         return attempts
@@ -283,11 +300,18 @@ class BinaryLLMJudge:
         if split.thinking is not None:  # the verdict was read from the reply; the trace is kept beside it
             detail.update({"thinking": split.thinking, "reply": reply})
         if split.truncated:
-            return Verdict.abstain(self.name, last.text, f"{THINKING_TRUNCATED} after {self.thinking_budget} "
-                                   "thinking tokens", detail)
+            return self._no_verdict(last.text, f"{THINKING_TRUNCATED} after {self.thinking_budget} thinking tokens",
+                                    detail)
         if label is None:
-            return Verdict.abstain(self.name, last.text, unreadable(len(attempts)), detail)
+            return self._no_verdict(last.text, unreadable(len(attempts)), detail)
         return Verdict(label, self.name, last.text, detail)
+
+    def _no_verdict(self, raw: str, reason: str, detail: dict[str, Any]) -> Verdict:
+        """No verdict could be read (``reason``): an abstention, or with ``unreadable="authors-fallback"`` the
+        "correct" the MATCHA authors' local fallback always reads (labelled in ``detail``)."""
+        if self.unreadable == "authors-fallback":
+            return Verdict(True, self.name, raw, {**detail, "unreadable": reason, "fallback": AUTHORS_FALLBACK})
+        return Verdict.abstain(self.name, raw, reason, detail)
 
 
 def unreadable(asks: int) -> str:

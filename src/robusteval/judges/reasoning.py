@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from robusteval.errors import UserError
 from robusteval.judges.base import MODEL, REASONING, SEMANTIC, BackendLoader, Judge, register_judge
-from robusteval.judges.llm import BinaryLLMJudge
+from robusteval.judges.llm import RETRY_TEMPERATURE, BinaryLLMJudge
 
 
 class ReasoningJudge(BinaryLLMJudge):
@@ -25,8 +25,8 @@ class ReasoningJudge(BinaryLLMJudge):
 
 @register_judge(MODEL, summary="a model spec (hf:PATH, openai:MODEL@URL): an LLM judge with a project-written prompt")
 def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
-                 prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None
-                 ) -> Judge:
+                 prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
+                 retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain") -> Judge:
     # One factory for both roles: the role decides the prompt, the spec decides the model.
     from robusteval.judges.semantic import SemanticJudge
 
@@ -38,15 +38,16 @@ def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None
     else:
         raise UserError(f"no LLM judge for task {task!r}")
     return judge_type(load(spec), chat=chat, retries=retries, prompt_text=prompt_text, prompt_label=prompt_label,
-                      prompt_name=prompt_name)
+                      prompt_name=prompt_name, retry_temperature=retry_temperature, unreadable=unreadable)
 
 
 @register_judge("embedded", summary="an LLM judge on the shipped Gemma 3 270M (the quick-start's model; needs the "
                 "demo extra)")
 def _embedded_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
-                    prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None
-                    ) -> Judge:
+                    prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
+                    retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain") -> Judge:
     from robusteval.models.embedded import embedded_model_spec
 
     return _model_judge(task, embedded_model_spec(), load, chat=chat, retries=retries, prompt_text=prompt_text,
-                        prompt_label=prompt_label, prompt_name=prompt_name)
+                        prompt_label=prompt_label, prompt_name=prompt_name, retry_temperature=retry_temperature,
+                        unreadable=unreadable)

@@ -33,8 +33,24 @@ SUCCESS_CHECKS = ("final", "insertion-and-final")
 #: ("authors": kept answer AND (LLM judge 0 OR a false equation OR empty reasoning), their insertion procedure,
 #: over every question answered correctly before perturbation).
 COUNTINGS = ("ours", "authors")
-#: Unreadable LLM verdicts re-asked this many times under --count authors (their API path asks up to 5 times).
-AUTHORS_JUDGE_RETRIES = 4
+#: Unreadable LLM verdicts re-asked this many times under --count authors, at temperature 0 with the same prompt.
+#: Their judge re-asks without limit (IRD 321-334: ``count`` is never incremented, so ``while count < 5`` never
+#: ends on an unreadable reply); a bound is needed, and theirs for a failing request is 11 asks before their local
+#: fallback (U 42-44: ``count > 10``), so 10 re-asks: 11 asks in all. On a deterministic backend (hf, a local
+#: server at temperature 0) the same prompt gives the same reply, so the re-asks change nothing there, as in theirs.
+AUTHORS_JUDGE_RETRIES = 10
+#: Their re-asks' temperature (``args.temperature``, default 0; our own re-asks sample at 0.7).
+AUTHORS_RETRY_TEMPERATURE = 0.0
+#: What a verdict still unreadable after the re-asks counts as: "abstain" (the example is counted apart, robusteval's
+#: default under both countings) or "authors-fallback" (--count authors only): "correct", as their local fallback
+#: reads every verdict (U 42-44, IRD 273-302: the first "Rating: " of the decoded prompt is the criteria prompt's
+#: worked example's "Rating: 1").
+UNREADABLE_VERDICTS = ("abstain", "authors-fallback")
+#: How a replacement is gated under --count authors at the token level: "authors", as their code does (IRD 612,
+#: 628-630: the judge is asked about two identical strings, the span before the step, so it never sees the
+#: replacement and accepts what it accepts of an unchanged question); "corrected": the span before the step against
+#: the span with the replacement. Outside --count authors every replacement is gated against the original question.
+REPLACEMENT_GATES = ("authors", "corrected")
 
 #: Paper defaults per dataset: (top-k ratio, epsilon fraction).
 DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
@@ -80,6 +96,9 @@ class MatchaConfig:
     drift_measure: str | None = None  # what max_drift bounds: "embedding" (1 - cosine) or "char" (edit ratio)
     success_check: str = "final"  # token level: "final" or "insertion-and-final" (SUCCESS_CHECKS)
     counting: str = "ours"  # COUNTINGS: the success rule, denominators and (token level) insertion procedure
+    # --count authors at the token level only (None otherwise, and then not in the identity): how replacements are
+    # gated (authors.REPLACEMENT_GATES: their code as it is, or corrected)
+    replacement_gate: str | None = None
     # A thinking target only (None otherwise, and then not in the identity): the reasoning attacked and judged
     # (REASONING_SOURCES) and the trace's budget, on top of max_new_tokens (attacks/matcha/thinking.py).
     reasoning_source: str | None = None
@@ -104,6 +123,11 @@ class MatchaConfig:
         check_choice(self, "answer_loss", ("answer", "n3"))
         check_choice(self, "success_check", SUCCESS_CHECKS)
         check_choice(self, "counting", COUNTINGS)
+        if self.replacement_gate is not None:
+            check_choice(self, "replacement_gate", REPLACEMENT_GATES)
+            if self.counting != "authors" or self.level != "token":
+                raise ConfigError(self, "replacement_gate", "chooses between the authors' replacement gate and its "
+                                  "correction: {counting=authors} at {level=token} only")
         if self.reasoning_source is not None:
             check_choice(self, "reasoning_source", REASONING_SOURCES)
         check_at_least(self, "max_thinking_tokens", 1)
@@ -135,7 +159,7 @@ class MatchaConfig:
             del record["success_check"]
         if record["counting"] == "ours":
             del record["counting"]
-        for name in ("reasoning_source", "max_thinking_tokens"):
+        for name in ("reasoning_source", "max_thinking_tokens", "replacement_gate"):
             if record[name] is None:
                 del record[name]
         return record
@@ -165,8 +189,25 @@ class MatchaRunConfig:
                                                "$original and $perturbed")
     judge_retries: int | None = option(None, metavar="N", identity=WHEN_SET,
                                        help="re-ask an LLM judge whose verdict cannot be read up to N times (sampled "
-                                       "at temperature 0.7), then count the example apart as unjudged (default: "
+                                       "at temperature 0.7; under --count authors at temperature 0 with the same "
+                                       "prompt, as theirs, which re-asks without limit), then count it as "
+                                       "--unreadable-verdicts says (default: "
                                        f"{AUTHORS_JUDGE_RETRIES} under --count authors, else 0)")
+    unreadable_verdicts: str | None = option(None, choices=UNREADABLE_VERDICTS, metavar="abstain|authors-fallback",
+                                             identity=WHEN_SET,
+                                             help="an LLM verdict still unreadable after its re-asks: abstain (the "
+                                             "example is counted apart as unjudged; the default) or, under --count "
+                                             "authors, authors-fallback: read as 'correct', as the authors' local "
+                                             "fallback reads every verdict (their bug: it reads the prompt's "
+                                             "'Rating: 1')")
+    replacement_gate: str | None = option(None, choices=REPLACEMENT_GATES, metavar="authors|corrected",
+                                          identity=WHEN_SET,
+                                          help="--count authors, token level: how each replacement is gated: "
+                                          "authors (their code: the semantic judge is asked about the question "
+                                          "before the step twice, so it never sees the replacement; the default "
+                                          "there) or corrected (the question before the step against the question "
+                                          "with the replacement). Outside --count authors every replacement is "
+                                          "gated against the original question")
     counting: str | None = option(None, choices=COUNTINGS, flag="--count", metavar="ours|authors",
                                   identity=WHEN_SET,
                                   help="ours: the reasoning judge's verdict alone, over attacked examples whose clean "
@@ -269,6 +310,12 @@ class MatchaRunConfig:
             if self.variant == "gcg-suffix":
                 raise ConfigError(self, "variant", "gcg-suffix appends a suffix; {counting=authors} inserts one token "
                                   "at a time inside the question (use another variant or {counting=ours})")
+        if self.unreadable_verdicts == "authors-fallback" and self.resolved_counting() != "authors":
+            raise ConfigError(self, "unreadable_verdicts", "authors-fallback counts what the authors' buggy fallback "
+                              "reads; it is for {counting=authors} only (robusteval's counting abstains)")
+        if self.replacement_gate is not None and (self.resolved_counting() != "authors" or self.level != "token"):
+            raise ConfigError(self, "replacement_gate", "chooses between the authors' replacement gate and its "
+                              "correction: {counting=authors} at the token level only")
         if self.level == "embedding":
             if self.variant not in ("full", "cot-loss-only"):
                 raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} "
@@ -300,6 +347,20 @@ class MatchaRunConfig:
             return self.judge_retries
         return AUTHORS_JUDGE_RETRIES if self.resolved_counting() == "authors" else 0
 
+    def resolved_retry_temperature(self) -> float | None:
+        """The temperature of the re-asks: theirs (0) under --count authors, else None (the judge's own, 0.7)."""
+        return AUTHORS_RETRY_TEMPERATURE if self.resolved_counting() == "authors" else None
+
+    def resolved_unreadable(self) -> str:
+        """What a verdict still unreadable after its re-asks counts as (:data:`UNREADABLE_VERDICTS`)."""
+        return self.unreadable_verdicts or "abstain"
+
+    def resolved_replacement_gate(self) -> str | None:
+        """The replacement gate of --count authors at the token level (their code's unless corrected), else None."""
+        if self.resolved_counting() != "authors" or self.level != "token":
+            return None
+        return self.replacement_gate or "authors"
+
     def hyperparameters(self, target_answer: str | None = None, *, thinks: bool = False) -> MatchaConfig:
         """The attack's resolved hyper-parameters (dataset defaults filled in); ``thinks``: the target writes a
         trace, so the reasoning source and the trace's budget are resolved too."""
@@ -317,6 +378,7 @@ class MatchaRunConfig:
             success_check=self.success_check or ("insertion-and-final" if self.preset == "paper"
                                                  and self.level == "token" else "final"),
             counting=self.resolved_counting(),
+            replacement_gate=self.resolved_replacement_gate(),
             reasoning_source=(self.reasoning_source or DEFAULT_REASONING_SOURCE) if thinks else None,
             max_thinking_tokens=self.thinking_budget() if thinks else None,
         )
@@ -407,6 +469,18 @@ class MatchaRunConfig:
             out.append("prompted through the chat template (the paper prompts the raw model)")
         if hyper.max_drift is not None:
             out.append(f"perturbations bounded by --max-drift {hyper.max_drift} ({hyper.drift_measure} measure)")
+        if authors:
+            retries = self.resolved_judge_retries()
+            read = ("counted apart as unjudged" if self.resolved_unreadable() == "abstain" else
+                    "read as 'correct', as the authors' local fallback reads every verdict")
+            out.append(f"an LLM verdict still unreadable after {retries} re-asks at temperature 0 is {read} (the "
+                       "authors' judge re-asks without limit)")
+        if hyper.replacement_gate == "authors":
+            out.append("replacements gated as the authors' code gates them: the semantic judge compares two "
+                       "identical strings and never sees the replacement (the paper gates every perturbation)")
+        elif hyper.replacement_gate == "corrected":
+            out.append("replacements gated against the question before the step (corrected: the authors' code "
+                       "compares two identical strings)")
         if hyper.level == "token" and hyper.variant != "random-insert" and hyper.success_check == "final":
             out.append("success judged only after the last step (the authors' implementation, behind the published "
                        "tables, also judges right after the insertions: --success-check insertion-and-final)")

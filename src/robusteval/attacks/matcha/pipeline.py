@@ -121,19 +121,23 @@ def reasoning_spec_for(spec: str, counting: str) -> str:
 
 def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load: Callable[[str], Backend], *,
                   chat: bool = False, counting: str = "ours", retries: int = 0, reasoning_prompt: str | None = None,
-                  semantic_prompt: str | None = None) -> tuple[Any, Any, dict[str, str]]:
+                  semantic_prompt: str | None = None, retry_temperature: float | None = None,
+                  unreadable: str | None = None) -> tuple[Any, Any, dict[str, str]]:
     """Adapters from the judges package to the attack runner; every model verdict is cached in ``store``.
     ``chat`` asks LLM judges through their chat template (unset: as the judges always asked, see judges.llm).
     ``counting="authors"`` ORs ``arith`` into the reasoning judge and, without a prompt file, asks robusteval's
-    reasoning-only prompt (the authors' judge sees no question); ``retries`` re-asks unreadable LLM verdicts."""
+    reasoning-only prompt (the authors' judge sees no question); ``retries`` re-asks unreadable LLM verdicts (at
+    ``retry_temperature``, None: the judge's own), and ``unreadable`` says what a reasoning verdict still unreadable
+    becomes (None: an abstention; an unreadable semantic verdict always rejects)."""
     mode = True if chat else None
     authors = counting == "authors"
     reasoning = with_cache(build_judge(reasoning_spec_for(reasoning_spec, counting), load, task=REASONING, chat=mode,
                                        prompt_file=reasoning_prompt, retries=retries,
-                                       prompt_name="reasoning_pair" if authors and not reasoning_prompt else None),
+                                       prompt_name="reasoning_pair" if authors and not reasoning_prompt else None,
+                                       retry_temperature=retry_temperature, unreadable=unreadable),
                            store)
     semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC, chat=mode, prompt_file=semantic_prompt,
-                                      retries=retries), store)
+                                      retries=retries, retry_temperature=retry_temperature), store)
 
     def judge_reasoning(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
         verdicts = reasoning.judge([ReasoningItem(q, ref, cand) for q, ref, cand in items])
@@ -206,7 +210,8 @@ def attack_matcha(
         judge_reasoning, judge_semantic, judge_names = matcha_judges(
             run, config.judge, config.semantic_judge, load, chat=config.judge_chat,
             counting=config.resolved_counting(), retries=config.resolved_judge_retries(),
-            reasoning_prompt=config.judge_prompt, semantic_prompt=config.semantic_judge_prompt)
+            reasoning_prompt=config.judge_prompt, semantic_prompt=config.semantic_judge_prompt,
+            retry_temperature=config.resolved_retry_temperature(), unreadable=config.resolved_unreadable())
         judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
         classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
         if classifier is not None:
@@ -235,6 +240,11 @@ def attack_matcha(
                                    runner, notes, error_classifier=classifier)
         summary["preset"] = config.preset
         summary["judge_retries"] = config.resolved_judge_retries()
+        summary["unreadable_verdicts"] = config.resolved_unreadable()
+        if config.resolved_counting() == "authors":  # how the authors' steps were taken (their code, or corrected)
+            summary["judge_retry_temperature"] = config.resolved_retry_temperature()
+            if hyper.replacement_gate is not None:
+                summary["replacement_gate"] = hyper.replacement_gate
         summary["flags"] = rate_flags(config.judge, config.semantic_judge)
         summary["deviations_from_paper"] = config.deviations(examples[0].answer_type)
         if thinks:

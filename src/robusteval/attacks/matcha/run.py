@@ -18,8 +18,10 @@ import torch
 
 from robusteval.attacks.matcha.admission import AttackAdmission, prompt_sizes
 from robusteval.attacks.matcha.authors import (
+    authors_first_slot,
     authors_reasoning,
     authors_verdicts,
+    gate_view,
     vocabulary_ids,
 )
 from robusteval.attacks.matcha.config import DEFAULT_ATTACK_TOKENS, MatchaConfig
@@ -136,6 +138,14 @@ class MatchaRunner(AttackAdmission):
         if not self.authors_insertion:
             return layout
         return PromptLayout(layout.prefix, layout.head, [*layout.question, *layout.tail], [])
+
+    @property
+    def replacement_gate(self) -> str:
+        """How a replacement is gated (token.TokenAttackConfig): ours against the original question; under the
+        authors' insertions their gate unless the config says corrected."""
+        if not self.authors_insertion:
+            return "original"
+        return self.config.replacement_gate or "authors"
 
     def _decode(self, rows: Sequence[tuple[list[int], Any]]) -> list[Any]:
         """Greedy completions (cut at the stop strings) of (prefix ids, suffix ids or embeddings [L, H]) rows;
@@ -375,12 +385,17 @@ class MatchaRunner(AttackAdmission):
         originals = [self.backend.decode(list(layout.question)).strip() for layout in layouts]
         verdicts: list[list[dict[str, Any]]] = [[] for _ in examples]  # each example's semantic verdicts
         generated: dict[tuple[int, tuple[int, ...]], Any] = {}  # the insertion checkpoints' completions
+        checkpoints: dict[int, str] = {}  # what the judge read of each example's insertion-checkpoint completion
+
+        # What the gate reads of a span: all of it, or (the authors' insertions) all but its last two tokens, as
+        # theirs decodes it (IRD 509, 521, 612).
+        view = gate_view if self.authors_insertion else list
 
         def gate(asked: list[tuple[int, Gate]]) -> list[tuple[bool, dict[str, Any]]]:
-            texts = [self.backend.decode(g.ids).strip() for _, g in asked]
+            texts = [self.backend.decode(view(g.ids)).strip() for _, g in asked]
             # What each edit is compared with: the original question, or (the authors' insertions) the span as it
-            # was before this token.
-            befores = [examples[i].question if g.against is None else self.backend.decode(g.against).strip()
+            # was before this token or this step (their replacement gate: see --replacement-gate).
+            befores = [examples[i].question if g.against is None else self.backend.decode(view(g.against)).strip()
                        for i, g in asked]
             drifts: list[float | None] = [None] * len(asked)
             if cfg.max_drift is not None:
@@ -422,14 +437,19 @@ class MatchaRunner(AttackAdmission):
                 # An abstention decides nothing here: the attack goes on, and the final judgement counts it apart
                 # if the judge abstains there too.
                 out[k] = "success" if verdict.get("reasoning_correct") is False else None
+            for (i, _), row in zip(asked, rows, strict=True):  # what the final check cuts the reasoning after
+                checkpoints[i] = self.judged(row.text, self.read(row.text, examples[i])[1])
             return out
 
         steps = []
         for example, clean, objective, layout in zip(examples, cleans, objectives, layouts, strict=True):
+            authors = self.authors_insertion
             attack_config = TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps,
                                               cfg.n_candidates, cfg.max_redraws, cfg.success_check,
-                                              insertion="authors" if self.authors_insertion else "words",
-                                              trigger_tokens=len(clean["tail_ids"]) if self.authors_insertion else 0)
+                                              insertion="authors" if authors else "words",
+                                              trigger_tokens=len(clean["tail_ids"]) if authors else 0,
+                                              first_slot=authors_first_slot(self.backend, self.prompt, layout)
+                                              if authors else 0, replacement_gate=self.replacement_gate)
             slots = None if self.authors_insertion else word_boundaries(self.backend.decode, clean["question_ids"])
             steps.append(token_attack_steps(objective, list(layout.question), self.allowed_tokens, attack_config,
                                             derive_rng(cfg.seed, "matcha-token", example.id), slots=slots))
@@ -466,6 +486,9 @@ class MatchaRunner(AttackAdmission):
                                             record["question_span"][0] + len(result.question_ids)],
                 "steps": result.steps,
             })
+            if result.decided_at == "final" and i in checkpoints and self.config.counting == "authors":
+                # Their final check cuts the reasoning after the checkpoint completion's answer sentence.
+                record["checkpoint_judged_text"] = checkpoints[i]
             # Decided at the insertion checkpoint: its generation is the final one (greedy, the same ids).
             row = generated.get((i, tuple(result.question_ids)))
             suffixes[i] = Generated(row) if row is not None else layouts[i].head + result.question_ids + layouts[i].tail
@@ -502,15 +525,18 @@ class MatchaRunner(AttackAdmission):
         return suffixes
 
     # ------------------------------------------------------------------ judging
-    def perturbed_verdicts(self, items: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    def perturbed_verdicts(self, items: Sequence[tuple[str, str, str]],
+                           sentences_from: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
         """The reasoning verdicts of (question, clean completion, perturbed completion) items.
 
         Ours: the reasoning judge reads the question and both full completions. The authors' (--count authors):
-        it reads only the reasoning after each answer (:func:`.authors.reasoning_after_answer`), and an empty
-        reasoning on either side is judged wrong without asking (their ``auto_rater_gpt`` returns 0)."""
+        it reads only the reasoning after the clean completion's answer sentence (after that of
+        ``sentences_from[k]`` where given: their final check's, the insertion checkpoint's completion;
+        :func:`.authors.authors_verdicts`), and an empty reasoning on either side is judged wrong without asking
+        (their ``auto_rater_gpt`` returns 0)."""
         if self.config.counting != "authors":
             return self.reasoning_judge(list(items)) if items else []
-        return authors_verdicts(items, self.reasoning_judge)
+        return authors_verdicts(items, self.reasoning_judge, sentences_from)
 
     def judge(self, attacked: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Judge every attacked example's clean reasoning, and the perturbed reasoning where the answer was kept
@@ -536,7 +562,8 @@ class MatchaRunner(AttackAdmission):
         verdicts = self.reasoning_judge([clean_item(r) for r in judged_clean]) if judged_clean else []
         clean_of = dict(zip((r["id"] for r in judged_clean), verdicts, strict=True))
         perturbed_of = dict(zip((r["id"] for r in kept), self.perturbed_verdicts(
-            [(r["clean_question"], text(r, "clean"), text(r, "perturbed")) for r in kept]), strict=True))
+            [(r["clean_question"], text(r, "clean"), text(r, "perturbed")) for r in kept],
+            [r.get("checkpoint_judged_text") for r in kept]), strict=True))
         out = []
         for record in attacked:
             if record.get("skipped"):

@@ -55,6 +55,11 @@ class TokenAttackConfig:
     # "authors": one whole-vocabulary token at a time over question and trigger, gated each (attacks/matcha/authors.py)
     insertion: str = "words"
     trigger_tokens: int = 0  # "authors": how many trailing tokens of the edited span are the answer trigger
+    first_slot: int = 0  # "authors": the first span index they may insert before (authors.first_slot)
+    # What a replacement is gated against: "original" (the original question, ours); under the authors'
+    # insertions "authors" (their code: the span before the step against itself) or "corrected" (the span
+    # before the step against the span with the replacement); see authors.REPLACEMENT_GATES
+    replacement_gate: str = "original"
 
 
 @dataclass
@@ -147,9 +152,9 @@ def token_attack_steps(
     allowed_ids = allowed.tolist()  # sampled on the host; the tensor goes where the scores are
     if config.insertion == "authors":
         n_insert = insertion_count(config.insert_ratio, len(question_ids) - config.trigger_tokens,
-                                   config.trigger_tokens)
+                                   config.trigger_tokens, config.first_slot)
         ids, inserted, draws = yield from authors_insertions(list(question_ids), n_insert, allowed_ids, rng,
-                                                             config.max_redraws, decode)
+                                                             config.max_redraws, decode, config.first_slot)
         if not inserted:
             return TokenAttackResult(list(question_ids), [], [], insertions=draws,
                                      skipped=f"the semantic judge rejected all {len(draws)} random insertions")
@@ -187,6 +192,7 @@ def token_attack_steps(
     k = max(1, math.ceil(config.topk_ratio * len(inserted)))
     replaced: set[int] = set()
     for step in range(config.steps):
+        before = list(ids)  # the span as the step found it (the authors' gates compare with it)
         grad, terms = yield Gradient(ids)
         record: dict[str, Any] = {
             "step": step,
@@ -232,7 +238,7 @@ def token_attack_steps(
         for position, (loss, token) in ranked:
             proposal = list(ids)
             proposal[position] = token
-            accepted, verdict = yield Gate(proposal)
+            accepted, verdict = yield _replacement_gate(proposal, before, config.replacement_gate)
             record["proposals"].append(
                 {"position": position, "old": ids[position], "new": token, "old_text": decode([ids[position]]),
                  "new_text": decode([token]), "loss": loss, "accepted": accepted, "semantic": verdict}
@@ -245,6 +251,19 @@ def token_attack_steps(
     result.replaced_positions = sorted(replaced)
     result.steps.append({"step": config.steps, "loss": _loss_record((yield Score([ids])))})
     return result
+
+
+def _replacement_gate(proposal: list[int], before: list[int], kind: str) -> Gate:
+    """The gate of one replacement: against the original question (ours), or under the authors' insertions the
+    span before the step against the span with the replacement ("corrected") or against itself ("authors": their
+    gate never sees the replacement)."""
+    if kind == "original":
+        return Gate(proposal)
+    if kind == "corrected":
+        return Gate(proposal, against=before)
+    if kind == "authors":
+        return Gate(before, against=before)
+    raise ValueError(f"unknown replacement gate {kind!r}")
 
 
 def edit_spans(
