@@ -110,6 +110,38 @@ class SourceRun:
     def max_new_tokens(self) -> int:
         return int((self.identity.get("config") or {}).get("max_new_tokens") or 256)
 
+    @property
+    def counting(self) -> str:
+        """How the source run counted outcomes (``--count``): its judge rule and judge input are the transfer's."""
+        return str((self.identity.get("config") or {}).get("counting") or "ours")
+
+    @property
+    def judge_retries(self) -> int:
+        """The source run's re-asks of an unreadable LLM verdict (its ``--judge-retries``, else its counting's)."""
+        from robusteval.attacks.matcha.config import AUTHORS_JUDGE_RETRIES
+
+        stored = self.identity.get("judge_retries")
+        if stored is not None:
+            return int(stored)
+        return AUTHORS_JUDGE_RETRIES if self.counting == "authors" else 0
+
+    @property
+    def retry_temperature(self) -> float | None:
+        from robusteval.attacks.matcha.config import AUTHORS_RETRY_TEMPERATURE
+
+        return AUTHORS_RETRY_TEMPERATURE if self.counting == "authors" else None
+
+    @property
+    def judge_prompt(self) -> str | None:
+        """The source run's ``--judge-prompt`` file, if it had one (its judge asks it here too)."""
+        stored = self.identity.get("judge_prompt")
+        return None if stored is None else str(stored)
+
+    @property
+    def unreadable(self) -> str:
+        """What the source run counted a verdict still unreadable as (``--unreadable-verdicts``)."""
+        return str(self.identity.get("unreadable_verdicts") or "abstain")
+
 
 def resolve_exemplars(identity: dict[str, Any], override: str | None = None) -> tuple[ExemplarSet, str]:
     """The source run's exemplar set, checked against its stored prefix hash.
@@ -308,8 +340,15 @@ class TransferRunner:
                 "source_perturbed_answer": item.source.get("perturbed_answer"),
             })
         to_judge = [r for r in rows if r["original_correct"] and r["answer_kept"]]
-        items = [_judged_item(r) for r in to_judge]
-        verdicts = self.reasoning_judge([(i.question, i.reference, i.candidate) for i in items]) if items else []
+        items = [(i.question, i.reference, i.candidate) for i in map(_judged_item, to_judge)]
+        if self.source.counting == "authors":
+            from robusteval.attacks.matcha.authors import authors_verdicts
+
+            # The source run's judge input: the reasoning after the answer sentence (the original completion's,
+            # as its clean one), an empty one wrong without asking (attacks/matcha/authors.py).
+            verdicts = authors_verdicts(items, self.reasoning_judge) if items else []
+        else:
+            verdicts = self.reasoning_judge(items) if items else []
         by_id = {r["id"]: v for r, v in zip(to_judge, verdicts, strict=True)}
         out = []
         for row in rows:
@@ -357,6 +396,10 @@ def transfer_summary(
         "source_variant": config.get("variant"),
         "source_target_answer": config.get("target_answer"),
         "source_judge": identity.get("judge"),
+        # The source run's counting decides the judge rule and input, its re-asks and unreadable verdicts.
+        "counting": source.counting,
+        "judge_retries": source.judge_retries,
+        "unreadable_verdicts": source.unreadable,
         "n_source_successes": source.n_successes,
         "model": model,
         "temperature": temperature,
@@ -483,7 +526,10 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
         def load(spec: str) -> Backend:
             return backend if spec == backend.name else (load_judge or load_backend)(spec)
 
-        judge_reasoning, _, names = matcha_judges(run, judge_spec, "none", load, chat=config.judge_chat)
+        judge_reasoning, _, names = matcha_judges(
+            run, judge_spec, "none", load, chat=config.judge_chat, counting=source.counting,
+            retries=source.judge_retries, retry_temperature=source.retry_temperature, unreadable=source.unreadable,
+            reasoning_prompt=source.judge_prompt)
         judge_names = {"reasoning": names["reasoning"]}
         classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
         if classifier is not None:
