@@ -16,7 +16,12 @@ from typing import Any
 
 import pytest
 
-from robusteval.attacks.matcha.authors import authors_first_slot, authors_verdicts, insertion_count, insertion_slots
+from robusteval.attacks.matcha.authors import (
+    authors_first_slot,
+    authors_verdicts,
+    insertion_count,
+    insertion_slots,
+)
 from robusteval.judges import ArithmeticJudge, ReasoningItem
 from robusteval.store import RunStore
 
@@ -213,3 +218,91 @@ def test_an_abstaining_checkpoint_verdict_is_no_success(tiny_trained_dir: Path, 
     for record in records:
         if record["decided_at"] == "insertion":
             assert record["steps"][0]["checkpoint"] == "wrong"
+
+
+# ------------------------------------------------------------------------------------------ item 2: unreadable
+@pytest.mark.parametrize("unreadable", ["abstain", "authors-fallback"])
+def test_an_unreadable_judge_is_re_asked_at_temperature_0_then_counted_as_chosen(
+        tiny_backend: Any, tmp_path: Path, unreadable: str) -> None:
+    """The judge --count authors builds (pipeline.matcha_judges with the config's resolved values) on the real tiny
+    model behind a generate-only window: it never writes a lone 0 or 1, so every ask is unreadable."""
+    import robusteval as rv
+    from robusteval.attacks.matcha.pipeline import matcha_judges
+
+    sys_path_helpers()
+    from test_judges_retries_prompts import GenerateOnly  # type: ignore[import-not-found]
+
+    data = rv.DataSpec("jsonl", SAMPLE, limit=4, answer_type="number")
+    config = rv.MatchaRunConfig(data=data, counting="authors", judge="hf:judge", unreadable_verdicts=unreadable)
+    window = GenerateOnly(tiny_backend)
+    judge, _, _ = matcha_judges(RunStore.open(tmp_path / "run"), config.judge, "none", lambda spec: window,
+                                counting="authors", retries=config.resolved_judge_retries(),
+                                retry_temperature=config.resolved_retry_temperature(),
+                                unreadable=config.resolved_unreadable())
+    (verdict,) = judge([("q", "9 x 2 = 18.", "So she makes 18 dollars.")])
+    retries = config.resolved_judge_retries()
+    assert retries == 10 and len(window.batches) == retries + 1
+    prompts = {r.prompt for batch in window.batches for r in batch}
+    assert len(prompts) == 1  # the same prompt every time, as theirs
+    assert all(r.temperature == 0.0 for batch in window.batches for r in batch)
+    (llm,) = [m for m in verdict["detail"]["members"] if m["judge"].startswith("llm:")]
+    assert len(llm["detail"]["attempts"]) == retries + 1
+    if unreadable == "abstain":
+        assert llm["label"] is None and verdict["reasoning_correct"] is None  # arith abstains too: no equation
+    else:  # their local fallback's "Rating: 1", labelled
+        assert llm["label"] is True and "fallback" in llm["detail"] and verdict["reasoning_correct"] is True
+        assert "unreadable verdict after 11 asks" in llm["detail"]["unreadable"]
+    label = "counted apart" if unreadable == "abstain" else "read as 'correct'"
+    assert any(label in d and "10 re-asks at temperature 0" in d for d in config.deviations("number"))
+    assert rv.MatchaRunConfig(data=data).resolved_retry_temperature() is None  # ours: as before (0.7)
+
+
+def sys_path_helpers() -> None:
+    import sys
+
+    judges_tests = str(Path(__file__).resolve().parents[1] / "judges")
+    if judges_tests not in sys.path:
+        sys.path.insert(0, judges_tests)
+
+
+# ------------------------------------------------------------------------------------------ item 9: transfer
+class Answers7:
+    """The real tiny model behind a window that opens every reply with "The answer is 7. " (so both questions are
+    answered correctly and the judge is asked; the judge input is under test, not the model)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+        self.capabilities = inner.capabilities
+
+    def generate(self, requests: Any) -> Any:
+        from dataclasses import replace
+
+        return [replace(out, text="The answer is 7. " + out.text) for out in self.inner.generate(requests)]
+
+
+@pytest.mark.parametrize("counting", ["ours", "authors"])
+def test_transfer_judges_as_its_source_run_counted(tiny_backend: Any, tmp_path: Path, counting: str) -> None:
+    from robusteval.attacks.matcha.authors import authors_reasoning
+    from robusteval.attacks.matcha.transfer import SourceRun, TransferItem, TransferRunner
+    from robusteval.prompts.answer_first import default_exemplars
+
+    config = {"level": "token", "max_new_tokens": 12, **({"counting": "authors"} if counting == "authors" else {})}
+    source = SourceRun(tmp_path, {"config": config, "judge": "hf:judge"}, default_exemplars("number"), "math",
+                       "number", [TransferItem("a", "Tom has 3 apples and gets 4. How many?",
+                                               "Tom has 3 apples and gets 4 ok. How many?", "7", {})], 1, 1)
+    assert source.counting == counting
+    assert source.judge_retries == (10 if counting == "authors" else 0)
+    assert source.retry_temperature == (0.0 if counting == "authors" else None)
+    judge, asked = recording_judge()
+    runner = TransferRunner(Answers7(tiny_backend), RunStore.open(tmp_path / "out"), source, reasoning_judge=judge,
+                            max_new_tokens=12)
+    (row,) = runner.outcomes()
+    assert row["original_correct"] and row["answer_kept"] and len(asked) == 1
+    (_, reference, candidate) = asked[0]
+    if counting == "authors":  # the reasoning after the original completion's answer sentence, as in the attack
+        assert reference == authors_reasoning(row["original_completion"])
+        assert candidate == authors_reasoning(row["perturbed_completion"], row["original_completion"])
+        assert not reference.startswith("The answer is") and row["reasoning"]["authors"]
+    else:
+        assert (reference, candidate) == (row["original_completion"], row["perturbed_completion"])
