@@ -20,7 +20,7 @@ from robusteval.models.tiny import tiny_nli_pairs
 pytestmark = needs_modules("pypinyin")  # C-homophone
 
 
-def attack(tiny_nli_dir: Path, data: Path, out: Path, method: str) -> None:
+def attack(tiny_nli_dir: Path, data: Path, out: Path, method: str, limit: int = 10) -> None:
     assert (
         main(
             [
@@ -35,7 +35,7 @@ def attack(tiny_nli_dir: Path, data: Path, out: Path, method: str) -> None:
                 "--data-file",
                 str(data),
                 "--limit",
-                "10",
+                str(limit),
                 "--method",
                 method,
                 "--rates",
@@ -116,3 +116,29 @@ def test_n_counts_each_question_once_over_the_methods(
     assert fallback["ors"][model] == pytest.approx(report["ors"][model])
     assert "C-pinyin: no stored records (results.sqlite)" in fallback["fallback"][model]
     assert re.search(r"note: ORS of .*: no question ids \(C-pinyin: no stored records", printed)
+    # Records that disagree with the summary (the run redone with --limit 4 in the same directory: its store keeps
+    # all 10 examples, its summary counts 4): the records cannot say which questions the summary counts.
+    attack(tiny_nli_dir, data, runs[1], "C-pinyin", limit=4)
+    capsys.readouterr()
+    assert main(["ors", *map(str, runs), "--out", str(tmp_path / "ors-limit"), "--bootstrap", "300"]) == 0
+    limited = json.loads((tmp_path / "ors-limit" / "ors.json").read_text("utf-8"))
+    assert limited["n_by_method"][model]["C-pinyin"] == summary(runs[1])["n_attacked"] < len(attacked[runs[1]]), \
+        "the first 4 pairs should hold fewer attacked questions than all 10, or this checks nothing"
+    assert limited["resampling"][model] == "examples-per-run"
+    assert f"its {len(attacked[runs[1]])} stored attacked records disagree with summary.json's counts" \
+        in limited["fallback"][model]
+
+
+def test_runs_on_different_data_share_no_question(
+    tiny_nli_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two data files whose examples have the same ids (ocnli-0 ... ocnli-9) but are other questions.
+    runs = [tmp_path / "wi-a", tmp_path / "wi-b"]
+    for out, seed, method in zip(runs, (7, 8), ("C-homophone", "C-pinyin"), strict=True):
+        attack(tiny_nli_dir, write_ocnli(tmp_path / f"dev-{seed}.json", tiny_nli_pairs(10, seed=seed)), out, method)
+    attacked = [[r["id"] for r in records(out, "wordimportance") if r["status"] != "skipped"] for out in runs]
+    assert set(attacked[0]) & set(attacked[1]), "the two files should share some attacked ids"
+    assert main(["ors", *map(str, runs), "--out", str(tmp_path / "ors"), "--bootstrap", "200"]) == 0
+    report = json.loads((tmp_path / "ors" / "ors.json").read_text("utf-8"))
+    model = summary(runs[0])["model"]
+    assert report["n"][model] == len(attacked[0]) + len(attacked[1])

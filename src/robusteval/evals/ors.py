@@ -148,7 +148,8 @@ def attacked_matrix(summary: dict[str, Any], keys: Sequence[str], run_dir: str |
 
 
 def run_outcomes(summary: dict[str, Any], keys: Sequence[str], run_dir: str | os.PathLike[str]) -> RunOutcomes:
-    """The run's attacked examples with their question ids and outcomes at every rate, from its stored records.
+    """The run's attacked examples with their questions and outcomes at every rate, from its stored records (a
+    question: the example id within the run's data file, by its hash).
 
     Where the records cannot give them (no store, records without a question id, or records that disagree with
     the summary's counts, as after a rerun with another ``--limit`` in the same directory), the outcomes come
@@ -165,6 +166,8 @@ def run_outcomes(summary: dict[str, Any], keys: Sequence[str], run_dir: str | os
     try:
         with RunStore.open_existing(run_dir) as store:
             stored = store.records(STAGE)
+            # A question is its id in its data file: runs on different files share no question.
+            data = str(store.identity.get("data_sha256") or store.identity.get("data_file") or "")
     except UserError as exc:
         return fallback(f"stored records unreadable ({exc})")
     attacked = [r for r in stored if r.get("status") != "skipped"]
@@ -178,7 +181,7 @@ def run_outcomes(summary: dict[str, Any], keys: Sequence[str], run_dir: str | os
     if matrix.shape != counted.shape or matrix.sum(axis=0).tolist() != counted.sum(axis=0).tolist():
         return fallback(f"its {len(attacked)} stored attacked records disagree with {SUMMARY_NAME}'s counts "
                         f"({counted.shape[0]} attacked)")
-    return RunOutcomes(matrix, tuple(str(r["id"]) for r in attacked))
+    return RunOutcomes(matrix, tuple(f"{data}\x00{r['id']}" for r in attacked))
 
 
 def success_table(
