@@ -22,8 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Reads the summary.json of `robusteval attack wordimportance` runs (several models and "
         "methods, the same perturbation rates), takes each attack success rate u_ij(alpha_k) in percent and "
         "computes the OAD lambda_ij, the global amplification beta (decision function h(z), capped at 100), "
-        "rs_ij and each model's ORS (mean over methods), with n (attacked examples) and a bootstrap interval over "
-        "the attacked examples (a warning below --min-attacked). " + RECONSTRUCTION_NOTE,
+        "rs_ij and each model's ORS (mean over methods), with n (the distinct questions attacked) and a bootstrap "
+        "interval over those questions, all methods of a question together, read from the runs' records (a run "
+        "whose records carry no question id falls back to resampling its examples on their own, and the output "
+        "says so; a warning below --min-attacked). " + RECONSTRUCTION_NOTE,
         example="robusteval ors runs/wi-modelA-homophone runs/wi-modelA-synonym \\\n"
         "    runs/wi-modelB-homophone runs/wi-modelB-synonym --out runs/ors",
     )
@@ -41,9 +43,14 @@ def run(args: argparse.Namespace) -> int:
     report = ors(config)
     rows = [{**row, "ORS": format_rate(row["ORS"], row["ci95"], digits=2, n=row["n"])} for row in report.rows()]
     print_summary_table(f"ORS (beta={report.result.beta}, q={config.q:g}, eta={config.eta:g}; rs per method; ORS "
-                        "with its 95% bootstrap interval over the attacked examples, n = attacked examples)",
-                        rows, ["model", *report.methods, "ORS"])
-    for block in report.intervals.values():
+                        "with its 95% bootstrap interval over the questions, all methods of a question together; "
+                        "n = distinct questions attacked)", rows, ["model", *report.methods, "ORS"])
+    for model, block in report.intervals.items():
+        if len(set(block["n_by_method"].values())) > 1:
+            print(f"n of {model}: {block['n']} distinct questions; attacked per method: "
+                  + ", ".join(f"{m} {n}" for m, n in block["n_by_method"].items()))
+        if block["fallback"]:
+            print(f"note: ORS of {model}: {block['fallback']} (n={block['n']}: {block['n_unit']})")
         if block["warning"]:
             print(f"warning: {block['warning']}")
     print(RECONSTRUCTION_NOTE)

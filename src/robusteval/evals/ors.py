@@ -2,7 +2,8 @@
 
 Reads each run's ``summary.json``, checks that the runs fit together (same perturbation rates, each
 (model, method) once), builds the success-rate table u_ij(α_k) in percent and applies the formulas of
-:mod:`robusteval.metrics.ors`. No model is loaded, and nothing here imports torch::
+:mod:`robusteval.metrics.ors`; the interval resamples questions, read with their outcomes from each run's
+stored records (:func:`run_outcomes`). No model is loaded, and nothing here imports torch::
 
     import robusteval as rv
 
@@ -32,12 +33,13 @@ from robusteval.metrics.ors import (
     Q_DEFAULT,
     SOURCE,
     OrsResult,
+    RunOutcomes,
     ors_intervals,
     ors_scores,
     success_matrix,
 )
 from robusteval.seeding import DEFAULT_SEED, derive_seed
-from robusteval.store import SUMMARY_NAME, write_text_atomic
+from robusteval.store import DB_NAME, SUMMARY_NAME, RunStore, write_text_atomic
 
 OUTPUT_NAME = "ors.json"
 
@@ -53,7 +55,8 @@ class OrsConfig:
     eta: float = option(ETA_DEFAULT, help="the score scale eta")
     beta_cap: int = option(BETA_CAP, help="largest amplification beta")
     out: str | None = option(None, metavar="DIR", help="where to write ors.json")
-    bootstrap: int = option(2000, help="bootstrap resamples of the attacked examples for each ORS's interval")
+    bootstrap: int = option(2000, help="bootstrap resamples of the attacked questions (all methods of a question "
+                            "together) for each ORS's interval")
     bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap intervals")
     min_attacked: int = option(MIN_ATTACKED_DEFAULT, metavar="N",
                                help="warn when a run has fewer than N attacked examples (the score is then weak)")
@@ -80,7 +83,8 @@ class OrsReport:
     sources: dict[str, dict[str, str]]  # model -> method -> run directory
     config: OrsConfig
     result: OrsResult
-    #: model -> n (attacked examples), n_by_method, ci95 (bootstrap over examples), ci95_method, warning
+    #: model -> n (distinct questions attacked), n_by_method, ci95 (bootstrap over questions), ci95_method,
+    #: resampling (questions, or the labelled per-run fallback), fallback, warning
     intervals: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     path: Path | None = None  # the ors.json written, if any
 
@@ -93,13 +97,15 @@ class OrsReport:
         return {"rates": self.rates, "success_percent": self.success_percent, "q": self.config.q,
                 "eta": self.config.eta, "beta_cap": self.config.beta_cap, "runs": self.sources,
                 **self.result.to_dict(), "source": SOURCE,
-                "n": {model: block["n"] for model, block in self.intervals.items()},
-                "n_by_method": {model: block["n_by_method"] for model, block in self.intervals.items()},
-                "ci95": {model: block["ci95"] for model, block in self.intervals.items()},
-                "ci95_method": {model: block["ci95_method"] for model, block in self.intervals.items()},
+                **{key: {model: block[key] for model, block in self.intervals.items()}
+                   for key in ("n", "n_unit", "n_questions", "n_by_method", "ci95", "ci95_method", "resampling",
+                               "fallback")},
                 "warnings": [block["warning"] for block in self.intervals.values() if block["warning"]],
                 "bootstrap": {"rounds": self.config.bootstrap, "seed": self.config.bootstrap_seed,
-                              "resamples": "each run's attacked examples, all rates together; beta fixed",
+                              "resamples": "the distinct questions attacked, with replacement; all methods' outcomes "
+                                           "of a question, at every rate, together; beta fixed (where a run's "
+                                           "records carry no question id: each run's examples on their own, "
+                                           "named in fallback)",
                               "min_attacked": self.config.min_attacked}}
 
     def rows(self) -> list[dict[str, Any]]:
@@ -141,6 +147,43 @@ def attacked_matrix(summary: dict[str, Any], keys: Sequence[str], run_dir: str |
                         field="by_rate") from None
 
 
+def run_outcomes(summary: dict[str, Any], keys: Sequence[str], run_dir: str | os.PathLike[str]) -> RunOutcomes:
+    """The run's attacked examples with their questions and outcomes at every rate, from its stored records (a
+    question: the example id within the run's data file, by its hash).
+
+    Where the records cannot give them (no store, records without a question id, or records that disagree with
+    the summary's counts, as after a rerun with another ``--limit`` in the same directory), the outcomes come
+    from the summary's counts without ids, and ``missing`` says why: the interval then falls back, labelled."""
+    from robusteval.attacks.wordimportance.pipeline import STAGE
+
+    counted = attacked_matrix(summary, keys, run_dir)
+
+    def fallback(why: str) -> RunOutcomes:
+        return RunOutcomes(counted, None, why)
+
+    if not (Path(run_dir) / DB_NAME).is_file():
+        return fallback(f"no stored records ({DB_NAME})")
+    try:
+        with RunStore.open_existing(run_dir) as store:
+            stored = store.records(STAGE)
+            # A question is its id in its data file: runs on different files share no question.
+            data = str(store.identity.get("data_sha256") or store.identity.get("data_file") or "")
+    except UserError as exc:
+        return fallback(f"stored records unreadable ({exc})")
+    attacked = [r for r in stored if r.get("status") != "skipped"]
+    if any(r.get("id") is None for r in attacked):
+        return fallback("its records carry no question id (a run older than the ids)")
+    try:
+        matrix = np.array([[bool(r["per_rate"][k]["success"]) for k in keys] for r in attacked],
+                          dtype=float).reshape(len(attacked), len(keys))
+    except (KeyError, TypeError):
+        return fallback("its records carry no per-rate outcomes")
+    if matrix.shape != counted.shape or matrix.sum(axis=0).tolist() != counted.sum(axis=0).tolist():
+        return fallback(f"its {len(attacked)} stored attacked records disagree with {SUMMARY_NAME}'s counts "
+                        f"({counted.shape[0]} attacked)")
+    return RunOutcomes(matrix, tuple(f"{data}\x00{r['id']}" for r in attacked))
+
+
 def success_table(
     runs: Sequence[str | os.PathLike[str]],
 ) -> tuple[list[str], dict[str, dict[str, list[float]]], dict[str, dict[str, str]]]:
@@ -151,14 +194,15 @@ def success_table(
 
 def success_data(
     runs: Sequence[str | os.PathLike[str]],
-) -> tuple[list[str], dict[str, dict[str, list[float]]], dict[str, dict[str, str]], dict[str, dict[str, np.ndarray]]]:
-    """:func:`success_table` and each run's per-example success matrix (model -> method -> [n_attacked, K])."""
+) -> tuple[list[str], dict[str, dict[str, list[float]]], dict[str, dict[str, str]], dict[str, dict[str, RunOutcomes]]]:
+    """:func:`success_table` and each run's attacked examples with their question ids and outcomes
+    (model -> method -> :class:`RunOutcomes`)."""
     if not runs:
         raise UserError("ORS needs at least one attack run directory")
     table: dict[str, dict[str, list[float]]] = {}
     rate_keys: list[str] | None = None
     sources: dict[str, dict[str, str]] = {}
-    matrices: dict[str, dict[str, np.ndarray]] = {}
+    matrices: dict[str, dict[str, RunOutcomes]] = {}
     for run_dir in runs:
         summary = read_attack_run(run_dir)
         keys = sorted(summary["asr_by_rate"], key=float)
@@ -173,7 +217,7 @@ def success_data(
                             f"(also {sources[model][method]})")
         table.setdefault(model, {})[method] = [100.0 * summary["asr_by_rate"][k] for k in keys]
         sources.setdefault(model, {})[method] = str(run_dir)
-        matrices.setdefault(model, {})[method] = attacked_matrix(summary, keys, run_dir)
+        matrices.setdefault(model, {})[method] = run_outcomes(summary, keys, run_dir)
     return rate_keys or [], table, sources, matrices
 
 

@@ -122,13 +122,71 @@ def success_matrix(n_success_by_rate: Sequence[int], n_attacked: int) -> np.ndar
     return (rows < np.asarray(counts, dtype=int)[None, :]).astype(float)
 
 
+#: How an ORS interval resamples: the question (the unit every method attacks), or, where a run's records carry no
+#: question id, each run's attacked examples on their own (the fallback, labelled in every output).
+QUESTIONS = "questions"
+EXAMPLES_PER_RUN = "examples-per-run"
+
+
+@dataclass(frozen=True)
+class RunOutcomes:
+    """One (model, method) run's attacked examples: ``matrix`` [n, K] (which succeeded at which rate) and the
+    question id of each row; ``questions`` is None where the run's records carry none, and ``missing`` then
+    says why (the interval falls back to resampling the run's examples on their own, and says so)."""
+
+    matrix: np.ndarray
+    questions: tuple[str, ...] | None = None
+    missing: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.questions is not None and len(self.questions) != self.matrix.shape[0]:
+            raise ValueError(f"{len(self.questions)} question ids for {self.matrix.shape[0]} attacked examples")
+        if self.questions is None and not self.missing:
+            object.__setattr__(self, "missing", "no question ids given")
+
+
 def _ors_of(rates_percent: Mapping[str, np.ndarray], beta: float, q: float, eta: float) -> np.ndarray:
     """ORS per resample: ``rates_percent[attack]`` is a [B, K] array of success rates in percent."""
     return np.mean([eta * (q - beta * u).mean(axis=1) / q for u in rates_percent.values()], axis=0)
 
 
+def _per_run_resamples(runs: Mapping[str, RunOutcomes], rng: np.random.Generator,
+                       n_resamples: int) -> dict[str, np.ndarray]:
+    """The fallback: each run's attacked examples resampled on their own (all rates of an example together)."""
+    return {a: 100 * r.matrix[rng.integers(0, r.matrix.shape[0], size=(n_resamples, r.matrix.shape[0]))].mean(axis=1)
+            for a, r in runs.items()}
+
+
+def _question_resamples(runs: Mapping[str, RunOutcomes], rng: np.random.Generator,
+                        n_resamples: int) -> dict[str, np.ndarray]:
+    """The cluster bootstrap: each resample draws the distinct questions with replacement and takes every
+    method's outcomes (at every rate) of the drawn questions together. A method's rate in a resample is its
+    successes over its attacked examples among the drawn questions; NaN where it drew none of them (a method
+    that could not attack some questions), and such a resample is left out by the caller."""
+    questions = sorted({q for r in runs.values() for q in r.questions or ()})
+    index = {q: i for i, q in enumerate(questions)}
+    n = len(questions)
+    attacked: dict[str, np.ndarray] = {}
+    wins: dict[str, np.ndarray] = {}
+    for a, r in runs.items():
+        rows = np.array([index[q] for q in r.questions or ()], dtype=int)
+        attacked[a] = np.bincount(rows, minlength=n).astype(float)
+        wins[a] = np.zeros((n, r.matrix.shape[1]))
+        np.add.at(wins[a], rows, r.matrix)
+    # A resample as the number of times each question is drawn: n draws with replacement, in blocks of rows.
+    block = max(1, 4_000_000 // max(n, 1))
+    counts = np.concatenate([rng.multinomial(n, np.full(n, 1 / n), size=min(block, n_resamples - start))
+                             for start in range(0, n_resamples, block)]).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {a: 100 * (counts @ wins[a]) / (counts @ attacked[a])[:, None] for a in runs}
+
+
+def _as_outcomes(run: RunOutcomes | np.ndarray) -> RunOutcomes:
+    return run if isinstance(run, RunOutcomes) else RunOutcomes(np.asarray(run, dtype=float))
+
+
 def ors_intervals(
-    matrices: Mapping[str, Mapping[str, np.ndarray]],
+    matrices: Mapping[str, Mapping[str, RunOutcomes | np.ndarray]],
     beta: float,
     *,
     q: float = Q_DEFAULT,
@@ -138,28 +196,45 @@ def ors_intervals(
     level: float = 0.95,
     min_attacked: int = MIN_ATTACKED_DEFAULT,
 ) -> dict[str, dict[str, Any]]:
-    """Per model: n (attacked examples over its methods, and per method) and a 95% interval of its ORS.
+    """Per model: n (the distinct questions its methods attacked; per method beside it) and a 95% interval of
+    its ORS.
 
-    The bootstrap resamples each (model, method) run's attacked examples (with their outcomes at every rate
-    together), independently per run, and recomputes the ORS at the fixed ``beta`` (β is a scale chosen once on
-    the full data; re-choosing it per resample would change the units being compared). Where every resample
-    gives the same score (no success at any rate, say: every resample scores η), the interval falls back to one
-    of positive width: the ORS is linear in each success rate, so its range over the Wilson intervals of the
-    rates (each rate at its bound in the direction that lowers or raises the score) bounds it conservatively.
-    ``warning`` is set when a run has fewer than ``min_attacked`` attacked examples."""
+    The unit is the question: every method attacks the same questions, so their outcomes are not independent.
+    The bootstrap (:func:`_question_resamples`) draws the model's distinct attacked questions with replacement
+    and takes all methods' outcomes of a drawn question, at every rate, together; it recomputes the ORS at the
+    fixed ``beta`` (β is a scale chosen once on the full data; re-choosing it per resample would change the
+    units being compared). Where a run gives no question ids (a bare matrix, or a :class:`RunOutcomes` without
+    ``questions``: old runs), the model's interval falls back to resampling each run's examples on its own and
+    says so (``resampling``: ``examples-per-run``, ``fallback``: why); n is then the largest run's attacked
+    examples (distinct questions unknown; ``n_unit`` says so). Where every resample gives the same score (no
+    success at any rate, say, or methods whose successes exactly offset each other question by question), the
+    interval falls back to one of positive width: the ORS is linear in each success rate, so its range over the
+    Wilson intervals of the rates (each rate at its bound in the direction that lowers or raises the score)
+    bounds it conservatively. ``warning`` is set when a run has fewer than ``min_attacked`` attacked
+    examples."""
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, Any]] = {}
-    for model, attacks in matrices.items():
+    for model, given in matrices.items():
+        runs = {attack: _as_outcomes(run) for attack, run in given.items()}
+        attacks = {attack: run.matrix for attack, run in runs.items()}
         n_by_method = {attack: int(matrix.shape[0]) for attack, matrix in attacks.items()}
+        missing = {a: str(r.missing) for a, r in runs.items() if r.questions is None}
+        paired = not missing
+        n_questions = len({qid for r in runs.values() for qid in r.questions or ()}) if paired else None
         point = float(_ors_of({a: 100 * m.mean(axis=0, keepdims=True) for a, m in attacks.items()}, beta, q, eta)[0])
         ci: list[float] | None = None
         method: str | None = None
+        used = 0
         if n_resamples > 0 and all(n_by_method.values()):
-            resampled = {a: 100 * m[rng.integers(0, m.shape[0], size=(n_resamples, m.shape[0]))].mean(axis=1)
-                         for a, m in attacks.items()}
-            low, high = np.quantile(_ors_of(resampled, beta, q, eta), [(1 - level) / 2, 1 - (1 - level) / 2])
-            if not is_collapsed((float(low), float(high))):
-                ci, method = [float(low), float(high)], BOOTSTRAP
+            resampled = (_question_resamples(runs, rng, n_resamples) if paired
+                         else _per_run_resamples(runs, rng, n_resamples))
+            scores = _ors_of(resampled, beta, q, eta)
+            scores = scores[np.isfinite(scores)]  # resamples where a method drew none of its questions
+            used = int(scores.size)
+            if used:
+                low, high = np.quantile(scores, [(1 - level) / 2, 1 - (1 - level) / 2])
+                if not is_collapsed((float(low), float(high))):
+                    ci, method = [float(low), float(high)], BOOTSTRAP
         if ci is None and all(n_by_method.values()):
             bounds = {a: [wilson_interval(float(k), m.shape[0], z_of_level(level)) or (0.0, 1.0)
                           for k in m.sum(axis=0)] for a, m in attacks.items()}
@@ -171,8 +246,15 @@ def ors_intervals(
                 ci, method = [low, high], WILSON_RANGE
         small = {a: n for a, n in n_by_method.items() if n < min_attacked}
         out[model] = {
-            "ors": point, "n": sum(n_by_method.values()), "n_by_method": n_by_method, "ci95": ci,
-            "ci95_method": method, "min_attacked": min_attacked,
+            "ors": point,
+            "n": n_questions if n_questions is not None else max(n_by_method.values(), default=0),
+            "n_unit": "distinct questions attacked" if paired else
+                      "attacked examples of the largest run (records carry no question id: distinct questions unknown)",
+            "n_questions": n_questions, "n_by_method": n_by_method, "ci95": ci, "ci95_method": method,
+            "resampling": QUESTIONS if paired else EXAMPLES_PER_RUN,
+            "fallback": None if paired else ("no question ids (" + "; ".join(f"{a}: {why}" for a, why in missing.items())
+                                             + "): each run's attacked examples resampled on their own"),
+            "resamples_used": used, "min_attacked": min_attacked,
             "warning": (f"ORS of {model} rests on few attacked examples ("
                         + ", ".join(f"{a}: n={n}" for a, n in small.items())
                         + f"; fewer than {min_attacked}): a weak reading, see its interval") if small else None,
