@@ -30,7 +30,13 @@ from robusteval.attacks.matcha.transfer import resolve_exemplars
 from robusteval.data.loaders import load_dataset
 from robusteval.errors import UserError
 from robusteval.models import load_backend
-from robusteval.prompts.answer_first import AnswerFirstPrompt, Exemplar, ExemplarSet, default_exemplars, load_exemplars
+from robusteval.prompts.answer_first import (
+    AnswerFirstPrompt,
+    Exemplar,
+    ExemplarSet,
+    default_exemplars,
+    load_exemplars,
+)
 from robusteval.store import RunStore, unit_key
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
