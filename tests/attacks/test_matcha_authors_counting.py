@@ -352,8 +352,11 @@ def test_the_authors_counting_batched_equals_alone(tiny_trained_dir: Path, tmp_p
 
     backend = load_backend(f"hf:{tiny_trained_dir}", device="cpu")
     examples = load_dataset("jsonl", SAMPLE, limit=4, answer_type="number")
+    # The embedding level's clean start (the authors') takes its first step along the sign of rounding noise (our
+    # loss has a zero gradient there, docs/matcha.md), which padding changes: the seeded random start is compared.
     config = MatchaConfig(level=level, target_answer="clean", max_new_tokens=24, steps=1, seed=5, counting="authors",
-                          success_check="insertion-and-final" if level == "token" else "final")
+                          success_check="insertion-and-final" if level == "token" else "final",
+                          random_start=True if level == "embedding" else None)
     runner = MatchaRunner(backend, RunStore.open(tmp_path / "run"), AnswerFirstPrompt(default_exemplars("number")),
                           config, reasoning_judge=adapter(ArithmeticJudge()),
                           semantic_judge=lambda pairs: [{"same_meaning": len(b) % 3 != 0} for _, b in pairs])

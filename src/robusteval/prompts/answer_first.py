@@ -3,6 +3,10 @@
 The prompt is kept as segments (shared exemplar prefix | ``Q: `` | question | ``\\nA:``) rather than one
 string, so backends can cache the prefix and attacks know exactly which tokens belong to the question.
 
+Under MATCHA's ``--count authors`` the exemplars are written as the authors' code writes them
+(``style="authors"``, :func:`exemplar_block`): ``Q: <question>\nA: The answer is <y> <rationale>.``, the answer
+as given with no period after it, and a period added after the rationale (a doubled one when it ends in one).
+
 For instruction-tuned models the same prompt exists as a chat conversation (:meth:`AnswerFirstPrompt.messages`):
 a system prompt asking for the answer first, each exemplar as a user turn (the question) and an assistant turn
 (``The answer is y. rationale``), then the question as the final user turn. The backend renders it with the
@@ -113,19 +117,40 @@ def format_answer(answer: str) -> str:
     return answer.strip().rstrip(".")
 
 
+#: How exemplars are written: robusteval's ``The answer is y. rationale``, or the MATCHA authors' (``utils.py``
+#: L291-292, ``create_input_prompt``: answer trigger, a space, the answer, a space, the rationale, a period).
+EXEMPLAR_STYLES = ("ours", "authors")
+
+
+def exemplar_style(counting: str | None) -> str:
+    """The exemplar style of a MATCHA counting (``--count``): the authors' under ``authors``, else ours."""
+    return "authors" if counting == "authors" else "ours"
+
+
+def exemplar_reply(exemplar: Exemplar, style: str = "ours") -> str:
+    """An exemplar's answer-first reply: ``The answer is y. rationale`` (ours) or ``The answer is y rationale.``
+    (the authors': the answer as given, then the rationale and a period, whatever the rationale ends with)."""
+    if style == "authors":
+        return f"The answer is {exemplar.answer} {exemplar.rationale}."
+    return f"The answer is {format_answer(exemplar.answer)}. {exemplar.rationale}"
+
+
 @dataclass(frozen=True)
 class AnswerFirstPrompt:
     """Builds answer-first prompts over one exemplar set."""
 
     exemplars: ExemplarSet
+    style: str = "ours"  # EXEMPLAR_STYLES: how each exemplar's reply is written (exemplar_reply)
+
+    def __post_init__(self) -> None:
+        if self.style not in EXEMPLAR_STYLES:
+            raise ValueError(f"exemplar style {self.style!r}: one of {', '.join(EXEMPLAR_STYLES)}")
 
     @property
     def prefix(self) -> str:
-        """All exemplars, each ``Q: …\\nA: The answer is y. rationale``, then a separator."""
-        blocks = [
-            f"{QUESTION_HEAD}{e.question}{ANSWER_HEAD} The answer is {format_answer(e.answer)}. {e.rationale}"
-            for e in self.exemplars.exemplars
-        ]
+        """All exemplars, each ``Q: …\\nA: `` and its reply (:func:`exemplar_reply`), then a separator."""
+        blocks = [f"{QUESTION_HEAD}{e.question}{ANSWER_HEAD} {exemplar_reply(e, self.style)}"
+                  for e in self.exemplars.exemplars]
         return EXEMPLAR_SEPARATOR.join(blocks) + EXEMPLAR_SEPARATOR
 
     def segments(self, question: str) -> tuple[str, str, str, str]:
@@ -138,9 +163,8 @@ class AnswerFirstPrompt:
         return head + text + tail
 
     def exemplar_turns(self) -> list[tuple[str, str]]:
-        """(user question, assistant reply) per exemplar: the reply is ``The answer is y. rationale``."""
-        return [(e.question, f"The answer is {format_answer(e.answer)}. {e.rationale}")
-                for e in self.exemplars.exemplars]
+        """(user question, assistant reply) per exemplar (:func:`exemplar_reply`)."""
+        return [(e.question, exemplar_reply(e, self.style)) for e in self.exemplars.exemplars]
 
     def messages(self, question: str, system_prompt: str | None = None) -> list[Message]:
         """The chat form: [system] + exemplar (user, assistant) turns + the question as the final user turn.

@@ -51,6 +51,12 @@ UNREADABLE_VERDICTS = ("abstain", "authors-fallback")
 #: replacement and accepts what it accepts of an unchanged question); "corrected": the span before the step against
 #: the span with the replacement. Outside --count authors every replacement is gated against the original question.
 REPLACEMENT_GATES = ("authors", "corrected")
+#: The embedding attack's perturbed span: the question alone (ours), or (the authors', --count authors) everything
+#: from the end of their tokenisation of "<exemplars>Q: " to the end of the prompt, the answer trigger included.
+PGD_SPANS = ("question", "question+trigger")
+#: What the embedding attack's eps is a fraction of: the largest |coordinate| of the prompt's input embeddings
+#: (ours), or of the prompt's and the clean response's (the authors').
+EPS_BASES = ("prompt", "prompt+response")
 
 #: Paper defaults per dataset: (top-k ratio, epsilon fraction).
 DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
@@ -84,7 +90,13 @@ class MatchaConfig:
     topk_ratio: float = 0.25
     eps_fraction: float = 0.005
     step_fraction: float = 0.25
-    random_start: bool = True  # embedding level: PGD from a random point in the eps-ball
+    # Embedding level: whether PGD starts from a random point in the eps-ball, what it perturbs (PGD_SPANS) and
+    # what eps is scaled by (EPS_BASES). None: the authors' at the embedding level under --count authors (from the
+    # clean input, question + trigger, prompt + response: inference_emb_attack.py L276, L179-182 and L367,
+    # L263-272), ours otherwise (random, the question, the prompt).
+    random_start: bool | None = None
+    pgd_span: str | None = None
+    eps_base: str | None = None
     steps: int = 5
     n_candidates: int = 1  # the paper's pure gradient pick; more re-scores candidates by the true loss
     max_new_tokens: int = 256
@@ -112,6 +124,11 @@ class MatchaConfig:
         return cls(**values)
 
     def __post_init__(self) -> None:
+        authors = self.level == "embedding" and self.counting == "authors"
+        for name, value in (("random_start", not authors), ("pgd_span", PGD_SPANS[authors]),
+                            ("eps_base", EPS_BASES[authors])):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)  # frozen: resolved once, here
         self.validate()
 
     def validate(self) -> None:
@@ -128,6 +145,8 @@ class MatchaConfig:
             if self.counting != "authors" or self.level != "token":
                 raise ConfigError(self, "replacement_gate", "chooses between the authors' replacement gate and its "
                                   "correction: {counting=authors} at {level=token} only")
+        check_choice(self, "pgd_span", PGD_SPANS)
+        check_choice(self, "eps_base", EPS_BASES)
         if self.reasoning_source is not None:
             check_choice(self, "reasoning_source", REASONING_SOURCES)
         check_at_least(self, "max_thinking_tokens", 1)
@@ -152,13 +171,16 @@ class MatchaConfig:
 
     def identity_record(self) -> dict[str, Any]:
         """The hyper-parameters as the run identity and unit keys record them: every field, except a
-        ``success_check`` left at ``final`` or a ``counting`` left at ``ours``, and the thinking fields of a target
+        ``success_check`` left at ``final``, a ``counting``, ``pgd_span`` or ``eps_base`` left at ours, and the thinking fields of a target
         without thinking (runs made before the options existed keep their identity)."""
         record = asdict(self)
         if record["success_check"] == "final":
             del record["success_check"]
         if record["counting"] == "ours":
             del record["counting"]
+        for name, ours in (("pgd_span", PGD_SPANS[0]), ("eps_base", EPS_BASES[0])):
+            if record[name] == ours:
+                del record[name]
         for name in ("reasoning_source", "max_thinking_tokens", "replacement_gate"):
             if record[name] is None:
                 del record[name]
@@ -237,7 +259,7 @@ class MatchaRunConfig:
     step_fraction: float | None = option(None, help="embedding level: PGD step as a fraction of eps (0.25)")
     random_start: bool = option(True, negate="--no-random-start",
                                 help="embedding level: start PGD at the clean input (its gradient there is "
-                                "exactly zero)")
+                                "exactly zero; --count authors always starts there, as the authors' code does)")
     steps: int | None = option(None, help="j: optimisation steps (5)")
     n_candidates: int | None = option(None, help="replacement tokens re-scored by the true loss per position "
                                       "(1 = the paper's gradient pick; more makes the attack GCG-like and costs "
@@ -301,13 +323,13 @@ class MatchaRunConfig:
                               ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0),
                               ("max_attack_tokens", 0)):
             check_at_least(self, name, minimum)
-        if self.resolved_counting() == "authors" and self.level == "token":
-            # Their insertions land anywhere in the question and the answer trigger: a chat template's markup
-            # there is not what they attacked, and the suffix baseline inserts nothing inside.
+        if self.resolved_counting() == "authors":
+            # Their insertions land anywhere in the question and the answer trigger, their PGD perturbs both: a chat
+            # template's markup there is not what they attacked, and the suffix baseline inserts nothing inside.
             if self.chat:
-                raise ConfigError(self, "chat", "{counting=authors} inserts into the question and the answer trigger "
-                                  "of a raw prompt, as the authors' code does; attack without {chat}")
-            if self.variant == "gcg-suffix":
+                raise ConfigError(self, "chat", "{counting=authors} perturbs the question and the answer trigger of "
+                                  "a raw prompt, as the authors' code does; attack without {chat}")
+            if self.variant == "gcg-suffix" and self.level == "token":
                 raise ConfigError(self, "variant", "gcg-suffix appends a suffix; {counting=authors} inserts one token "
                                   "at a time inside the question (use another variant or {counting=ours})")
         if self.unreadable_verdicts == "authors-fallback" and self.resolved_counting() != "authors":
@@ -368,7 +390,8 @@ class MatchaRunConfig:
         config = MatchaConfig.for_dataset(
             self.data.dataset, level=self.level, variant=self.variant, insert_ratio=self.insert_ratio,
             topk_ratio=self.topk_ratio, eps_fraction=self.epsilon, step_fraction=self.step_fraction,
-            random_start=self.random_start, steps=self.steps, n_candidates=self.n_candidates,
+            # The authors' PGD (--count authors) always starts at the clean input, as their code does.
+            random_start=None if self.resolved_counting() == "authors" else self.random_start, steps=self.steps, n_candidates=self.n_candidates,
             max_new_tokens=self.max_new_tokens, target_answer=target, seed=self.seed,
             answer_loss=self.answer_loss or ("n3" if self.preset == "paper" else "answer"),
             max_redraws=self.max_redraws, max_drift=self.max_drift,
@@ -467,6 +490,12 @@ class MatchaRunConfig:
                 out.append(f"{name} = {getattr(hyper, name)} (paper: {value})")
         if self.chat:
             out.append("prompted through the chat template (the paper prompts the raw model)")
+        if hyper.level == "embedding" and hyper.random_start:
+            out.append("PGD starts from a random point in the eps-ball (the authors' code starts at the clean input: "
+                       "--count authors)")
+        if hyper.level == "embedding" and hyper.pgd_span == "question":
+            out.append("PGD perturbs the question only, eps scaled over the prompt's embeddings (the authors' code: "
+                       "question + answer trigger, eps over prompt + response: --count authors)")
         if hyper.max_drift is not None:
             out.append(f"perturbations bounded by --max-drift {hyper.max_drift} ({hyper.drift_measure} measure)")
         if authors:

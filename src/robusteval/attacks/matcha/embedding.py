@@ -1,12 +1,16 @@
-"""MATCHA embedding-level attack: L-inf PGD on the question's input embeddings only.
+"""MATCHA embedding-level attack: L-inf PGD on the input embeddings of the objective's editable span.
 
 ``E' <- clip_{[E - eps, E + eps]}(E' + step * eps * sign(d L_opt / d E'))`` for ``steps`` iterations, where
 eps = ``eps_fraction`` x the largest absolute embedding coordinate of the clean prompt (exemplars, head,
-question, tail), as the reference implementation scales it. Exemplar and scaffold embeddings are untouched.
+question, tail; ``eps_base="prompt"``, ours) or of the prompt and the clean response (``"prompt+response"``: the
+authors' code, ``inference_emb_attack.py`` L263-272, which embeds ``" " + response`` re-tokenised). Only the
+editable span moves: the question (ours) or, under ``--count authors``, question + answer trigger
+(:func:`.layout.authors_pgd_layout`); exemplar and scaffold embeddings are untouched.
 
-PGD starts from a seeded uniform random point in the eps-ball (as Madry et al.): at the clean input both
-cross-entropies sit at their minimum, so the gradient of L_opt is exactly zero there and a first step from
-the clean point would follow floating-point noise.
+Ours starts PGD from a seeded uniform random point in the eps-ball (as Madry et al.): at the clean input both
+cross-entropies sit at their minimum, so the gradient of L_opt is zero there up to rounding and a first step from
+the clean point follows floating-point noise. The authors' code starts at the clean input (L276: noise of radius
+0); their loss (docs/matcha.md, row 14) is not at a minimum there.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import torch
 
 from robusteval.attacks.matcha.lockstep import AttackSteps, Gradient, Score, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective
+from robusteval.models.tokenization import tokenize_with_offsets
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,7 @@ class EmbeddingAttackConfig:
     step_fraction: float = 0.25  # step = step_fraction * eps
     steps: int = 5
     random_start: bool = True
+    eps_base: str = "prompt"  # config.EPS_BASES
 
 
 @dataclass
@@ -36,16 +42,16 @@ class EmbeddingAttackResult:
     steps: list[dict[str, Any]] = field(default_factory=list)
 
 
-def embedding_scale(objective: MatchaObjective) -> float:
-    """Largest absolute coordinate among the clean prompt's input embeddings."""
+def embedding_scale(objective: MatchaObjective, base: str = "prompt") -> float:
+    """Largest absolute coordinate among the clean prompt's input embeddings, and with ``base="prompt+response"``
+    the clean response's too: its text (the continuation decoded) re-tokenised after a space, as the authors embed
+    it (``tokenizer(' ' + responses)``; their BOS there is the prompt's, already counted)."""
+    backend = objective.backend
+    ids = [*objective.prefix_ids, *objective.head_ids, *objective.reference.question_ids, *objective.tail_ids]
+    if base == "prompt+response":
+        ids += tokenize_with_offsets(backend.tokenizer, " " + backend.decode(objective.reference.continuation_ids))[0]
     with torch.no_grad():
-        prefix = objective.backend.embed(torch.tensor(objective.prefix_ids)) if objective.prefix_ids else None
-        question = objective.embed_question([objective.reference.question_ids])[0]
-        tail = objective.backend.embed(torch.tensor(objective.tail_ids))
-        parts = [question.abs().max(), objective.head.abs().max(), tail.abs().max()]
-        if prefix is not None:
-            parts.append(prefix.abs().max())
-        return float(torch.stack(parts).max())
+        return float(backend.embed(torch.tensor(ids, dtype=torch.long)).abs().max())
 
 
 def embedding_attack(
@@ -61,7 +67,7 @@ def embedding_attack_steps(
     """PGD on one example as lock-step steps (:mod:`.lockstep`): yields its gradients and final score."""
     with torch.no_grad():
         clean = objective.embed_question([objective.reference.question_ids])[0].detach()
-    epsilon = config.eps_fraction * embedding_scale(objective)
+    epsilon = config.eps_fraction * embedding_scale(objective, config.eps_base)
     step = config.step_fraction * epsilon
     # The PGD state lives in fp32 whatever the model dtype: in bf16 an eps/4 step next to a coordinate of a
     # much larger magnitude rounds away, and the attack would silently not move.

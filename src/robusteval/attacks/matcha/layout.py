@@ -6,6 +6,8 @@ ids, for every tokenizer family; only the question span is ever edited.
 
 With a chat template the same holds for the rendered conversation: the prefix is the exemplar turns, the
 head and tail are the template's markup around the final user question.
+
+:func:`authors_pgd_layout` is the span the MATCHA authors' embedding attack perturbs (``--count authors``).
 """
 
 from __future__ import annotations
@@ -53,3 +55,16 @@ def chat_layout(backend: Any, messages: Sequence[dict[str, str]], question: str)
                         "prompt), so its tokens cannot be edited; attack without --chat")
     end = start + len(question)
     return layout_from_text(backend, prefix, full[len(prefix):start], question, full[end:], add_bos=False)
+
+
+def authors_pgd_layout(backend: Any, layout: PromptLayout, prefix: str, head: str) -> PromptLayout:
+    """The layout whose editable span is what the authors' embedding attack perturbs: from the length of
+    ``prefix + head`` tokenised alone (with its BOS) to the end of the prompt, so the answer trigger with it
+    (``inference_emb_attack.py`` L179-182, L367). Where ``head`` ends in a space that the whole prompt merges into
+    the first question token ("Q: " + "Tom" reads ``Q : ␣Tom``, "Q: " alone ``Q : ␣``), that token is left out, as
+    theirs leaves it out."""
+    ids, _ = tokenize_with_offsets(backend.tokenizer, prefix + head)
+    start = len(backend.bos_ids) + len(ids) - len(layout.prefix) - len(layout.head)
+    start = min(max(start, 0), len(layout.question))
+    return PromptLayout(layout.prefix, [*layout.head, *layout.question[:start]],
+                        [*layout.question[start:], *layout.tail], [])

@@ -36,7 +36,7 @@ from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
 from robusteval.models.thinking import declared_format
-from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, load_exemplars
+from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, exemplar_style, load_exemplars
 from robusteval.store import RunStore, unit_key
 from robusteval.store.stages import register_stage
 from robusteval.text.thinking import ReasoningFormat, summary_format, truncation_summary
@@ -75,7 +75,7 @@ def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examp
     answer_type = examples[0].answer_type
     config.check(answer_type)  # refused here, before any model loads
     ref = exemplar_source(config.exemplars, answer_type)
-    prompt = AnswerFirstPrompt(load_exemplars(ref))
+    prompt = AnswerFirstPrompt(load_exemplars(ref), exemplar_style(config.resolved_counting()))
     fmt = reasoning if reasoning is not None else declared_format(config.thinking, model)
     hyper = {k: v for k, v in config.hyperparameters(thinks=target_thinks(fmt)).identity_record().items()
              if k != "target_answer"}
@@ -195,7 +195,7 @@ def attack_matcha(
     reasoning = config.thinking.resolve(backend)
     thinks = target_thinks(reasoning)
     identity = matcha_identity(config, backend_identity(backend), examples, reasoning=reasoning)
-    prompt = AnswerFirstPrompt(load_exemplars(identity["exemplars"]))
+    prompt = AnswerFirstPrompt(load_exemplars(identity["exemplars"]), exemplar_style(config.resolved_counting()))
     shared: dict[str, Backend] = {}
 
     def load(spec: str) -> Backend:

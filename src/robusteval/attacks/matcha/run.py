@@ -26,7 +26,7 @@ from robusteval.attacks.matcha.authors import (
 )
 from robusteval.attacks.matcha.config import DEFAULT_ATTACK_TOKENS, MatchaConfig
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack_steps
-from robusteval.attacks.matcha.layout import PromptLayout, chat_layout, layout_from_text
+from robusteval.attacks.matcha.layout import PromptLayout, authors_pgd_layout, chat_layout, layout_from_text
 from robusteval.attacks.matcha.lockstep import Gate, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids, prepare
 from robusteval.attacks.matcha.thinking import (
@@ -146,6 +146,12 @@ class MatchaRunner(AttackAdmission):
         if not self.authors_insertion:
             return "original"
         return self.config.replacement_gate or "authors"
+
+    def authors_pgd_layout(self, example: Example) -> PromptLayout:
+        """The layout the authors' embedding attack edits (--count authors): question + answer trigger, from the
+        end of their tokenisation of the exemplars and ``Q: `` (:func:`.layout.authors_pgd_layout`)."""
+        prefix, head, _, _ = self.prompt.segments(example.question)
+        return authors_pgd_layout(self.backend, self.layout(example.question), prefix, head)
 
     def _decode(self, rows: Sequence[tuple[list[int], Any]]) -> list[Any]:
         """Greedy completions (cut at the stop strings) of (prefix ids, suffix ids or embeddings [L, H]) rows;
@@ -308,7 +314,7 @@ class MatchaRunner(AttackAdmission):
             if layout.question != list(clean["question_ids"]):
                 raise UserError(f"{example.id}: the question tokenises differently than in the stored clean pass "
                                 "(was the tokenizer changed?); start a new run directory")
-            layout = self.edited_layout(layout)
+            layout = self.edited_layout(layout) if cfg.pgd_span == "question" else self.authors_pgd_layout(example)
             reference = Reference(list(layout.question), clean["continuation_ids"], clean["n_answer_tokens"])
             if self.thinks and "thinking" in clean:
                 spans = self.spans(clean)
@@ -502,7 +508,8 @@ class MatchaRunner(AttackAdmission):
                            records: list[dict[str, Any]]) -> list[Any]:
         """Embedding attacks of a batch; fills ``records``; returns each example's input embeddings [L, H]."""
         cfg = self.config
-        attack_config = EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, cfg.random_start)
+        attack_config = EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, bool(cfg.random_start),
+                                              str(cfg.eps_base))
         steps = [embedding_attack_steps(objective, attack_config,
                                         seed=derive_seed(cfg.seed, "matcha-embedding", record["id"]))
                  for objective, record in zip(objectives, records, strict=True)]
@@ -515,13 +522,18 @@ class MatchaRunner(AttackAdmission):
                 "epsilon": result.epsilon,
                 "eps_fraction": cfg.eps_fraction,
                 "max_abs_delta": result.max_abs_delta,
+                # What moved, as token positions of the prompt (record["question_span"] names the same): the
+                # question, or (the authors') question + trigger; and where PGD started.
+                "pgd_span": cfg.pgd_span,
+                "pgd_start": "random" if cfg.random_start else "clean",
                 "steps": result.steps,
                 "semantic_verdicts": 0,
                 "decided_at": "final",
             })
             with torch.no_grad():
                 suffixes.append(torch.cat([objective.head, result.question_embeds,
-                                           self.backend.embed(torch.tensor(layout.tail, device=self.backend.device))]))
+                                           self.backend.embed(torch.tensor(layout.tail, dtype=torch.long,
+                                                                           device=self.backend.device))]))
         return suffixes
 
     # ------------------------------------------------------------------ judging

@@ -50,7 +50,7 @@ from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
-from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, load_exemplars
+from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, exemplar_style, load_exemplars
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -100,7 +100,8 @@ class SourceRun:
 
     @property
     def prompt(self) -> AnswerFirstPrompt:
-        return AnswerFirstPrompt(self.exemplars)
+        """The source run's prompt, its exemplars written as its counting wrote them."""
+        return AnswerFirstPrompt(self.exemplars, source_style(self.identity))
 
     @property
     def judge_spec(self) -> str:
@@ -143,6 +144,11 @@ class SourceRun:
         return str(self.identity.get("unreadable_verdicts") or "abstain")
 
 
+def source_style(identity: dict[str, Any]) -> str:
+    """The exemplar style of a source run (the authors' under --count authors)."""
+    return exemplar_style((identity.get("config") or {}).get("counting"))
+
+
 def resolve_exemplars(identity: dict[str, Any], override: str | None = None) -> tuple[ExemplarSet, str]:
     """The source run's exemplar set, checked against its stored prefix hash.
 
@@ -161,7 +167,7 @@ def resolve_exemplars(identity: dict[str, Any], override: str | None = None) -> 
         except UserError:
             tried.append(ref)
             continue
-        if stored_hash is None or unit_key(AnswerFirstPrompt(exemplars).prefix) == stored_hash:
+        if stored_hash is None or unit_key(AnswerFirstPrompt(exemplars, source_style(identity)).prefix) == stored_hash:
             return exemplars, ref
         tried.append(ref)
     if override:
