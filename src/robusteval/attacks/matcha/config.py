@@ -244,6 +244,7 @@ class MatchaRunConfig:
         any model loads: judge specs are part of the run identity."""
         from robusteval.judges.base import REASONING, SEMANTIC, check_judge_prompt, check_judge_spec
         from robusteval.judges.errortypes import check_error_classifier_spec
+        from robusteval.prompts.answer_first import check_exemplars
 
         check_choices(self)
         check_chat(self)
@@ -289,6 +290,8 @@ class MatchaRunConfig:
             check_judge_prompt(self.judge_prompt, REASONING)
         with field_check(self, "semantic_judge_prompt"):
             check_judge_prompt(self.semantic_judge_prompt, SEMANTIC)
+        with field_check(self, "exemplars"):
+            check_exemplars(self.exemplars)
 
     def resolved_counting(self) -> str:
         """The counting a run uses: ``--count``, else the authors' under ``--preset paper``, else ours."""
