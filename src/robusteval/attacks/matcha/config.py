@@ -4,6 +4,7 @@ defaults per dataset, and the run config behind ``robusteval attack matcha`` and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from robusteval.attacks.matcha.thinking import DEFAULT_REASONING_SOURCE, REASONING_SOURCES
@@ -139,6 +140,12 @@ class MatchaConfig:
             if record[name] is None:
                 del record[name]
         return record
+
+
+def is_paper_judge(atom: str) -> bool:
+    """Whether a judge spec's atom is the authors' LLM judge, GPT-3.5-turbo through the OpenAI API (IRD 323)."""
+    kind, _, rest = atom.strip().partition(":")
+    return kind == "openai" and rest.partition("@")[0].startswith("gpt-3.5-turbo")
 
 
 @validated
@@ -393,6 +400,12 @@ class MatchaRunConfig:
         if atoms - {"arith", "grounding"} and self.judge_prompt is None:
             out.append("the reasoning LLM judge asks robusteval's own prompt, not the authors' criteria prompt "
                        "(--judge-prompt FILE, docs/matcha.md)")
+        if self.judge_prompt is not None:
+            out.append(f"the reasoning LLM judge asks the prompt of --judge-prompt {Path(self.judge_prompt).name}, "
+                       "which robusteval cannot tell to be the authors' criteria prompt")
+        others = sorted(a for a in atoms - {"arith", "grounding", "none"} if not is_paper_judge(a))
+        if others:
+            out.append(f"reasoning judged by {', '.join(others)}, not GPT-3.5-turbo (the authors' judge)")
         if "grounding" in atoms:
             out.append("reasoning judged by the grounding checker (quantities not from the question), not only an "
                        "LLM judge")
