@@ -388,7 +388,10 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
             summary["sets"][name]["drift"] = drift[name]
         if similarity and name in similarity:
             summary["sets"][name]["similarity"] = similarity[name]
-    summary["n_unparsed"] = {name: sum(1 for r in recs if r.get("label") is None) for name, recs in by_set.items()}
+    # The labels the accuracy counts that could not be read (counted wrong): soft labels are scored, never parsed,
+    # so a soft run has none, whatever its generations held.
+    summary["n_unparsed"] = {name: sum(1 for r in recs if predicted_label(r, mode) is None)
+                             for name, recs in by_set.items()}
     # A thinking classifier: per set, the traces never closed (no label: wrong, and counted in n_unparsed too).
     truncated = {name: block["thinking_truncated"] for name, recs in by_set.items()
                  if (block := truncation_summary(recs))}
