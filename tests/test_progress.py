@@ -61,3 +61,31 @@ def test_a_phase_shows_what_a_slow_batch_is_doing(monkeypatch: pytest.MonkeyPatc
         advance(8)
     beats = [line for line in capsys.readouterr().err.splitlines() if "0/8 (0%)" in line]
     assert beats and all(line.endswith("; now: 8 example(s) in lock-step, round 3: 8 gradient") for line in beats)
+
+
+def test_a_retry_note_leaves_the_line_when_the_server_answers_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A loopback server refuses twice, then answers: while the requests wait, the line says "retry N in ..."; once
+    one succeeds, the note is gone and the phase it replaced is back (issue 35: "Connection refused; retry 7 in 26 s"
+    kept showing after the server was back)."""
+    from helpers.servers import fake_openai_server
+    from robusteval.models.base import GenerationRequest
+    from robusteval.models.openai_api import build_openai_backend
+    from robusteval.models.registry import ModelSpec
+
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)  # a line after every unit
+    with (fake_openai_server(tmp_path, "fail-then-ok", fail_count=2, fail_status=503) as srv,
+          build_openai_backend(ModelSpec("openai", "fake-model", srv.base_url), max_retries=3, backoff_base=0.01,
+                               backoff_max=0.05) as backend,
+          progress.progress_bar(2, "judge") as advance):
+        progress.set_phase("judging round 1")
+        backend.generate([GenerationRequest("first")])
+        assert progress._SHOWN[-1].phase == "judging round 1"  # the retries' note is gone, the phase is back
+        advance(1)
+        backend.generate([GenerationRequest("second")])  # no wait: nothing to take off
+        advance(1)
+    lines = capsys.readouterr().err.splitlines()
+    assert any("retry 1 in" in line for line in lines)  # the wait was shown
+    counted = [line for line in lines if line.startswith("judge: 1/2")]
+    assert counted and counted[0].endswith("; now: judging round 1") and "retry" not in counted[0]
+    progress.wait_over()  # outside any bar: a no-op

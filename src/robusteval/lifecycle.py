@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from robusteval.config import identity_fields
 from robusteval.environment import run_environment
@@ -119,12 +119,26 @@ def _remove_if_only_lock(path: Path) -> None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def public_entry(func: F) -> F:
+#: ``preflight(arguments)``: a pipeline's checks that read its data but no model (the methods' language, the
+#: template's labels), given the call's bound arguments; what the command line checks before it loads the model.
+Preflight = Callable[[Mapping[str, Any]], None]
+
+
+@overload
+def public_entry(func: F, *, preflight: Preflight | None = None) -> F: ...
+@overload
+def public_entry(func: None = None, *, preflight: Preflight | None = None) -> Callable[[F], F]: ...
+
+
+def public_entry(func: F | None = None, *, preflight: Preflight | None = None) -> F | Callable[[F], F]:
     """Decorator of a pipeline's public function (``rv.evaluate``, ``rv.attack_matcha``, ...): its arguments are
     checked when it is called, before any model loads or directory is made, with the one-line refusals of the
     configs (:func:`robusteval.config.check_call`): an unknown keyword with a suggestion, a config of the wrong
     type, a run directory that is no path, a scalar of the wrong kind. A model given as its spec string
-    (``"hf:./model"``) is loaded with default options, as the command line would."""
+    (``"hf:./model"``) is loaded with default options, as the command line would, after ``preflight`` (the
+    pipeline's checks of its data, :data:`Preflight`) has passed: a bad value is refused before a model loads."""
+    if func is None:
+        return lambda f: public_entry(f, preflight=preflight)
     import dataclasses
     import functools
     import inspect
@@ -172,8 +186,11 @@ def public_entry(func: F) -> F:
         if specs:
             from robusteval.models.loading import load_model
 
+            if preflight is not None:
+                preflight(bound.arguments)
+
             for name in specs:  # a spec string: loaded as the command line loads it, with default options
                 bound.arguments[name] = load_model(bound.arguments[name])
         return func(*bound.args, **bound.kwargs)
 
-    return checked  # type: ignore[return-value]
+    return checked

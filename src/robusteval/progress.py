@@ -70,6 +70,7 @@ class _PlainProgress:
         self.total, self.description, self.resumed = total, description, completed
         self.done = completed
         self.phase = ""  # what the units in flight are doing (set_phase): shown while none has finished
+        self.before_wait: str | None = None  # the phase a wait's note replaced (None: no wait shown)
         self.interval = interval
         self.echo = echo
         self.began = time.monotonic()
@@ -147,12 +148,24 @@ def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[C
 _SHOWN: list[_PlainProgress] = []
 
 
+def _current() -> _PlainProgress | None:
+    shown = [p for p in _SHOWN if p.total > 0]
+    return shown[-1] if shown else None
+
+
 def set_phase(text: str) -> None:
     """Say what the units in flight are doing (an attack's lock-step round, say), so that a batch that takes
     minutes shows more than "0/8": the periodic progress lines and run.log end with "now: TEXT"."""
-    shown = [p for p in _SHOWN if p.total > 0]
-    if shown:
-        shown[-1].phase = text
+    if (current := _current()) is not None:
+        current.phase, current.before_wait = text, None
+
+
+def wait_over() -> None:
+    """The wait that :func:`waiting` showed is over (the server answers again): its note leaves the progress
+    line, and the phase it replaced comes back. Nothing happens when no wait is shown."""
+    current = _current()
+    if current is not None and current.before_wait is not None:
+        current.phase, current.before_wait = current.before_wait, None
 
 
 @contextmanager
@@ -184,9 +197,12 @@ def waiting(text: str, *, first: bool) -> None:
     """A wait the user should see (an API outage's retries): every round is logged (``run.log``) and becomes the
     progress phase ("now: ..." in the periodic lines); the ``first`` round of a wait is also one line on stderr
     (printed above a terminal's progress bar), so a terminal does not sit silent while requests wait, and
-    does not fill with a line per round."""
+    does not fill with a line per round. :func:`wait_over` takes the note off again."""
     logger.warning(text)
-    set_phase(text)
+    if (current := _current()) is not None:
+        if current.before_wait is None:
+            current.before_wait = current.phase
+        current.phase = text
     if first:
         if console.is_terminal:
             console.print(text, markup=False, highlight=False, soft_wrap=True)

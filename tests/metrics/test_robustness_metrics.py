@@ -80,6 +80,19 @@ def test_a_set_that_changed_nothing_is_left_out() -> None:
     summary = robustness_summary(original, {"A": perturbed}, changed_by_set={"A": [True] * 3 + [False] * 5},
                                  min_changed=4, n_resamples=200)
     assert summary["T"] == 0 and summary["rb_index"] is None and summary["rb_index_ci95"] is None
+    assert summary["sets"]["A"]["excluded_reason"] == "changed 3 of 8 texts, fewer than min_changed 4"
+
+
+def test_a_set_that_changed_every_text_is_not_said_to_measure_the_original() -> None:
+    """--min-changed 13 over 12 examples leaves out a set that changed all 12: the reason is the threshold, not a
+    set that "measures the original again" (said only of a set that changed nothing)."""
+    original, perturbed = [True] * 8 + [False] * 4, [True] * 6 + [False] * 6
+    summary = robustness_summary(original, {"A": perturbed, "empty": list(original)},
+                                 changed_by_set={"A": [True] * 12, "empty": [False] * 12}, min_changed=13,
+                                 n_resamples=50)
+    assert summary["sets"]["A"]["excluded_reason"] == ("changed 12 of 12 texts, fewer than min_changed 13, which is "
+                                                       "more than the 12 examples: no set can reach it")
+    assert summary["sets"]["empty"]["excluded_reason"].endswith(": it measures the original again")
 
 
 def test_changed_only_is_on_the_changed_examples() -> None:

@@ -137,6 +137,29 @@ def test_each_threshold_of_the_reading(pairs: list[tuple[float, Sequence[bool]]]
     assert _diagnosis_of(pairs)["label"] == label
 
 
+def test_a_share_exactly_at_a_threshold_counts_as_reaching_it() -> None:
+    """Each bound is "at or under" / "reaches", whatever float noise the arithmetic adds: 10 of 12 originals right
+    and 9 of them kept is a relative strict drop of exactly 10% (computed as 0.10000000000000003), robust; 14 of 25
+    problems original_only is a share of exactly 0.56 (0.56 x 25 computes as 14.000000000000002); without
+    originals, strict 9/13 is exactly 0.9 x loose 10/13 (computed a hair under)."""
+    at_bound = _diagnosis_of([(1.0, ALL)] * 9 + [(1.0, NONE)] + [(0.0, NONE)] * 2)
+    assert at_bound["drop"]["relative"]["strict"]["value"] == pytest.approx(0.1)
+    assert at_bound["label"] == "robust"
+    # One more kept variant lost: over the bound, read from the categories.
+    assert _diagnosis_of([(1.0, ALL)] * 8 + [(1.0, NONE)] * 2 + [(0.0, NONE)] * 2)["label"] == "memorisation"
+    shares = [(1.0, NONE)] * 14 + [(1.0, HALF)] * 11
+    assert _diagnosis_of(shares, memorisation_share=0.56)["label"] == "memorisation"
+    assert _diagnosis_of(shares, memorisation_share=0.57)["label"] == "mixed"
+    correct = {**{f"a{i}_{j}": [True] for i in range(9) for j in range(2)},  # loose: the mean variant share
+               **{f"b{i}_{j}": [j == 0] for i in range(2) for j in range(2)},
+               **{f"c{i}_{j}": [False] for i in range(2) for j in range(2)}}
+    variants_only = diagnose(_problems(correct), None, rounds=0)
+    assert (variants_only["loose"], variants_only["strict"]) == (pytest.approx(10 / 13), pytest.approx(9 / 13))
+    assert variants_only["label"] == "robust"
+    assert diagnose(_problems(correct), None, thresholds=DiagnosisThresholds(robust_max_drop=0.09),
+                    rounds=0)["label"] == "unstable_no_original"
+
+
 def test_reading_agrees_with_the_categories_issue_28() -> None:
     """1 robust / 1 original_only / 1 some_variants: original 100% -> loose 44% -> strict 33%, so 56 of the 67
     points are lost under loose, but the misses on single variants of the some_variants problem are unstable

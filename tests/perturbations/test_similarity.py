@@ -110,6 +110,19 @@ def test_gated_substitution_tries_the_next_candidate() -> None:
     assert none.similarity.fell_back and none.similarity.rejected == 1 and none.similarity.value == 1.0
 
 
+def test_a_candidate_exactly_at_the_minimum_is_kept() -> None:
+    """``--min-similarity`` is a floor the text may reach: similarity >= minimum passes, only below is refused."""
+    text = "今天天气很好"
+    exact = chrf(text, "今天天气儿很好")
+    assert 0 < exact < 1
+    gate = SimilarityGate(exact, "zh")
+    assert gate.passes(exact) and not gate.passes(exact - 1e-9)
+    got = gated_perturb(ZhSubstitutions(table={"天气": ["天气儿"]}), text, budget=ChangeBudget(rate=1.0),
+                        rng=random.Random(0), protect=Protection(), gate=gate)
+    assert got.text == "今天天气儿很好" and got.similarity is not None
+    assert (got.similarity.value, got.similarity.rejected, got.similarity.fell_back) == (exact, 0, False)
+
+
 def test_gate_measures_the_whole_text_with_earlier_substitutions() -> None:
     """Each substitution alone stays above the minimum; the second on top of the first does not."""
     text = "今天天气很好"

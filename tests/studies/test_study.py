@@ -273,7 +273,7 @@ sets = ["C-homophone"]
 [methods.wi]
 kind = "wordimportance"
 method = "C-homophone"
-rates = [0.1, 0.3]
+rates = [0.01, 0.3]
 budget = 20
 seed = 3
 """
@@ -287,6 +287,8 @@ seed = 3
         summary = json.loads((out / model / "wi" / "ocnli" / SUMMARY_NAME).read_text())
         assert summary["n_attacked"] > 0 and rv.load_run(out / model / "wi" / "ocnli").identity["template"] == "tiny-nli"
         asr = shown[(model, "wi:ocnli:asr@max")]
+        # α = 0.01 lets no word of these short texts change: the two rates differ, so the cell shows the largest's.
+        assert summary["asr_by_rate"]["0.01"] == 0 < summary["asr_by_rate"]["0.3"]
         assert (asr["value"], asr["n"]) == (summary["asr_by_rate"]["0.3"], summary["n_attacked"])
         assert shown[(model, "wi:ocnli:ors")]["value"] == ors_file["ors"][summary["model"]]
         robustness = json.loads((out / model / "robustness" / "ocnli" / SUMMARY_NAME).read_text())

@@ -13,7 +13,6 @@ from typing import Any, TextIO
 
 from robusteval.cli.common import add_command
 from robusteval.errors import UserError
-from robusteval.store import RunStore
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -177,8 +176,9 @@ def _open_output(name: str) -> Iterator[TextIO]:
 
 
 def export_run(args: argparse.Namespace) -> int:
-    with RunStore.open_existing(args.run_dir) as store:
-        units = list(store.iter_units(args.stage))
+    from robusteval.runs import load_run
+
+    units = load_run(args.run_dir).units(args.stage)  # a misspelt --stage is refused with the closest, not empty
     with _open_output(args.output) as out:
         if args.format == "jsonl":
             for unit in units:

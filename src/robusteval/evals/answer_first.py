@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
@@ -26,7 +26,7 @@ from robusteval.models import Backend, GenerationRequest
 from robusteval.models.context import PROMPT_TOO_LONG, context_overflow, request_tokens
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.models.thinking import generate_thinking
-from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplars_for
+from robusteval.prompts.answer_first import AnswerFirstPrompt, check_exemplars, exemplars_for
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -178,6 +178,8 @@ class EvalConfig:
         check_at_least(self, "max_new_tokens", 1, optional=False)
         with field_check(self, "math_grader"):
             check_math_grader(self.math_grader)
+        with field_check(self, "exemplars"):
+            check_exemplars(self.exemplars)
 
 
 class EvalSummary(TypedDict):
@@ -206,7 +208,12 @@ def eval_identity(config: EvalConfig, model: dict[str, Any] | None, examples: Se
                         prefix_hash=unit_key(prompt.prefix))
 
 
-@public_entry
+def _preflight(arguments: Mapping[str, Any]) -> None:
+    config: EvalConfig = arguments["config"]
+    eval_identity(config, None, config.data.load())  # the data and its exemplars
+
+
+@public_entry(preflight=_preflight)
 def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
              batch_size: int = 8) -> EvalSummary:
     """Answer-first accuracy of ``backend`` on ``config.data``; every answer is a stored, resumable unit.

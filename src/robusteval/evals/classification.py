@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from robusteval.config import did_you_mean
 from robusteval.data.example import Example
 from robusteval.data.example import example_fields as example_fields  # re-exported: moved down to data
 from robusteval.data.example import with_fields as with_fields
@@ -71,6 +72,7 @@ class ClassificationTemplate:
     @classmethod
     def load(cls, source: str, labels: Sequence[str] | None = None) -> ClassificationTemplate:
         """A built-in template name (``nli-zh``, ``text``) or a JSON file; ``labels`` fills an empty label map."""
+        check_template_source(source)
         if source in BUILTIN_TEMPLATES:
             text = resources.files("robusteval.prompts.classification").joinpath(BUILTIN_TEMPLATES[source]).read_text(
                 "utf-8"
@@ -78,9 +80,6 @@ class ClassificationTemplate:
             path = f"<built-in {source}>"
         else:
             file = Path(source)
-            if not file.is_file():
-                known = ", ".join(BUILTIN_TEMPLATES)
-                raise UserError(f"template {source}: no such file and not a built-in template ({known})")
             text = file.read_text("utf-8")
             path = str(file)
         try:
@@ -158,6 +157,15 @@ class ClassificationTemplate:
 
     def identity(self) -> dict[str, Any]:
         return {"template": self.name, "template_sha": self.source_sha}
+
+
+def check_template_source(source: str | None) -> None:
+    """Refuse a template that is neither a built-in name nor a file (the closest built-in suggested); None (the
+    dataset's default) passes. Cheap: configs call it when built, before any model loads."""
+    if source is None or source in BUILTIN_TEMPLATES or Path(source).is_file():
+        return
+    raise UserError(f"template {source}: no such file and not a built-in template ({', '.join(BUILTIN_TEMPLATES)})"
+                    f"{did_you_mean(source, BUILTIN_TEMPLATES)}")
 
 
 def template_for(source: str | None, dataset: str, examples: Sequence[Example]) -> ClassificationTemplate:

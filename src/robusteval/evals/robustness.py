@@ -11,7 +11,7 @@ set's edits, the gold label and the labels read on the original and on the pertu
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -21,6 +21,7 @@ from robusteval.config import (
     check_at_least,
     check_chat,
     check_choices,
+    field_check,
     nested,
     option,
     validated,
@@ -31,6 +32,7 @@ from robusteval.errors import UserError
 from robusteval.evals.classification import (
     ClassificationTemplate,
     LabelClassifier,
+    check_template_source,
     example_fields,
     predicted_label,
     template_for,
@@ -39,6 +41,7 @@ from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
 from robusteval.perturbations.base import Language
+from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import PerturbationSpec, target_device
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore
@@ -122,6 +125,12 @@ class RobustnessConfig:
         check_at_least(self, "bootstrap", 0, optional=False)
         check_at_least(self, "min_changed", 0, optional=False)
         specs = self.set_specs()
+        with field_check(self, "sets"):  # a misspelt method fails here, with the closest name, before any model loads
+            for spec in specs:
+                if spec.method is not None:
+                    check_method_name(spec.method)
+        with field_check(self, "template"):
+            check_template_source(self.template)
         self.perturbation.check_similarity_methods(self, [spec.method for spec in specs if spec.method])
 
     def set_specs(self) -> list[SetSpec]:
@@ -247,7 +256,11 @@ def set_similarity(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[E
     return out
 
 
-@public_entry
+def _preflight(arguments: Mapping[str, Any]) -> None:
+    _plan(arguments["config"])  # data, set files, template labels, each method for the data's language
+
+
+@public_entry(preflight=_preflight)
 def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
                load_model: Callable[[str], Backend] | None = None, batch_size: int = 8) -> RobustnessSummary:
     """Accuracy of ``backend`` (as a classifier) on ``config.data`` and on each perturbed set, and the
@@ -375,7 +388,10 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
             summary["sets"][name]["drift"] = drift[name]
         if similarity and name in similarity:
             summary["sets"][name]["similarity"] = similarity[name]
-    summary["n_unparsed"] = {name: sum(1 for r in recs if r.get("label") is None) for name, recs in by_set.items()}
+    # The labels the accuracy counts that could not be read (counted wrong): soft labels are scored, never parsed,
+    # so a soft run has none, whatever its generations held.
+    summary["n_unparsed"] = {name: sum(1 for r in recs if predicted_label(r, mode) is None)
+                             for name, recs in by_set.items()}
     # A thinking classifier: per set, the traces never closed (no label: wrong, and counted in n_unparsed too).
     truncated = {name: block["thinking_truncated"] for name, recs in by_set.items()
                  if (block := truncation_summary(recs))}

@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from robusteval.config import did_you_mean
 from robusteval.errors import UserError
 from robusteval.models.base import Backend
 from robusteval.registry import Registry
@@ -548,8 +549,10 @@ def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, options: d
     if factory is None and re.match(_MODEL_PREFIX, atom):
         factory = factories.get(MODEL)
     if factory is None:
-        names = ", ".join(sorted(k for k in factories if k != MODEL))
-        raise UserError(f"judge spec '{spec.strip()}': unknown judge '{atom}'; use {names}, or a model spec (hf:PATH, "
-                        "openai:MODEL@URL)")
+        names = sorted(k for k in factories if k != MODEL)
+        # The grammar splits only before a known atom: 'grounding,embeded' reaches here whole; name the misspelt part.
+        unknown = next((p for p in re.split(r"[+,]", atom) if p.strip() and p.strip() not in factories), atom).strip()
+        raise UserError(f"judge spec '{spec.strip()}': unknown judge '{unknown}'{did_you_mean(unknown, names)}; use "
+                        f"{', '.join(names)}, or a model spec (hf:PATH, openai:MODEL@URL)")
     accepted = {k: v for k, v in (options or {}).items() if _takes(factory, k)}
     return factory(task, atom, load, **accepted)

@@ -130,10 +130,7 @@ def robustness_summary(
             )
             if sum(flags) < min_changed:
                 entry["in_index"] = False
-                entry["excluded_reason"] = (
-                    f"changed {sum(flags)} of {n} texts, fewer than {min_changed}: "
-                    "it measures the original again"
-                )
+                entry["excluded_reason"] = excluded_reason(sum(flags), n, min_changed)
             if changed_only:
                 keep = [i for i, f in enumerate(flags) if f]
                 entry["changed_only"] = paired_drop(
@@ -177,6 +174,17 @@ def robustness_summary(
         "rb_index_ci95": ci,
         "rb_index_ci95_method": method,
     }
+
+
+def excluded_reason(changed: int, n: int, min_changed: int) -> str:
+    """Why a set that changed ``changed`` of ``n`` texts is left out under ``min_changed``: the count against the
+    threshold; "measures the original again" only of a set that changed nothing."""
+    reason = f"changed {changed} of {n} texts, fewer than min_changed {min_changed}"
+    if changed == 0:
+        return f"{reason}: it measures the original again"
+    if min_changed > n:
+        return f"{reason}, which is more than the {n} examples: no set can reach it"
+    return reason
 
 
 def excluded_lines(summary: Mapping[str, Any]) -> list[str]:

@@ -54,6 +54,10 @@ The diagnosis, first rule that applies (thresholds are :class:`DiagnosisThreshol
    reaches the share). Without originals the split cannot be made: **unstable reasoning (originals not
    evaluated)**.
 
+Each "at or under" / "reaches" compares the exact shares the counts give: the float noise of the arithmetic
+(10 of 12 originals right, 9 kept: a relative drop of exactly 10% computes as 0.10000000000000003) is rounded
+off first (:func:`at_most`), so a drop at the bound is robust whatever the counts.
+
 A run whose every problem is ``no_variants`` (a run on the original problems) is labelled **no variants**.
 Fewer than ``min_problems`` (10) problems adds "few problems" to the line: the label is then a weak reading.
 """
@@ -236,6 +240,16 @@ def drops(rows: Sequence[Mapping[str, Any]], *, rounds: int = 1000, seed: int = 
     return out
 
 
+#: Decimals kept when a computed share meets a threshold: float noise (~1e-16) is rounded away; a real gap
+#: between a share of counts and a threshold is many orders larger.
+BOUND_DECIMALS = 12
+
+
+def at_most(value: float, bound: float) -> bool:
+    """``value <= bound`` for shares computed from counts, the float noise of their arithmetic ignored."""
+    return round(value - bound, BOUND_DECIMALS) <= 0
+
+
 def causes(counts: Mapping[str, int]) -> dict[str, int]:
     """How many problems show each cause: ``memorisation`` (``original_only``) and ``unstable``
     (``some_variants`` or ``sample_dependent``), from the category counts."""
@@ -252,23 +266,23 @@ def label(drop: Mapping[str, Any], loose: float | None, strict: float | None,
         if drop["original"] < thresholds.min_original:
             return "originals"
         relative = drop["relative"]["strict"]["value"]
-        if relative is not None and relative <= thresholds.robust_max_drop:
+        if relative is not None and at_most(relative, thresholds.robust_max_drop):
             return "robust"
         found = causes(counts or {})
         memorised, unstable = found["memorisation"], found["unstable"]
         lost = memorised + unstable
         if not lost:  # no problem shows a cause: then no problem lost points (kept for safety)
             return "robust"
-        if memorised > unstable and memorised >= thresholds.memorisation_share * lost:
+        if memorised > unstable and at_most(thresholds.memorisation_share * lost, memorised):
             return "memorisation"
-        if unstable > memorised and unstable >= thresholds.memorisation_share * lost:
+        if unstable > memorised and at_most(thresholds.memorisation_share * lost, unstable):
             return "unstable"
         return "mixed"
     if loose is None or strict is None:
         return "empty"
     if loose < thresholds.min_original:
         return "variants"
-    return "robust" if strict >= (1 - thresholds.robust_max_drop) * loose else "unstable_no_original"
+    return "robust" if at_most(loose - strict, thresholds.robust_max_drop * loose) else "unstable_no_original"
 
 
 def _pct(value: float | None) -> str:

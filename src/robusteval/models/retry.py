@@ -16,6 +16,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from robusteval.progress import wait_over
+
 
 class Aborted(Exception):
     """Another request of the same batch failed for good (or the user pressed Ctrl-C); stop retrying this one."""
@@ -74,10 +76,13 @@ class SharedBackoff:
         with self._cond:
             if ticket.probe:
                 self._probing = False
-            if (ticket.probe or ticket.epoch == self._epoch) and self._failures:
+            recovered = bool((ticket.probe or ticket.epoch == self._epoch) and self._failures)
+            if recovered:
                 self._failures, self._until = 0, 0.0
                 self._epoch += 1
             self._cond.notify_all()
+        if recovered:  # the outage is over: the progress line stops saying "retry N in ..."
+            wait_over()
 
     def failed(self, ticket: Ticket, retry_after: float | None = None) -> float | None:
         """A transient failure (connection refused, timeout, 429/5xx). Returns the wait when it starts a new

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from robusteval.config import did_you_mean
 from robusteval.errors import UserError
 from robusteval.perturbations.base import Language, Level, Perturbation
 from robusteval.registry import Entry, Registry
@@ -91,7 +92,8 @@ def check_method_name(name: str, *, extra: tuple[str, ...] = ()) -> None:
     """Refuse a name no language registers (configs check it when built, before the language is known)."""
     known = sorted({m.name for m in available_methods()} | set(extra))
     if name not in known:
-        raise UserError(f"unknown perturbation method {name!r}; available: {', '.join(known)}")
+        raise UserError(f"unknown perturbation method {name!r}{did_you_mean(name, known)}; available: "
+                        f"{', '.join(known)}")
 
 
 def method_info(name: str, language: Language) -> MethodInfo:
@@ -102,8 +104,13 @@ def method_info(name: str, language: Language) -> MethodInfo:
     entry = PERTURBATIONS.find((name, language))
     info = _info(entry) if entry is not None else None
     if info is None:
-        known = ", ".join(m.name for m in available_methods(language))
-        raise UserError(f"unknown perturbation method '{name}' for language '{language}'; available: {known}")
+        known = [m.name for m in available_methods(language)]
+        elsewhere = sorted(m.language for m in available_methods() if m.name == name)
+        if elsewhere:
+            raise UserError(f"perturbation method '{name}' perturbs {'/'.join(elsewhere)} text, and these texts are "
+                            f"{language}; methods for {language}: {', '.join(known)}")
+        raise UserError(f"unknown perturbation method '{name}' for language '{language}'"
+                        f"{did_you_mean(name, known)}; available: {', '.join(known)}")
     return info
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from robusteval.config import did_you_mean
 from robusteval.errors import DataError
 from robusteval.models.base import GenerationRequest
 from robusteval.prompts.chat import Message, conversation, resolve_system_prompt
@@ -94,10 +95,19 @@ def load_exemplars(name_or_path: str) -> ExemplarSet:
         return parse_exemplars(json.loads(text), f"builtin:{name_or_path}")
     path = Path(name_or_path)
     if not path.is_file():
-        raise DataError(path, "exemplar file not found (built-in sets: math, yesno)")
+        builtin = sorted(set(BUILTIN_EXEMPLARS.values()))
+        raise DataError(path, f"exemplar file not found (built-in sets: {', '.join(builtin)})"
+                        f"{did_you_mean(name_or_path, builtin)}")
     from robusteval.data.loaders.files import read_json
 
     return parse_exemplars(read_json(path), str(path))
+
+
+def check_exemplars(name_or_path: str | None) -> None:
+    """Refuse exemplars that cannot load (a misspelt built-in name gets the closest one; a file is read and
+    parsed); None (the answer type's built-in set) passes. Configs call it when built, before any model loads."""
+    if name_or_path is not None:
+        load_exemplars(name_or_path)
 
 
 def exemplar_source(exemplars: str | None, answer_type: str) -> str:

@@ -89,7 +89,8 @@ def run_rates(run: Run) -> list[Rate]:
         mode, unparsed = summary.get("label_mode") or "?", summary.get("n_unparsed") or {}
         # Wherever an accuracy is shown, its label mode and the labels that could not be read (counted wrong).
         rates = [Rate(f"acc[{name}]", perturbed.accuracy(run, name),
-                      note=f"{mode} labels, {unparsed.get(name, '?')} unparsed (counted wrong)",
+                      note=f"{mode} labels" if mode == "soft" else  # scored, never parsed
+                      f"{mode} labels, {unparsed.get(name, '?')} unparsed (counted wrong)",
                       extra={"n_unparsed": unparsed.get(name)}) for name in names]
         return [*rates, Rate("rb_index", perturbed.rb_index(run))]
     if command == WORDIMPORTANCE:

@@ -145,9 +145,12 @@ def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, titl
          "unparsed": unparsed.get(name)}
         for name, entry in sets.items()
     ]
-    print_summary_table(f"{title} ({label_mode} labels, n={n}; unparsed: labels that could not "
-                        "be read, counted wrong)", rows, ["set", "acc", "drop", "changed", "in index", "unparsed"],
-                        file=out)
+    if label_mode == "soft":  # argmax of scored labels: nothing is parsed, nothing can be unread
+        print_summary_table(f"{title} (soft labels, n={n})", rows, ["set", "acc", "drop", "changed", "in index"],
+                            file=out)
+    else:
+        print_summary_table(f"{title} ({label_mode} labels, n={n}; unparsed: labels that could not be read, counted "
+                            "wrong)", rows, ["set", "acc", "drop", "changed", "in index", "unparsed"], file=out)
     changed_rows = [{"set": name, "n changed": block["n"],
                      "acc original (changed only)": format_rate(block["acc_original"], block["acc_original_ci95"],
                                                                 n=block["n"]),

@@ -4,6 +4,7 @@ defaults per dataset, and the run config behind ``robusteval attack matcha`` and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from robusteval.attacks.matcha.thinking import DEFAULT_REASONING_SOURCE, REASONING_SOURCES
@@ -187,6 +188,12 @@ class MatchaConfig:
         return record
 
 
+def is_paper_judge(atom: str) -> bool:
+    """Whether a judge spec's atom is the authors' LLM judge, GPT-3.5-turbo through the OpenAI API (IRD 323)."""
+    kind, _, rest = atom.strip().partition(":")
+    return kind == "openai" and rest.partition("@")[0].startswith("gpt-3.5-turbo")
+
+
 @validated
 @dataclass(frozen=True)
 class MatchaRunConfig:
@@ -307,6 +314,7 @@ class MatchaRunConfig:
         any model loads: judge specs are part of the run identity."""
         from robusteval.judges.base import REASONING, SEMANTIC, check_judge_prompt, check_judge_spec
         from robusteval.judges.errortypes import check_error_classifier_spec
+        from robusteval.prompts.answer_first import check_exemplars
 
         check_choices(self)
         check_chat(self)
@@ -358,6 +366,8 @@ class MatchaRunConfig:
             check_judge_prompt(self.judge_prompt, REASONING)
         with field_check(self, "semantic_judge_prompt"):
             check_judge_prompt(self.semantic_judge_prompt, SEMANTIC)
+        with field_check(self, "exemplars"):
+            check_exemplars(self.exemplars)
 
     def resolved_counting(self) -> str:
         """The counting a run uses: ``--count``, else the authors' under ``--preset paper``, else ours."""
@@ -475,6 +485,12 @@ class MatchaRunConfig:
         if atoms - {"arith", "grounding"} and self.judge_prompt is None:
             out.append("the reasoning LLM judge asks robusteval's own prompt, not the authors' criteria prompt "
                        "(--judge-prompt FILE, docs/matcha.md)")
+        if self.judge_prompt is not None:
+            out.append(f"the reasoning LLM judge asks the prompt of --judge-prompt {Path(self.judge_prompt).name}, "
+                       "which robusteval cannot tell to be the authors' criteria prompt")
+        others = sorted(a for a in atoms - {"arith", "grounding", "none"} if not is_paper_judge(a))
+        if others:
+            out.append(f"reasoning judged by {', '.join(others)}, not GPT-3.5-turbo (the authors' judge)")
         if "grounding" in atoms:
             out.append("reasoning judged by the grounding checker (quantities not from the question), not only an "
                        "LLM judge")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from robusteval.analysis.drift import drift_summary
@@ -175,7 +175,15 @@ def error_classifier(store: RunStore, spec: str | None, load: Callable[[str], Ba
     return with_cache(build_error_classifier(spec, load, chat=True if chat else None), store)
 
 
-@public_entry
+def _preflight(arguments: Mapping[str, Any]) -> None:
+    config: MatchaRunConfig = arguments["config"]
+    examples = arguments.get("examples")
+    examples = list(examples) if examples is not None else config.data.load()
+    if examples:
+        config.check(examples[0].answer_type)  # what the data decides (a yes/no set needs an LLM judge)
+
+
+@public_entry(preflight=_preflight)
 def attack_matcha(
     config: MatchaRunConfig,
     backend: Backend,

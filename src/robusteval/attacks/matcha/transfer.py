@@ -50,7 +50,13 @@ from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.identity import backend_identity, backend_key
-from robusteval.prompts.answer_first import AnswerFirstPrompt, ExemplarSet, exemplar_style, load_exemplars
+from robusteval.prompts.answer_first import (
+    AnswerFirstPrompt,
+    ExemplarSet,
+    check_exemplars,
+    exemplar_style,
+    load_exemplars,
+)
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -490,6 +496,8 @@ class TransferConfig:
                 check_judge_spec(self.judge, task=REASONING)
         with field_check(self, "error_classifier"):
             check_error_classifier_spec(self.error_classifier)
+        with field_check(self, "exemplars"):
+            check_exemplars(self.exemplars)
 
     def load_source(self) -> SourceRun:
         self.validate()

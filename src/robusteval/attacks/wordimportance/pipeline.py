@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -28,6 +28,7 @@ from robusteval.config import (
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
+from robusteval.evals.classification import check_template_source
 from robusteval.lifecycle import public_entry
 from robusteval.models.base import Backend, can_score, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
@@ -105,6 +106,8 @@ class WordImportanceRunConfig:
             check_at_least(self, "n_samples", 1, optional=False)
         check_at_least(self, "max_drift", 0)
         check_chat(self)
+        with field_check(self, "template"):
+            check_template_source(self.template)
 
     def method_names(self, language: Language) -> tuple[str, ...]:
         """The method, or every method of the language for ``combined``."""
@@ -185,7 +188,13 @@ def build_methods(config: WordImportanceRunConfig, language: Language, options: 
     return methods, notes
 
 
-@public_entry
+def _preflight(arguments: Mapping[str, Any]) -> None:
+    config: WordImportanceRunConfig = arguments["config"]
+    examples = arguments.get("examples")
+    wordimportance_identity(config, None, list(examples) if examples is not None else config.data.load())
+
+
+@public_entry(preflight=_preflight)
 def attack_wordimportance(
     config: WordImportanceRunConfig,
     backend: Backend,
