@@ -159,6 +159,7 @@ def test_the_authors_replacement_gate_compares_like_texts(tiny_trained_dir: Path
         return [{"same_meaning": True, "asked": [a, b]} for a, b in pairs]
 
     runner = make_runner(tiny_trained_dir, tmp_path, counting="authors", replacement_gate=gate, topk_ratio=1.0,
+                         replacement_positions="corrected",  # their gather reads past the tiny model's vocabulary
                          semantic_judge=semantic)
     examples, clean = attackable(runner)
     decode = runner.backend.decode

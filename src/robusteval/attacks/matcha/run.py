@@ -143,6 +143,14 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
             return "original"
         return self.config.replacement_gate or "authors"
 
+    @property
+    def replacement_positions(self) -> str:
+        """Which inserted positions a step replaces (token.TokenAttackConfig): ours ("corrected"); under the
+        authors' insertions their gather by position unless the config says corrected."""
+        if not self.authors_insertion:
+            return "corrected"
+        return self.config.replacement_positions or "authors"
+
     def authors_pgd_layout(self, example: Example) -> PromptLayout:
         """The layout the authors' embedding attack edits (--count authors): question + answer trigger, from the
         end of their tokenisation of the exemplars and ``Q: `` (:func:`.layout.authors_pgd_layout`)."""
@@ -451,7 +459,8 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
                                               insertion="authors" if authors else "words",
                                               trigger_tokens=len(clean["tail_ids"]) if authors else 0,
                                               first_slot=authors_first_slot(self.backend, self.prompt, layout)
-                                              if authors else 0, replacement_gate=self.replacement_gate)
+                                              if authors else 0, replacement_gate=self.replacement_gate,
+                                              replacement_positions=self.replacement_positions)
             slots = None if self.authors_insertion else word_boundaries(self.backend.decode, clean["question_ids"])
             steps.append(token_attack_steps(objective, list(layout.question), self.allowed_tokens, attack_config,
                                             derive_rng(cfg.seed, "matcha-token", example.id), slots=slots))
