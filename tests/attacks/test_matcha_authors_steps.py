@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from helpers.generate_only import GenerateOnly
 from robusteval.attacks.matcha.authors import (
     authors_first_slot,
     authors_verdicts,
@@ -158,6 +159,7 @@ def test_the_authors_replacement_gate_compares_like_texts(tiny_trained_dir: Path
         return [{"same_meaning": True, "asked": [a, b]} for a, b in pairs]
 
     runner = make_runner(tiny_trained_dir, tmp_path, counting="authors", replacement_gate=gate, topk_ratio=1.0,
+                         replacement_positions="corrected",  # their gather reads past the tiny model's vocabulary
                          semantic_judge=semantic)
     examples, clean = attackable(runner)
     decode = runner.backend.decode
@@ -229,9 +231,6 @@ def test_an_unreadable_judge_is_re_asked_at_temperature_0_then_counted_as_chosen
     import robusteval as rv
     from robusteval.attacks.matcha.pipeline import matcha_judges
 
-    sys_path_helpers()
-    from test_judges_retries_prompts import GenerateOnly  # type: ignore[import-not-found]
-
     data = rv.DataSpec("jsonl", SAMPLE, limit=4, answer_type="number")
     config = rv.MatchaRunConfig(data=data, counting="authors", judge="hf:judge", unreadable_verdicts=unreadable)
     window = GenerateOnly(tiny_backend)
@@ -255,14 +254,6 @@ def test_an_unreadable_judge_is_re_asked_at_temperature_0_then_counted_as_chosen
     label = "counted apart" if unreadable == "abstain" else "read as 'correct'"
     assert any(label in d and "10 re-asks at temperature 0" in d for d in config.deviations("number"))
     assert rv.MatchaRunConfig(data=data).resolved_retry_temperature() is None  # ours: as before (0.7)
-
-
-def sys_path_helpers() -> None:
-    import sys
-
-    judges_tests = str(Path(__file__).resolve().parents[1] / "judges")
-    if judges_tests not in sys.path:
-        sys.path.insert(0, judges_tests)
 
 
 # ------------------------------------------------------------------------------------------ item 9: transfer

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers.generate_only import GenerateOnly
 from robusteval.errors import UserError
 from robusteval.judges import (
     PLACEHOLDERS,
@@ -27,33 +27,12 @@ from robusteval.judges import (
 )
 from robusteval.judges.errortypes import ErrorTypeClassifier
 from robusteval.judges.llm import NO, YES, load_prompt
-from robusteval.models import GENERATE, Generation, GenerationRequest
 
 ITEMS = [
     ReasoningItem("Janet has 16 eggs. She eats 3. How many are left?", "The answer is 13. 16 - 3 = 13.",
                   "The answer is 13. 16 - 3 = 12."),
     ReasoningItem("Can birds fly?", "The answer is yes. Most birds can fly.", "The answer is yes. Fish swim."),
 ]
-
-
-class GenerateOnly:
-    """The real backend seen through an API-like window: generation only, every batch of requests recorded.
-    ``readable_from_seed``: from the re-ask with that seed on, the real output is prefixed with "1", as a model
-    that finally answers would (the re-ask logic is under test, not the model)."""
-
-    def __init__(self, inner: Any, readable_from_seed: int | None = None):
-        self.inner = inner
-        self.name = inner.name
-        self.capabilities = frozenset({GENERATE})
-        self.batches: list[list[GenerationRequest]] = []
-        self.readable_from_seed = readable_from_seed
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        self.batches.append(list(requests))
-        out = self.inner.generate(requests)
-        start = self.readable_from_seed
-        return [replace(o, text="1" + o.text) if start is not None and (r.seed or 0) >= start else o
-                for r, o in zip(requests, out, strict=True)]
 
 
 # ------------------------------------------------------------------------------------------------ re-asks

@@ -52,6 +52,12 @@ UNREADABLE_VERDICTS = ("abstain", "authors-fallback")
 #: replacement and accepts what it accepts of an unchanged question); "corrected": the span before the step against
 #: the span with the replacement. Outside --count authors every replacement is gated against the original question.
 REPLACEMENT_GATES = ("authors", "corrected")
+#: Which inserted positions a step replaces under --count authors at the token level: "authors", as their code
+#: does (IRD 615-625: ``torch.gather(-grad, 1, locations)`` reads row i of the one-hot gradient, the i-th token of
+#: the whole input from the BOS, at the vocabulary id equal to the i-th inserted location, and keeps
+#: ``int(len x k)``, at least 1); "corrected": robusteval's, the inserted positions ranked by the gradient at their
+#: current token, ``ceil(len x k)`` of them (also the choice outside --count authors).
+REPLACEMENT_POSITIONS = ("authors", "corrected")
 #: The embedding attack's perturbed span: the question alone (ours), or (the authors', --count authors) everything
 #: from the end of their tokenisation of "<exemplars>Q: " to the end of the prompt, the answer trigger included.
 PGD_SPANS = ("question", "question+trigger")
@@ -112,6 +118,9 @@ class MatchaConfig:
     # --count authors at the token level only (None otherwise, and then not in the identity): how replacements are
     # gated (authors.REPLACEMENT_GATES: their code as it is, or corrected)
     replacement_gate: str | None = None
+    # --count authors at the token level only (None otherwise, and then not in the identity): which inserted
+    # positions a step replaces (REPLACEMENT_POSITIONS: their gather by position, or corrected)
+    replacement_positions: str | None = None
     # A thinking target only (None otherwise, and then not in the identity): the reasoning attacked and judged
     # (REASONING_SOURCES) and the trace's budget, on top of max_new_tokens (attacks/matcha/thinking.py).
     reasoning_source: str | None = None
@@ -146,6 +155,11 @@ class MatchaConfig:
             if self.counting != "authors" or self.level != "token":
                 raise ConfigError(self, "replacement_gate", "chooses between the authors' replacement gate and its "
                                   "correction: {counting=authors} at {level=token} only")
+        if self.replacement_positions is not None:
+            check_choice(self, "replacement_positions", REPLACEMENT_POSITIONS)
+            if self.counting != "authors" or self.level != "token":
+                raise ConfigError(self, "replacement_positions", "chooses between the authors' replacement positions "
+                                  "and their correction: {counting=authors} at {level=token} only")
         check_choice(self, "pgd_span", PGD_SPANS)
         check_choice(self, "eps_base", EPS_BASES)
         if self.reasoning_source is not None:
@@ -182,7 +196,7 @@ class MatchaConfig:
         for name, ours in (("pgd_span", PGD_SPANS[0]), ("eps_base", EPS_BASES[0])):
             if record[name] == ours:
                 del record[name]
-        for name in ("reasoning_source", "max_thinking_tokens", "replacement_gate"):
+        for name in ("reasoning_source", "max_thinking_tokens", "replacement_gate", "replacement_positions"):
             if record[name] is None:
                 del record[name]
         return record
@@ -237,6 +251,12 @@ class MatchaRunConfig:
                                           "there) or corrected (the question before the step against the question "
                                           "with the replacement). Outside --count authors every replacement is "
                                           "gated against the original question")
+    replacement_positions: str | None = option(
+        None, choices=REPLACEMENT_POSITIONS, metavar="authors|corrected", identity=WHEN_SET,
+        help="--count authors, token level: which inserted positions a step replaces: authors (their code: "
+        "int(k x inserted), ranked by the gradient at row i, the i-th prompt token, read at the vocabulary id equal "
+        "to the i-th inserted location; the default there) or corrected (ranked by the gradient at each inserted "
+        "position's current token, ceil(k x inserted) of them, as outside --count authors)")
     counting: str | None = option(None, choices=COUNTINGS, flag="--count", metavar="ours|authors",
                                   identity=WHEN_SET,
                                   help="ours: the reasoning judge's verdict alone, over attacked examples whose clean "
@@ -346,6 +366,10 @@ class MatchaRunConfig:
         if self.replacement_gate is not None and (self.resolved_counting() != "authors" or self.level != "token"):
             raise ConfigError(self, "replacement_gate", "chooses between the authors' replacement gate and its "
                               "correction: {counting=authors} at the token level only")
+        if self.replacement_positions is not None and (self.resolved_counting() != "authors"
+                                                       or self.level != "token"):
+            raise ConfigError(self, "replacement_positions", "chooses between the authors' replacement positions "
+                              "and their correction: {counting=authors} at the token level only")
         if self.level == "embedding":
             if self.variant not in ("full", "cot-loss-only"):
                 raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} "
@@ -393,6 +417,13 @@ class MatchaRunConfig:
             return None
         return self.replacement_gate or "authors"
 
+    def resolved_replacement_positions(self) -> str | None:
+        """The replacement positions of --count authors at the token level (their code's unless corrected), else
+        None (robusteval's, not in the identity)."""
+        if self.resolved_counting() != "authors" or self.level != "token":
+            return None
+        return self.replacement_positions or "authors"
+
     def hyperparameters(self, target_answer: str | None = None, *, thinks: bool = False) -> MatchaConfig:
         """The attack's resolved hyper-parameters (dataset defaults filled in); ``thinks``: the target writes a
         trace, so the reasoning source and the trace's budget are resolved too."""
@@ -412,6 +443,7 @@ class MatchaRunConfig:
                                                  and self.level == "token" else "final"),
             counting=self.resolved_counting(),
             replacement_gate=self.resolved_replacement_gate(),
+            replacement_positions=self.resolved_replacement_positions(),
             reasoning_source=(self.reasoning_source or DEFAULT_REASONING_SOURCE) if thinks else None,
             max_thinking_tokens=self.thinking_budget() if thinks else None,
         )
@@ -526,6 +558,13 @@ class MatchaRunConfig:
         elif hyper.replacement_gate == "corrected":
             out.append("replacements gated against the question before the step (corrected: the authors' code "
                        "compares two identical strings)")
+        if hyper.replacement_positions == "authors":
+            out.append("replaced positions chosen as the authors' code chooses them: their gather reads row i of the "
+                       "gradient (the i-th prompt token) at the vocabulary id equal to the i-th inserted location, "
+                       "and int(k x inserted) are replaced (the paper: the top-k inserted positions by gradient)")
+        elif hyper.replacement_positions == "corrected":
+            out.append("replaced positions ranked by the gradient at each inserted position's current token, "
+                       "ceil(k x inserted) of them (corrected: the authors' code gathers by position)")
         if hyper.level == "token" and hyper.variant != "random-insert" and hyper.success_check == "final":
             out.append("success judged only after the last step (the authors' implementation, behind the published "
                        "tables, also judges right after the insertions: --success-check insertion-and-final)")

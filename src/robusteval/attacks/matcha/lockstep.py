@@ -43,6 +43,16 @@ class Gradient:
 
 
 @dataclass(frozen=True)
+class LeadingGradient:
+    """d(-L_opt)/d(input embeddings) of the first ``rows`` positions of the whole input (prefix included) at a
+    question's ids -> grad [rows, H] (the authors' replacement positions read these rows: see
+    :func:`robusteval.attacks.matcha.token.authors_positions`). Served one example at a time."""
+
+    question: list[int]
+    rows: int
+
+
+@dataclass(frozen=True)
 class Score:
     """L_opt terms (no gradient) of equal-length questions (id lists, or embeddings [C, Lq, H]) -> LossTerms [C]."""
 
@@ -57,7 +67,7 @@ class Checkpoint:
     ids: list[int]
 
 
-Request = Gate | Gradient | Score | Checkpoint
+Request = Gate | Gradient | LeadingGradient | Score | Checkpoint
 R = TypeVar("R")
 #: An example's attack: yields requests, receives their answers, returns its result.
 AttackSteps = Generator[Request, Any, R]
@@ -108,6 +118,9 @@ def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[Attack
             embeds = [_embeds(objectives[i], [q])[0] if not isinstance(q, torch.Tensor) else q for i, q in wanted]
             replies.update(zip((i for i, _ in wanted), gradients([objectives[i] for i, _ in wanted], embeds),
                                strict=True))
+        for i, r in asked.items():
+            if isinstance(r, LeadingGradient):
+                replies[i] = objectives[i].leading_gradient(r.question, r.rows)
         scored = [(i, r.questions) for i, r in asked.items() if isinstance(r, Score)]
         if scored:
             # Candidate ids are embedded a chunk at a time inside scores (all at once is quadratic in the question).

@@ -166,6 +166,20 @@ class MatchaObjective:
         """d(-L_opt)/d(question embeddings) at arbitrary embeddings [Lq, H] (the embedding attack's step)."""
         return gradients([self], [question_embeds])[0]
 
+    def leading_gradient(self, question_ids: Sequence[int], rows: int) -> torch.Tensor:
+        """d(-L_opt)/d(input embeddings) [rows, H] of the first ``rows`` positions of the whole input
+        [prefix | head | question | tail + continuation[:-1]] at ``question_ids``: one forward and backward over
+        all of it (the prefix fed inline, not from its cache, so its rows get gradients)."""
+        with torch.no_grad():
+            prefix = self.backend.embed(torch.tensor(self.prefix_ids, dtype=torch.long))
+            whole = torch.cat([prefix.to(self.head.dtype), self.suffix(self.embed_question([question_ids])[0])])
+        lead = whole[:rows].detach().requires_grad_(True)
+        with torch.enable_grad():
+            logits = self.backend.forward([], [torch.cat([lead, whole[rows:]])], logits_to_keep=self.m)
+            terms = self.terms(logits[:, logits.shape[1] - self.m:])
+            (grad,) = torch.autograd.grad(-terms.total[0], lead)
+        return grad
+
     def losses(self, batch_ids: Sequence[Sequence[int]]) -> torch.Tensor:
         """L_opt of many equal-length candidate questions, in chunks that bound logit memory."""
         if not batch_ids:

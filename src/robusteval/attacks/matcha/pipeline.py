@@ -253,6 +253,8 @@ def attack_matcha(
             summary["judge_retry_temperature"] = config.resolved_retry_temperature()
             if hyper.replacement_gate is not None:
                 summary["replacement_gate"] = hyper.replacement_gate
+            if hyper.replacement_positions is not None:
+                summary["replacement_positions"] = hyper.replacement_positions
         summary["flags"] = rate_flags(config.judge, config.semantic_judge)
         summary["deviations_from_paper"] = config.deviations(examples[0].answer_type)
         if thinks:

@@ -19,13 +19,12 @@ import torch
 from robusteval.attacks.matcha.admission import AttackAdmission, prompt_sizes
 from robusteval.attacks.matcha.authors import (
     authors_first_slot,
-    authors_reasoning,
-    authors_verdicts,
     gate_view,
     vocabulary_ids,
 )
 from robusteval.attacks.matcha.config import DEFAULT_ATTACK_TOKENS, MatchaConfig
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack_steps
+from robusteval.attacks.matcha.judging import MatchaJudging, ReasoningJudgeFn
 from robusteval.attacks.matcha.layout import PromptLayout, authors_pgd_layout, chat_layout, layout_from_text
 from robusteval.attacks.matcha.lockstep import Gate, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids, prepare
@@ -39,7 +38,6 @@ from robusteval.data.answers import answers_match
 from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import grade_completion, read_completion
-from robusteval.metrics.matcha import outcome
 from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
 from robusteval.models.context import PROMPT_TOO_LONG
 from robusteval.models.identity import backend_key
@@ -55,8 +53,6 @@ from robusteval.text.thinking import NO_THINKING, THINKING_TRUNCATED, ReasoningF
 CLEAN_STAGE = register_stage("matcha_clean", summary="clean generations, graded")
 ATTACK_STAGE = register_stage("matcha_attack", summary="one attacked example")
 
-#: (question, reference completion, perturbed completion) -> {"reasoning_correct": bool|None, ...}
-ReasoningJudgeFn = Callable[[list[tuple[str, str, str]]], list[dict[str, Any]]]
 #: [(original question, perturbed question), ...] -> [{"same_meaning": bool, ...}, ...], in order
 SemanticJudgeFn = Callable[[list[tuple[str, str]]], list[dict[str, Any]]]
 
@@ -79,7 +75,7 @@ class Generated:
     row: Any
 
 
-class MatchaRunner(AttackAdmission):
+class MatchaRunner(AttackAdmission, MatchaJudging):
     #: Candidate losses per forward (None: all at once); the benchmark's naive baseline sets 1.
     candidate_chunk: int | None = None
 
@@ -146,6 +142,14 @@ class MatchaRunner(AttackAdmission):
         if not self.authors_insertion:
             return "original"
         return self.config.replacement_gate or "authors"
+
+    @property
+    def replacement_positions(self) -> str:
+        """Which inserted positions a step replaces (token.TokenAttackConfig): ours ("corrected"); under the
+        authors' insertions their gather by position unless the config says corrected."""
+        if not self.authors_insertion:
+            return "corrected"
+        return self.config.replacement_positions or "authors"
 
     def authors_pgd_layout(self, example: Example) -> PromptLayout:
         """The layout the authors' embedding attack edits (--count authors): question + answer trigger, from the
@@ -455,7 +459,8 @@ class MatchaRunner(AttackAdmission):
                                               insertion="authors" if authors else "words",
                                               trigger_tokens=len(clean["tail_ids"]) if authors else 0,
                                               first_slot=authors_first_slot(self.backend, self.prompt, layout)
-                                              if authors else 0, replacement_gate=self.replacement_gate)
+                                              if authors else 0, replacement_gate=self.replacement_gate,
+                                              replacement_positions=self.replacement_positions)
             slots = None if self.authors_insertion else word_boundaries(self.backend.decode, clean["question_ids"])
             steps.append(token_attack_steps(objective, list(layout.question), self.allowed_tokens, attack_config,
                                             derive_rng(cfg.seed, "matcha-token", example.id), slots=slots))
@@ -535,62 +540,6 @@ class MatchaRunner(AttackAdmission):
                                            self.backend.embed(torch.tensor(layout.tail, dtype=torch.long,
                                                                            device=self.backend.device))]))
         return suffixes
-
-    # ------------------------------------------------------------------ judging
-    def perturbed_verdicts(self, items: Sequence[tuple[str, str, str]],
-                           sentences_from: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
-        """The reasoning verdicts of (question, clean completion, perturbed completion) items.
-
-        Ours: the reasoning judge reads the question and both full completions. The authors' (--count authors):
-        it reads only the reasoning after the clean completion's answer sentence (after that of
-        ``sentences_from[k]`` where given: their final check's, the insertion checkpoint's completion;
-        :func:`.authors.authors_verdicts`), and an empty reasoning on either side is judged wrong without asking
-        (their ``auto_rater_gpt`` returns 0)."""
-        if self.config.counting != "authors":
-            return self.reasoning_judge(list(items)) if items else []
-        return authors_verdicts(items, self.reasoning_judge, sentences_from)
-
-    def judge(self, attacked: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Judge every attacked example's clean reasoning, and the perturbed reasoning where the answer was kept
-        (all verdicts cached). A clean reasoning already judged wrong makes the example ``clean_cot_wrong``:
-        whatever the attack does, it cannot be credited with breaking that reasoning (our denominator)."""
-        authors = self.config.counting == "authors"
-        live = [r for r in attacked if not r.get("skipped")]
-        kept = [r for r in live if r["answer_kept"]]
-
-        # What the judge reads of each clean completion: the whole of it (a thinking target's: its reasoning
-        # source), or (authors) its reasoning only.
-        def text(record: dict[str, Any], side: str) -> str:
-            return str(record.get(f"{side}_judged_text", record[f"{side}_completion"]))
-
-        read = {r["id"]: authors_reasoning(text(r, "clean")) if authors else text(r, "clean") for r in live}
-
-        def clean_item(record: dict[str, Any]) -> tuple[str, str, str]:
-            reasoning = read[record["id"]]
-            return record["clean_question"], record.get("gold_reasoning") or reasoning, reasoning
-
-        no_cot = {r["id"] for r in live if authors and not read[r["id"]]}
-        judged_clean = [r for r in live if r["id"] not in no_cot]
-        verdicts = self.reasoning_judge([clean_item(r) for r in judged_clean]) if judged_clean else []
-        clean_of = dict(zip((r["id"] for r in judged_clean), verdicts, strict=True))
-        perturbed_of = dict(zip((r["id"] for r in kept), self.perturbed_verdicts(
-            [(r["clean_question"], text(r, "clean"), text(r, "perturbed")) for r in kept],
-            [r.get("checkpoint_judged_text") for r in kept]), strict=True))
-        out = []
-        for record in attacked:
-            if record.get("skipped"):
-                out.append({**record, "attacked": False, "outcome": None})
-                continue
-            clean_verdict = clean_of.get(record["id"])
-            clean_ok = None if clean_verdict is None else clean_verdict.get("reasoning_correct")
-            verdict = perturbed_of.get(record["id"])
-            correct = None if verdict is None else verdict.get("reasoning_correct")
-            judged = {**record, "attacked": True, "clean_reasoning": clean_verdict,
-                      "clean_cot_wrong": None if clean_ok is None else not clean_ok, "reasoning": verdict,
-                      "reasoning_wrong": None if correct is None else not correct,
-                      **({"no_cot": True} if record["id"] in no_cot else {})}
-            out.append({**judged, "outcome": outcome(judged, self.config.counting)})
-        return out
 
 
 def _skip_reason(reason: str, n_draws: int, n_drifted: int, cfg: MatchaConfig) -> str:

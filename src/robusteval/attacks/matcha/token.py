@@ -7,6 +7,8 @@
    by the gradient at their current token, and for each the replacement with the best gradient score
    (``n_candidates > 1`` re-scores the best few by the true loss in one batched forward, which can only
    help). A semantic judge must accept each replacement, else it is rejected.
+   Under --count authors the positions are by default those the authors' code picks (:func:`authors_positions`:
+   their gather by position, ``int(k x inserted)``); ``replacement_positions="corrected"`` keeps ours.
 
 Variants: ``full``; ``random-insert`` (step 1 only); ``random-locs`` (random inserted positions instead of
 top-k); ``cot-loss-only`` (lambda = 0, set by the caller through the objective); ``gcg-suffix`` (the same
@@ -32,7 +34,15 @@ import torch
 
 from robusteval.attacks.matcha.authors import authors_insertions, insertion_count
 from robusteval.attacks.matcha.config import VARIANTS
-from robusteval.attacks.matcha.lockstep import AttackSteps, Checkpoint, Gate, Gradient, Score, run_lockstep
+from robusteval.attacks.matcha.lockstep import (
+    AttackSteps,
+    Checkpoint,
+    Gate,
+    Gradient,
+    LeadingGradient,
+    Score,
+    run_lockstep,
+)
 from robusteval.attacks.matcha.loss import LossTerms
 from robusteval.attacks.matcha.objective import MatchaObjective
 
@@ -60,6 +70,10 @@ class TokenAttackConfig:
     # insertions "authors" (their code: the span before the step against itself) or "corrected" (the span
     # before the step against the span with the replacement); see authors.REPLACEMENT_GATES
     replacement_gate: str = "original"
+    # Which inserted positions a step replaces (config.REPLACEMENT_POSITIONS): "corrected" (robusteval's, also
+    # outside --count authors: ranked by the gradient at each one's current token, ceil(k x inserted)) or
+    # "authors" (their gather by position, int(k x inserted) at least 1: :func:`authors_positions`)
+    replacement_positions: str = "corrected"
 
 
 @dataclass
@@ -190,6 +204,17 @@ def token_attack_steps(
     allowed = allowed.to(embedding_matrix.device)
     allowed_vectors = embedding_matrix[allowed]  # [A, H]
     k = max(1, math.ceil(config.topk_ratio * len(inserted)))
+    theirs = config.replacement_positions == "authors" and config.variant in ("full", "cot-loss-only")
+    if theirs and config.steps > 0:
+        # Their locations: the greedy diff of the clean and the perturbed whole (span + response), absolute.
+        offset = len(objective.prefix_ids) + len(objective.head_ids)
+        rest = [*objective.tail_ids, *objective.reference.continuation_ids]
+        locations = [offset + p for p in authors_locations([*question_ids, *rest], [*ids, *rest])]
+        if max(locations) >= embedding_matrix.shape[0]:
+            return TokenAttackResult(list(question_ids), [], [], insertions=draws, skipped=(
+                f"the authors' replacement positions read the gradient at vocabulary id {max(locations)} (an "
+                f"inserted token's position), past the model's {embedding_matrix.shape[0]} ids: their code fails "
+                "there (--replacement-positions corrected does without that gather)"))
     replaced: set[int] = set()
     for step in range(config.steps):
         before = list(ids)  # the span as the step found it (the authors' gates compare with it)
@@ -199,24 +224,32 @@ def token_attack_steps(
             "loss": {"total": float(terms.total), "cot": float(terms.cot), "answer": float(terms.answer)},
             "proposals": [],
         }
-        positions = torch.tensor(inserted, device=grad.device)
+        if theirs:
+            lead = yield LeadingGradient(ids, len(locations))
+            chosen_at = [p - offset for p in authors_positions(lead, embedding_matrix, locations, config.topk_ratio)]
+            # A location past the span (their diff can attribute an insertion to the response) edits no prompt.
+            rows = [p for p in chosen_at if 0 <= p < len(ids)]
+            record["replacement_positions"] = chosen_at
+        else:
+            rows = list(inserted)
+        positions = torch.tensor(rows, device=grad.device, dtype=torch.long)
         # One-hot gradient restricted to the scored rows/columns: g[i, v] = grad_i . e_v
-        scores = grad[positions] @ allowed_vectors.T.to(grad.dtype)  # [n_insert, A]
-        current_ids = torch.tensor([ids[p] for p in inserted], device=embedding_matrix.device)
-        current = (grad[positions] * embedding_matrix[current_ids].to(grad.dtype)).sum(-1)
+        scores = grad[positions] @ allowed_vectors.T.to(grad.dtype)  # [rows, A]
         candidate_count = min(config.n_candidates, scores.shape[1])
         # Most negative gradient of -L_opt = largest first-order increase of L_opt.
-        best_tokens = allowed[(-scores).topk(candidate_count, dim=1).indices]  # [n_insert, C]
+        best_tokens = allowed[(-scores).topk(candidate_count, dim=1).indices]  # [rows, C]
 
         if config.variant == "gcg-suffix":
             proposals = _gcg_proposals(ids, inserted, best_tokens, k * candidate_count, rng)
         else:
-            if config.variant == "random-locs":
+            if theirs:
+                chosen = list(range(len(rows)))
+            elif config.variant == "random-locs":
                 chosen = [int(i) for i in rng.choice(len(inserted), size=min(k, len(inserted)), replace=False)]
             else:
-                chosen = [int(i) for i in current.topk(min(k, len(inserted))).indices]
+                chosen = corrected_positions(grad, embedding_matrix, ids, inserted, config.topk_ratio)
             proposals = [
-                (inserted[i], int(token)) for i in chosen for token in best_tokens[i] if int(token) != ids[inserted[i]]
+                (rows[i], int(token)) for i in chosen for token in best_tokens[i] if int(token) != ids[rows[i]]
             ]
         if not proposals:
             result.steps.append(record)
@@ -251,6 +284,60 @@ def token_attack_steps(
     result.replaced_positions = sorted(replaced)
     result.steps.append({"step": config.steps, "loss": _loss_record((yield Score([ids])))})
     return result
+
+
+def corrected_positions(grad: torch.Tensor, embeddings: torch.Tensor, ids: Sequence[int], inserted: Sequence[int],
+                        topk_ratio: float) -> list[int]:
+    """Which of the ``inserted`` positions a step replaces (robusteval's, and --replacement-positions corrected):
+    indices into ``inserted`` of the ceil(k x len) largest one-hot gradients of -L_opt at each position's current
+    token (``grad`` [span, H] over the span ``ids``; ``embeddings`` [V, H], scaled as the model reads them)."""
+    rows = torch.tensor(list(inserted), device=grad.device, dtype=torch.long)
+    current_ids = torch.tensor([ids[p] for p in inserted], device=embeddings.device, dtype=torch.long)
+    current = (grad[rows] * embeddings[current_ids].to(grad.dtype)).sum(-1)
+    k = max(1, math.ceil(topk_ratio * len(inserted)))
+    return [int(i) for i in current.topk(min(k, len(inserted))).indices]
+
+
+def authors_positions(lead: torch.Tensor, embeddings: torch.Tensor, locations: Sequence[int],
+                      topk_ratio: float) -> list[int]:
+    """The positions the authors' code replaces (IRD 615-625), from ``locations`` (their inserted locations:
+    absolute positions in the whole input, in their order) and ``lead``, the gradient of -L_opt at the first
+    ``len(locations)`` input embeddings [>= L, H] (``embeddings`` [V, H], scaled as the model reads them).
+
+    Their ``torch.gather(-grad, 1, locations)`` on the one-hot gradient [sequence, V] reads row i (the i-th token
+    of the whole input, from the BOS) at column ``locations[i]`` (a position used as a vocabulary id), not the
+    inserted positions' rows; their ``grad`` is of their cost, which plays our -L_opt, so ``-grad`` there is
+    ``-lead`` here. They replace ``int(len x k)`` (at least 1) locations, the largest first; ties go to the
+    earlier location (torch's top-k leaves their order unspecified). A location past the vocabulary makes their
+    gather fail: ValueError."""
+    n = len(locations)
+    if n == 0:
+        return []
+    if max(locations) >= embeddings.shape[0]:
+        raise ValueError(f"location {max(locations)} is past the vocabulary ({embeddings.shape[0]} ids)")
+    onehot = lead[:n] @ embeddings.T.to(lead.dtype)  # [L, V], as theirs for the rows they read
+    index = torch.tensor(list(locations), device=onehot.device, dtype=torch.long).view(-1, 1)
+    values = torch.gather(-onehot, 1, index)[:, 0].tolist()
+    count = max(1, int(n * topk_ratio))
+    order = sorted(range(n), key=lambda i: -values[i])  # stable: ties keep the earlier location first
+    return [int(locations[i]) for i in order[:count]]
+
+
+def authors_locations(original: Sequence[int], perturbed: Sequence[int]) -> list[int]:
+    """Their inserted locations (IRD 107-131): a greedy walk of the clean and the perturbed ids, where every
+    perturbed token that differs from the clean token under the cursor counts as inserted (and every perturbed token
+    left over at the end); so an inserted token equal to the next clean one shifts the location it reports."""
+    out: list[int] = []
+    if len(original) == len(perturbed):
+        return out
+    i = j = 0
+    while i < len(original) and j < len(perturbed):
+        if original[i] != perturbed[j]:
+            out.append(j)
+        else:
+            i += 1
+        j += 1
+    return out + list(range(j, len(perturbed)))
 
 
 def _replacement_gate(proposal: list[int], before: list[int], kind: str) -> Gate:
