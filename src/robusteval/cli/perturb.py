@@ -107,7 +107,7 @@ def run_review(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise UserError(f"--n must be at least 1, got {args.n}")
     items = [item for source in args.sources for item in load_items(source)]
-    labelled = LabelStore(args.store).keys() if args.store else set()
+    labelled = LabelStore(args.store).labelled_keys() if args.store else set()
     sample = sample_items(items, args.n, seed=args.seed, labelled=labelled)
     if not sample.items:
         raise UserError(f"no edit left to review in {', '.join(args.sources)}: "

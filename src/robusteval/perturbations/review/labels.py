@@ -109,7 +109,7 @@ class LabelStore:
     def current(self) -> dict[str, Label]:
         return latest(self.all())
 
-    def keys(self) -> set[str]:
+    def labelled_keys(self) -> set[str]:
         return set(self.current())
 
     def add(self, labels: Sequence[Label]) -> tuple[int, int]:
