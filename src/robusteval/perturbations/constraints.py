@@ -19,6 +19,7 @@ is picked (the word's next candidate is tried; a word with none left is skipped 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -47,9 +48,7 @@ def _posseg() -> Any:
     from robusteval.perturbations.segment import _jieba
 
     _jieba()  # loads the dictionary quietly
-    import jieba.posseg
-
-    return jieba.posseg
+    return importlib.import_module("jieba.posseg")
 
 
 @lru_cache(maxsize=4096)
