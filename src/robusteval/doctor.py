@@ -86,6 +86,15 @@ def _report_assets() -> str:
     return "report style and script"
 
 
+def _review_assets() -> str:
+    from robusteval.perturbations.review.page import asset
+
+    sizes = {name: len(asset(name)) for name in ("review.css", "review.js")}
+    if not all(sizes.values()):
+        raise ValueError(f"empty review-page asset: {sizes}")
+    return "review page style and script"
+
+
 PACKAGED: tuple[tuple[str, Callable[[], str]], ...] = (
     ("samples", _samples),
     ("exemplars", _exemplars),
@@ -93,6 +102,7 @@ PACKAGED: tuple[tuple[str, Callable[[], str]], ...] = (
     ("classification templates", _classification_templates),
     ("variant templates", _variant_templates),
     ("report assets", _report_assets),
+    ("review page assets", _review_assets),
 )
 
 

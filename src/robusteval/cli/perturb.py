@@ -1,4 +1,6 @@
-"""``robusteval perturb``: a perturbed copy of a dataset (``robusteval.perturbations.pipeline.perturb_dataset``)."""
+"""``robusteval perturb``: a perturbed copy of a dataset (``robusteval.perturbations.pipeline.perturb_dataset``);
+``perturb review`` and ``perturb labels``: a page to label sampled edits by hand, and the preservation rate the
+labels measure (``robusteval.perturbations.review``)."""
 
 from __future__ import annotations
 
@@ -43,6 +45,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_backend_options(parser)  # for the models a method loads (translator, re-ranker)
     required_option(parser, "--out", metavar="FILE.jsonl", help="where to write the perturbed copy")
     parser.set_defaults(func=run)
+    # Optional: `robusteval perturb --method ...` perturbs, `robusteval perturb review|labels ...` reviews.
+    sub = parser.add_subparsers(dest="perturb_command", metavar="{review,labels}", required=False)
+    register_review(sub)
+
+
+def register_review(sub: argparse._SubParsersAction) -> None:
+    review = add_command(
+        sub, "review", help="a page to label sampled edits by hand (same meaning / changed / ungrammatical)",
+        description="Sample edits of perturbed sets (files written by `robusteval perturb`, or run directories "
+        "of `robusteval robustness`, whose generated sets are stored), seeded and stratified by method (the "
+        "same number from each method where it has enough), and write one self-contained HTML page to label "
+        "them with the keyboard: 1 same meaning, 2 changed, 3 ungrammatical, j/k to move. Labels stay in the "
+        "browser and are exported as a JSON Lines file; read it with `robusteval perturb labels`. With "
+        "--store, edits the store has labelled are never sampled again.",
+        example="robusteval perturb review ocnli-synonym.jsonl runs/rb-ocnli --n 50 --seed 1 \\\n"
+        "    --store labels.jsonl --out review.html",
+    )
+    review.add_argument("sources", nargs="+", metavar="FILE|RUN_DIR",
+                        help="perturb output files or robustness run directories")
+    required_option(review, "--out", metavar="PAGE.html", help="where to write the page")
+    review.add_argument("--n", type=int, default=50, help="edits to sample (spread evenly over the methods)")
+    review.add_argument("--seed", type=int, default=0, help="sampling seed")
+    review.add_argument("--store", metavar="LABELS.jsonl", help="labels store: its edits are not sampled again")
+    review.set_defaults(func=run_review)
+
+    labels = add_command(
+        sub, "labels", help="read exported labels into a store and print the preservation rate per method",
+        description="Add the labels a review page exported to the labels store (keyed by the edit: a hash of "
+        "the method, the original and the perturbed text; an edit labelled again counts once, with its last "
+        "label), then print per method the share of edits labelled same meaning, changed and ungrammatical, "
+        "each with its n and Wilson 95% interval. Without --store, the files' labels alone are counted.",
+        example="robusteval perturb labels review-3f2a9c1b0d4e.labels.jsonl --store labels.jsonl",
+    )
+    labels.add_argument("exports", nargs="*", metavar="EXPORT.jsonl", help="files the review page exported")
+    labels.add_argument("--store", metavar="LABELS.jsonl", help="labels store to add them to (created if missing)")
+    labels.add_argument("--json", action="store_true", help="print the rates as JSON")
+    labels.set_defaults(func=run_labels)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,4 +97,49 @@ def run(args: argparse.Namespace) -> int:
         from robusteval.perturbations.similarity import similarity_line
 
         print(similarity_line(result["similarity"]))
+    return 0
+
+
+def run_review(args: argparse.Namespace) -> int:
+    from robusteval.errors import UserError
+    from robusteval.perturbations.review import LabelStore, load_items, sample_items, write_page
+
+    if args.n < 1:
+        raise UserError(f"--n must be at least 1, got {args.n}")
+    items = [item for source in args.sources for item in load_items(source)]
+    labelled = LabelStore(args.store).labelled_keys() if args.store else set()
+    sample = sample_items(items, args.n, seed=args.seed, labelled=labelled)
+    if not sample.items:
+        raise UserError(f"no edit left to review in {', '.join(args.sources)}: "
+                        + ("every one is labelled in the store" if sample.skipped_labelled else "nothing changed"))
+    write_page(sample, args.out, sources=list(args.sources))
+    shares = ", ".join(f"{method} {count}/{sample.available[method]}" for method, count in sample.per_method().items())
+    skipped = f"; {sample.skipped_labelled} already labelled, left out" if args.store else ""
+    print(f"{len(sample.items)} edits sampled ({shares} unlabelled){skipped} -> {args.out} "
+          f"(sample {sample.sample_id})")
+    return 0
+
+
+def run_labels(args: argparse.Namespace) -> int:
+    import json
+
+    from robusteval.errors import UserError
+    from robusteval.perturbations.review import LabelStore, preservation, preservation_lines, read_export
+
+    if not args.exports and not args.store:
+        raise UserError("give exported label files, --store, or both")
+    exported = [label for path in args.exports for label in read_export(path)]
+    if args.store:
+        store = LabelStore(args.store)
+        new, relabelled = store.add(exported)
+        if args.exports:
+            print(f"{new} new labels, {relabelled} relabelled (the last label of an edit counts) -> {args.store}")
+        labels = store.all()
+    else:
+        labels = exported
+    rates = preservation(labels)
+    if args.json:
+        print(json.dumps(rates, indent=2))
+    else:
+        print("\n".join(preservation_lines(rates)) or "no labels yet")
     return 0

@@ -231,6 +231,9 @@ class SpanPerturbation:
     #: A :class:`~robusteval.perturbations.similarity.SimilarityGate` that ``perturb`` passes every substitution
     #: through (``min_similarity``; set by ``build_perturbation`` for word-level methods). None: no gate.
     gate: Any = None
+    #: A constraint every candidate must pass (``keep_pos``: :class:`~robusteval.perturbations.constraints.
+    #: PartOfSpeech`, set by ``build_perturbation`` for word-level methods). None: no constraint.
+    constraint: Any = None
 
     # -- what subclasses implement ---------------------------------------------------------------
     def char_candidates(self, char: str) -> Sequence[str]:
@@ -257,7 +260,10 @@ class SpanPerturbation:
             found: Sequence[str] = self.char_candidates(span.text)
         else:
             found = self.word_candidates(span.text, text, span, rng)
-        return _dedupe(found, exclude=span.text)[: self.max_candidates]
+        options = _dedupe(found, exclude=span.text)
+        if self.constraint is not None:  # before the cap: a refused candidate leaves room for the next one
+            options = self.constraint.filter(text, span, options)
+        return options[: self.max_candidates]
 
     def perturb(
         self,

@@ -47,6 +47,7 @@ class MethodOptions:
     translator: Any = None
     pivot_language: str = "English"
     min_similarity: float | None = None
+    keep_pos: bool = False  # word-level methods: refuse a candidate of another part of speech (constraints.py)
     device: str = "auto"  # for models the method loads itself (masked LM, re-ranker, translator spec)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -121,12 +122,22 @@ def similarity_applies(name: str) -> bool:
     return any(m.name == name and m.level in GATED_LEVELS for m in available_methods())
 
 
+def pos_applies(name: str) -> bool:
+    """Whether ``keep_pos`` constrains the method ``name`` (word level, in any language)."""
+    return any(m.name == name and m.level == "word" for m in available_methods())
+
+
 def build_perturbation(name: str, language: Language, options: MethodOptions | None = None) -> Perturbation:
     """The method ``name`` for ``language``; an unknown name lists the methods that exist. With
-    ``options.min_similarity`` a word- or sentence-level method gets the language's similarity gate."""
+    ``options.min_similarity`` a word- or sentence-level method gets the language's similarity gate; with
+    ``options.keep_pos`` a word-level one the part-of-speech constraint."""
     options = options or MethodOptions()
     info = method_info(name, language)
     perturbation: Any = info.factory(options)  # Any: ``gate`` is an attribute of the gated classes only
+    if options.keep_pos and info.level == "word" and hasattr(perturbation, "constraint"):
+        from robusteval.perturbations.constraints import PartOfSpeech
+
+        perturbation.constraint = PartOfSpeech(language)
     if options.min_similarity is not None and hasattr(perturbation, "gate"):
         from robusteval.perturbations.similarity import GATED_LEVELS, SimilarityGate
 

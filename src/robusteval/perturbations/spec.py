@@ -147,8 +147,17 @@ class PerturbationSpec(CandidateSpec):
                                           "fallback): the word's next candidate is tried, or the original kept "
                                           "(unset: no filter)")
 
+    # In the identity only when set (True): runs and files made before the option keep their identity.
+    keep_pos: bool | None = option(None, identity=WHEN_SET,
+                                   help="word-level methods: refuse a substitution that changes the word's part "
+                                   "of speech (Chinese: jieba posseg in context; English: WordNet's parts of "
+                                   "speech, no offline tagger ships), the word's next candidate is tried; "
+                                   "combines with --min-similarity")
+
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.keep_pos is False:  # False and unset are one setting, with one identity
+            object.__setattr__(self, "keep_pos", None)
         for name in ("rate", "min_similarity"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
@@ -162,7 +171,7 @@ class PerturbationSpec(CandidateSpec):
     def method_options(self, load_model: ModelLoader | None = None, *, device: str = "auto") -> MethodOptions:
         """:meth:`CandidateSpec.method_options` with the similarity gate's minimum."""
         return dataclasses.replace(super().method_options(load_model, device=device),
-                                   min_similarity=self.min_similarity)
+                                   min_similarity=self.min_similarity, keep_pos=bool(self.keep_pos))
 
     def check_method(self, method: str, language: Language) -> None:
         """As :meth:`CandidateSpec.check_method`; a gated method's measure must be available (English: the
@@ -172,7 +181,13 @@ class PerturbationSpec(CandidateSpec):
             check_measure_available(language)
 
     def check_similarity_methods(self, config: object, methods: Sequence[str]) -> None:
-        """Refuse ``min_similarity`` when none of ``methods`` (those generated) applies it: it would be ignored."""
+        """Refuse ``min_similarity`` when none of ``methods`` (those generated) applies it, and ``keep_pos``
+        when none is word-level: it would be ignored."""
+        from robusteval.perturbations.registry import pos_applies
+
+        if self.keep_pos and not any(pos_applies(method) for method in methods):
+            raise ConfigError(config, "keep_pos", "applies to word-level methods (W-*) only, and this run "
+                              f"perturbs with none (methods: {', '.join(methods) or 'none'})")
         if self.min_similarity is not None and not any(similarity_applies(method) for method in methods):
             raise ConfigError(config, "min_similarity", "applies to word- and sentence-level methods (W-*, S-*) "
                               f"only, and this run perturbs with none (methods: {', '.join(methods) or 'none'})")
