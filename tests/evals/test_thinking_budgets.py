@@ -58,3 +58,37 @@ def test_an_empty_reply_cut_at_the_limit_is_a_counted_no_reply(tmp_path: Path,
     assert all(r["no_answer"] == NO_REPLY_AT_LIMIT and r["correct"] is False for r in rows)
     assert "no reply: 6 of 6 (1.000 [" in printed and NO_REPLY_AT_LIMIT in printed
     assert "thinking_truncated" not in summary  # no trace was written
+
+
+def test_budget_forcing_counts_the_trace_from_after_the_opening_tag(tiny_thinking_dir: Path, tmp_path: Path) -> None:
+    """Qwen3's form: the model writes <think> itself. --max-thinking-tokens 4 used to cut the tag (reply ' <thin',
+    thinking_forced False); now the tag is written whole, the 4 tokens are the trace's, and the close is forced."""
+    from evals.test_thinking import eval_run
+    from robusteval.models import load_backend
+
+    summary, rows = eval_run(tiny_thinking_dir, tmp_path / "four", "--max-thinking-tokens", "4",
+                             max_new_tokens=24)
+    assert summary["thinking_forced"]["count"] == summary["n"] == 8 and summary["thinking_truncated"]["count"] == 0
+    low, high = summary["thinking_forced"]["ci95"]
+    assert low < high == 1.0
+    backend = load_backend(f"hf:{tiny_thinking_dir}")
+    for row in rows:
+        head, close, _ = row["completion"].partition("</think>")
+        assert close and head.lstrip().startswith("<think>") and not row["reply"].startswith("<thin")
+        assert row["thinking_forced"] is True and row["thinking_tokens"] == 4 and not row["thinking_truncated"]
+        # The trace is the 4 tokens after the tag (give or take the forced newline before the closing tag).
+        trace = head.split("<think>", 1)[1]
+        assert len(backend.encode(trace.rstrip("\n"))) <= 5 and row["thinking"] == trace.strip()
+
+
+def test_budget_forcing_where_the_prompt_opens_the_trace_counts_it_whole(tiny_r1_dir: Path, tmp_path: Path) -> None:
+    """R1's form: the generation prompt pre-fills <think>; the first token generated is the trace's."""
+    from evals.test_thinking import eval_run
+
+    summary, rows = eval_run(tiny_r1_dir, tmp_path / "r1", "--chat", "--system-prompt", "",
+                             "--max-thinking-tokens", "4", max_new_tokens=24)
+    assert summary["thinking_forced"]["count"] == summary["n"] == 8
+    for row in rows:
+        trace, close, _ = row["completion"].partition("</think>")
+        assert close and "<think>" not in trace
+        assert row["thinking_forced"] and row["thinking_tokens"] == 4 and not row["thinking_truncated"]
