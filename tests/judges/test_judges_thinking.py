@@ -99,3 +99,18 @@ def test_classification_on_a_reasoning_model_reads_the_label_after_the_trace(tin
         assert record["label"] is None and record["reply"] == ""
     else:
         assert record["label"] == template.parse(record["reply"].split("\n", 1)[0])
+
+
+def test_an_api_judge_whose_server_writes_the_think_tags_into_content_is_split(tmp_path: Path) -> None:
+    """No reasoning parser on the server: ``content`` is ``<think>Rating: 0? ...</think> Rating: 1``; the verdict is
+    the one after the trace (read whole, the trace's 0 came first)."""
+    from helpers.servers import JUDGE_THINK_CONTENT, fake_openai_server
+
+    with fake_openai_server(tmp_path, "judge-think-content") as server:
+        backend = load_backend(f"openai:r1@{server.base_url}", endpoint="chat", logprobs="off")
+        judge = ReasoningJudge(backend)
+        (verdict,) = judge.judge([ReasoningItem("q", "The answer is 7. 3 + 4 = 7.", "The answer is 7. 3 + 4 = 7.")])
+        backend.close()
+    assert verdict.label is True and verdict.raw == JUDGE_THINK_CONTENT
+    assert verdict.detail["thinking"] == "Rating: 0? No, every step holds."
+    assert verdict.detail["reply"] == "Rating: 1"

@@ -61,6 +61,7 @@ from robusteval.text.thinking import (
     chat_prompt_opens,
     closing_prefix,
     split_output,
+    written_format,
 )
 
 __all__ = ["PLACEHOLDERS", "BinaryLLMJudge", "load_judge_prompt", "load_prompt", "parse_binary"]
@@ -249,7 +250,8 @@ class BinaryLLMJudge:
     def _reply(self, out: Generation) -> tuple[str, Split]:
         """The text the verdict is read from: the reply after a thinking model's trace (an API's trace returned
         apart, or the think tags of its template), else the whole output."""
-        split = split_output(out.text, out.meta, self.reasoning, opened=self._prompt_opens)
+        # A server that writes the think tags into ``content`` (no reasoning parser): the verdict after the trace.
+        split = split_output(out.text, out.meta, written_format(out.text, self.reasoning), opened=self._prompt_opens)
         return split.reply, split
 
     def _readable(self, out: Generation) -> bool:

@@ -140,6 +140,15 @@ def split_output(text: str, meta: dict[str, object] | None, fmt: ReasoningFormat
     return split_generation(text, fmt, opened=opened)
 
 
+def written_format(text: str, fmt: ReasoningFormat) -> ReasoningFormat:
+    """``fmt``, or the default think tags where a model read as one without thinking wrote them anyway: an API whose
+    server has no reasoning parser returns the trace in ``content`` (``<think>...</think>Rating: 1``; R1's form
+    holds only the closing tag), and the reply is what comes after it."""
+    if fmt.kind == "none" and any(tag in text for tag in DEFAULT_TAGS):
+        return ReasoningFormat("think-tags")
+    return fmt
+
+
 def no_answer_reason(split: Split, finish_reason: str) -> str | None:
     """Why a generation has no answer to read, or None: its trace never closed (:data:`THINKING_TRUNCATED`), or
     its reply is empty (:data:`NO_REPLY_AT_LIMIT` where the token budget cut it, else :data:`NO_REPLY`)."""
