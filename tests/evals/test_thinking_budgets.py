@@ -92,3 +92,14 @@ def test_budget_forcing_where_the_prompt_opens_the_trace_counts_it_whole(tiny_r1
         trace, close, _ = row["completion"].partition("</think>")
         assert close and "<think>" not in trace
         assert row["thinking_forced"] and row["thinking_tokens"] == 4 and not row["thinking_truncated"]
+
+
+def test_matcha_help_and_docs_agree_on_the_trace_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    """MATCHA gives the trace --max-thinking-tokens in one generation and forces no closing tag: its --help says
+    so (it used to promise the forced tag of eval's budget forcing), as docs/reasoning-models.md does."""
+    with pytest.raises(SystemExit):
+        main(["attack", "matcha", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "attack matcha: no tag is forced" in text and "eval, variants eval: budget forcing" in text
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "reasoning-models.md").read_text(encoding="utf-8")
+    assert "MATCHA does not force the closing tag" in " ".join(docs.split())

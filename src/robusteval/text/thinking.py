@@ -204,9 +204,13 @@ class ReasoningOptions:
     think_tags: str | None = option(None, metavar="OPEN,CLOSE", identity=WHEN_SET,
                                     help="the trace's tags for --reasoning think-tags (default <think>,</think>)")
     max_thinking_tokens: int | None = option(None, metavar="N", identity=WHEN_SET,
-                                             help="budget forcing: the trace gets at most N tokens, then its closing "
-                                             "tag is forced and the reply generated with --max-new-tokens (think "
-                                             "tags only; the run counts how often); unset: one budget for both")
+                                             help="a thinking trace's budget (think tags only). eval, variants eval: "
+                                             "budget forcing, the trace gets N tokens after its opening tag, then "
+                                             "its closing tag is forced and the reply generated with "
+                                             "--max-new-tokens (counted as thinking_forced; unset: one budget for "
+                                             "both). attack matcha: no tag is forced, one generation of N + "
+                                             "--max-new-tokens tokens, a trace that never closes counted as "
+                                             "truncated (unset: 4096 through the chat template)")
 
     def __post_init__(self) -> None:
         try:
