@@ -114,14 +114,17 @@ class BinaryLLMJudge:
 
     def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None, retries: int = 0,
                  prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
-                 thinking_budget: int = THINKING_BUDGET):
+                 thinking_budget: int | None = None):
         if retries < 0:
             raise UserError(f"judge retries: {retries} is negative; give 0 (ask once) or more")
         self.backend = backend
         self.max_new_tokens = max_new_tokens
         # A reasoning model judges after its trace: read from its chat template (none for every other model).
         self.reasoning = ReasoningOptions().resolve(backend) if chat is True else NO_THINKING
-        self.thinking_budget = thinking_budget
+        # The trace's budget: a thinking template's judge always gets one; a judge whose thinking cannot be read
+        # off a template (an API) only when it is given (--judge-max-thinking-tokens).
+        self.thinking_budget = THINKING_BUDGET if thinking_budget is None else int(thinking_budget)
+        self._budgeted = self.reasoning.thinks or thinking_budget is not None
         self._opens: bool | None = None
         self.retries = int(retries)
         # True: the prompt as a chat conversation on every backend (hf renders its chat template). None: the
@@ -173,7 +176,8 @@ class BinaryLLMJudge:
             # A thinking judge only (every other judge's keys stay as they were).
             **({"thinking": self.reasoning.record(),
                 **({} if self.uses_logprobs else {"thinking_budget": self.thinking_budget})}
-               if self.reasoning.thinks else {}),
+               if self.reasoning.thinks else
+               {"thinking_budget": self.thinking_budget} if self._budgeted and not self.uses_logprobs else {}),
         }
 
     def render(self, item: Any) -> tuple[str, str]:
@@ -238,7 +242,7 @@ class BinaryLLMJudge:
         """The first ask of every item: greedy. The full prompt goes in ``prompt`` (no prefix): API backends
         send only that field."""
         # A thinking model writes its trace first: the budget covers it (thinking_budget), then the verdict.
-        budget = self.max_new_tokens + (self.thinking_budget if self.reasoning.thinks else 0)
+        budget = self.max_new_tokens + (self.thinking_budget if self._budgeted else 0)
         return [
             GenerationRequest(max_new_tokens=budget, temperature=0.0, chat=True,
                               messages=tuple(self.messages(item)))

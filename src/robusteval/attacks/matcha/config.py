@@ -167,6 +167,10 @@ class MatchaRunConfig:
                                        help="re-ask an LLM judge whose verdict cannot be read up to N times (sampled "
                                        "at temperature 0.7), then count the example apart as unjudged (default: "
                                        f"{AUTHORS_JUDGE_RETRIES} under --count authors, else 0)")
+    judge_max_thinking_tokens: int | None = option(None, metavar="N", identity=WHEN_SET,
+                                                   help="a thinking LLM judge's trace budget before its generated "
+                                                   "verdict (its chat template names think tags; --judge-chat) "
+                                                   "(default 2048)")
     counting: str | None = option(None, choices=COUNTINGS, flag="--count", metavar="ours|authors",
                                   identity=WHEN_SET,
                                   help="ours: the reasoning judge's verdict alone, over attacked examples whose clean "
@@ -258,7 +262,7 @@ class MatchaRunConfig:
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
         for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
                               ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0),
-                              ("max_attack_tokens", 0)):
+                              ("max_attack_tokens", 0), ("judge_max_thinking_tokens", 1)):
             check_at_least(self, name, minimum)
         if self.resolved_counting() == "authors" and self.level == "token":
             # Their insertions land anywhere in the question and the answer trigger: a chat template's markup

@@ -121,19 +121,22 @@ def reasoning_spec_for(spec: str, counting: str) -> str:
 
 def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load: Callable[[str], Backend], *,
                   chat: bool = False, counting: str = "ours", retries: int = 0, reasoning_prompt: str | None = None,
-                  semantic_prompt: str | None = None) -> tuple[Any, Any, dict[str, str]]:
+                  semantic_prompt: str | None = None, thinking_budget: int | None = None
+                  ) -> tuple[Any, Any, dict[str, str]]:
     """Adapters from the judges package to the attack runner; every model verdict is cached in ``store``.
     ``chat`` asks LLM judges through their chat template (unset: as the judges always asked, see judges.llm).
     ``counting="authors"`` ORs ``arith`` into the reasoning judge and, without a prompt file, asks robusteval's
-    reasoning-only prompt (the authors' judge sees no question); ``retries`` re-asks unreadable LLM verdicts."""
+    reasoning-only prompt (the authors' judge sees no question); ``retries`` re-asks unreadable LLM verdicts;
+    ``thinking_budget``: a thinking judge's trace budget (None: the judges' default)."""
     mode = True if chat else None
     authors = counting == "authors"
     reasoning = with_cache(build_judge(reasoning_spec_for(reasoning_spec, counting), load, task=REASONING, chat=mode,
                                        prompt_file=reasoning_prompt, retries=retries,
-                                       prompt_name="reasoning_pair" if authors and not reasoning_prompt else None),
+                                       prompt_name="reasoning_pair" if authors and not reasoning_prompt else None,
+                                       thinking_budget=thinking_budget),
                            store)
     semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC, chat=mode, prompt_file=semantic_prompt,
-                                      retries=retries), store)
+                                      retries=retries, thinking_budget=thinking_budget), store)
 
     def judge_reasoning(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
         verdicts = reasoning.judge([ReasoningItem(q, ref, cand) for q, ref, cand in items])
@@ -206,7 +209,8 @@ def attack_matcha(
         judge_reasoning, judge_semantic, judge_names = matcha_judges(
             run, config.judge, config.semantic_judge, load, chat=config.judge_chat,
             counting=config.resolved_counting(), retries=config.resolved_judge_retries(),
-            reasoning_prompt=config.judge_prompt, semantic_prompt=config.semantic_judge_prompt)
+            reasoning_prompt=config.judge_prompt, semantic_prompt=config.semantic_judge_prompt,
+            thinking_budget=config.judge_max_thinking_tokens)
         judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
         classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
         if classifier is not None:
