@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import robusteval as rv
 from robusteval.evals.robustness import OUTCOME_STAGE, RobustnessConfig, robustness
 from robusteval.perturbations.spec import PerturbationSpec
@@ -75,3 +77,26 @@ def test_a_classifier_without_thinking_keeps_its_rows(tiny_backend, tmp_path: Pa
     assert "thinking_truncated" not in summary
     rows = RunStore.open(tmp_path / "plain").records(OUTCOME_STAGE)
     assert rows and all("thinking" not in r and "thinking_original" not in r for r in rows)
+
+
+def test_the_classifiers_trace_budget_is_an_option(tmp_path: Path) -> None:
+    """--max-thinking-tokens of robustness reaches the classifier (it used to be a fixed 2,048): the chat requests
+    ask for the label's tokens plus the trace's, and the run identity records it; unset, nothing changes."""
+    from helpers.servers import fake_openai_server
+    from robusteval.errors import UserError
+
+    template = tmp_path / "rating.json"
+    template.write_text(json.dumps(TEMPLATE), "utf-8")
+    sent = {}
+    for budget in (300, None):
+        config = RobustnessConfig(data=_data(tmp_path), perturbation=PerturbationSpec(), sets="C-swap",
+                                  template=str(template), chat=True, bootstrap=20, max_thinking_tokens=budget)
+        out = tmp_path / f"rb-{budget}"
+        with fake_openai_server(tmp_path, "judge-reasoning") as server:
+            robustness(config, rv.load_model(f"openai:r1@{server.base_url}", endpoint="chat"), out)
+            sent[budget] = {json.loads(line)["body"]["max_tokens"] for line in server.log_path.read_text().splitlines()}
+        identity = RunStore.open(out).identity
+        assert ("max_thinking_tokens" in json.dumps(identity)) == (budget is not None)
+    assert sent[300] == {sent[None].pop() + 300} and not sent[None]
+    with pytest.raises(UserError, match="max_thinking_tokens"):
+        RobustnessConfig(data=_data(tmp_path), sets="C-swap", chat=True, max_thinking_tokens=0)

@@ -13,7 +13,10 @@ Both run as subprocesses on 127.0.0.1, so tests exercise real sockets, timeouts 
     its error message, so tests can check scrubbing);
   - ``ok-then-401``: the first ``ok_count`` requests ``ok``, then 401 with the key echoed partially, as the
     OpenAI API does (``Incorrect API key provided: sk-PLANT*********3a9c``: first 8 and last 4 characters);
-  - ``chat-only``: ``/v1/completions`` answers 404, chat works.
+  - ``chat-only``: ``/v1/completions`` answers 404, chat works;
+  - ``reasoning``, ``judge-reasoning``: a trace returned apart (``reasoning_content``) before the reply;
+    ``reasoning-cut``, ``hidden-cut``, ``empty-cut``: chat replies cut at the limit with nothing to read
+    (:data:`CUT_REPLIES`); ``judge-think-content``: the think tags written into ``content``.
 
   ``gate=N``: the first N requests are each held (up to 30 s) until N requests have arrived, so a client that
   really sends N at once is seen with N in flight, however loaded the machine is.
@@ -50,7 +53,7 @@ from typing import Any
 
 LOOPBACK = "127.0.0.1"
 FAKE_MODES = ("ok", "fail-then-ok", "always-500", "slow", "401", "ok-then-401", "chat-only", "reasoning",
-              "judge-reasoning")
+              "judge-reasoning", "reasoning-cut", "hidden-cut", "empty-cut", "judge-think-content")
 #: The ``reasoning`` mode's chat reply, as vLLM's reasoning parsers and DeepSeek's API return it: the trace apart
 #: (``reasoning_content``, stating a wrong answer), the reply in ``content``.
 REASONING_REPLY = {"content": "The answer is 7. She had 3 and got 4 more, 3 + 4 = 7.",
@@ -58,6 +61,16 @@ REASONING_REPLY = {"content": "The answer is 7. She had 3 and got 4 more, 3 + 4 
 #: The ``judge-reasoning`` mode's reply: a verdict of 1 after a trace that first writes 0.
 JUDGE_REASONING_REPLY = {"content": "1", "reasoning_content": "Rating: 0? No, every step holds, so 1.",
                          "reasoning_tokens": 9}
+#: Replies cut at the token limit (finish_reason "length") with nothing to read: ``reasoning-cut`` spent the budget
+#: on a trace returned apart (``content: null``), ``hidden-cut`` on a hidden one (only ``reasoning_tokens``, as
+#: OpenAI's o-series), ``empty-cut`` returned nothing at all (empty content, no trace).
+CUT_REPLIES = {"reasoning-cut": {"content": None, "reasoning_content": "The answer is 5? Let me check 3 + 4 again",
+                                 "reasoning_tokens": 64},
+               "hidden-cut": {"content": "", "reasoning_tokens": 64},
+               "empty-cut": {"content": ""}}
+#: The ``judge-think-content`` mode's reply: a server without a reasoning parser writes the think tags into
+#: ``content``; the trace says 0, the verdict after it 1.
+JUDGE_THINK_CONTENT = "<think>\nRating: 0? No, every step holds.\n</think>\n\nRating: 1"
 
 
 def free_port() -> int:
@@ -204,7 +217,19 @@ def _make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             text, finish = fake_answer(prompt, body.get("max_tokens"), stops)
             usage: dict[str, Any] = {"completion_tokens": len(text.split()), "prompt_tokens": len(prompt.split())}
             choice: dict[str, Any]
-            if path.endswith("/chat/completions") and args.mode in ("reasoning", "judge-reasoning"):
+            if path.endswith("/chat/completions") and args.mode in CUT_REPLIES:
+                cut = CUT_REPLIES[args.mode]
+                message = {"role": "assistant", "content": cut["content"]}
+                if "reasoning_content" in cut:
+                    message["reasoning_content"] = cut["reasoning_content"]
+                choice = {"index": 0, "message": message}
+                if "reasoning_tokens" in cut:
+                    usage["completion_tokens_details"] = {"reasoning_tokens": cut["reasoning_tokens"]}
+                obj, finish = "chat.completion", "length"
+            elif path.endswith("/chat/completions") and args.mode == "judge-think-content":
+                choice = {"index": 0, "message": {"role": "assistant", "content": JUDGE_THINK_CONTENT}}
+                obj, finish = "chat.completion", "stop"
+            elif path.endswith("/chat/completions") and args.mode in ("reasoning", "judge-reasoning"):
                 reply = REASONING_REPLY if args.mode == "reasoning" else JUDGE_REASONING_REPLY
                 choice = {"index": 0, "message": {"role": "assistant", "content": reply["content"],
                                                   "reasoning_content": reply["reasoning_content"]}}

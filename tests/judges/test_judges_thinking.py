@@ -99,3 +99,46 @@ def test_classification_on_a_reasoning_model_reads_the_label_after_the_trace(tin
         assert record["label"] is None and record["reply"] == ""
     else:
         assert record["label"] == template.parse(record["reply"].split("\n", 1)[0])
+
+
+def test_an_api_judge_whose_server_writes_the_think_tags_into_content_is_split(tmp_path: Path) -> None:
+    """No reasoning parser on the server: ``content`` is ``<think>Rating: 0? ...</think> Rating: 1``; the verdict is
+    the one after the trace (read whole, the trace's 0 came first)."""
+    from helpers.servers import JUDGE_THINK_CONTENT, fake_openai_server
+
+    with fake_openai_server(tmp_path, "judge-think-content") as server:
+        backend = load_backend(f"openai:r1@{server.base_url}", endpoint="chat", logprobs="off")
+        judge = ReasoningJudge(backend)
+        (verdict,) = judge.judge([ReasoningItem("q", "The answer is 7. 3 + 4 = 7.", "The answer is 7. 3 + 4 = 7.")])
+        backend.close()
+    assert verdict.label is True and verdict.raw == JUDGE_THINK_CONTENT
+    assert verdict.detail["thinking"] == "Rating: 0? No, every step holds."
+    assert verdict.detail["reply"] == "Rating: 1"
+
+
+def test_the_judges_trace_budget_is_an_option(tmp_path: Path) -> None:
+    """--judge-max-thinking-tokens reaches the judge (it used to be a fixed 2,048 a caller could not change): an API
+    judge, whose thinking no template announces, gets the trace's budget on top of the verdict's only when given,
+    and its identity says so (cached verdicts of another budget are never reused)."""
+    from robusteval.judges.base import REASONING, build_judge
+    from robusteval.judges.llm import BinaryLLMJudge
+
+    item = ReasoningItem("q", "The answer is 7. 3 + 4 = 7.", "The answer is 7. 3 + 4 = 7.")
+    with fake_openai_server_for(tmp_path) as server:
+        def load(spec: str) -> object:
+            return load_backend(spec, endpoint="chat", logprobs="off")
+
+        spec = f"openai:r1@{server.base_url}"
+        given = build_judge(spec, load, task=REASONING, thinking_budget=300)
+        plain = build_judge(spec, load, task=REASONING)
+        assert isinstance(given, BinaryLLMJudge) and isinstance(plain, BinaryLLMJudge)
+        assert given.judge([item])[0].label is True and plain.judge([item])[0].label is True
+        sent = [json.loads(line)["body"]["max_tokens"] for line in server.log_path.read_text().splitlines()]
+    assert sent == [given.max_new_tokens + 300, plain.max_new_tokens]
+    assert given.identity["thinking_budget"] == 300 and "thinking_budget" not in plain.identity
+
+
+def fake_openai_server_for(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from helpers.servers import fake_openai_server
+
+    return fake_openai_server(tmp_path, "judge-reasoning")

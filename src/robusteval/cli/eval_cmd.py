@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from robusteval.cli.common import (
     add_command,
@@ -52,10 +53,27 @@ def run(args: argparse.Namespace) -> int:
     if thinking:  # a thinking model: answers read from its replies; traces cut by the budget have none
         cut = summary.get("thinking_truncated") or {}
         print(f"reasoning format: {thinking['kind']} (answers read from the reply after the trace); "
-              f"{THINKING_TRUNCATED}: {cut.get('count', 0)} of {summary['n']}, counted wrong")
+              f"{THINKING_TRUNCATED}: {cut.get('count', 0)} of {summary['n']}"
+              f"{_rate(cut)}, counted wrong")
+        forced = summary.get("thinking_forced")
+        if forced:
+            print(f"trace closed by force (--max-thinking-tokens): {forced['count']} of {summary['n']}"
+                  f"{_rate(forced)}")
+    empty = summary.get("no_reply")
+    if empty:  # replies with nothing in them: wrong, counted apart
+        detail = ", ".join(f"{reason} {count}" for reason, count in empty["reasons"].items())
+        print(f"no reply: {empty['count']} of {summary['n']}{_rate(empty)}, counted wrong ({detail})")
     skipped = summary.get("skip_reasons") or {}
     if skipped:  # outside n: each was named on its own line when skipped
         detail = ", ".join(f"{reason} {count}" for reason, count in skipped.items())
         print(f"not asked: {sum(skipped.values())} ({detail})")
     print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
     return 0
+
+
+def _rate(block: dict[str, Any]) -> str:
+    """" (share [95% interval])" of a counted block (``thinking_truncated``, ``no_reply``), "" without one."""
+    from robusteval.metrics.formatting import format_rate
+
+    value = block.get("value")
+    return f" ({format_rate(value, block.get('ci95'))})" if isinstance(value, float) else ""

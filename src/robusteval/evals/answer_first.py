@@ -33,9 +33,11 @@ from robusteval.store import RunStore, unit_key
 from robusteval.store.stages import register_stage
 from robusteval.text.thinking import (
     NO_THINKING,
-    THINKING_TRUNCATED,
     ReasoningFormat,
     ReasoningOptions,
+    Split,
+    no_answer_reason,
+    no_reply_summary,
     opens_thinking,
     read_output,
     summary_format,
@@ -125,15 +127,14 @@ def answer_first_records(
             if out is None:
                 record.update({"completion": "", "finish_reason": "skipped", "n_tokens": 0, "predicted": None,
                                "correct": False, "skipped": PROMPT_TOO_LONG, "prompt_tokens": lengths[ex.id]})
-            elif reasoning.thinks or "thinking" in out.meta:
-                split, kept = read_output(out.text, out.meta, reasoning, opened=opens[ex.id])
+            else:
+                split, kept = (read_output(out.text, out.meta, reasoning, opened=opens[ex.id])
+                               if reasoning.thinks or "thinking" in out.meta else (Split(None, out.text), {}))
                 record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
                                **kept, **grade_completion(ex, split.reply, math_grader=math_grader)})
-                if split.truncated:  # no reply to read: wrong, and said why (never graded on a fragment)
-                    record.update({"predicted": None, "correct": False, "no_answer": THINKING_TRUNCATED})
-            else:
-                record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
-                               **grade_completion(ex, out.text, math_grader=math_grader)})
+                reason = no_answer_reason(split, out.finish_reason)
+                if reason is not None:  # no reply to read: wrong, and said why (never graded on a fragment)
+                    record.update({"predicted": None, "correct": False, "no_answer": reason})
             records.append(record)
         return records
 
@@ -149,9 +150,11 @@ def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     n_correct = sum(1 for r in answered if r["correct"])
     acc = proportion(n_correct, len(answered))
     skipped = Counter(str(r["skipped"]) for r in records if r.get("skipped"))
-    # A thinking model: how often its trace ran out of budget (those answers are wrong, never graded).
+    # A thinking model: how often its trace ran out of budget; any model: how often its reply was empty (those
+    # answers are wrong, never graded, and counted with their interval).
     return {"n": len(answered), "n_correct": n_correct, "acc": acc["value"], "acc_ci95": acc["ci95"],
-            "skip_reasons": dict(skipped.most_common()), **truncation_summary(answered)}
+            "skip_reasons": dict(skipped.most_common()), **truncation_summary(answered),
+            **no_reply_summary(answered)}
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
@@ -196,6 +199,8 @@ class EvalSummary(TypedDict):
     # A thinking model's run also says how its traces were read and how many the budget cut (text.thinking).
     reasoning_format: NotRequired[dict[str, Any]]
     thinking_truncated: NotRequired[dict[str, Any]]
+    thinking_forced: NotRequired[dict[str, Any]]
+    no_reply: NotRequired[dict[str, Any]]  # empty replies (wrong, counted apart): count, share, interval, reasons
 
 
 def eval_identity(config: EvalConfig, model: dict[str, Any] | None, examples: Sequence[Example]) -> dict[str, Any]:

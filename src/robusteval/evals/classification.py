@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import did_you_mean
+from robusteval.config import WHEN_SET, did_you_mean, option
 from robusteval.data.example import Example
 from robusteval.data.example import example_fields as example_fields  # re-exported: moved down to data
 from robusteval.data.example import with_fields as with_fields
@@ -48,6 +48,14 @@ BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json", "yesno": "yes
 _STOP = ("\n",)
 _MAX_NEW_TOKENS = 8
 THINKING_BUDGET = 2048
+
+
+def thinking_budget_option() -> Any:
+    """``--max-thinking-tokens`` of the commands that classify (``robustness``, the word-importance attack): a
+    thinking classifier's trace budget before its label; in the run identity only when given."""
+    return option(None, metavar="N", identity=WHEN_SET,
+                  help="--chat on a model whose chat template names think tags: the tokens its trace may take "
+                  f"before the label (default {THINKING_BUDGET}; a trace not closed by then gives no label)")
 
 
 @dataclass(frozen=True)
@@ -200,8 +208,9 @@ class LabelClassifier:
     soft: bool | None = None
     chat: bool = False
     system_prompt: str | None = None
-    #: Tokens a thinking model (read off its chat template) may spend on its trace before the label.
-    thinking_budget: int = THINKING_BUDGET
+    #: Tokens a thinking model may spend on its trace before the label (None: :data:`THINKING_BUDGET` where its
+    #: chat template names think tags); given, also for a model whose thinking no template announces (an API).
+    thinking_budget: int | None = None
     queries: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -231,9 +240,16 @@ class LabelClassifier:
 
     def identity(self) -> dict[str, Any]:
         chat = {"chat": True, "system_prompt": self.system_prompt} if self.chat else {}
-        thinking = ({"thinking": self.reasoning.record(), "thinking_budget": self.thinking_budget}
-                    if self.reasoning.thinks else {})
+        thinking = ({"thinking": self.reasoning.record(), "thinking_budget": self._trace_budget()}
+                    if self.reasoning.thinks else
+                    {"thinking_budget": self.thinking_budget} if self.thinking_budget is not None else {})
         return {"model": self.backend.name, **self.template.identity(), "soft": self.soft, **chat, **thinking}
+
+    def _trace_budget(self) -> int:
+        """The tokens added to a chat request's budget for the trace (0 where none is expected)."""
+        if self.thinking_budget is not None:
+            return self.thinking_budget
+        return THINKING_BUDGET if self.reasoning.thinks else 0
 
     def request(self, fields: Mapping[str, str], *, temperature: float = 0.0, seed: int | None = None
                 ) -> GenerationRequest:
@@ -241,7 +257,7 @@ class LabelClassifier:
         if self.chat:
             # A trace has newlines: a thinking model's label line is cut from its reply instead (read_label).
             thinks = self.reasoning.thinks
-            return GenerationRequest(max_new_tokens=_MAX_NEW_TOKENS + (self.thinking_budget if thinks else 0),
+            return GenerationRequest(max_new_tokens=_MAX_NEW_TOKENS + self._trace_budget(),
                                      temperature=temperature, stop=() if thinks else _STOP, seed=seed, chat=True,
                                      messages=tuple(self.template.messages(fields, self.system_prompt)))
         return GenerationRequest(self.template.filled_prompt(fields), _MAX_NEW_TOKENS, temperature=temperature,

@@ -36,6 +36,7 @@ from robusteval.evals.classification import (
     example_fields,
     predicted_label,
     template_for,
+    thinking_budget_option,
 )
 from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
@@ -104,6 +105,7 @@ class RobustnessConfig:
     chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
                         "the template's text as one user turn")
     system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
+    max_thinking_tokens: int | None = thinking_budget_option()
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs an hf model)")
@@ -123,6 +125,7 @@ class RobustnessConfig:
         check_choices(self)
         check_chat(self)
         check_at_least(self, "bootstrap", 0, optional=False)
+        check_at_least(self, "max_thinking_tokens", 1)
         check_at_least(self, "min_changed", 0, optional=False)
         specs = self.set_specs()
         with field_check(self, "sets"):  # a misspelt method fails here, with the closest name, before any model loads
@@ -279,7 +282,8 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
                             language=plan.language)
     with store_for(store, identity, robustness_info(config, batch_size)) as run:
         classifier = LabelClassifier(backend, plan.template, run, soft=True if config.label_mode == "soft" else None,
-                                     chat=config.chat, system_prompt=config.system_prompt)
+                                     chat=config.chat, system_prompt=config.system_prompt,
+                                     thinking_budget=config.max_thinking_tokens)
         device = target_device(backend)
         sets = perturbed_sets(config, plan, run, load_model=load_model, device=device)
         # Classify every distinct text once: unchanged examples in a set reuse the original's answer.

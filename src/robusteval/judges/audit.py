@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from robusteval.config import ConfigError, field_check, option, validated
+from robusteval.config import ConfigError, check_at_least, field_check, option, validated
 from robusteval.errors import DataError, UserError
 from robusteval.judges.base import REASONING, Judge, ReasoningItem, Verdict, build_judge, with_cache
 from robusteval.judges.errortypes import CATEGORIES, ERROR_TYPES, build_error_classifier, classify_errors
@@ -131,6 +131,10 @@ class AuditConfig:
     judge_retries: int | None = option(None, metavar="N", identity="when-set",
                                        help="re-ask an LLM judge whose generated verdict cannot be read up to N "
                                        "times (sampled), then count it as an abstention (default 0)")
+    judge_max_thinking_tokens: int | None = option(None, metavar="N", identity="when-set",
+                                                   help="a thinking LLM judge's trace budget before its generated "
+                                                   "verdict (its chat template names think tags; --judge-chat) "
+                                                   "(default 2048)")
 
     def __post_init__(self) -> None:
         from robusteval.judges.base import REASONING, check_judge_prompt, check_judge_spec
@@ -142,6 +146,7 @@ class AuditConfig:
             check_judge_prompt(self.judge_prompt, REASONING)
         if self.judge_retries is not None and self.judge_retries < 0:
             raise ConfigError(self, "judge_retries", f"{self.judge_retries} is negative; give 0 (ask once) or more")
+        check_at_least(self, "judge_max_thinking_tokens", 1)
         with field_check(self, "error_classifier"):
             check_error_classifier_spec(self.error_classifier)
         if not os.path.isfile(self.labelled):
@@ -181,7 +186,7 @@ def audit_judge(config: AuditConfig, *, out: str | os.PathLike[str] | None = Non
 
     def build() -> tuple[Judge, Judge | None]:
         judge = build_judge(config.judge, load, task=REASONING, chat=chat, prompt_file=config.judge_prompt,
-                            retries=config.judge_retries or 0)
+                            retries=config.judge_retries or 0, thinking_budget=config.judge_max_thinking_tokens)
         spec = config.error_classifier
         return judge, (build_error_classifier(spec, load, chat=chat) if spec else None)
 

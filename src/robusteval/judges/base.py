@@ -381,7 +381,7 @@ def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge
 JudgeFactory = Callable[..., Judge]
 """``factory(task, atom, backend_loader) -> Judge``; a factory of model judges may also take ``chat=`` (the
 ``--judge-chat`` setting), ``retries=`` (``--judge-retries``), ``prompt_text=`` and ``prompt_label=``
-(``--judge-prompt``) and ``prompt_name=``, which :func:`build_judge` passes (when set) only to factories that
+(``--judge-prompt``), ``prompt_name=`` and ``thinking_budget=`` (``--judge-max-thinking-tokens``), which :func:`build_judge` passes (when set) only to factories that
 accept them."""
 
 MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
@@ -418,7 +418,8 @@ def _split(text: str, sep: str) -> list[str]:
 
 def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONING, chat: bool | None = None,
                 prompt_file: str | None = None, retries: int = 0, prompt_name: str | None = None,
-                retry_temperature: float | None = None, unreadable: str | None = None) -> Judge:
+                retry_temperature: float | None = None, unreadable: str | None = None,
+                thinking_budget: int | None = None) -> Judge:
     """Build a judge for ``task`` ("reasoning" or "semantic") from a spec (grammar in the module docstring).
 
     ``backend_loader`` turns a model spec into a backend (the CLI passes ``robusteval.models.load_backend``
@@ -429,9 +430,9 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
     loads; its file name labels it in the identity). ``retries`` (``--judge-retries``): re-asks of an unreadable
     generated verdict before the judge abstains; ``retry_temperature``: their temperature (None: the judge's own);
     ``unreadable``: what a verdict still unreadable becomes (None: an abstention; see judges.llm). ``prompt_name``:
-    another built-in prompt
-    (``"reasoning_pair"``). Every LLM atom of the spec gets these; judges without a model ignore them, and a
-    plug-in factory gets only the keywords it accepts.
+    another built-in prompt (``"reasoning_pair"``). ``thinking_budget`` (``--judge-max-thinking-tokens``): the tokens
+    a thinking judge's trace may take before its verdict (None: the judges' default, 2,048). Every LLM atom of the
+    spec gets these; judges without a model ignore them, and a plug-in factory gets only the keywords it accepts.
     """
     if task not in TASKS:
         raise ValueError(f"task {task!r}: expected one of {', '.join(TASKS)}")
@@ -448,6 +449,8 @@ def build_judge(spec: str, backend_loader: BackendLoader, *, task: str = REASONI
         options["unreadable"] = unreadable
     if prompt_name is not None:
         options["prompt_name"] = prompt_name
+    if thinking_budget is not None:
+        options["thinking_budget"] = thinking_budget
     if prompt_file is not None:
         from robusteval.judges.prompt_files import load_judge_prompt
 

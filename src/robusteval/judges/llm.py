@@ -63,6 +63,7 @@ from robusteval.text.thinking import (
     chat_prompt_opens,
     closing_prefix,
     split_output,
+    written_format,
 )
 
 __all__ = ["PLACEHOLDERS", "BinaryLLMJudge", "load_judge_prompt", "load_prompt", "parse_binary"]
@@ -119,7 +120,7 @@ class BinaryLLMJudge:
 
     def __init__(self, backend: Backend, *, max_new_tokens: int = 3, chat: bool | None = None, retries: int = 0,
                  prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
-                 thinking_budget: int = THINKING_BUDGET, retry_temperature: float = RETRY_TEMPERATURE,
+                 thinking_budget: int | None = None, retry_temperature: float = RETRY_TEMPERATURE,
                  unreadable: str = "abstain"):
         if retries < 0:
             raise UserError(f"judge retries: {retries} is negative; give 0 (ask once) or more")
@@ -133,7 +134,10 @@ class BinaryLLMJudge:
         self.max_new_tokens = max_new_tokens
         # A reasoning model judges after its trace: read from its chat template (none for every other model).
         self.reasoning = ReasoningOptions().resolve(backend) if chat is True else NO_THINKING
-        self.thinking_budget = thinking_budget
+        # The trace's budget: a thinking template's judge always gets one; a judge whose thinking cannot be read
+        # off a template (an API) only when it is given (--judge-max-thinking-tokens).
+        self.thinking_budget = THINKING_BUDGET if thinking_budget is None else int(thinking_budget)
+        self._budgeted = self.reasoning.thinks or thinking_budget is not None
         self._opens: bool | None = None
         self.retries = int(retries)
         # True: the prompt as a chat conversation on every backend (hf renders its chat template). None: the
@@ -189,7 +193,8 @@ class BinaryLLMJudge:
             # A thinking judge only (every other judge's keys stay as they were).
             **({"thinking": self.reasoning.record(),
                 **({} if self.uses_logprobs else {"thinking_budget": self.thinking_budget})}
-               if self.reasoning.thinks else {}),
+               if self.reasoning.thinks else
+               {"thinking_budget": self.thinking_budget} if self._budgeted and not self.uses_logprobs else {}),
         }
 
     def render(self, item: Any) -> tuple[str, str]:
@@ -254,7 +259,7 @@ class BinaryLLMJudge:
         """The first ask of every item: greedy. The full prompt goes in ``prompt`` (no prefix): API backends
         send only that field."""
         # A thinking model writes its trace first: the budget covers it (thinking_budget), then the verdict.
-        budget = self.max_new_tokens + (self.thinking_budget if self.reasoning.thinks else 0)
+        budget = self.max_new_tokens + (self.thinking_budget if self._budgeted else 0)
         return [
             GenerationRequest(max_new_tokens=budget, temperature=0.0, chat=True,
                               messages=tuple(self.messages(item)))
@@ -266,7 +271,8 @@ class BinaryLLMJudge:
     def _reply(self, out: Generation) -> tuple[str, Split]:
         """The text the verdict is read from: the reply after a thinking model's trace (an API's trace returned
         apart, or the think tags of its template), else the whole output."""
-        split = split_output(out.text, out.meta, self.reasoning, opened=self._prompt_opens)
+        # A server that writes the think tags into ``content`` (no reasoning parser): the verdict after the trace.
+        split = split_output(out.text, out.meta, written_format(out.text, self.reasoning), opened=self._prompt_opens)
         return split.reply, split
 
     def _readable(self, out: Generation) -> bool:

@@ -26,7 +26,8 @@ class ReasoningJudge(BinaryLLMJudge):
 @register_judge(MODEL, summary="a model spec (hf:PATH, openai:MODEL@URL): an LLM judge with a project-written prompt")
 def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
                  prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
-                 retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain") -> Judge:
+                 retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain",
+                 thinking_budget: int | None = None) -> Judge:
     # One factory for both roles: the role decides the prompt, the spec decides the model.
     from robusteval.judges.semantic import SemanticJudge
 
@@ -37,17 +38,19 @@ def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None
         judge_type = SemanticJudge
     else:
         raise UserError(f"no LLM judge for task {task!r}")
+    budget = {} if thinking_budget is None else {"thinking_budget": thinking_budget}
     return judge_type(load(spec), chat=chat, retries=retries, prompt_text=prompt_text, prompt_label=prompt_label,
-                      prompt_name=prompt_name, retry_temperature=retry_temperature, unreadable=unreadable)
+                      prompt_name=prompt_name, retry_temperature=retry_temperature, unreadable=unreadable, **budget)
 
 
 @register_judge("embedded", summary="an LLM judge on the shipped Gemma 3 270M (the quick-start's model; needs the "
                 "demo extra)")
 def _embedded_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
                     prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
-                    retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain") -> Judge:
+                    retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain",
+                    thinking_budget: int | None = None) -> Judge:
     from robusteval.models.embedded import embedded_model_spec
 
     return _model_judge(task, embedded_model_spec(), load, chat=chat, retries=retries, prompt_text=prompt_text,
                         prompt_label=prompt_label, prompt_name=prompt_name, retry_temperature=retry_temperature,
-                        unreadable=unreadable)
+                        unreadable=unreadable, thinking_budget=thinking_budget)

@@ -18,6 +18,10 @@ from robusteval.errors import BackendError, UserError
 from robusteval.models.base import GenerationRequest, Message, freeze_messages
 from robusteval.models.tokenization import split_by_offsets, tokenize_with_offsets
 
+HARMONY_CHANNEL = "<|channel|>"
+#: gpt-oss's harmony markers: kept when decoding, so a generation's analysis and final channels can be told apart.
+HARMONY_MARKERS = ("<|start|>", HARMONY_CHANNEL, "<|message|>", "<|end|>", "<|return|>", "<|call|>", "<|constrain|>")
+
 
 class HFPromptLayout:
     """Token ids of plain prompts and of chat conversations, split into a cached prefix and the rest."""
@@ -41,7 +45,31 @@ class HFPromptLayout:
         return list(ids)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        """The text of ``ids`` without special tokens, but for the channel markers of a harmony model (gpt-oss):
+        its analysis and final channels are told apart by them (:mod:`robusteval.text.thinking`)."""
+        kept = self.kept_special_ids
+        if not kept:
+            return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        dropped = self._special_ids
+        return self.tokenizer.decode([i for i in ids if i in kept or i not in dropped], skip_special_tokens=False)
+
+    @property
+    def kept_special_ids(self) -> frozenset[int]:
+        """The special tokens :meth:`decode` keeps: harmony's markers where the chat template is harmony's."""
+        kept = self.__dict__.get("_kept_special")
+        if kept is None:
+            kept = self.__dict__["_kept_special"] = harmony_marker_ids(self.tokenizer)
+        return frozenset(kept)
+
+    @property
+    def _special_ids(self) -> frozenset[int]:
+        found = self.__dict__.get("_all_special")
+        if found is None:
+            added = getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+            found = frozenset({i for i, token in added.items() if getattr(token, "special", False)}
+                              | set(self.tokenizer.all_special_ids))
+            self.__dict__["_all_special"] = found
+        return frozenset(found)
 
     def prompt_ids(self, prefix: str, prompt: str) -> tuple[list[int], list[int]]:
         """(prefix ids incl. BOS, prompt ids): ``prefix + prompt`` tokenised as ONE string and split at the
@@ -133,6 +161,16 @@ class HFPromptLayout:
             prefix, rest = self.chat_ids(request.messages)
             return prefix, rest + (self.encode(request.reply_prefix) if request.reply_prefix else [])
         return self.prompt_ids(request.prefix, request.prompt + request.reply_prefix)
+
+
+def harmony_marker_ids(tokenizer: Any) -> frozenset[int]:
+    """The ids of harmony's markers (``<|channel|>``, ``<|message|>``, ``<|start|>``, ``<|end|>``, ...) where the
+    tokenizer's chat template writes harmony's channels (gpt-oss); empty for every other tokenizer."""
+    template = getattr(tokenizer, "chat_template", None)
+    if not (isinstance(template, str) and HARMONY_CHANNEL in template):
+        return frozenset()
+    vocab = tokenizer.get_vocab()
+    return frozenset(vocab[marker] for marker in HARMONY_MARKERS if marker in vocab)
 
 
 def _template_error(exc: Exception) -> bool:

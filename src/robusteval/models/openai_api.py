@@ -467,9 +467,17 @@ class OpenAIBackend:
         details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
         if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
             meta["reasoning_tokens"] = details["reasoning_tokens"]
+            if "thinking" not in meta and not text.strip() and _positive(details["reasoning_tokens"]):
+                # A hidden trace (OpenAI's o-series return only its token count) that left no reply: a trace
+                # was written, none came back, so the reply after it is what is missing (text.thinking).
+                meta["thinking"] = ""
         if raw_reason is not None and raw_reason != finish_reason:
             meta["server_finish_reason"] = raw_reason
         return Generation(text=text, finish_reason=finish_reason, n_tokens=n_tokens, meta=meta)
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 class _SwitchToChat(Exception):

@@ -15,6 +15,7 @@ A trace that was opened and never closed has no reply: :attr:`Split.truncated`, 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,9 @@ HARMONY_ENDS = ("<|end|>", "<|return|>", "<|call|>")
 DEFAULT_MAX_THINKING_TOKENS = 4096
 #: The reason a record with an unclosed trace gives (``skip_reasons`` / ``thinking_truncated``).
 THINKING_TRUNCATED = "no answer (thinking truncated)"
+#: The reasons a record without a trace gives when its reply is empty (``no_answer``, counted as ``no_reply``).
+NO_REPLY_AT_LIMIT = "no reply (empty, cut at the token limit)"
+NO_REPLY = "no reply (empty)"
 
 
 @dataclass(frozen=True)
@@ -129,8 +133,30 @@ def split_output(text: str, meta: dict[str, object] | None, fmt: ReasoningFormat
     with the text as the reply, else :func:`split_generation` of the text."""
     thinking = (meta or {}).get("thinking")
     if isinstance(thinking, str):
-        return Split(thinking.strip(), text.strip())
+        # No reply after the trace (a server that spent the budget on it returns ``content: null``): the trace
+        # never reached an answer, as an unclosed one; "" is a hidden trace the API only counted.
+        reply = text.strip()
+        return Split(thinking.strip(), reply, truncated=not reply)
     return split_generation(text, fmt, opened=opened)
+
+
+def written_format(text: str, fmt: ReasoningFormat) -> ReasoningFormat:
+    """``fmt``, or the default think tags where a model read as one without thinking wrote them anyway: an API whose
+    server has no reasoning parser returns the trace in ``content`` (``<think>...</think>Rating: 1``; R1's form
+    holds only the closing tag), and the reply is what comes after it."""
+    if fmt.kind == "none" and any(tag in text for tag in DEFAULT_TAGS):
+        return ReasoningFormat("think-tags")
+    return fmt
+
+
+def no_answer_reason(split: Split, finish_reason: str) -> str | None:
+    """Why a generation has no answer to read, or None: its trace never closed (:data:`THINKING_TRUNCATED`), or
+    its reply is empty (:data:`NO_REPLY_AT_LIMIT` where the token budget cut it, else :data:`NO_REPLY`)."""
+    if split.truncated:
+        return THINKING_TRUNCATED
+    if not split.reply.strip():
+        return NO_REPLY_AT_LIMIT if finish_reason == "length" else NO_REPLY
+    return None
 
 
 #: What a backend reports of a thinking generation beside its text (an API's reasoning tokens, budget forcing).
@@ -178,9 +204,13 @@ class ReasoningOptions:
     think_tags: str | None = option(None, metavar="OPEN,CLOSE", identity=WHEN_SET,
                                     help="the trace's tags for --reasoning think-tags (default <think>,</think>)")
     max_thinking_tokens: int | None = option(None, metavar="N", identity=WHEN_SET,
-                                             help="budget forcing: the trace gets at most N tokens, then its closing "
-                                             "tag is forced and the reply generated with --max-new-tokens (think "
-                                             "tags only; the run counts how often); unset: one budget for both")
+                                             help="a thinking trace's budget (think tags only). eval, variants eval: "
+                                             "budget forcing, the trace gets N tokens after its opening tag, then "
+                                             "its closing tag is forced and the reply generated with "
+                                             "--max-new-tokens (counted as thinking_forced; unset: one budget for "
+                                             "both). attack matcha: no tag is forced, one generation of N + "
+                                             "--max-new-tokens tokens, a trace that never closes counted as "
+                                             "truncated (unset: 4096 through the chat template)")
 
     def __post_init__(self) -> None:
         try:
@@ -232,12 +262,29 @@ def chat_prompt_opens(backend: Any, fmt: ReasoningFormat) -> bool:
 
 def summary_format(fmt: ReasoningFormat, records: Any) -> dict[str, Any]:
     """What a summary says of the format: the resolved one for a thinking model, "returned apart" when an API gave
-    the traces apart, nothing for a model without thinking (its summary stays as it was)."""
+    the traces apart ("hidden" when it only counted them), nothing for a model without thinking (its summary stays
+    as it was)."""
     if fmt.thinks:
         return {"reasoning_format": fmt.record()}
-    if any(r.get("thinking") is not None for r in records):
+    rows = list(records)
+    if any(r.get("thinking") for r in rows):
         return {"reasoning_format": {"kind": "returned apart (reasoning_content)"}}
+    if any(r.get("thinking") is not None for r in rows):
+        return {"reasoning_format": {"kind": "hidden by the API (reasoning_tokens only)"}}
     return {}
+
+
+def no_reply_summary(records: Any) -> dict[str, Any]:
+    """``no_reply`` (count, share of ``records``, 95% interval, and by reason) when some record's reply was empty
+    (:func:`no_answer_reason`): those are wrong answers, counted apart, never silently graded."""
+    from robusteval.metrics.stats import proportion
+
+    rows = list(records)
+    reasons = Counter(str(r["no_answer"]) for r in rows if r.get("no_answer") in (NO_REPLY, NO_REPLY_AT_LIMIT))
+    if not reasons:
+        return {}
+    count = sum(reasons.values())
+    return {"no_reply": {"count": count, **proportion(count, len(rows)), "reasons": dict(reasons.most_common())}}
 
 
 def truncation_summary(records: Any) -> dict[str, Any]:

@@ -257,6 +257,10 @@ class MatchaRunConfig:
         "int(k x inserted), ranked by the gradient at row i, the i-th prompt token, read at the vocabulary id equal "
         "to the i-th inserted location; the default there) or corrected (ranked by the gradient at each inserted "
         "position's current token, ceil(k x inserted) of them, as outside --count authors)")
+    judge_max_thinking_tokens: int | None = option(None, metavar="N", identity=WHEN_SET,
+                                                   help="a thinking LLM judge's trace budget before its generated "
+                                                   "verdict (its chat template names think tags; --judge-chat) "
+                                                   "(default 2048)")
     counting: str | None = option(None, choices=COUNTINGS, flag="--count", metavar="ours|authors",
                                   identity=WHEN_SET,
                                   help="ours: the reasoning judge's verdict alone, over attacked examples whose clean "
@@ -349,7 +353,7 @@ class MatchaRunConfig:
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
         for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
                               ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0),
-                              ("max_attack_tokens", 0)):
+                              ("max_attack_tokens", 0), ("judge_max_thinking_tokens", 1)):
             check_at_least(self, name, minimum)
         if self.resolved_counting() == "authors":
             # Their insertions land anywhere in the question and the answer trigger, their PGD perturbs both: a chat

@@ -122,22 +122,26 @@ def reasoning_spec_for(spec: str, counting: str) -> str:
 def matcha_judges(store: RunStore, reasoning_spec: str, semantic_spec: str, load: Callable[[str], Backend], *,
                   chat: bool = False, counting: str = "ours", retries: int = 0, reasoning_prompt: str | None = None,
                   semantic_prompt: str | None = None, retry_temperature: float | None = None,
-                  unreadable: str | None = None) -> tuple[Any, Any, dict[str, str]]:
+                  unreadable: str | None = None, thinking_budget: int | None = None
+                  ) -> tuple[Any, Any, dict[str, str]]:
     """Adapters from the judges package to the attack runner; every model verdict is cached in ``store``.
     ``chat`` asks LLM judges through their chat template (unset: as the judges always asked, see judges.llm).
     ``counting="authors"`` ORs ``arith`` into the reasoning judge and, without a prompt file, asks robusteval's
     reasoning-only prompt (the authors' judge sees no question); ``retries`` re-asks unreadable LLM verdicts (at
     ``retry_temperature``, None: the judge's own), and ``unreadable`` says what a reasoning verdict still unreadable
-    becomes (None: an abstention; an unreadable semantic verdict always rejects)."""
+    becomes (None: an abstention; an unreadable semantic verdict always rejects); ``thinking_budget``: a thinking
+    judge's trace budget (None: the judges' default)."""
     mode = True if chat else None
     authors = counting == "authors"
     reasoning = with_cache(build_judge(reasoning_spec_for(reasoning_spec, counting), load, task=REASONING, chat=mode,
                                        prompt_file=reasoning_prompt, retries=retries,
                                        prompt_name="reasoning_pair" if authors and not reasoning_prompt else None,
-                                       retry_temperature=retry_temperature, unreadable=unreadable),
+                                       retry_temperature=retry_temperature, unreadable=unreadable,
+                                       thinking_budget=thinking_budget),
                            store)
     semantic = with_cache(build_judge(semantic_spec, load, task=SEMANTIC, chat=mode, prompt_file=semantic_prompt,
-                                      retries=retries, retry_temperature=retry_temperature), store)
+                                      retries=retries, retry_temperature=retry_temperature,
+                                      thinking_budget=thinking_budget), store)
 
     def judge_reasoning(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
         verdicts = reasoning.judge([ReasoningItem(q, ref, cand) for q, ref, cand in items])
@@ -219,7 +223,8 @@ def attack_matcha(
             run, config.judge, config.semantic_judge, load, chat=config.judge_chat,
             counting=config.resolved_counting(), retries=config.resolved_judge_retries(),
             reasoning_prompt=config.judge_prompt, semantic_prompt=config.semantic_judge_prompt,
-            retry_temperature=config.resolved_retry_temperature(), unreadable=config.resolved_unreadable())
+            retry_temperature=config.resolved_retry_temperature(), unreadable=config.resolved_unreadable(),
+            thinking_budget=config.judge_max_thinking_tokens)
         judges = {"reasoning_judge": judge_reasoning, "semantic_judge": judge_semantic}
         classifier = error_classifier(run, config.error_classifier, load, chat=config.judge_chat)
         if classifier is not None:

@@ -28,7 +28,7 @@ from robusteval.config import (
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.evals.classification import check_template_source
+from robusteval.evals.classification import check_template_source, thinking_budget_option
 from robusteval.lifecycle import public_entry
 from robusteval.models.base import Backend, can_score, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
@@ -86,6 +86,7 @@ class WordImportanceRunConfig:
     chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
                         "the template's text as one user turn")
     system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
+    max_thinking_tokens: int | None = thinking_budget_option()
     max_drift: float | None = option(None, help="do not query candidates whose texts drift further than this from "
                                      "the originals (drift = 1 - cosine of all-MiniLM-L6-v2 embeddings with the "
                                      "drift extra, else the character edit ratio; the summary records which)")
@@ -95,6 +96,7 @@ class WordImportanceRunConfig:
     seed: int = option(DEFAULT_SEED, help="random seed (candidate order, sampled answers), derived per example")
 
     def __post_init__(self) -> None:
+        check_at_least(self, "max_thinking_tokens", 1)
         text = self.rates if isinstance(self.rates, str) else ",".join(str(r) for r in self.rates)
         with field_check(self, "rates"):
             object.__setattr__(self, "rates", parse_rates(text))  # one normal form, whatever the caller gave
@@ -235,7 +237,8 @@ def attack_wordimportance(
             raise ConfigError(config, "confidence", f"logprob needs label log-probs; {backend.name} returns text "
                               f"only{scoring_note(backend)} (use {{confidence=sample}})")
         classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None,
-                                     chat=config.chat, system_prompt=config.system_prompt)
+                                     chat=config.chat, system_prompt=config.system_prompt,
+                                     thinking_budget=config.max_thinking_tokens)
         confidence = default_confidence(classifier) if config.confidence == "auto" else config.confidence
         check_confidence(run, confidence, backend)
         search = WordImportanceConfig(
