@@ -48,6 +48,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "transfer": ("robusteval.attacks.matcha.transfer", "transfer"),
     "RobustnessConfig": ("robusteval.evals.robustness", "RobustnessConfig"),
     "robustness": ("robusteval.evals.robustness", "robustness"),
+    "prompt_robustness": ("robusteval.evals.prompt_robustness", "prompt_robustness"),
     "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.pipeline", "WordImportanceRunConfig"),
     "attack_wordimportance": ("robusteval.attacks.wordimportance.pipeline", "attack_wordimportance"),
     "OrsConfig": ("robusteval.evals.ors", "OrsConfig"),

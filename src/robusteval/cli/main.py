@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "robusteval.cli.study",
     "robusteval.cli.perturb",
     "robusteval.cli.robustness",
+    "robusteval.cli.prompt_robustness",
     "robusteval.cli.ors",
     "robusteval.cli.judges",
     "robusteval.cli.variants",
