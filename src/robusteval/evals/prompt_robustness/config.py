@@ -101,3 +101,101 @@ class PromptRobustnessConfig:
             return parse_methods(str(self.methods))
         except UserError as exc:
             raise ConfigError(self, "methods", str(exc)) from None
+
+
+@validated
+@dataclass(frozen=True)
+class PromptSearchConfig:
+    """``robusteval prompt-robustness --mode search``: the word-importance search over the instruction's words,
+    lowering the accuracy on a seeded search set under a query budget; the found prompt scored on the held-out
+    examples (the rest of the data)."""
+
+    data: DataSpec = nested()
+    #: The candidates' resources and constraints (``min_similarity``: the semantic gate; ``keep_pos``).
+    perturbation: PerturbationSpec = nested(default_factory=PerturbationSpec)
+    methods: str | tuple[str, ...] = option(metavar="M1,M2", help="perturbation methods giving each word's "
+                                            "candidate replacements (C-*, W-*)")
+    budget: int = option(500, help="search: query budget (a query = one model call on one example with one "
+                         "candidate prompt; word ranking included)")
+    search_size: int = option(8, metavar="N", help="search: examples searched on (seeded sample; the rest are "
+                              "the held-out examples)")
+    max_rate: float = option(0.3, help="search: largest share of the instruction's words changed")
+    rank: bool = option(True, negate="--no-rank", help="search: baseline without the ranking stage (words in "
+                        "text order)")
+    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
+                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
+                                  "labels, else text)")
+    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
+    system_prompt: str | None = option(None, help="--chat: a system turn before it")
+    label_mode: str = option("hard", choices=("hard", "soft"),
+                             help="hard: the search lowers the accuracy; soft: the mean probability of the true "
+                             "labels (needs a backend that scores)")
+    bootstrap: int = option(2000, help="bootstrap resamples for the intervals", identity=False)
+    seed: int = option(DEFAULT_SEED, help="random seed (the split, candidate order)")
+    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap intervals", identity=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.methods, str):
+            object.__setattr__(self, "methods", ",".join(self.methods))
+        check_choices(self)
+        check_chat(self)
+        check_at_least(self, "budget", 1, optional=False)
+        check_at_least(self, "search_size", 1, optional=False)
+        check_at_least(self, "bootstrap", 0, optional=False)
+        if isinstance(self.max_rate, bool) or not 0 < self.max_rate <= 1:
+            raise ConfigError(self, "max_rate", f"must be in (0, 1], got {self.max_rate!r}")
+        if self.budget < self.search_size:
+            raise ConfigError(self, "budget", f"{self.budget} queries cannot ask one prompt on the "
+                              f"{{search_size={self.search_size}}} examples")
+        names = self.method_names()
+        with field_check(self, "methods"):
+            for name in names:
+                check_method_name(name)
+        with field_check(self, "template"):
+            check_template_source(self.template)
+        if self.perturbation.perturb_fields:
+            raise ConfigError(self.perturbation, "perturb_fields", "the prompt search changes the instruction, "
+                              "never an example's fields")
+        self.perturbation.check_similarity_methods(self, names)
+
+    def method_names(self) -> list[str]:
+        try:
+            return parse_methods(str(self.methods))
+        except UserError as exc:
+            raise ConfigError(self, "methods", str(exc)) from None
+
+
+@validated
+@dataclass(frozen=True)
+class PromptSpreadConfig:
+    """``robusteval prompt-robustness --mode spread``: the same examples asked with a set of equivalent prompts
+    (from ``prompts_file`` and/or ``n_formats`` formats of FormatSpread's grammar); min, max, mean, spread and the
+    worst case per example."""
+
+    data: DataSpec = nested()
+    prompts_file: str | None = option(None, metavar="FILE", help="spread: equivalent prompts, one instruction per "
+                                      "line or JSON lines {name, instruction, separator, casing, spacing, "
+                                      "answer_field}")
+    n_formats: int = option(12, metavar="N", help="spread: formats drawn from the grammar (separators, casing, "
+                            "spacing, answer-field names; 0: the file's prompts only)")
+    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
+                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
+                                  "labels, else text)")
+    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
+    system_prompt: str | None = option(None, help="--chat: a system turn before it")
+    label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
+                             help="which label the accuracy uses: read from the generation, or argmax of label "
+                             "log-probs (needs a backend that scores)")
+    bootstrap: int = option(2000, help="bootstrap resamples for the spread's interval", identity=False)
+    seed: int = option(DEFAULT_SEED, help="random seed of the formats drawn")
+    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap intervals", identity=False)
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        check_chat(self)
+        check_at_least(self, "n_formats", 0, optional=False)
+        check_at_least(self, "bootstrap", 0, optional=False)
+        if self.n_formats == 0 and not self.prompts_file:
+            raise ConfigError(self, "n_formats", "0 formats and no {prompts_file}: the spread has no prompts")
+        with field_check(self, "template"):
+            check_template_source(self.template)

@@ -118,8 +118,6 @@ def prompt_robustness(config: PromptRobustnessConfig, backend: Backend, store: R
 def _classify(config: PromptRobustnessConfig, backend: Backend, run: RunStore, plan: _Plan,
               variants: Mapping[str, PromptVariant], batch_size: int) -> dict[str, list[dict[str, Any]]]:
     """Every question asked with every prompt: prompt name -> one answer record per question."""
-    from robusteval.runner import run_units
-
     soft: bool | None = True if config.label_mode == "soft" else None
     classifiers: dict[str, LabelClassifier] = {}
     for name, variant in variants.items():
@@ -127,8 +125,17 @@ def _classify(config: PromptRobustnessConfig, backend: Backend, run: RunStore, p
         classifiers[name] = LabelClassifier(backend, variant_template(plan.template, variant), run, soft=soft,
                                             chat=config.chat, system_prompt=system)
         soft = classifiers[name].soft  # asked once (an API backend asks its server)
-    names = list(variants)
-    fields = [example_fields(example) for example in plan.examples]
+    return ask_every_prompt(run, classifiers, plan.examples, batch_size)
+
+
+def ask_every_prompt(run: RunStore, classifiers: Mapping[str, LabelClassifier], examples: Sequence[Example],
+                     batch_size: int) -> dict[str, list[dict[str, Any]]]:
+    """Every example asked with every prompt (one classifier per prompt), each answer a ``classify`` unit:
+    prompt name -> one answer record per example."""
+    from robusteval.runner import run_units
+
+    names = list(classifiers)
+    fields = [example_fields(example) for example in examples]
     items = [(name, i) for name in names for i in range(len(fields))]
 
     def compute(batch: list[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -140,7 +147,7 @@ def _classify(config: PromptRobustnessConfig, backend: Backend, run: RunStore, p
         return [out[item] for item in batch]
 
     records = run_units(run, CLASSIFY_STAGE, items, key_of=lambda item: classifiers[item[0]].key(fields[item[1]]),
-                        compute=compute, id_of=lambda item: plan.examples[item[1]].id, batch_size=batch_size,
+                        compute=compute, id_of=lambda item: examples[item[1]].id, batch_size=batch_size,
                         description="classify")
     n = len(fields)
     return {name: records[j * n : (j + 1) * n] for j, name in enumerate(names)}
