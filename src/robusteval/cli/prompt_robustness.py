@@ -1,5 +1,7 @@
-"""``robusteval prompt-robustness``: accuracy with the clean prompt and with perturbed copies of its instruction,
-system turn, answer-format line or exemplars; PDR and the RB-index (``robusteval.prompt_robustness``)."""
+"""``robusteval prompt-robustness``: ``--mode perturb`` (default), accuracy with the clean prompt and with perturbed
+copies of its instruction, system turn, answer-format line or exemplars, PDR and the RB-index
+(``robusteval.prompt_robustness``); ``--mode search``, the adversarial instruction under a query budget
+(``prompt_search``); ``--mode spread``, accuracy over equivalent prompts and formats (``prompt_spread``)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,19 @@ from robusteval.cli.common import (
     model_identity,
     required_option,
 )
-from robusteval.cli.configflags import add_config_arguments, config_from_args
+from robusteval.cli.configflags import _REQUIRED, add_config_arguments, config_from_args
 from robusteval.data.spec import classification_datasets
+from robusteval.errors import UserError
+
+MODES = ("perturb", "search", "spread")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from robusteval.evals.prompt_robustness.config import PromptRobustnessConfig
+    from robusteval.evals.prompt_robustness.config import (
+        PromptRobustnessConfig,
+        PromptSearchConfig,
+        PromptSpreadConfig,
+    )
 
     parser = add_command(
         subparsers,
@@ -30,13 +39,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "one surface of it per method (--target: the instruction paragraph, the system turn, the answer-format line "
         "or the few-shot exemplars' text; the questions are never changed). Reports each prompt's accuracy, "
         "PDR = 1 - A(perturbed)/A(clean) (PromptBench, Zhu et al. 2023) per prompt and per method, and the "
-        "RB-index over the perturbed prompts, each with n (questions) and a paired 95% interval.",
+        "RB-index over the perturbed prompts, each with n (questions) and a paired 95% interval. --mode search: the "
+        "word-importance search over the instruction's words (--methods give the candidates) lowering the accuracy on "
+        "--search-size seeded examples within --budget queries, the found prompt scored on the held-out rest. "
+        "--mode spread: the template's prompt, --prompts-file's and --n-formats formats drawn from FormatSpread's "
+        "grammar, on the same examples: accuracy per prompt, min/max/mean, spread and the worst case per example.",
         example="robusteval prompt-robustness --model hf:./tiny-llama --dataset jsonl \\\n"
         "    --data-file yesno.jsonl --answer-type label --target instruction \\\n"
         "    --methods C-keyboard,C-swap,W-synonym --prompts-per-method 3 --out runs/prompt-rb",
     )
     add_model_options(parser)
+    parser.add_argument("--mode", choices=MODES, default="perturb",
+                        help="perturb: perturbed prompts, PDR and RB-index; search: adversarial instruction under a "
+                        "query budget; spread: equivalent prompts and formats")
     add_config_arguments(parser, PromptRobustnessConfig, choices={"dataset": classification_datasets()})
+    # --methods is required by perturb and search only: checked in run() (before the model loads).
+    parser.get_default(_REQUIRED).remove(("methods", "--methods"))
+    common = tuple(field for field in PromptRobustnessConfig.__dataclass_fields__)
+    add_config_arguments(parser, PromptSearchConfig, skip=common, group="search (--mode search)")
+    add_config_arguments(parser, PromptSpreadConfig, skip=common, group="spread (--mode spread)")
     required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
     parser.set_defaults(func=run)
 
@@ -50,6 +71,14 @@ def run(args: argparse.Namespace) -> int:
     )
     from robusteval.lifecycle import open_run
 
+    if args.mode != "perturb" and args.target != "instruction":
+        raise UserError(f"--target: --mode {args.mode} works on the instruction only")
+    if args.mode in ("perturb", "search") and not args.methods:
+        raise UserError(f"--methods: required with --mode {args.mode}")
+    if args.mode == "search":
+        return run_search(args)
+    if args.mode == "spread":
+        return run_spread(args)
     config = config_from_args(PromptRobustnessConfig, args)
     examples = config.data.load()  # bad data, template surface and methods fail here, before the model loads
     identity = prompt_robustness_identity(config, model_identity(args.model, args), examples)
@@ -98,3 +127,83 @@ def print_prompt_table(summary: Mapping[str, Any]) -> None:
     else:
         print(f"RB-index over {summary['T']} perturbed prompt(s): "
               f"{format_rate(rb, summary.get('rb_index_ci95'), digits=4, n=n)}  (lower is more robust)")
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from robusteval.evals.prompt_robustness.config import PromptSearchConfig
+    from robusteval.evals.prompt_robustness.search_pipeline import prompt_search, prompt_search_identity
+    from robusteval.lifecycle import open_run
+
+    config = config_from_args(PromptSearchConfig, args)
+    examples = config.data.load()
+    identity = prompt_search_identity(config, model_identity(args.model, args), examples)
+    info = {"limit": config.data.limit, "batch_size": args.batch_size}
+    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
+        summary = prompt_search(config, backend, store, batch_size=args.batch_size)
+    print_search_table(summary)
+    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
+    return 0
+
+
+def run_spread(args: argparse.Namespace) -> int:
+    from robusteval.evals.prompt_robustness.config import PromptSpreadConfig
+    from robusteval.evals.prompt_robustness.spread_pipeline import prompt_spread, prompt_spread_identity
+    from robusteval.lifecycle import open_run
+
+    config = config_from_args(PromptSpreadConfig, args)
+    examples = config.data.load()
+    identity = prompt_spread_identity(config, model_identity(args.model, args), examples)
+    info = {"limit": config.data.limit, "batch_size": args.batch_size}
+    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
+        summary = prompt_spread(config, backend, store, batch_size=args.batch_size)
+    print_spread_table(summary)
+    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
+    return 0
+
+
+def print_search_table(summary: Mapping[str, Any]) -> None:
+    """The clean and the found prompt on the held-out examples (accuracy, PDR, n, intervals), the edits and the
+    queries spent."""
+    from robusteval.metrics.formatting import format_rate
+    from robusteval.report.tables import print_summary_table
+
+    held = summary["held_out"]
+    n = held["n"]
+    found = held["prompts"]["found"]
+    rows = [{"prompt": "clean", "held-out acc": format_rate(held["acc_clean"], held["acc_clean_ci95"], n=n),
+             "search acc": summary["search_acc_clean"]},
+            {"prompt": "found", "held-out acc": format_rate(found["acc"], found["acc_ci95"], n=n),
+             "PDR": format_rate(found["pdr"], found["pdr_ci95"], n=n) if found["changed"] else "unchanged",
+             "search acc": summary["search_acc_found"]}]
+    print_summary_table(f"adversarial prompt search ({summary['label_mode']} labels; searched on "
+                        f"{summary['search_size']} examples, held out n={n}; "
+                        f"{summary['queries']}/{summary['budget']} queries)", rows,
+                        ["prompt", "held-out acc", "PDR", "search acc"])
+    print(f"clean instruction: {summary['clean_instruction']}")
+    print(f"found instruction: {summary['found_instruction']}")
+    edits = ", ".join(f"{e.get('original')!r}->{e.get('replacement')!r}" for e in summary["edits"]) or "none"
+    print(f"edits: {edits}  (stopped: {summary['stop_reason']})")
+
+
+def print_spread_table(summary: Mapping[str, Any]) -> None:
+    """Each prompt's accuracy (n, Wilson interval), then min/max/mean, the spread with its paired interval and
+    the worst case per example."""
+    from robusteval.metrics.formatting import format_rate
+    from robusteval.report.tables import print_summary_table
+
+    n = summary["n"]
+    rows = []
+    for name, entry in summary["prompts"].items():
+        fmt = entry.get("format") or {}
+        what = entry.get("instruction") or ", ".join(f"{k}={v!r}" for k, v in fmt.items() if v not in (None, "as-is"))
+        rows.append({"prompt": name, "acc": format_rate(entry["acc"], entry["acc_ci95"], n=n),
+                     "what": (what or "the template's own")[:60]})
+    print_summary_table(f"prompt spread ({summary['label_mode']} labels; n={n} examples, each asked with every "
+                        "prompt)", rows, ["prompt", "acc", "what"])
+    print(f"min {summary['min']:.3f} ({summary['argmin']}), max {summary['max']:.3f} ({summary['argmax']}), "
+          f"mean {summary['mean']:.3f} over {summary['n_prompts']} prompts")
+    print(f"spread (max - min): {format_rate(summary['spread'], summary['spread_ci95'], n=n)}")
+    print(f"worst case (every prompt right): {format_rate(summary['worst_case_acc'], summary['worst_case_acc_ci95'], n=n)}"
+          f"  best case (some prompt right): {format_rate(summary['best_case_acc'], summary['best_case_acc_ci95'], n=n)}")

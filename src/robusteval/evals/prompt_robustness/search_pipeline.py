@@ -99,7 +99,8 @@ def prompt_search(config: PromptSearchConfig, backend: Backend, store: RunStore 
         methods = [build_perturbation(name, language, options) for name in config.method_names()]
         gate = next((m.gate for m in methods if getattr(m, "gate", None) is not None), None)
         for method in methods:  # the gate bounds the whole search (below), not each method's own perturb
-            method.gate = None
+            if getattr(method, "gate", None) is not None:
+                setattr(method, "gate", None)  # noqa: B010 (an attribute of the gated classes only)
         oracle_classifier = PromptSetClassifier(
             backend, template, run, soft=config.label_mode == "soft", chat=config.chat,
             system_prompt=config.system_prompt, surfaces=surfaces, examples=search_set,

@@ -12,7 +12,12 @@ from typing import Any
 from robusteval.config import field_check
 from robusteval.data.example import Example
 from robusteval.errors import UserError
-from robusteval.evals.classification import ClassificationTemplate, LabelClassifier, predicted_label, template_for
+from robusteval.evals.classification import (
+    ClassificationTemplate,
+    LabelClassifier,
+    predicted_label,
+    template_for,
+)
 from robusteval.evals.prompt_robustness.config import PromptSpreadConfig
 from robusteval.evals.prompt_robustness.formats import (
     Format,
