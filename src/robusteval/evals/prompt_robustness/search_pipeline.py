@@ -97,7 +97,7 @@ def prompt_search(config: PromptSearchConfig, backend: Backend, store: RunStore 
         spec = config.perturbation
         options = spec.method_options(device=target_device(backend))
         methods = [build_perturbation(name, language, options) for name in config.method_names()]
-        gate = next((m.gate for m in methods if getattr(m, "gate", None) is not None), None)
+        gate = next((getattr(m, "gate") for m in methods if getattr(m, "gate", None) is not None), None)  # noqa: B009
         for method in methods:  # the gate bounds the whole search (below), not each method's own perturb
             if getattr(method, "gate", None) is not None:
                 setattr(method, "gate", None)  # noqa: B010 (an attribute of the gated classes only)
