@@ -194,19 +194,24 @@ DETERMINISTIC = {"code": "deterministic_judge", "text": "reasoning judged by det
 UNGATED = {"code": "ungated", "text": "semantic gate: none (edits unchecked)"}
 
 
-def denominator(unsuccessful: int, success: int, wrong: int, definition: str) -> dict[str, Any]:
-    """One entry of a summary's ``denominators``: n, UR/SR/WR, counts and Wilson intervals of the outcomes."""
-    n = unsuccessful + success + wrong
-    counts = {"unsuccessful": unsuccessful, "success": success, "wrong": wrong}
-    return {"n": n, "ur": unsuccessful / n, "sr": success / n, "wr": wrong / n, "counts": counts,
-            "definition": definition, "ci95": {m: list(wilson_interval(counts[k], n)) for m, k in
-                                               (("ur", "unsuccessful"), ("sr", "success"), ("wr", "wrong"))}}
+def denominator(unsuccessful: int, success: int, wrong: int, definition: str, *, unjudged: int = 0,
+                clean_cot_wrong: int = 0) -> dict[str, Any]:
+    """One entry of a summary's ``denominators`` as the library writes it (``metrics.matcha.denominator_view``):
+    n over every category, each rate with its count and Wilson interval, and the ``among_judged`` view."""
+    from robusteval.metrics.matcha import CATEGORIES, denominator_view
+
+    counts = {"unsuccessful": unsuccessful, "success": success, "wrong": wrong, "unjudged": unjudged,
+              "clean_cot_wrong": clean_cot_wrong}
+    return denominator_view(counts, [kind for _, kind, _ in CATEGORIES], definition)
 
 
 def authors_summary(ours: dict[str, Any], authors: dict[str, Any]) -> dict[str, Any]:
-    """A summary's issue-26 keys under the authors' counting (``matcha_store(summary=...)``): both denominators,
-    the authors' the headline (the top-level rates, ``n_rated``, ``counts`` and intervals)."""
+    """A summary's keys under the authors' counting (``matcha_store(summary=...)``): both denominators, the
+    authors' the headline (the top-level rates, ``n_attacked``, ``counts``, intervals and ``among_judged``)."""
+    from robusteval.metrics.matcha import CATEGORIES
+
     return {"counting": "authors", "headline_denominator": "authors", "denominators": {"authors": authors,
                                                                                       "ours": ours},
-            "n_rated": authors["n"], "counts": authors["counts"], **{m: authors[m] for m in ("ur", "sr", "wr")},
+            "n_attacked": authors["n"], "counts": authors["counts"], "among_judged": authors["among_judged"],
+            **{key: authors[key] for key, _, _ in CATEGORIES if key in authors},
             "ci95": {"acc": [0.5, 1.0], **authors["ci95"]}}

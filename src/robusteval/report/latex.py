@@ -176,7 +176,7 @@ def matcha_tables(inputs: Inputs, writer: _Writer | None = None) -> list[str]:
         over = sorted({rates_over(run.summary or {}) for run in runs})
         note = (f"Success rule {rule}; counting {counting(runs[0].summary or {})}. Each cell: value [95% interval], "
                 "n (ACC: all questions; UR/SR/WR, unjudged and clean wrong: every attacked question, n_attacked, "
-                "whose categories sum to 100\%" + ("; runs made before: UR/SR/WR over the judged ones only, "
+                "whose categories sum to 100%" + ("; runs made before: UR/SR/WR over the judged ones only, "
                                                    "n_rated" if "n_rated" in over else "") + ")."
                 + (f" Rates marked \u2020: {'; '.join(flags)}." if flags else ""))
         out += [writer.report_table(block, note, comments=[f"comparability key {group}"])
