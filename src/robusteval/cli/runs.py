@@ -264,12 +264,20 @@ def compare_runs(args: argparse.Namespace) -> int:
                 shares = [c for c in columns if c.startswith("share_")]
                 ours = [c for c in columns if c.endswith("_ours")]
                 judged = [c for c in columns if c.endswith("_judged")]
+                # MATCHA's other categories and the counts of every category (summing to n_attacked) get a table
+                # of their own too.
+                split = [c for c in columns if board.method == "matcha" and c in ("unjudged", "clean_wrong", "outcomes")]
                 # MATCHA's flags under the table, one line per flagged run (its rates marked ⚑ in the table).
-                main = [c for c in columns if c not in shares and c not in ours and c not in judged and c != "flags"]
+                main = [c for c in columns if c not in shares and c not in ours and c not in judged and c not in split
+                        and c != "flags"]
                 print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in main], file=out)
                 if shares:
                     print_summary_table("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
                                         rows, [HEADINGS.get(c, c) for c in ("rank", "model", *shares)], file=out)
+                if split:
+                    print_summary_table("every attacked example by outcome (UR, SR, WR above and these sum to 100 %; "
+                                        "the counts to n_attacked): % [95% interval]", rows,
+                                        [HEADINGS.get(c, c) for c in ("rank", "model", *split)], file=out)
                 if ours:
                     print_summary_table("the same runs over our denominator (counting: authors; the rates above are "
                                         "over the authors' n_attacked): % [95% interval], n = n_attacked (ours)", rows,
