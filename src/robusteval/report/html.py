@@ -56,9 +56,9 @@ def _script_safe(text: str) -> str:
     return text
 
 
-def _cell(cell: Num | str, link: str = "", shown_flags: set[str] | None = None) -> str:
-    """A table cell; a flagged number's badges are spelt out once per row (``shown_flags``: those already spelt
-    out), later cells of the row marking the same flags with a bare ⚑ (the tooltip says which)."""
+def _cell(cell: Num | str, link: str = "", shown_flags: set[tuple[tuple[str, ...], str]] | None = None) -> str:
+    """A table cell; a flagged number's badges are spelt out once per row and run (``shown_flags``: the (runs,
+    flag) already spelt out), later cells of the same run marking them with a bare ⚑ (the tooltip says which)."""
     if isinstance(cell, Num):
         value = "" if cell.value is None else repr(float(cell.value))
         detail = cell.detail()
@@ -67,7 +67,7 @@ def _cell(cell: Num | str, link: str = "", shown_flags: set[str] | None = None) 
             text = f'<a href="{escape(link)}">{text}</a>'
         # The space keeps "12.5 [4.1, 29.0] n=40" one phrase in copied text; CSS puts the detail on its own line.
         shown = f'<span class="v">{text}</span>' + (
-            f' <span class="d">{escape(detail)}</span>' if detail else "") + _badges(cell.flags, shown_flags)
+            f' <span class="d">{escape(detail)}</span>' if detail else "") + _badges(cell.flags, cell.runs, shown_flags)
         return (f'<td class="num" tabindex="0" data-value="{value}" data-tip="{escape(cell.tip())}">'
                 f"{shown}</td>")
     if link:
@@ -75,18 +75,19 @@ def _cell(cell: Num | str, link: str = "", shown_flags: set[str] | None = None) 
     return f"<td>{escape(str(cell))}</td>"
 
 
-def _badges(flags: Sequence[str], shown: set[str] | None) -> str:
-    """The badges of ``flags`` not yet in ``shown`` (then added to it); a bare ⚑ where all were."""
-    new = [flag for flag in flags if shown is None or flag not in shown]
+def _badges(flags: Sequence[str], runs: tuple[str, ...], shown: set[tuple[tuple[str, ...], str]] | None) -> str:
+    """The badges of ``flags`` not yet in ``shown`` for these ``runs`` (then added to it); a bare ⚑ where all
+    were."""
+    new = [flag for flag in flags if shown is None or (runs, flag) not in shown]
     if shown is not None:
-        shown.update(new)
+        shown.update((runs, flag) for flag in new)
     if not new and flags:
         return f' <span class="badge flag" title="{escape("; ".join(flags))}">{FLAG}</span>'
     return "".join(f' <span class="badge flag">{FLAG} {escape(flag)}</span>' for flag in new)
 
 
 def _row(row: Sequence[Num | str], links: Sequence[str]) -> str:
-    shown: set[str] = set()
+    shown: set[tuple[tuple[str, ...], str]] = set()
     return "<tr>" + "".join(_cell(c, links[i] if i < len(links) else "", shown) for i, c in enumerate(row)) + "</tr>"
 
 
