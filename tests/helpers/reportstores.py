@@ -13,7 +13,6 @@ from typing import Any
 
 from robusteval.lifecycle import IDENTITY_VERSION, finish, open_run
 from robusteval.metrics.matcha import matcha_metrics, outcome
-from robusteval.metrics.stats import wilson_interval
 from robusteval.store import unit_key
 
 ERROR_TYPES = ("wrong calculation", "wrong reasoning", "wrong information", "irrelevant information")

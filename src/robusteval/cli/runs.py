@@ -79,7 +79,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def show_run(args: argparse.Namespace) -> int:
-    from robusteval.metrics.matcha_summary import FLAG, categories_text, counting, flag_texts, is_over_attacked
+    from robusteval.metrics.matcha_summary import (
+        FLAG,
+        categories_text,
+        counting,
+        flag_texts,
+        is_over_attacked,
+    )
     from robusteval.report.collect import MATCHA, TRANSFER
     from robusteval.report.rates import rates_block
     from robusteval.runs import load_run

@@ -12,7 +12,6 @@ from robusteval.data.example import Example
 from robusteval.models.base import Backend
 from robusteval.store import RunStore
 
-
 #: The terminal table's headings of the categories' rates (the others are the summary's keys).
 COLUMNS = {"unjudged_rate": "unjudged", "clean_cot_wrong_rate": "clean_wrong"}
 
