@@ -76,6 +76,12 @@ def test_two_models_three_methods_leaderboard_equals_the_run_summaries(
                 "matcha:math:wr": ("matcha/math", "wr", "n_attacked", None),
                 "robustness:yn:rb_index": ("robustness/yn", "rb_index", "n", "rb_index_ci95"),
                 "robustness:yn:acc@original": ("robustness/yn", "acc_original", "n", "acc_original_ci95")}
+    # MATCHA's unjudged (and clean-wrong) shares get a column where some model has one (issue 34).
+    shares = [(f"matcha:math:{m}", ("matcha/math", m, "n_attacked", None)) for m in ("unjudged_rate",
+                                                                                    "clean_cot_wrong_rate")
+              if any(c["name"] == f"matcha:math:{m}" for c in board["columns"])]
+    items = list(expected.items())
+    expected = dict([*items[:4], *shares, *items[4:]])
     assert [c["name"] for c in board["columns"]] == list(expected)
     attacked = 0
     for model in names:
