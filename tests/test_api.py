@@ -78,7 +78,7 @@ def test_readme_python_example_runs(tiny_trained_dir: Path, tmp_path: Path) -> N
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
-    found = re.search(r"ACC (\S+) of n=(\d+); SR (\S+) of n_rated=(\d+)", result.stdout)
+    found = re.search(r"ACC (\S+) of n=(\d+); SR (\S+) of n_attacked=(\d+)", result.stdout)
     assert found is not None, result.stdout
     assert 0 <= float(found[1]) <= 1 and found[2] == "10"
     assert found[3] == "None" if found[4] == "0" else 0 <= float(found[3]) <= 1

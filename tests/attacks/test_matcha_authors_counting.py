@@ -103,23 +103,27 @@ def test_the_authors_rule_counts_as_worked_out_by_hand() -> None:
     # An empty reasoning is decided without asking the judge.
     assert authors_reasoning(CASES["empty"][1]) not in llm.asked and "" not in llm.asked
     metrics = matcha_metrics(records, "authors")
-    # Headline (the authors' denominator): every clean-correct question with an outcome: 9 (one abstention apart).
-    assert (metrics["n_rated"], metrics["counts"]["success"], metrics["counts"]["unsuccessful"],
-            metrics["counts"]["wrong"]) == (9, 5, 3, 1)
-    assert metrics["sr"] == pytest.approx(5 / 9) and metrics["ur"] == pytest.approx(3 / 9)
-    assert metrics["wr"] == pytest.approx(1 / 9)
+    # Headline (the authors' denominator): every attacked clean-correct question, 10 (the abstention its own
+    # category, issue 34); among the judged ones 9.
+    assert (metrics["n_attacked"], metrics["counts"]["success"], metrics["counts"]["unsuccessful"],
+            metrics["counts"]["wrong"], metrics["counts"]["unjudged"]) == (10, 5, 3, 1, 1)
+    assert metrics["among_judged"]["n"] == 9
+    assert metrics["sr"] == pytest.approx(5 / 10) and metrics["ur"] == pytest.approx(3 / 10)
+    assert metrics["wr"] == pytest.approx(1 / 10) and metrics["unjudged_rate"] == pytest.approx(1 / 10)
     (reason,) = metrics["unjudged_reasons"]
     assert metrics["n_unjudged"] == 1 and "abstained" in reason and "no equation" in reason
-    # Ours over the same outcomes: without the clean reasoning judged wrong and the one without reasoning.
+    # Ours over the same outcomes: without the one without reasoning; the clean reasoning judged wrong and the
+    # abstention are categories of their own.
     ours = metrics["denominators"]["ours"]
-    assert (ours["n"], ours["counts"]) == (7, {"unsuccessful": 2, "success": 4, "wrong": 1})
+    assert (ours["n"], ours["counts"]) == (9, {"wrong": 1, "success": 4, "unsuccessful": 2, "unjudged": 1,
+                                               "clean_cot_wrong": 1})
     authors = metrics["denominators"]["authors"]
-    assert authors["n"] == 9 and authors["sr"] == metrics["sr"]
+    assert authors["n"] == 10 and authors["sr"] == metrics["sr"]
     for block in (authors, ours):
         for name in ("ur", "sr", "wr"):
             low, high = block["ci95"][name]
             assert low < high  # no zero-width interval from a finite sample
-    assert metrics["exclusions"] == {"unjudged": 1}
+    assert metrics["exclusions"] == {"unjudged": 1, "clean_cot_wrong": 1, "no_cot": 1}
 
 
 def test_abstentions_are_in_no_rate_under_our_counting() -> None:
@@ -128,7 +132,7 @@ def test_abstentions_are_in_no_rate_under_our_counting() -> None:
     kinds = {r["id"]: outcome(r) for r in records}
     assert kinds["unreadable-no-equation"] == "unjudged" and kinds["clean-cot-wrong"] == "clean_cot_wrong"
     counted = [k for k in kinds.values() if k in ("success", "unsuccessful", "wrong")]
-    assert metrics["n_rated"] == len(counted) == 8
+    assert metrics["among_judged"]["n"] == len(counted) == 8
     assert metrics["n_unjudged"] == 1 and metrics["counts"]["unjudged"] == 1
     assert metrics["n_attacked"] == 10 and metrics["exclusions"] == {"unjudged": 1, "clean_cot_wrong": 1}
     assert "denominators" not in metrics
@@ -141,7 +145,8 @@ def test_arith_alone_never_counts_reasoning_without_an_equation_correct() -> Non
     record = {"attacked": True, "answer_kept": True, "reasoning_wrong": None, "reasoning": verdict}
     assert outcome(record) == "unjudged" and outcome(record, "authors") == "unjudged"
     metrics = matcha_metrics([{**record, "clean_correct": True}])
-    assert metrics["n_rated"] == 0 and metrics["ur"] is None and metrics["n_unjudged"] == 1
+    assert metrics["among_judged"]["n"] == 0 and metrics["among_judged"]["ur"] is None
+    assert metrics["n_attacked"] == 1 and metrics["unjudged_rate"] == 1.0 and metrics["ur"] == 0.0
 
 
 def test_the_authors_judge_reads_the_reasoning_only() -> None:
@@ -261,8 +266,8 @@ def test_preset_paper_records_the_authors_counting_and_its_rates_match_a_hand_co
     records = store.records("matcha_outcome")
     hand = [hand_outcome(r) for r in records]
     counts = {kind: hand.count(kind) for kind in ("success", "unsuccessful", "wrong", "unjudged")}
-    n = counts["success"] + counts["unsuccessful"] + counts["wrong"]
-    assert n > 0 and summary["n_rated"] == n and summary["n_unjudged"] == counts["unjudged"]
+    n = sum(counts.values())  # every attacked example, the unjudged included (issue 34)
+    assert n > 0 and summary["n_attacked"] == n and summary["n_unjudged"] == counts["unjudged"]
     assert summary["sr"] == pytest.approx(counts["success"] / n)
     assert summary["ur"] == pytest.approx(counts["unsuccessful"] / n)
     assert summary["wr"] == pytest.approx(counts["wrong"] / n)

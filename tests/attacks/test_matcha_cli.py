@@ -137,15 +137,17 @@ def check_summary(out: Path, *, n: int, level: str, variant: str, steps: int = 2
     assert summary["acc"] == pytest.approx(summary["n_correct"] / n)
     attacked = summary["n_attacked"]
     assert 0 < attacked <= n, "nothing attacked: the rate and record checks below would check nothing"
-    assert summary["ur"] + summary["sr"] + summary["wr"] == pytest.approx(1.0, abs=1e-12)
-    assert all(0.0 <= summary[k] <= 1.0 for k in ("ur", "sr", "wr"))
+    rates = ("ur", "sr", "wr", "unjudged_rate", "clean_cot_wrong_rate")
+    assert sum(summary[k] for k in rates) == pytest.approx(1.0, abs=1e-12)
+    assert all(0.0 <= summary[k] <= 1.0 for k in rates)
     counts = summary["counts"]
-    # Examples whose clean reasoning is already judged wrong are attacked but not rated (no SR credit).
-    rated = summary["n_rated"]
+    # Every attacked example is in exactly one category (issue 34): a clean reasoning already judged wrong (no SR
+    # credit) and a kept answer the judge abstained on (arith: no equation) are categories of their own.
+    assert sum(counts.values()) == attacked
+    assert (counts["clean_cot_wrong"], counts["unjudged"]) == (summary["n_clean_cot_wrong"], summary["n_unjudged"])
+    assert summary["sr"] == pytest.approx(counts["success"] / attacked)
+    rated = summary["among_judged"]["n"]  # the secondary view
     assert counts["unsuccessful"] + counts["success"] + counts["wrong"] == rated
-    # ... and kept answers the judge abstained on (arith: no equation) are counted apart, in no rate.
-    assert rated + summary["n_clean_cot_wrong"] + summary["n_unjudged"] == attacked
-    assert summary["sr"] == pytest.approx(counts["success"] / rated)
     outcomes = records(out, "matcha_outcome")
     assert len(outcomes) == n and len({r["id"] for r in outcomes}) == n
     assert sum(r["attacked"] for r in outcomes) == attacked
@@ -299,7 +301,7 @@ def test_gold_target_attacks_only_correct_answers(token_run: Path, tiny_trained_
     summary = summary_of(out)
     # Why the other question was not attacked: in the summary and under the terminal table.
     assert summary["skip_reasons"] == {"clean answer wrong": 1}
-    assert "not attacked: 1 (clean answer wrong 1)" in printed and "n_rated" in printed
+    assert "not attacked: 1 (clean answer wrong 1)" in printed and "n_attacked" in printed
     assert summary["target_answer"] == "gold" and summary["n"] == 2
     assert summary["n_correct"] == 1 and summary["n_attacked"] == 1
     outcomes = {r["id"]: r for r in records(out, "matcha_outcome")}

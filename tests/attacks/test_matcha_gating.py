@@ -141,9 +141,9 @@ def test_clean_reasoning_already_wrong_is_not_a_success(runner: MatchaRunner) ->
     assert judged["already-wrong"]["outcome"] == "clean_cot_wrong"
     assert judged["broken"]["outcome"] == "success" and judged["kept"]["outcome"] == "unsuccessful"
     metrics = matcha_metrics([{**r, "clean_correct": True} for r in judged.values()])
-    # 3 attacked, 1 with a clean reasoning already wrong: SR over the other 2.
-    assert metrics["n_attacked"] == 3 and metrics["n_clean_cot_wrong"] == 1 and metrics["n_rated"] == 2
-    assert metrics["sr"] == 0.5 and metrics["ur"] == 0.5 and metrics["wr"] == 0.0
+    # 3 attacked, 1 with a clean reasoning already wrong: a category of its own, still in the denominator.
+    assert metrics["n_attacked"] == 3 and metrics["n_clean_cot_wrong"] == 1 and metrics["among_judged"]["n"] == 2
+    assert metrics["sr"] == metrics["ur"] == metrics["clean_cot_wrong_rate"] == 1 / 3 and metrics["wr"] == 0.0
 
 
 def test_arith_on_yes_no_and_an_incomplete_paper_preset_are_refused(tmp_path: Path,

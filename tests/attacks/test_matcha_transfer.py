@@ -210,8 +210,10 @@ def test_judged_path_with_gold_the_target_gives(
     wins = sum(r["reasoning_wrong"] is True for r in kept)
     assert summary["n_success"] == wins
     unjudged = sum(r["reasoning_wrong"] is None for r in kept)
-    assert summary["n_unjudged"] == unjudged and summary["n_rated"] == len(readable) - unjudged
-    assert summary["transfer_rate"] == (wins / summary["n_rated"] if summary["n_rated"] else None)
+    # Unjudged answers stay in the denominator (issue 34): every question answered correctly originally.
+    assert summary["n_unjudged"] == unjudged and summary["among_judged"]["n"] == len(readable) - unjudged
+    n = summary["n_original_correct"]
+    assert summary["transfer_rate"] == (wins / n if n else None) and sum(summary["counts"].values()) == n
     assert summary["counts"]["wrong"] == len(readable) - len(kept)
     # Transferred successes carry their error type, as the attack's own successes do (arith: calculation).
     for row in outcomes:

@@ -64,7 +64,8 @@ def test_a_matcha_run_says_what_it_left_out_and_no_empty_line(
     assert main(["runs", "show", str(run)]) == 0
     text = capsys.readouterr().out
     assert "  rates      acc: 100.0 % [75.8, 100.0], n = 12" in text
-    assert "             sr: 33.3 % [12.1, 64.6], n_rated = 9" in text
+    assert "             sr: 33.3 % [12.1, 64.6], n_attacked = 9" in text
+    assert "  outcomes   changed 0 + broken 3 + intact 6 + unjudged 0 + clean wrong 0 = 9" in text
     assert "  left out   skip_reasons: no answer in the clean completion 3" in text
     assert all(not line.rstrip().endswith(":") for line in text.splitlines())  # no field without a value
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from robusteval.lifecycle import IDENTITY_VERSION, finish, open_run
 from robusteval.metrics.matcha import matcha_metrics, outcome
-from robusteval.metrics.stats import wilson_interval
 from robusteval.store import unit_key
 
 ERROR_TYPES = ("wrong calculation", "wrong reasoning", "wrong information", "irrelevant information")
@@ -72,11 +71,27 @@ def _record(i: int, rng: random.Random, text: str | None, kind: str | None = Non
     return record
 
 
+def _kept(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its answer kept (a changed answer is WR whatever else the judge said)."""
+    if not record["answer_kept"]:
+        answer = record["target"]
+        record.update({"answer_kept": True, "perturbed_answer": answer, "reasoning_wrong": False,
+                       "perturbed_completion": f" The answer is {answer}. {record['clean_completion'].split('. ', 1)[1]}",
+                       "reasoning": {"judge": "arith", "label": True, "reasoning_correct": True,
+                                     "raw": "1 equation(s) checked, 0 false", "detail": {"method": "arithmetic"}}})
+    return record
+
+
 def _outcome(record: dict[str, Any], kind: str) -> dict[str, Any]:
     """``record`` made into one of the outcomes the random draw does not give: ``clean_cot_wrong`` (attacked,
-    its clean reasoning already judged wrong) or ``skip:<reason>`` (not attacked, with that reason)."""
+    answer kept, its clean reasoning already judged wrong), ``unjudged`` (answer kept, the judge abstained: no
+    equation to check) or ``skip:<reason>`` (not attacked, with that reason)."""
     if kind == "clean_cot_wrong":
-        record["clean_cot_wrong"] = True
+        _kept(record)["clean_cot_wrong"] = True
+    elif kind == "unjudged":
+        _kept(record).update({"reasoning_wrong": None, "error_type": None, "reasoning": {
+            "judge": "arith", "label": None, "reasoning_correct": None, "raw": "no equation to check",
+            "detail": {"method": "arithmetic", "abstained": "no equation to check"}}})
     elif kind.startswith("skip:"):
         record.update({"attacked": False, "skip_reason": kind[len("skip:"):], "reasoning": None,
                        "reasoning_wrong": None, "error_type": None})
@@ -108,7 +123,7 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
                  success_check: str | None = None, summary: dict[str, Any] | None = None) -> Path:
     """A finished MATCHA run of ``n`` attacked records at ``out`` (``text``: every question and judge output;
     ``finished=False``: the records only, no summary, as a run stopped before its end). ``kinds``: each
-    record's outcome (success, unsuccessful, wrong, clean_cot_wrong or skip:<reason>) instead of a random one;
+    record's outcome (success, unsuccessful, wrong, clean_cot_wrong, unjudged or skip:<reason>) instead of a random one;
     ``identity`` and ``hyperparameters`` are added to the run's identity and summary.
 
     ``skipped`` more questions are not attacked (reasons cycling through :data:`SKIP_REASONS`), ``cot_wrong`` of
@@ -119,11 +134,11 @@ def matcha_store(out: Path, n: int, *, seed: int = 0, text: str | None = None, f
     ``n_unjudged``, ``denominators``...)."""
     rng = random.Random(seed)
     chosen = kinds or [None] * n
-    records = [_record(i, rng, text, None if kind in (None, "clean_cot_wrong") or kind.startswith("skip:")
+    records = [_record(i, rng, text, None if kind in (None, "clean_cot_wrong", "unjudged") or kind.startswith("skip:")
                        else kind) for i, kind in enumerate(chosen)]
     records = [_outcome(r, kind) if kind else r for r, kind in zip(records, chosen, strict=True)]
-    for record in records[:cot_wrong]:
-        record.update({"clean_cot_wrong": True, "error_type": None})  # not rated: no success to classify
+    for record in records[:cot_wrong]:  # a kept answer (a changed one is WR whatever the clean verdict)
+        _kept(record).update({"clean_cot_wrong": True, "error_type": None})  # not rated: no success to classify
         record["outcome"] = outcome(record)
     if success_check is not None:
         for i, record in enumerate(records):
@@ -178,19 +193,24 @@ DETERMINISTIC = {"code": "deterministic_judge", "text": "reasoning judged by det
 UNGATED = {"code": "ungated", "text": "semantic gate: none (edits unchecked)"}
 
 
-def denominator(unsuccessful: int, success: int, wrong: int, definition: str) -> dict[str, Any]:
-    """One entry of a summary's ``denominators``: n, UR/SR/WR, counts and Wilson intervals of the outcomes."""
-    n = unsuccessful + success + wrong
-    counts = {"unsuccessful": unsuccessful, "success": success, "wrong": wrong}
-    return {"n": n, "ur": unsuccessful / n, "sr": success / n, "wr": wrong / n, "counts": counts,
-            "definition": definition, "ci95": {m: list(wilson_interval(counts[k], n)) for m, k in
-                                               (("ur", "unsuccessful"), ("sr", "success"), ("wr", "wrong"))}}
+def denominator(unsuccessful: int, success: int, wrong: int, definition: str, *, unjudged: int = 0,
+                clean_cot_wrong: int = 0) -> dict[str, Any]:
+    """One entry of a summary's ``denominators`` as the library writes it (``metrics.matcha.denominator_view``):
+    n over every category, each rate with its count and Wilson interval, and the ``among_judged`` view."""
+    from robusteval.metrics.matcha import CATEGORIES, denominator_view
+
+    counts = {"unsuccessful": unsuccessful, "success": success, "wrong": wrong, "unjudged": unjudged,
+              "clean_cot_wrong": clean_cot_wrong}
+    return denominator_view(counts, [kind for _, kind, _ in CATEGORIES], definition)
 
 
 def authors_summary(ours: dict[str, Any], authors: dict[str, Any]) -> dict[str, Any]:
-    """A summary's issue-26 keys under the authors' counting (``matcha_store(summary=...)``): both denominators,
-    the authors' the headline (the top-level rates, ``n_rated``, ``counts`` and intervals)."""
+    """A summary's keys under the authors' counting (``matcha_store(summary=...)``): both denominators, the
+    authors' the headline (the top-level rates, ``n_attacked``, ``counts``, intervals and ``among_judged``)."""
+    from robusteval.metrics.matcha import CATEGORIES
+
     return {"counting": "authors", "headline_denominator": "authors", "denominators": {"authors": authors,
                                                                                       "ours": ours},
-            "n_rated": authors["n"], "counts": authors["counts"], **{m: authors[m] for m in ("ur", "sr", "wr")},
+            "n_attacked": authors["n"], "counts": authors["counts"], "among_judged": authors["among_judged"],
+            **{key: authors[key] for key, _, _ in CATEGORIES if key in authors},
             "ci95": {"acc": [0.5, 1.0], **authors["ci95"]}}

@@ -17,8 +17,9 @@ from robusteval.errors import UserError
 from robusteval.report.compare import UNRANKED, Leaderboard
 from robusteval.report.model import Num
 
-#: A model that answers 5 questions; 4 are left out as clean-CoT-wrong, so its UR of 100 % rests on one example.
-ONE_RATED = ["clean_cot_wrong"] * 4 + ["unsuccessful"]
+#: A model that answers 5 questions; 4 are not attacked (no answer to read), so its UR of 100 % rests on one example.
+#: (A judge decision no longer shrinks the denominator: clean reasoning judged wrong is a category of n_attacked.)
+ONE_RATED = ["skip:no answer in the clean completion"] * 4 + ["unsuccessful"]
 
 
 def _rows(board: Leaderboard) -> dict[str, dict[str, Num | str]]:
@@ -48,8 +49,8 @@ def test_a_run_with_one_rated_example_is_not_ranked(matcha_runs: dict[str, Path]
     assert isinstance(ur, Num)
     assert (ur.value, ur.n, ur.runs, ur.percent) == (1.0, 1, (str(matcha_runs["one-rated"]),), True)
     assert board.rows[0]["model"] == "mostly-kept"
-    assert rows["one-rated"]["rank"] == "-" and rows["one-rated"][UNRANKED] == "n_rated = 1 < 10"
-    assert rows["none-rated"]["rank"] == "-" and rows["none-rated"][UNRANKED] == "no value (n_rated = 0)"
+    assert rows["one-rated"]["rank"] == "-" and rows["one-rated"][UNRANKED] == "n_attacked = 1 < 10"
+    assert rows["none-rated"]["rank"] == "-" and rows["none-rated"][UNRANKED] == "no value (n_attacked = 0)"
     # Enough examples allowed, its interval (20.7 to 100 %) is still too wide to rank...
     rows = _rows(rv.compare_runs(list(matcha_runs.values()), min_n=1)[0])
     assert rows["one-rated"]["rank"] == "-" and rows["one-rated"][UNRANKED] == "95% interval 79 points wide > 50"
@@ -115,13 +116,13 @@ def test_every_number_has_its_n_and_interval_in_csv_and_latex(matcha_runs: dict[
     assert cli("runs", "compare", *runs, "--format", "csv", "--output", str(out)).returncode == 0
     rows = {row["model"]: row for row in csv.DictReader(out.open(encoding="utf-8"))}
     one = rows["one-rated"]
-    assert (one["n"], one["n_rated"], one["ur_n"], one["acc_n"]) == ("5", "1", "1", "5")
+    assert (one["n"], one["n_attacked"], one["ur_n"], one["acc_n"]) == ("5", "1", "1", "5")
     assert (float(one["ur"]), float(one["ur_ci_low"]), float(one["ur_ci_high"])) == (1.0, pytest.approx(0.2065, abs=1e-4), 1.0)
-    assert one["rank"] == "-" and one[UNRANKED] == "n_rated = 1 < 10" and one["group"] == rows["mostly-kept"]["group"]
+    assert one["rank"] == "-" and one[UNRANKED] == "n_attacked = 1 < 10" and one["group"] == rows["mostly-kept"]["group"]
     latex = cli("runs", "compare", *runs, "--format", "latex")
     assert latex.returncode == 0, latex.stderr
     assert r"\toprule" in latex.stdout and r"\bottomrule" in latex.stdout
-    assert r"100.0 [20.7, 100.0] {\scriptsize n=1}" in latex.stdout  # one-rated's UR, over n_rated
+    assert r"100.0 [20.7, 100.0] {\scriptsize n=1}" in latex.stdout  # one-rated's UR, over n_attacked
     assert r"75.0 [59.8, 85.8] {\scriptsize n=40}" in latex.stdout  # mostly-kept's UR
 
 
@@ -139,10 +140,15 @@ def test_runs_show_prints_each_rate_with_its_n_and_interval(matcha_runs: dict[st
     done = cli("runs", "show", str(matcha_runs["one-rated"]), "--json")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
-    assert shown["rates"] == {"acc": "100.0 % [56.6, 100.0], n = 5", "ur": "100.0 % [20.7, 100.0], n_rated = 1",
-                              "sr": "0.0 % [0.0, 79.3], n_rated = 1", "wr": "0.0 % [0.0, 79.3], n_rated = 1"}
-    assert shown["left_out"] == {"skip_reasons": {}, "exclusions": {"clean_cot_wrong": 4, "unjudged": 0},
-                                 "n_unjudged": 0, "unjudged_reasons": {}}
+    rates = shown["rates"]
+    assert {k: rates[k] for k in ("acc", "ur", "sr", "wr", "unjudged_rate")} == {
+        "acc": "100.0 % [56.6, 100.0], n = 5", "ur": "100.0 % [20.7, 100.0], n_attacked = 1",
+        "sr": "0.0 % [0.0, 79.3], n_attacked = 1", "wr": "0.0 % [0.0, 79.3], n_attacked = 1",
+        "unjudged_rate": "0.0 % [0.0, 79.3], n_attacked = 1"}
+    assert rates["ur[judged]"].startswith("100.0 % [20.7, 100.0], n_judged (secondary view) = 1")
+    assert shown["outcomes"] == "changed 0 + broken 0 + intact 1 + unjudged 0 + clean wrong 0 = 1"
+    assert shown["left_out"] == {"skip_reasons": {"no answer in the clean completion": 4},
+                                 "outside_among_judged": {"unjudged": 0, "clean_cot_wrong": 0}, "unjudged_reasons": {}}
     shown = json.loads(cli("runs", "show", str(matcha_runs["none-rated"]), "--json").stdout)
     assert shown["left_out"]["skip_reasons"] == {"no answer in the clean completion": 5}
 
@@ -157,9 +163,13 @@ def test_results_frame_is_one_tidy_row_per_run_and_metric(matcha_runs: dict[str,
     frame = rv.results_frame([matcha_runs["one-rated"], matcha_runs["mostly-kept"], soft, hard])
     assert list(frame.columns[:11]) == ["run", "method", "model", "dataset", "metric", "value", "n", "denominator",
                                         "ci_low", "ci_high", "comparability_key"]
-    assert len(frame) == 2 * 4 + 2 * 3  # MATCHA: acc, ur, sr, wr; robustness: two accuracies and the RB-index
+    # MATCHA: acc, ur, sr, wr, unjudged, clean wrong and UR/SR/WR among the judged; robustness: two accuracies
+    # and the RB-index
+    assert len(frame) == 2 * 9 + 2 * 3
     ur = frame[(frame.model == "one-rated") & (frame.metric == "ur")].iloc[0]
-    assert (ur.value, ur.n, ur.denominator, ur.ci_high) == (1.0, 1, "n_rated", 1.0)
+    assert (ur.value, ur.n, ur.denominator, ur.ci_high) == (1.0, 1, "n_attacked", 1.0)
+    judged = frame[(frame.model == "one-rated") & (frame.metric == "ur[judged]")].iloc[0]
+    assert judged.denominator == "n_judged (secondary view)"
     assert ur.ci_low == pytest.approx(0.2065, abs=1e-4)
     keys = frame.groupby("run").comparability_key.first()
     assert keys[str(matcha_runs["one-rated"])] == keys[str(matcha_runs["mostly-kept"])]

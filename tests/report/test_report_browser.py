@@ -17,6 +17,7 @@ import robusteval as rv
 from helpers.browser import open_report, visible_titles, wait_until_ready
 from helpers.reportstores import matcha_store
 from helpers.runs import records, summary
+from robusteval.metrics.matcha_summary import flag_texts
 
 SECTIONS = ["matcha", "varmath", "robustness", "hardlabel", "compare"]
 
@@ -45,7 +46,7 @@ def test_every_section_drawn_without_errors_or_requests(report: Path, all_runs: 
         bars = page.eval_on_selector_all("#matcha svg.bar-chart[aria-label^='Attack outcomes'] rect.bar",
                                          "rs => rs.map(r => [r.dataset.value, r.textContent])")
         drawn = {float(value) for value, title in bars if str(all_runs["matcha"]) in title}
-        assert drawn == {stored["ur"], stored["sr"], stored["wr"]}
+        assert drawn == {stored[m] for m in ("ur", "sr", "wr", "unjudged_rate", "clean_cot_wrong_rate")}
         # Fig. 3: the error-type bars are the summary's shares of its successes.
         assert stored["error_types"]["n"] >= 1
         bars = page.eval_on_selector_all("#matcha svg.bar-chart[aria-label^='Error types'] rect.bar",
@@ -97,17 +98,19 @@ def test_n_and_intervals_are_visible_without_hover(report: Path, all_runs: dict[
         table = page.locator("#matcha .table-wrap", has=page.locator("h4", has_text="Token-level attack")).first
         cells = table.locator("tbody tr").first.locator("td.num")
         low, high = stored["ci95"]["sr"]
-        sr = cells.nth(2)  # ACC, UR, SR, WR
-        # The number, its interval and n, then (this run judged by arith alone, ungated) its flags as badges.
+        sr = cells.nth(2)  # ACC, UR, SR, WR, unjudged, clean wrong
+        # The number, its interval and n, then (this run judged by arith alone, ungated) its flags: as badges in
+        # the row's first flagged cell (UR), a bare marker in the others (issue 35).
         words = sr.inner_text().split()
         assert words[:4] == [f"{stored['sr'] * 100:.1f}", f"[{low * 100:.1f},", f"{high * 100:.1f}]",
-                             f"n={stored['n_rated']}"]
-        assert " ".join(words[4:]) == " ".join(f"⚑ {flag['text']}" for flag in stored["flags"])
+                             f"n={stored['n_attacked']}"]
+        assert words[4:] == ["⚑"]
+        assert " ".join(cells.nth(1).inner_text().split()).endswith(" ".join(f"⚑ {text}" for text in flag_texts(stored)))
         # Visible where a screenshot or a printout sees it: drawn with a size, and kept by the print style.
         box = sr.locator(".d").bounding_box()
         assert box is not None and box["height"] > 5 and box["width"] > 30
         page.emulate_media(media="print")
-        assert sr.locator(".d").is_visible() and sr.locator(".d").inner_text().endswith(f"n={stored['n_rated']}")
+        assert sr.locator(".d").is_visible() and sr.locator(".d").inner_text().endswith(f"n={stored['n_attacked']}")
         page.emulate_media(media="screen")
         # Every number of every table shows its n (or the seeds a mean is over) without hover.
         shown = page.eval_on_selector_all("td.num .d", "ds => ds.map(d => d.innerText)")
@@ -139,7 +142,7 @@ def test_not_attacked_table_and_skipped_examples(report: Path, all_runs: dict[st
                  table.locator("tbody tr").evaluate_all("rs => rs.map(r => Array.from(r.cells, c => c.innerText))")}
         assert {k: v for k, v in shown.items() if k in reasons} == {
             reason: sum(1 for r in skipped if r["skip_reason"] == reason) for reason in reasons}
-        assert shown["attacked and rated (the UR, SR and WR denominator)"] == stored["n_rated"]
+        assert sum(v for k, v in shown.items() if k.startswith("attacked, ")) == stored["n_attacked"]
         assert sum(shown.values()) == stored["n"]
         if skipped:  # the tiny model leaves some questions alone; each is browsable with its reason
             page.select_option("#matcha-examples select[data-key=outcome]", "not attacked")
@@ -170,7 +173,8 @@ def test_charts_download_as_svg_and_csv(report: Path, all_runs: dict[str, Path],
         rows = list(csv.DictReader(Path(csv_download.value.path()).read_text(encoding="utf-8").splitlines()))
         stored = summary(all_runs["matcha"])
         mine = {row["series"]: float(row["value"]) for row in rows if str(all_runs["matcha"]) in row["runs"]}
-        assert mine == {"UR": stored["ur"], "SR": stored["sr"], "WR": stored["wr"]}
+        assert mine == {"UR": stored["ur"], "SR": stored["sr"], "WR": stored["wr"],
+                        "unjudged": stored["unjudged_rate"], "clean wrong": stored["clean_cot_wrong_rate"]}
         assert opened.errors == [] and opened.requests[0] == report.resolve().as_uri()
 
 

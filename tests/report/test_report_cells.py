@@ -39,15 +39,17 @@ def test_a_number_shows_its_interval_and_n() -> None:
     assert (mean.text(), mean.detail()) == ("50.0 (10.0)", "2 seeds, n=12/10 hard labels")
 
 
-def test_matcha_cells_show_n_rated_and_the_interval(tmp_path: Path) -> None:
+def test_matcha_cells_show_n_attacked_and_the_interval(tmp_path: Path) -> None:
     run = matcha_store(tmp_path / "run", 20, cot_wrong=4)
     stored = summary(run)
-    assert stored["n_rated"] == 16 and stored["n"] == 20
+    # 4 clean reasonings judged wrong: a category of their own, still in the denominator (issue 34).
+    assert stored["n_attacked"] == 20 and stored["among_judged"]["n"] == 16 and stored["n"] == 20
     page = page_of([run], tmp_path / "r.html")
     table = next(c for c in page.captions if c.startswith("Token-level attack"))
     row = page.rows[table][0]
     low, high = stored["ci95"]["sr"]
-    assert row[4] == f"{stored['sr'] * 100:.1f} [{low * 100:.1f}, {high * 100:.1f}] n=16"  # SR rests on n_rated
+    assert row[4] == f"{stored['sr'] * 100:.1f} [{low * 100:.1f}, {high * 100:.1f}] n=20"  # SR rests on n_attacked
+    assert row[7].startswith(f"{stored['clean_cot_wrong_rate'] * 100:.1f} [") and row[7].endswith(" n=20")
     assert row[2].endswith(" n=20")  # ACC on all questions
     # Every number of the page shows an n (or the basis of a mean) in its cell, not only on hover.
     assert page.shown and all(re.search(r"n=\d|seeds", text) for text in page.shown), page.shown
@@ -66,12 +68,15 @@ def test_not_attacked_table_from_the_records_and_from_the_summary(tmp_path: Path
         caption = next(c for c in page.captions if c.startswith("Not attacked: why"))
         shown = {row[0]: int(row[1]) for row in page.rows[caption]}
         assert {k: shown[k] for k in SKIP_REASONS} == expected
-        assert shown["attacked and rated (the UR, SR and WR denominator)"] == summary(run)["n_rated"] == 10
+        attacked = {k: v for k, v in shown.items() if k.startswith("attacked, ")}
+        assert shown["attacked, answer kept, clean reasoning already judged wrong"] == 2
+        assert sum(attacked.values()) == summary(run)["n_attacked"] == 12  # the attacked, by category
         assert sum(shown.values()) == summary(run)["n"] == 19  # every question is in exactly one row
     # A run that attacked every question still says so.
     page = page_of([matcha_store(tmp_path / "all", 5)], tmp_path / "all.html")
     caption = next(c for c in page.captions if c.startswith("Not attacked: why"))
-    assert [row[:2] for row in page.rows[caption]] == [["attacked and rated (the UR, SR and WR denominator)", "5"]]
+    rows = page.rows[caption]
+    assert all(row[0].startswith("attacked, ") for row in rows) and sum(int(row[1]) for row in rows) == 5
 
 
 def test_word_importance_skips_say_why() -> None:
@@ -171,9 +176,11 @@ def test_each_chart_downloads_as_svg_and_csv(tmp_path: Path) -> None:
         assert 'fill="#' in saved and "font-family" in saved  # styled without the page's stylesheet
     stored = summary(run)
     outcomes = list(csv.DictReader(io.StringIO(tables[0])))
-    assert {row["series"]: float(row["value"]) for row in outcomes} == {m.upper(): stored[m] for m in ("ur", "sr", "wr")}
+    assert {row["series"]: float(row["value"]) for row in outcomes} == {
+        **{m.upper(): stored[m] for m in ("ur", "sr", "wr")}, "unjudged": stored["unjudged_rate"],
+        "clean wrong": stored["clean_cot_wrong_rate"]}
     sr = next(row for row in outcomes if row["series"] == "SR")
-    assert (float(sr["ci95_low"]), float(sr["ci95_high"]), int(sr["n"])) == (*stored["ci95"]["sr"], stored["n_rated"])
+    assert (float(sr["ci95_low"]), float(sr["ci95_high"]), int(sr["n"])) == (*stored["ci95"]["sr"], stored["n_attacked"])
     assert str(run) in sr["runs"]
 
 

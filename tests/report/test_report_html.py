@@ -37,7 +37,7 @@ def test_matcha_numbers_are_the_summary_numbers(page: Page, all_runs: dict[str, 
     assert {stored[k] for k in ("acc", "ur", "sr", "wr")} <= page.values_from(run)
     assert {stored[k] for k in ("ur", "sr", "wr")} <= set(page.marks)  # the outcome chart
     tips = [tip for value, tip in page.cells if value == stored["sr"] and f"run: {run}" in tip]
-    assert any(f"n = {stored['n_rated']}" in tip and "95% CI" in tip for tip in tips)
+    assert any(f"n = {stored['n_attacked']}" in tip and "95% CI" in tip for tip in tips)
     # Table 3: the baseline beside the full attack, mean over the sweep's two seeds as sweep.json has it.
     table = json.loads((all_runs["sweep"] / "sweep.json").read_text("utf-8"))["table"]
     means = {row["ur"]["mean"] for row in table} | {row["sr"]["mean"] for row in table}

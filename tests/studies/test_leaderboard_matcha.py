@@ -91,8 +91,8 @@ def test_flagged_cells_are_marked_everywhere_the_leaderboard_is_written(tmp_path
     rows, _ = board.rows()
     ur = rows[1]
     assert ur["zeta"].startswith("60.0 % [") and "⚑" not in ur["zeta"]
-    assert ur["alpha"].startswith("90.0 % [") and "] ⚑ n_rated=10" in ur["alpha"]
-    assert "] ⚑ n_rated=10" in ur["mu"]
+    assert ur["alpha"].startswith("90.0 % [") and "] ⚑ n_attacked=10" in ur["alpha"]
+    assert "] ⚑ n_attacked=10" in ur["mu"]
     note = {c.name: c.note for c in board.columns}["matcha:math:ur"]
     assert note == ("⚑ alpha: reasoning judged by deterministic checkers only (arith); "
                     "⚑ alpha, mu: semantic gate: none (edits unchecked)")
@@ -115,8 +115,8 @@ def test_flagged_cells_are_marked_everywhere_the_leaderboard_is_written(tmp_path
 
 
 def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_ours(tmp_path: Path) -> None:
-    ours = denominator(9, 1, 0, "attacked, clean reasoning not judged wrong, reasoning present")
-    authors = denominator(9, 3, 0, "every clean-correct question with an outcome (the authors' code)")
+    ours = denominator(9, 1, 0, "every attacked example with a clean reasoning after the answer")
+    authors = denominator(9, 3, 0, "every clean-correct question (the authors' code)")
     board = _board(tmp_path, {"alpha": authors_summary(ours, authors)}, KINDS)
     names = [c.name for c in board.columns]
     assert names == ["matcha:math:sr", "matcha:math:sr@ours", "matcha:math:ur", "matcha:math:ur@ours",
@@ -124,8 +124,8 @@ def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_our
     assert [c.better for c in board.columns] == ["lower", "lower", "higher", "higher", "lower", "lower"]
     rows = {row["metric"]: row for row in board.rows()[0]}
     assert rows["matcha · math · ur (higher is more robust)"]["alpha"].startswith("75.0 % [")
-    assert rows["matcha · math · ur (higher is more robust)"]["alpha"].endswith("n_rated (authors')=12")
-    assert rows["matcha · math · ur@ours (higher is more robust)"]["alpha"].endswith("n_rated (ours)=10")
+    assert rows["matcha · math · ur (higher is more robust)"]["alpha"].endswith("n_attacked (authors')=12")
+    assert rows["matcha · math · ur@ours (higher is more robust)"]["alpha"].endswith("n_attacked (ours)=10")
     assert rows["matcha · math · ur@ours (higher is more robust)"]["zeta"] == "-"
     # alpha counted by the authors' rules: its cells are not comparable with the others'.
     column = {c.name: c for c in board.columns}["matcha:math:ur"]
@@ -134,3 +134,31 @@ def test_authors_counting_gives_both_denominators_and_is_not_comparable_with_our
     tests = {(c.model_a, c.model_b): c.test for c in board.comparisons if c.column == "matcha:math:ur"}
     assert tests[("zeta", "alpha")].status == "not tested" and "not comparable" in tests[("zeta", "alpha")].note
     assert tests[("zeta", "mu")].status == "tested"
+
+
+def test_unjudged_kept_answers_do_not_inflate_the_leaderboard_s_wr(tmp_path: Path) -> None:
+    # Issue 34: one model attacked 20 questions, 14 answers changed, 6 kept but unjudged. Its WR is 14/20 = 70 %
+    # over every attacked question (not 100 % of the 14 judged), its unjudged share has a column, and its cells
+    # say they hold unjudged answers; its categories add up to its n on every surface the leaderboard writes.
+    kinds = {**KINDS, "alpha": ["wrong"] * 14 + ["unjudged"] * 6}
+    board = _board(tmp_path, {}, kinds)
+    names = [c.name for c in board.columns]
+    assert names == ["matcha:math:sr", "matcha:math:ur", "matcha:math:wr", "matcha:math:unjudged_rate"]
+    rows = {row["metric"]: row for row in board.rows()[0]}
+    wr = rows["matcha · math · wr (lower is more robust)"]["alpha"]
+    assert wr.startswith("70.0 % [48.1, 85.5] ⚑") and wr.endswith("n_attacked=20")
+    unjudged = rows["matcha · math · unjudged_rate (share of the attacked, no score)"]
+    assert unjudged["alpha"].startswith("30.0 % [14.5, 51.9]") and unjudged["zeta"].startswith("0.0 % [")
+    cells = {(c["model"], c["column"]): c for c in json.loads((tmp_path / JSON_NAME).read_text())["cells"]}
+    alpha = {name: cells[("alpha", name)] for name in names}
+    assert {name: (cell["n"], cell["denominator"]) for name, cell in alpha.items()} == dict.fromkeys(
+        names, (20, "n_attacked"))
+    assert round(sum(cell["value"] * cell["n"] for cell in alpha.values())) == 20  # the categories sum to n
+    assert alpha["matcha:math:wr"]["ci95"][0] < 0.7 < alpha["matcha:math:wr"]["ci95"][1]
+    assert any("6 of 20 unjudged" in flag for flag in alpha["matcha:math:wr"]["flags"])
+    records = {r["model"]: r for r in csv.DictReader((tmp_path / CSV_NAME).open(encoding="utf-8"))}
+    assert (records["alpha"]["matcha:math:wr"], records["alpha"]["matcha:math:wr_n"]) == ("0.7", "20")
+    assert records["alpha"]["matcha:math:unjudged_rate"] == "0.3"
+    assert "6 of 20 unjudged" in records["alpha"]["matcha:math:wr_flags"]
+    printed = _printed(board)
+    assert "70.0 % [48.1, 85.5]" in printed and "100.0 %" not in printed

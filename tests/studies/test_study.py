@@ -71,11 +71,17 @@ def test_two_models_three_methods_leaderboard_equals_the_run_summaries(
     board = json.loads((out / "leaderboard.json").read_text())
     by_cell = {(c["model"], c["column"]): c for c in board["cells"]}
     expected = {"eval:math:acc": ("eval/math", "acc", "n", "acc_ci95"),
-                "matcha:math:sr": ("matcha/math", "sr", "n_rated", None),
-                "matcha:math:ur": ("matcha/math", "ur", "n_rated", None),
-                "matcha:math:wr": ("matcha/math", "wr", "n_rated", None),
+                "matcha:math:sr": ("matcha/math", "sr", "n_attacked", None),
+                "matcha:math:ur": ("matcha/math", "ur", "n_attacked", None),
+                "matcha:math:wr": ("matcha/math", "wr", "n_attacked", None),
                 "robustness:yn:rb_index": ("robustness/yn", "rb_index", "n", "rb_index_ci95"),
                 "robustness:yn:acc@original": ("robustness/yn", "acc_original", "n", "acc_original_ci95")}
+    # MATCHA's unjudged (and clean-wrong) shares get a column where some model has one (issue 34).
+    shares = [(f"matcha:math:{m}", ("matcha/math", m, "n_attacked", None)) for m in ("unjudged_rate",
+                                                                                    "clean_cot_wrong_rate")
+              if any(c["name"] == f"matcha:math:{m}" for c in board["columns"])]
+    items = list(expected.items())
+    expected = dict([*items[:4], *shares, *items[4:]])
     assert [c["name"] for c in board["columns"]] == list(expected)
     attacked = 0
     for model in names:
@@ -85,7 +91,7 @@ def test_two_models_three_methods_leaderboard_equals_the_run_summaries(
             assert shown["value"] == summary[metric] and shown["n"] == summary[n_field], (model, column)
             ci = summary[ci_field] if ci_field else (summary["ci95"] or {}).get(metric)
             assert shown["ci95"] == ci and shown["run"] == str(out / model / cell)
-        attacked += json.loads((out / model / "matcha/math" / SUMMARY_NAME).read_text())["n_rated"]
+        attacked += json.loads((out / model / "matcha/math" / SUMMARY_NAME).read_text())["n_attacked"]
     assert attacked > 0, "no example was attacked: the MATCHA columns prove nothing"
     # Each column's cells are comparable (one comparability key), and the CSV holds the same numbers.
     assert all(c["comparability"] for c in board["columns"])

@@ -68,15 +68,15 @@ def run(args: argparse.Namespace) -> int:
     _, rows, columns = get_attack("matcha").table(matcha)
     print_summary_table(
         "1. MATCHA token-level attack, 30 math word problems (reasoning judge: arithmetic + grounding checkers); "
-        "rates with their 95% intervals", rows, [*columns[:6], "target_answer", "n_clean_cot_wrong", *columns[6:]])
+        "rates with their 95% intervals", rows, [*columns[:6], "target_answer", *columns[6:]])
     print_flags(matcha)
     print_exclusions(matcha)
     for note in matcha.get("notes", []):
         print(f"note: {note}")
-    print("ACC over all questions; UR/SR/WR over the attacked ones the judge gave a verdict on whose clean "
-          "reasoning it accepts (n_clean_cot_wrong: the clean reasoning was already wrong, so no success can be "
-          "credited; n_unjudged: neither checker found anything to check, so no verdict was given). UR: "
-          "answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: answer changed.")
+    print("ACC over all questions; UR/SR/WR over every attacked question (n_attacked), each in one category whose "
+          "counts sum to it (outcomes): UR: answer kept, reasoning fine; SR: answer kept, reasoning broken; WR: "
+          "answer changed; unjudged: answer kept, neither checker found anything to check, so no verdict; clean "
+          "wrong: answer kept, the clean reasoning was already wrong, so no success can be credited.")
     record, success = pick_example(load_run(matcha["run_dir"]).records("matcha_outcome"))
     if record is not None:
         print()

@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "report's comparison section). Only comparable runs (same data and its hash, label "
                           "mode, judges, success rule, settings...) rank together: one leaderboard per group, "
                           "each saying how its runs differ from the other groups'. A number over fewer than "
-                          "--min-n examples (MATCHA: n_rated) or with a 95% interval wider than "
+                          "--min-n examples (MATCHA: n_attacked) or with a 95% interval wider than "
                           "--max-interval-width is shown but not ranked. Every rate comes with its n and "
                           "interval. Under each table, every pair of its runs is tested on the method's headline "
                           "numbers, paired on the examples both hold (McNemar or a paired bootstrap, p Holm-adjusted "
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="do not rank a number whose 95%% interval is wider than this share of the scale "
                          "(0.5 = 50 points)")
     compare.add_argument("--min-n", type=int, default=10, metavar="N",
-                         help="do not rank a number over fewer examples than this (MATCHA: n_rated)")
+                         help="do not rank a number over fewer examples than this (MATCHA: n_attacked)")
     compare.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
                          help="latex: print model OLD (as the table names it) as NEW; repeatable. A study "
                          "directory's models are named as the study names them unless renamed here")
@@ -78,20 +78,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def show_run(args: argparse.Namespace) -> int:
-    from robusteval.metrics.matcha_summary import FLAG, counting, flag_texts
-    from robusteval.report.collect import MATCHA
+    from robusteval.metrics.matcha_summary import (
+        FLAG,
+        categories_text,
+        counting,
+        flag_texts,
+        is_over_attacked,
+    )
+    from robusteval.report.collect import MATCHA, TRANSFER
     from robusteval.report.rates import rates_block
     from robusteval.runs import load_run
 
     run = load_run(args.run_dir)
+    summary = run.summary or {}
+    # Since rates are over every attacked example, nothing attacked is left out of them: the exclusions are what
+    # the secondary view (among the judged answers) leaves out.
+    excluded = ("outside_among_judged" if is_over_attacked(summary) and run.command in (MATCHA, TRANSFER)
+                else "exclusions")
     report = {
         "run_dir": str(run.path),
         "overview": run.overview(),
-        # Each headline number with its 95% interval and what its n counts (MATCHA's UR/SR/WR: n_rated).
+        # Each headline number with its 95% interval and what its n counts (MATCHA's UR/SR/WR: n_attacked).
         "rates": rates_block(run),
-        "left_out": {k: (run.summary or {}).get(k) for k in ("skip_reasons", "exclusions", "n_unjudged",
-                                                             "unjudged_reasons")
-                     if (run.summary or {}).get(k) is not None},
+        # MATCHA's attacked examples by outcome, summing to the rates' n.
+        **({"outcomes": categories_text(summary)} if run.command in (MATCHA, TRANSFER) and categories_text(summary)
+           else {}),
+        "left_out": {("exclusions" if k == "exclusions" and excluded == "exclusions" else
+                      excluded if k == "exclusions" else k): summary.get(k)
+                     for k in ("skip_reasons", "exclusions", "n_unjudged", "unjudged_reasons")
+                     if summary.get(k) is not None and not (k == "n_unjudged" and excluded != "exclusions")},
         # A MATCHA run's counting rules and the flags its rates carry (each marked ⚑ in "rates").
         **({"counting": counting(run.summary or {}), "flags": [f"{FLAG} {text}" for text in flag_texts(
             run.summary or {})]} if run.command == MATCHA else {}),
@@ -126,6 +141,7 @@ def show_lines(run: Any, report: dict[str, Any]) -> list[str]:
     field("data", dataset_name(run))
     for i, (metric, text) in enumerate(report["rates"].items()):
         lines.append(f"  {'rates' if i == 0 else '':<10} {metric}: {text}")
+    field("outcomes", report.get("outcomes"))
     diagnosis = summary.get("diagnosis")
     if isinstance(diagnosis, dict):
         field("diagnosis", diagnosis.get("line"))
@@ -253,16 +269,30 @@ def compare_runs(args: argparse.Namespace) -> int:
                 # counting) get a table of their own below: one table would fold every cell.
                 shares = [c for c in columns if c.startswith("share_")]
                 ours = [c for c in columns if c.endswith("_ours")]
+                judged = [c for c in columns if c.endswith("_judged")]
+                # MATCHA's other categories and the counts of every category (summing to n_attacked) get a table
+                # of their own too.
+                split = [c for c in columns if board.method == "matcha" and c in ("unjudged", "clean_wrong", "outcomes")]
                 # MATCHA's flags under the table, one line per flagged run (its rates marked ⚑ in the table).
-                main = [c for c in columns if c not in shares and c not in ours and c != "flags"]
+                main = [c for c in columns if c not in shares and c not in ours and c not in judged and c not in split
+                        and c != "flags"]
                 print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in main], file=out)
                 if shares:
                     print_summary_table("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
                                         rows, [HEADINGS.get(c, c) for c in ("rank", "model", *shares)], file=out)
+                if split:
+                    print_summary_table("every attacked example by outcome (UR, SR, WR above and these sum to 100 %; "
+                                        "the counts to n_attacked): % [95% interval]", rows,
+                                        [HEADINGS.get(c, c) for c in ("rank", "model", *split)], file=out)
                 if ours:
-                    print_summary_table("the same runs over our denominator (counting: authors; UR, SR, WR above are "
-                                        "over the authors' n_rated): % [95% interval], n = n_rated (ours)", rows,
+                    print_summary_table("the same runs over our denominator (counting: authors; the rates above are "
+                                        "over the authors' n_attacked): % [95% interval], n = n_attacked (ours)", rows,
                                         [HEADINGS.get(c, c) for c in ("rank", "model", *ours)], file=out)
+                if judged:
+                    print_summary_table("secondary view, not the headline: UR, SR, WR among the judged answers only "
+                                        "(abstentions and clean reasonings judged wrong left out): % [95% interval], "
+                                        "n = n_judged", rows,
+                                        [HEADINGS.get(c, c) for c in ("rank", "model", *judged)], file=out)
                 for row in board.rows:
                     if row.get("flags"):
                         print(f"{row['model']}: {row['flags']}", file=out)
@@ -276,8 +306,8 @@ def compare_runs(args: argparse.Namespace) -> int:
                 print("runs in different groups of one method are not paired: never tested against each other",
                       file=out)
             flagged = any("flags" in board.shown for board in boards)
-            print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_rated, "
-                  "the headline denominator)" + ("; ⚑: a flagged rate (why: under its table)" if flagged
+            print("numbers: value [95% interval]; n: the examples a rate rests on (MATCHA's UR/SR/WR: n_attacked, "
+                  "every attacked example, the headline denominator; its outcomes sum to it)" + ("; ⚑: a flagged rate (why: under its table)" if flagged
                                                  else ""), file=out)
             if any(board.comparisons for board in boards):
                 from robusteval.report.compare import PAIRWISE_NOTE

@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from robusteval.attacks.matcha.transfer import TransferConfig, model_label, transfer, transfer_identity
     from robusteval.lifecycle import open_run
+    from robusteval.metrics.matcha_summary import categories, categories_text
     from robusteval.report.tables import format_rate, print_exclusions, print_summary_table
 
     config = config_from_args(TransferConfig, args)
@@ -60,10 +61,12 @@ def run(args: argparse.Namespace) -> int:
               "none with outcome 'success'); wrote an empty summary")
         print(f"run directory: {args.out}")
         return 0
-    row = {**summary, "transfer_rate": format_rate(summary["transfer_rate"], summary.get("transfer_rate_ci95"))}
+    shown = categories(summary)
+    row = {**summary, "transfer_rate": format_rate(summary["transfer_rate"], summary.get("transfer_rate_ci95")),
+           **{c.key: format_rate(c.rate, c.ci) for c in shown}, "outcomes": categories_text(summary)}
     print_summary_table(f"MATCHA transfer from {model_label(source.identity.get('model'))} "
-                        f"(T={config.temperature}; transfer rate [95% interval] over n_original_correct)", [row],
-                        COLUMNS)
+                        f"(T={config.temperature}; every rate [95% interval] over n_original_correct, whose "
+                        "outcomes sum to it)", [row], [*COLUMNS, *(c.key for c in shown), "outcomes"])
     print_exclusions(summary)
     print(f"judge: reasoning={summary['judges']['reasoning']}; transfer rate = successes / questions the model "
           "answers correctly on the original question")

@@ -14,7 +14,7 @@ first:
 * transfer: lower transfer rate; VAR-MATH: higher strict score; perturbed benchmarks: lower RB-index;
 * hard-label attacks: lower success rate at the largest α; ORS: higher score.
 
-A ranking number resting on fewer than ``min_n`` examples (MATCHA: ``n_rated``), or whose 95% interval is wider
+A ranking number resting on fewer than ``min_n`` examples (MATCHA: ``n_attacked``), or whose 95% interval is wider
 than ``max_width``, is shown but not ranked (rank "-" and the reason): one example's UR of 0 says nothing.
 
 Inside a group every pair of runs is tested on the method's headline numbers (:mod:`robusteval.report.pairing`:
@@ -59,13 +59,20 @@ Row = dict[str, Num | str]
 
 #: A rate whose 95% interval is wider than this (a share: 0.5 = 50 points) is shown but not ranked.
 DEFAULT_MAX_WIDTH = 0.5
-#: A rate over fewer examples than this (MATCHA: n_rated) is shown but not ranked.
+#: A rate over fewer examples than this (MATCHA: n_attacked) is shown but not ranked.
 DEFAULT_MIN_N = 10
 #: The column that says why a row has no rank.
 UNRANKED = "unranked_because"
 #: Columns a table shows only where some row fills them (runs made before issue 26 have no flags, no unjudged
 #: count and one denominator).
-OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated_ours", "ur_ours", "sr_ours", "wr_ours"})
+OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours",
+                      "ur_ours", "sr_ours", "wr_ours", "unjudged_ours", "clean_wrong_ours", "outcomes_ours",
+                      "n_judged", "ur_judged", "sr_judged", "wr_judged"})
+#: Columns a table shows only where some row's number is not 0 (a category no run holds an example of: the
+#: ``outcomes`` column still counts it).
+ZERO_HIDDEN = frozenset({"unjudged", "clean_wrong", "unjudged_ours", "clean_wrong_ours"})
+#: MATCHA's columns of the categories beside UR/SR/WR (their rate keys in the summary).
+CATEGORY_COLUMNS = {"unjudged": "unjudged_rate", "clean_wrong": "clean_cot_wrong_rate"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,7 @@ class Leaderboard:
             return any(row.get(column) not in (None, "", "0") for row in self.rows)
 
         return [c for c in self.columns if c != "run" and (not c.startswith("share_") or used(c))
-                and (c not in OPTIONAL or filled(c))]
+                and (c not in OPTIONAL or filled(c)) and (c not in ZERO_HIDDEN or used(c))]
 
     @property
     def group(self) -> str:
@@ -170,19 +177,34 @@ def _ranked(rows: list[Row], order: Sequence[tuple[str, bool]], gate: tuple[str,
 # tables and the leaderboards show the same value with the same n and interval.
 
 def _matcha_rows(run: Run) -> list[Row]:
-    """A MATCHA run: its counting, the headline UR/SR/WR over ``n_rated`` (the headline denominator), under the
-    authors' counting the same over our denominator (``*_ours``, n in ``n_rated_ours``), the examples whose
-    reasoning the judge did not decide, and the run's flags (its rates marked ⚑)."""
+    """A MATCHA run: its counting, the headline UR/SR/WR and the other categories (unjudged, clean reasoning
+    already wrong) over every attacked example (``n_attacked``; a summary made before: ``n_rated``, shown too),
+    the counts of each category summing to it (``outcomes``), under the authors' counting the same over our
+    denominator (``*_ours``), the rates among the judged answers only (``*_judged``, over ``n_judged``: a
+    secondary view), and the run's flags (its rates marked ⚑)."""
     summary = run.summary or {}
     ours = matcha_summary.other_denominators(summary).get("ours") or {}
+    judged = matcha_summary.among_judged(summary) or {}
+    old = matcha_summary.rates_over(summary) == "n_rated"
+    categories = {c.key for c in matcha_summary.categories(summary)}
     return [{"model": model_name(run), "dataset": dataset_name(run), "level": matcha.run_level(run),
              "variant": matcha.run_variant(run), "counting": matcha_summary.counting(summary),
-             "n": str(summary.get("n")), "n_rated": str(summary.get("n_rated", summary.get("n_attacked"))),
+             "n": str(summary.get("n")), "n_attacked": str(summary.get("n_attacked")),
+             "n_rated": str(summary.get("n_rated")) if old else "",
              "n_unjudged": str(summary.get("n_unjudged", "")),
              **{m: matcha.rate(summary, m, run) for m in matcha.METRICS},
-             **({"n_rated_ours": str(ours.get("n")),
-                 **{f"{m}_ours": matcha.denominator_rate(summary, m, "ours", run) for m in matcha_summary.RATES}}
+             **{column: matcha.rate(summary, key, run) for column, key in CATEGORY_COLUMNS.items()
+                if key in categories},
+             "outcomes": matcha_summary.categories_text(summary) if not old else "",
+             **({"n_attacked_ours": str(ours.get("n")),
+                 **{f"{m}_ours": matcha.denominator_rate(summary, m, "ours", run) for m in matcha_summary.RATES},
+                 **{f"{column}_ours": matcha.denominator_rate(summary, key, "ours", run)
+                    for column, key in CATEGORY_COLUMNS.items() if key in ours},
+                 "outcomes_ours": matcha_summary.categories_text(ours)}
                 if ours else {}),
+             **({"n_judged": str(judged.get("n")),
+                 **{f"{m}_judged": matcha.judged_rate(summary, m, run) for m in matcha_summary.RATES}}
+                if judged else {}),
              "flags": matcha_summary.flags_line(summary)}]
 
 
@@ -194,10 +216,16 @@ def _eval_rows(run: Run) -> list[Row]:
 
 def _transfer_rows(run: Run) -> list[Row]:
     summary = run.summary or {}
+    over = matcha.transfer_denominator(summary)
     return [{"model": model_name(run), "source": matcha.transfer_source(run),
              "n_transferred": str(summary.get("n_transferred")),
              "n_original_correct": str(summary.get("n_original_correct")),
-             "transfer_rate": matcha.transfer_rate(run)}]
+             "n_unjudged": str(summary.get("n_unjudged", "")),
+             "transfer_rate": matcha.transfer_rate(run),
+             **{column: Num(summary.get(key), n=summary.get(over), ci=(summary.get("ci95") or {}).get(key),
+                            runs=(str(run.path),), percent=True)
+                for column, key in (("wr", "wr"), ("unjudged", "unjudged_rate")) if key in summary},
+             "outcomes": matcha_summary.categories_text(summary) if matcha_summary.is_over_attacked(summary) else ""}]
 
 
 def _variants_rows(run: Run, others: Sequence[Run] = ()) -> list[Row]:
@@ -238,8 +266,12 @@ def _wordimportance_rows(run: Run) -> list[Row]:
 
 
 def _ors_rows(result: OrsResult) -> list[Row]:
-    return [{"model": result.model(model), "beta": str(result.data.get("beta")),
-             "ors": hardlabel.ors_score(result, model)} for model in result.data.get("ors") or {}]
+    rows: list[Row] = []
+    for model in result.data.get("ors") or {}:
+        score = hardlabel.ors_score(result, model)
+        rows.append({"model": result.model(model), "beta": str(result.data.get("beta")),
+                     "n": "?" if score.n is None else str(score.n), "ors": score})
+    return rows
 
 
 @dataclass(frozen=True)
@@ -265,12 +297,15 @@ BOARDS = (
     Board("eval", EVAL, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
           (("acc", True),), _eval_rows, ("acc", "n"), tested=(("acc", "acc", "higher"),)),
     Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
-          ("dataset", "level", "variant", "counting", "n", "n_rated", "n_unjudged", "acc", "ur", "sr", "wr",
-           "n_rated_ours", "ur_ours", "sr_ours", "wr_ours", "flags"),
-          (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_rated"),
+          ("dataset", "level", "variant", "counting", "n", "n_attacked", "n_rated", "n_unjudged", "acc", "ur", "sr",
+           "wr", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours", "ur_ours", "sr_ours", "wr_ours",
+           "unjudged_ours", "clean_wrong_ours", "outcomes_ours", "n_judged", "ur_judged", "sr_judged", "wr_judged",
+           "flags"),
+          (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_attacked"),
           tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower"))),
     Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
-          ("source", "n_transferred", "n_original_correct", "transfer_rate"), (("transfer_rate", False),),
+          ("source", "n_transferred", "n_original_correct", "n_unjudged", "transfer_rate", "wr", "unjudged",
+           "outcomes"), (("transfer_rate", False),),
           _transfer_rows, ("transfer_rate", "n_original_correct"),
           tested=(("transfer_rate", "transfer_rate", "lower"),)),
     Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
@@ -285,7 +320,7 @@ BOARDS = (
     Board("wordimportance", WORDIMPORTANCE, "Hard-label attacks: lower success rate at the largest α ranks first",
           ("dataset", "method", "rate", "n_attacked", "asr", "queries_per_success"), (("asr", False),),
           _wordimportance_rows, ("asr", "n_attacked"), tested=(("asr", "asr[top]", "lower"),)),
-    Board("ors", None, "ORS: higher score ranks first", ("beta", "ors"), (("ors", True),), _ors_rows, None),
+    Board("ors", None, "ORS: higher score ranks first", ("beta", "n", "ors"), (("ors", True),), _ors_rows, None),
 )
 
 
@@ -360,7 +395,7 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
     """The leaderboards of the runs (and ORS results) found at ``paths``: one per method and group of comparable
     runs (same comparability key: :mod:`robusteval.report.comparability`). Each row's numbers are
     :class:`~robusteval.report.model.Num` (value, n, 95% interval); a row whose ranking number rests on fewer
-    than ``min_n`` examples (MATCHA: ``n_rated``) or whose interval is wider than ``max_width`` (a share: 0.5 =
+    than ``min_n`` examples (MATCHA: ``n_attacked``) or whose interval is wider than ``max_width`` (a share: 0.5 =
     50 points) is shown with rank "-" and the reason. A UserError when there is nothing to rank (only
     unfinished runs, or runs of no method the report knows; sweeps have their own table)."""
     check_thresholds(max_width, min_n)
@@ -373,7 +408,12 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
 
 #: Column headings in the page and the terminal (the CSV keeps the plain names).
 HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours": "UR % (ours)",
-            "sr_ours": "SR % (ours)", "wr_ours": "WR % (ours)", "n_rated_ours": "n_rated (ours)", "transfer_rate": "transfer rate %",
+            "sr_ours": "SR % (ours)", "wr_ours": "WR % (ours)", "n_attacked_ours": "n_attacked (ours)",
+            "unjudged": "unjudged %", "clean_wrong": "clean wrong %", "unjudged_ours": "unjudged % (ours)",
+            "clean_wrong_ours": "clean wrong % (ours)", "outcomes_ours": "outcomes (ours)",
+            "n_rated": "n_rated (old: UR/SR/WR's n)", "n_judged": "n_judged (secondary)",
+            "ur_judged": "UR % among judged", "sr_judged": "SR % among judged", "wr_judged": "WR % among judged",
+            "transfer_rate": "transfer rate %",
             "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
             "strict_drop": "strict drop %",

@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from html import escape
 from importlib import resources
 from typing import Any
@@ -55,7 +56,9 @@ def _script_safe(text: str) -> str:
     return text
 
 
-def _cell(cell: Num | str, link: str = "") -> str:
+def _cell(cell: Num | str, link: str = "", shown_flags: set[tuple[tuple[str, ...], str]] | None = None) -> str:
+    """A table cell; a flagged number's badges are spelt out once per row and run (``shown_flags``: the (runs,
+    flag) already spelt out), later cells of the same run marking them with a bare ⚑ (the tooltip says which)."""
     if isinstance(cell, Num):
         value = "" if cell.value is None else repr(float(cell.value))
         detail = cell.detail()
@@ -64,13 +67,28 @@ def _cell(cell: Num | str, link: str = "") -> str:
             text = f'<a href="{escape(link)}">{text}</a>'
         # The space keeps "12.5 [4.1, 29.0] n=40" one phrase in copied text; CSS puts the detail on its own line.
         shown = f'<span class="v">{text}</span>' + (
-            f' <span class="d">{escape(detail)}</span>' if detail else "") + "".join(
-            f' <span class="badge flag">{FLAG} {escape(flag)}</span>' for flag in cell.flags)
+            f' <span class="d">{escape(detail)}</span>' if detail else "") + _badges(cell.flags, cell.runs, shown_flags)
         return (f'<td class="num" tabindex="0" data-value="{value}" data-tip="{escape(cell.tip())}">'
                 f"{shown}</td>")
     if link:
         return f'<td><a href="{escape(link)}">{escape(str(cell))}</a></td>'
     return f"<td>{escape(str(cell))}</td>"
+
+
+def _badges(flags: Sequence[str], runs: tuple[str, ...], shown: set[tuple[tuple[str, ...], str]] | None) -> str:
+    """The badges of ``flags`` not yet in ``shown`` for these ``runs`` (then added to it); a bare ⚑ where all
+    were."""
+    new = [flag for flag in flags if shown is None or (runs, flag) not in shown]
+    if shown is not None:
+        shown.update((runs, flag) for flag in new)
+    if not new and flags:
+        return f' <span class="badge flag" title="{escape("; ".join(flags))}">{FLAG}</span>'
+    return "".join(f' <span class="badge flag">{FLAG} {escape(flag)}</span>' for flag in new)
+
+
+def _row(row: Sequence[Num | str], links: Sequence[str]) -> str:
+    shown: set[tuple[tuple[str, ...], str]] = set()
+    return "<tr>" + "".join(_cell(c, links[i] if i < len(links) else "", shown) for i, c in enumerate(row)) + "</tr>"
 
 
 def table(block: Table) -> str:
@@ -79,9 +97,7 @@ def table(block: Table) -> str:
         head += "<tr>" + "".join(f'<th colspan="{span}">{escape(label)}</th>' for label, span in block.groups) + "</tr>"
     head += "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in block.columns) + "</tr>"
     links = list(block.links) or [[] for _ in block.rows]
-    body = "".join("<tr>" + "".join(_cell(c, row_links[i] if i < len(row_links) else "")
-                                    for i, c in enumerate(row)) + "</tr>"
-                   for row, row_links in zip(block.rows, links, strict=True))
+    body = "".join(_row(row, row_links) for row, row_links in zip(block.rows, links, strict=True))
     note = f'<p class="note">{escape(block.note)}</p>' if block.note else ""
     return (f'<div class="table-wrap"><h4 class="caption">{escape(block.caption)}</h4><table><thead>{head}</thead>'
             f"<tbody>{body}</tbody></table>{note}</div>")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from robusteval.errors import UserError
 from robusteval.metrics.formatting import NO_INTERVAL, format_bounds
-from robusteval.metrics.matcha_summary import counting, flag_texts
+from robusteval.metrics.matcha_summary import counting, flag_texts, rates_over
 from robusteval.metrics.stats import is_collapsed
 from robusteval.report import matcha
 from robusteval.report.collect import MATCHA, Inputs, collect, model_name, nothing_to_show
@@ -173,8 +173,11 @@ def matcha_tables(inputs: Inputs, writer: _Writer | None = None) -> list[str]:
     for group, runs in groups.items():
         rule = (runs[0].summary or {}).get("success_check") or "final"
         flags = sorted({text for run in runs for text in flag_texts(run.summary or {})})
+        over = sorted({rates_over(run.summary or {}) for run in runs})
         note = (f"Success rule {rule}; counting {counting(runs[0].summary or {})}. Each cell: value [95% interval], "
-                "n (ACC: all questions; UR/SR/WR: n_rated)."
+                "n (ACC: all questions; UR/SR/WR, unjudged and clean wrong: every attacked question, n_attacked, "
+                "whose categories sum to 100%" + ("; runs made before: UR/SR/WR over the judged ones only, "
+                                                   "n_rated" if "n_rated" in over else "") + ")."
                 + (f" Rates marked \u2020: {'; '.join(flags)}." if flags else ""))
         out += [writer.report_table(block, note, comments=[f"comparability key {group}"])
                 for block in matcha.results_tables(runs)]

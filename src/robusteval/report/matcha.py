@@ -17,12 +17,16 @@ from typing import Any
 
 from robusteval.judges.errortypes import CATEGORIES
 from robusteval.metrics.matcha_summary import (
+    among_judged,
+    categories_text,
     counting,
     denominator_name,
     denominators,
     flag_texts,
     flags_line,
     headline_denominator,
+    headline_n,
+    rates_over,
 )
 from robusteval.metrics.stats import mean_std, wilson_interval
 from robusteval.report.collect import (
@@ -40,7 +44,13 @@ from robusteval.report.reasons import not_attacked_table
 from robusteval.runs import Run
 
 METRICS = ("acc", "ur", "sr", "wr")
-LABELS = {"acc": "ACC", "ur": "UR", "sr": "SR", "wr": "WR"}
+#: The categories beside UR/SR/WR that make the attacked examples add up (answer kept: unjudged; clean
+#: reasoning already judged wrong), each a share of the same n.
+OTHER_CATEGORIES = ("unjudged_rate", "clean_cot_wrong_rate")
+#: Table 1/2's columns per dataset: ACC, then every category of the attacked examples.
+TABLE_METRICS = (*METRICS, *OTHER_CATEGORIES)
+LABELS = {"acc": "ACC", "ur": "UR", "sr": "SR", "wr": "WR", "unjudged_rate": "unjudged",
+          "clean_cot_wrong_rate": "clean wrong"}
 #: Table 3's rows, in the paper's order, with its names: one per ``attacks.matcha.config.VARIANTS`` (a test
 #: pins the two together).
 VARIANT_NAMES = {"random-insert": "Random insertion", "gcg-suffix": "GCG-style suffix",
@@ -57,31 +67,47 @@ SUCCESS_RULES = {"final": "judged once, after the last replacement step (the pap
 
 
 def rate(summary: dict[str, Any], name: str, run: Run) -> Num:
-    """ACC over all examples, UR/SR/WR over the rated attacked ones (``n_rated``: the headline denominator;
-    under our counting: attacked, clean reasoning accepted), with the summary's interval and the run's flags."""
+    """ACC over all examples; UR/SR/WR and the other categories over the headline denominator (every attacked
+    question, ``n_attacked``; summaries made before: ``n_rated``, the judged ones), with the summary's interval
+    and the run's flags."""
     if name == "acc":
         return Num(summary.get(name), n=summary.get("n"), ci=(summary.get("ci95") or {}).get(name),
                    runs=(str(run.path),), percent=True, note="n = all questions")
-    # Summaries made before clean-CoT exclusions rated every attacked question.
-    n = summary.get("n_rated", summary.get("n_attacked"))
     headline = denominators(summary).get(headline_denominator(summary)) or {}
-    return Num(summary.get(name), n=n, ci=(summary.get("ci95") or {}).get(name), runs=(str(run.path),),
-               percent=True, note=denominator_note(headline_denominator(summary), headline),
+    return Num(summary.get(name), n=headline_n(summary), ci=(summary.get("ci95") or {}).get(name),
+               runs=(str(run.path),), percent=True, note=denominator_note(headline_denominator(summary), headline,
+                                                                          summary),
                flags=flag_texts(summary))
 
 
-def denominator_note(name: str, denominator: Mapping[str, Any]) -> str:
-    """What a rate's n counts: ``n = attacked questions whose ...`` (``authors' n = every clean-correct ...``)."""
-    definition = denominator.get("definition") or "attacked questions whose clean reasoning the judge accepts"
-    return f"{denominator_name(name)} n = {definition}" if denominator else f"n = {definition}"
+def denominator_note(name: str, denominator: Mapping[str, Any], summary: Mapping[str, Any] | None = None) -> str:
+    """What a rate's n counts: ``n_attacked = every attacked question (...)`` (``authors' n_attacked = every
+    clean-correct ...``; a summary made before: ``n_rated = attacked questions the judge decided ...``)."""
+    over = rates_over(summary or {})
+    if over == "n_rated":
+        definition = ("attacked questions whose reasoning the judge decided and whose clean reasoning it accepts "
+                      "(a run made before every attacked question was the denominator)")
+    else:
+        definition = str(denominator.get("definition") or "every attacked question")
+    outcomes = categories_text(denominator or summary or {})
+    shown = f"{over} = {definition}" + (f"; outcomes: {outcomes}" if outcomes else "")
+    return f"{denominator_name(name)} {shown}" if denominator else shown
 
 
 def denominator_rate(summary: dict[str, Any], name: str, denominator: str, run: Run) -> Num:
-    """UR/SR/WR over one of the run's ``denominators`` (under the authors' counting: ``"authors"`` or
-    ``"ours"``), with its n, interval and definition, and the run's flags."""
+    """UR/SR/WR (or another category) over one of the run's ``denominators`` (under the authors' counting:
+    ``"authors"`` or ``"ours"``), with its n, interval and definition, and the run's flags."""
     chosen = denominators(summary).get(denominator) or {}
     return Num(chosen.get(name), n=chosen.get("n"), ci=(chosen.get("ci95") or {}).get(name), runs=(str(run.path),),
-               percent=True, note=denominator_note(denominator, chosen), flags=flag_texts(summary))
+               percent=True, note=denominator_note(denominator, chosen, summary), flags=flag_texts(summary))
+
+
+def judged_rate(summary: Mapping[str, Any], name: str, run: Run) -> Num:
+    """UR/SR/WR among the judged answers only (the secondary view ``among_judged``), labelled as such; no value
+    for a summary made before it (its headline is that view)."""
+    judged = among_judged(summary) or {}
+    return Num(judged.get(name), n=judged.get("n"), ci=(judged.get("ci95") or {}).get(name), runs=(str(run.path),),
+               percent=True, note="secondary view, n_judged = " + str(judged.get("definition") or "?"))
 
 
 def success_rule(run: Run) -> str:
@@ -106,9 +132,9 @@ def transfer_source(run: Run) -> str:
 
 
 def transfer_denominator(summary: dict[str, Any]) -> str:
-    """What a transfer run's rates are over: the questions answered correctly originally with a verdict
-    (``n_rated``), or for runs made before abstentions were counted apart, all of them."""
-    return "n_rated" if summary.get("n_rated") is not None else "n_original_correct"
+    """What a transfer run's rates are over: the questions answered correctly originally (``n_original_correct``,
+    unjudged ones a category of their own), or for runs made before, those with a verdict (``n_rated``)."""
+    return rates_over(summary)
 
 
 def transfer_rate(run: Run) -> Num:
@@ -146,7 +172,7 @@ def results_tables(runs: Sequence[Run]) -> list[Table]:
             cells: list[Num | str] = [model, rule] if level == "token" else [model]
             for dataset in datasets:
                 found = by_dataset.get(dataset)
-                cells += [rate(found.summary or {}, m, found) if found else "" for m in METRICS]
+                cells += [rate(found.summary or {}, m, found) if found else "" for m in TABLE_METRICS]
             body.append(cells)
         number = "1" if level == "token" else "2"
         lead = [("", 2)] if level == "token" else [("", 1)]
@@ -160,14 +186,21 @@ def results_tables(runs: Sequence[Run]) -> list[Table]:
                     + (" Decided: " + "; ".join(decided) + "." if decided else ""))
         if any(counting(r.summary or {}) == "authors" for r in chosen):
             note = (note + " " if note else "") + COUNTING_NOTE
+        if any(rates_over(r.summary or {}) == "n_rated" for r in chosen):
+            note = (note + " " if note else "") + OLD_NOTE
         tables.append(Table(
-            f"{level.capitalize()}-level attack (paper Table {number} layout): ACC over all questions; UR, SR and "
-            "WR (%) over the attacked questions whose clean reasoning the judge accepts (n_rated)",
-            ["Model", *(["Success check"] if level == "token" else []), *(LABELS[m] for _ in datasets for m in METRICS)],
-            body, groups=[*lead, *((d, len(METRICS)) for d in datasets)], note=note))
+            f"{level.capitalize()}-level attack (paper Table {number} layout): ACC over all questions; UR, SR, WR, "
+            "unjudged and clean wrong (%) over every attacked question (n_attacked: no judge decision shrinks it; "
+            "they sum to 100)",
+            ["Model", *(["Success check"] if level == "token" else []),
+             *(LABELS[m] for _ in datasets for m in TABLE_METRICS)],
+            body, groups=[*lead, *((d, len(TABLE_METRICS)) for d in datasets)], note=note))
     return tables
 
 
+#: Under Table 1/2 when a run's summary was made before every attacked question was the denominator.
+OLD_NOTE = ("Runs made before rates were over every attacked question show UR, SR and WR over n_rated (the judged "
+            "ones only; their unjudged and clean-wrong cells are empty): abstentions left out inflate their WR.")
 #: Under Table 1/2 when a row uses the authors' counting.
 COUNTING_NOTE = ("Rows marked \"authors' counting\" count outcomes by the authors' rules: UR, SR and WR over the "
                  "authors' denominator (both denominators, each with its n and interval, in the table \"Both "
@@ -187,10 +220,26 @@ def denominators_table(runs: Sequence[Run]) -> Table | None:
         for name, denominator in denominators(summary).items():
             rows.append([run_label(run, chosen), denominator_name(name) + (" (headline)" if name == headline else ""),
                          str(denominator.get("definition") or "?"), str(denominator.get("n")),
-                         *(denominator_rate(summary, m, name, run) for m in ("ur", "sr", "wr"))])
-    return Table("Both denominators (runs under the authors' counting): UR, SR and WR (%) over the authors' "
-                 "denominator and over ours, each with its n and 95% interval", ["Run", "denominator", "what n counts",
-                                                                                 "n", "UR", "SR", "WR"], rows)
+                         *(denominator_rate(summary, m, name, run) for m in ("ur", "sr", "wr", *OTHER_CATEGORIES)),
+                         categories_text(denominator)])
+    return Table("Both denominators (runs under the authors' counting): UR, SR, WR, unjudged and clean wrong (%) "
+                 "over the authors' denominator and over ours, each with its n and 95% interval",
+                 ["Run", "denominator", "what n counts", "n", "UR", "SR", "WR", "unjudged", "clean wrong",
+                  "outcomes (sum to n)"], rows)
+
+
+def among_judged_table(runs: Sequence[Run]) -> Table | None:
+    """The secondary view: each run's UR/SR/WR among the judged answers only (abstentions and clean reasonings
+    judged wrong left out), with its n; None when no run holds it."""
+    chosen = [r for r in runs if r.summary and among_judged(r.summary)]
+    if not chosen:
+        return None
+    rows: list[list[Num | str]] = [[run_label(run, chosen), str((among_judged(run.summary or {}) or {}).get("n")),
+                                    *(judged_rate(run.summary or {}, m, run) for m in ("ur", "sr", "wr"))]
+                                   for run in chosen]
+    return Table("Secondary view, not the headline: UR, SR and WR (%) among the judged answers only (n_judged: "
+                 "attacked questions the judge decided; its abstentions move this n)", ["Run", "n_judged", "UR", "SR",
+                                                                                        "WR"], rows)
 
 
 def flags_note(runs: Sequence[Run]) -> Note | None:
@@ -204,15 +253,18 @@ def flags_note(runs: Sequence[Run]) -> Note | None:
 
 
 def outcome_chart(runs: Sequence[Run]) -> BarChart | None:
-    chosen = [r for r in runs if r.summary and (r.summary.get("n_rated") or r.summary.get("n_attacked"))]
+    chosen = [r for r in runs if r.summary and headline_n(r.summary)]
     if not chosen:
         return None
     groups = [f"{run_label(r, chosen)} · {run_level(r)}" + ("" if run_variant(r) == "full" else f" · {run_variant(r)}")
               for r in chosen]
+    shown = ("ur", "sr", "wr", *OTHER_CATEGORIES)
     values = {(g, LABELS[m]): rate(r.summary or {}, m, r) for g, r in zip(groups, chosen, strict=True)
-              for m in ("ur", "sr", "wr")}
+              for m in shown}
     return BarChart("Attack outcomes per run (UR: answer and reasoning kept; SR: answer kept, reasoning broken; "
-                    "WR: answer changed)", groups, ["UR", "SR", "WR"], values, y_label="% of rated questions")
+                    "WR: answer changed; unjudged: answer kept, no verdict; clean wrong: answer kept, clean reasoning "
+                    "already judged wrong)", groups, [LABELS[m] for m in shown], values,
+                    y_label="% of attacked questions")
 
 
 def _settings(run: Run) -> tuple[Any, ...]:
@@ -256,7 +308,7 @@ def baselines_table(runs: Sequence[Run]) -> Table | Note:
                     continue
                 mean, std = mean_std([(m.summary or {}).get(metric) for m in members])
                 seeds = sorted({(m.summary or {}).get("seeds", {}).get("seed") for m in members}, key=str)
-                rated = [(m.summary or {}).get("n_rated", (m.summary or {}).get("n_attacked")) for m in members]
+                rated = [headline_n(m.summary or {}) for m in members]
                 single = rate(members[0].summary or {}, metric, members[0]) if len(members) == 1 else None
                 cells.append(Num(mean, std=std, percent=True, runs=tuple(str(m.path) for m in members),
                                  note=f"{len(members)} run(s), seeds {', '.join(map(str, seeds))}",
@@ -283,11 +335,13 @@ def transfer_blocks(runs: Sequence[Run]) -> list[Any]:
         values[(source, target)] = num
         rows.append([source, target, str(summary.get("n_source_successes")), str(summary.get("n_transferred")),
                      str(summary.get("n_original_correct")), num,
-                     *(Num(summary.get(m), n=summary.get("n_original_correct"),
+                     *(Num(summary.get(m), n=summary.get(transfer_denominator(summary)),
                            ci=(summary.get("ci95") or {}).get(m), runs=(str(run.path),), percent=True)
-                       for m in ("ur", "sr", "wr"))])
-    table = Table("Transfer runs", ["Source", "Target", "source successes", "transferred", "target correct",
-                                    "transfer rate %", "UR", "SR", "WR"], rows)
+                       for m in ("ur", "sr", "wr", "unjudged_rate")), categories_text(summary)])
+    table = Table("Transfer runs: every rate over the transferred questions the target answers correctly originally "
+                  "(target correct; unjudged answers a category of their own)",
+                  ["Source", "Target", "source successes", "transferred", "target correct", "transfer rate %", "UR",
+                   "SR", "WR", "unjudged", "outcomes (sum to n)"], rows)
     if all(num.value is None for num in values.values()):
         return [Note("No transfer rate to draw (paper Fig. 2): the target models answered none of the transferred "
                      "questions correctly in their original form, or there was nothing to transfer."), table]
@@ -381,7 +435,7 @@ def matcha_section(inputs: Inputs) -> Section | None:
                       "its chain of thought. Under each number: its 95% interval in brackets and n, the count it is "
                       "a share of; hover it for the exact value and its run.")
     section.add(*results_tables(direct))
-    extra = [flags_note([r for r in direct if r.summary]), denominators_table(direct)]
+    extra = [flags_note([r for r in direct if r.summary]), denominators_table(direct), among_judged_table(direct)]
     section.add(*(block for block in extra if block is not None))
     chart = outcome_chart(direct)
     if chart is not None:

@@ -28,8 +28,9 @@ NOT_ATTACKED = "not attacked"
 OUTCOMES = {"success": ("SR", "sr", "answer kept, reasoning judged wrong"),
             "unsuccessful": ("UR", "ur", "answer kept, reasoning judged fine"),
             "wrong": ("WR", "wr", "the answer changed"),
+            "unjudged": ("unjudged", "muted", "answer kept, the reasoning judge gave no verdict: a category of its own"),
             "clean_cot_wrong": ("clean reasoning already wrong", "muted",
-                                "the judge rejects the clean reasoning too: not rated"),
+                                "answer kept, the judge rejects the clean reasoning too: a category of its own"),
             "not_attacked": (NOT_ATTACKED, "muted", "this question was not attacked")}
 #: Raw judge outputs longer than this are cut in the page (the run's store keeps them whole).
 RAW_LIMIT = 2000
@@ -50,9 +51,11 @@ def _raw(value: Any) -> str:
 def _outcome(record: Mapping[str, Any]) -> str:
     if not record.get("attacked", True):
         return "not_attacked"
+    if record.get("outcome"):  # as the run counted it (a changed answer is "wrong" whatever the clean verdict)
+        return str(record["outcome"])
     if record.get("clean_cot_wrong") is True:
         return "clean_cot_wrong"
-    return str(record.get("outcome") or "unrated")
+    return "unrated"
 
 
 def verdict_rows(name: str, verdict: Mapping[str, Any] | None) -> list[list[str]]:

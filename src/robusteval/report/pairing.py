@@ -41,9 +41,9 @@ STAGES = {
     ROBUSTNESS: "robustness_outcome",
     WORDIMPORTANCE: "wordimportance",
 }
-#: MATCHA's outcomes that are in UR/SR/WR's denominator, and the one each rate counts.
-RATED = ("success", "unsuccessful", "wrong")
-MATCHA_OUTCOME = {"ur": "unsuccessful", "sr": "success", "wr": "wrong"}
+#: The outcome each MATCHA rate counts; every attacked example is in their denominator (an unjudged one, or one
+#: whose clean reasoning the judge rejects, is its own category: ``metrics.matcha``).
+MATCHA_OUTCOME = {key: kind for key, kind, _ in matcha_metrics.CATEGORIES}
 
 
 def _records(run: Run, stage: str) -> list[tuple[str, dict[str, Any]]]:
@@ -71,7 +71,7 @@ def _matcha(run: Run, metric: str, value: float | None) -> Outcomes | None:
         return None  # the rates over another denominator (ur[ours]) are not tested
     rule = counting(run.summary or {})
     kinds = {i: matcha_metrics.outcome(r, rule) for i, r in records}
-    return _share({i: (kind == MATCHA_OUTCOME[metric], kind in RATED) for i, kind in kinds.items()}, value)
+    return _share({i: (kind == MATCHA_OUTCOME[metric], kind is not None) for i, kind in kinds.items()}, value)
 
 
 def _transfer(run: Run, metric: str, value: float | None) -> Outcomes | None:
@@ -84,9 +84,12 @@ def _transfer(run: Run, metric: str, value: float | None) -> Outcomes | None:
                 "attacked": True,
                 "answer_kept": r.get("answer_kept"),
                 "reasoning_wrong": r.get("reasoning_wrong"),
-            }
+                "clean_cot_wrong": r.get("clean_cot_wrong"),
+            },
+            counting(run.summary or {}),
         )
-        rows[i] = (kind == "success", bool(r.get("original_correct")) and kind in RATED)
+        # Every question answered correctly originally is in the denominator, unjudged ones included.
+        rows[i] = (kind == "success", bool(r.get("original_correct")))
     return _share(rows, value)
 
 

@@ -3,8 +3,9 @@
 
 The numbers are the report's own (the section builders' :class:`~robusteval.report.model.Num`: value as the
 summary stores it, n, interval), so no surface can disagree with another. ``denominator`` names what n counts:
-MATCHA's UR/SR/WR rest on ``n_rated`` (attacked examples whose clean reasoning the judge did not reject), not
-on ``n``.
+MATCHA's UR/SR/WR (and its other categories, ``unjudged_rate``...) rest on ``n_attacked`` (every attacked example;
+a summary made before: ``n_rated``), not on ``n``; their rates among the judged answers only are
+``ur[judged]``... over ``n_judged`` (a secondary view).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def run_rates(run: Run) -> list[Rate]:
         rates = [Rate("transfer_rate", matcha.transfer_rate(run), over)]
         return rates + [Rate(m, Num(summary.get(m), n=summary.get(over),
                                     ci=(summary.get("ci95") or {}).get(m), runs=(str(run.path),), percent=True),
-                             over) for m in ("ur", "sr", "wr")]
+                             over) for m in ("ur", "sr", "wr", *matcha.OTHER_CATEGORIES) if m in summary]
     if command == VARIANTS:
         rates = [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
         diagnosis = varmath.diagnosis_of(run)
@@ -103,21 +104,29 @@ def run_rates(run: Run) -> list[Rate]:
 
 
 def _matcha_rates(run: Run, summary: Mapping[str, Any]) -> list[Rate]:
-    """ACC over n; UR/SR/WR over n_rated (the headline denominator) and, under the authors' counting, over the
-    other denominator too (``ur[ours]``...); every UR/SR/WR carries the run's flags (marked ⚑, their text as
-    its note) and, in ``results_frame``, the run's counting, flags and unjudged examples."""
+    """ACC over n; UR/SR/WR and the other categories over the headline denominator (``n_attacked``; summaries
+    made before: ``n_rated``) and, under the authors' counting, over the other denominator too (``ur[ours]``...);
+    the rates among the judged answers (``ur[judged]``..., over ``n_judged``, a secondary view); every
+    category carries the run's flags (marked ⚑, their text as its note) and, in ``results_frame``, the run's
+    counting, flags and unjudged examples."""
     flags = "; ".join(matcha_summary.flag_texts(summary))
     extra = {"counting": matcha_summary.counting(summary), "flags": flags or None,
              "n_unjudged": summary.get("n_unjudged")}
-    rated = "n_rated"
+    over = matcha_summary.rates_over(summary)
+    rated = over
     if matcha_summary.denominators(summary):
-        rated = f"n_rated ({matcha_summary.denominator_name(matcha_summary.headline_denominator(summary))})"
+        rated = f"{over} ({matcha_summary.denominator_name(matcha_summary.headline_denominator(summary))})"
+    shown = [c.key for c in matcha_summary.categories(summary)]
     rates = [Rate("acc", matcha.rate(dict(summary), "acc", run), "n", extra=extra)]
-    rates += [Rate(m, matcha.rate(dict(summary), m, run), rated, note=flags, extra=extra)
-              for m in matcha_summary.RATES]
-    return rates + [Rate(f"{m}[{name}]", matcha.denominator_rate(dict(summary), m, name, run),
-                         f"n_rated ({matcha_summary.denominator_name(name)})", note=flags, extra=extra)
-                    for name in matcha_summary.other_denominators(summary) for m in matcha_summary.RATES]
+    rates += [Rate(m, matcha.rate(dict(summary), m, run), rated, note=flags, extra=extra) for m in shown]
+    rates += [Rate(f"{c.key}[{name}]", matcha.denominator_rate(dict(summary), c.key, name, run),
+                   f"{over} ({matcha_summary.denominator_name(name)})", note=flags, extra=extra)
+              for name, block in matcha_summary.other_denominators(summary).items()
+              for c in matcha_summary.categories(block)]
+    if matcha_summary.among_judged(summary):
+        rates += [Rate(f"{m}[judged]", matcha.judged_rate(summary, m, run), "n_judged (secondary view)", extra=extra)
+                  for m in matcha_summary.RATES]
+    return rates
 
 
 def ors_rates(result: OrsResult) -> list[tuple[str, Rate]]:
@@ -127,7 +136,7 @@ def ors_rates(result: OrsResult) -> list[tuple[str, Rate]]:
 
 
 def rate_text(rate: Rate) -> str:
-    """``12.5 % [4.1, 29.0], n_rated = 40``: the value, its interval and its denominator."""
+    """``12.5 % [4.1, 29.0], n_attacked = 40``: the value, its interval and its denominator."""
     num = rate.num
     shown = format_num(rate.num, unit=True)
     if rate.denominator:

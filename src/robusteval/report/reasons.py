@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from robusteval.attacks.wordimportance.pipeline import STAGE as WORDIMPORTANCE_STAGE
-from robusteval.metrics.matcha_summary import denominator_name, denominators, headline_denominator
+from robusteval.metrics.matcha_summary import (
+    categories,
+    denominator_name,
+    denominators,
+    headline_denominator,
+    headline_n,
+    is_over_attacked,
+)
 from robusteval.metrics.stats import wilson_interval
 from robusteval.report.collect import MATCHA, WORDIMPORTANCE
 from robusteval.report.model import Num, Table
@@ -130,7 +137,18 @@ def not_attacked_table(run: Run, label: str, found: NotAttacked | None = None) -
     found = found or not_attacked(run)
     rows: list[list[Num | str]] = [[reason, str(count), _share(count, total, run)]
                                    for reason, count in found.skipped.items()]
-    if run.command == MATCHA:
+    over = ""
+    if run.command == MATCHA and is_over_attacked(summary):
+        # Every attacked question in one category of the headline (the unjudged by reason): the rows add up.
+        which = denominator_name(headline_denominator(summary)) + " " if denominators(summary) else ""
+        for category in categories(summary):
+            if category.kind == "unjudged" and unjudged(summary):
+                rows += [[f"attacked, {category.label}: {reason}", str(count), _share(count, total, run)]
+                         for reason, count in unjudged(summary).items()]
+            elif isinstance(category.count, int):
+                rows.append([f"attacked, {category.label}", str(category.count), _share(category.count, total, run)])
+        over = f" The attacked rows ({which}n_attacked = {headline_n(summary)}) are the UR, SR and WR denominator."
+    elif run.command == MATCHA:
         # The unjudged exclusion is given by reason in the next rows (summaries count it in both places).
         rows += [[EXCLUSIONS.get(name, f"attacked, not rated: {name}"), str(count), _share(count, total, run)]
                  for name, count in found.excluded.items() if name != "unjudged" or not unjudged(summary)]
@@ -139,7 +157,8 @@ def not_attacked_table(run: Run, label: str, found: NotAttacked | None = None) -
         rated = summary.get("n_rated", summary.get("n_attacked"))
         if isinstance(rated, int):
             which = denominator_name(headline_denominator(summary)) + " " if denominators(summary) else ""
-            rows.append([f"attacked and rated (the {which}UR, SR and WR denominator)", str(rated),
+            rows.append([f"attacked and rated (the {which}UR, SR and WR denominator n_rated, a run made before "
+                         "every attacked question was)", str(rated),
                          _share(rated, total, run)])
     else:
         attacked = summary.get("n_attacked")
@@ -148,4 +167,4 @@ def not_attacked_table(run: Run, label: str, found: NotAttacked | None = None) -
     where = ("the run's summary" if found.source == "summary" else
              "the run's stored records (its summary predates these counts)")
     return Table(f"Not attacked: why ({label}; {total} questions)", ["Why", "questions", "% of all questions"], rows,
-                 note=f"Counted from {where}.")
+                 note=f"Counted from {where}.{over}")

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from robusteval.metrics.formatting import format_rate
-from robusteval.metrics.matcha_summary import FLAG, flag_texts, unjudged_text
+from robusteval.metrics.matcha import EXCLUSION_DEFINITIONS
+from robusteval.metrics.matcha_summary import FLAG, counting, flag_texts, is_over_attacked, unjudged_text
 from robusteval.metrics.robustness import excluded_lines, index_note
 from robusteval.report.model import Num
 
@@ -30,17 +31,37 @@ def format_num(num: Num, *, unit: bool = False) -> str:
 
 def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
     """What a run left out and why, under its table: ``not attacked: 4 (no answer in the clean completion 4)``
-    from the summary's ``skip_reasons``, and its ``exclusions`` (attacked but outside a rate's denominator)."""
+    from the summary's ``skip_reasons``, and its ``exclusions``: for a MATCHA summary whose rates are over every
+    attacked example, what the secondary views leave out (each in the headline as a category of its own); for
+    others, what is outside a rate's denominator."""
     out = file or sys.stdout
     reasons = summary.get("skip_reasons") or {}
     if reasons:
         detail = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
         print(f"not attacked: {sum(reasons.values())} ({detail})", file=out)
     excluded = {name: count for name, count in (summary.get("exclusions") or {}).items() if count}
+    unjudged = unjudged_text(summary)
+    if is_over_attacked(summary):
+        others = {name: count for name, count in excluded.items() if name not in EXCLUSION_DEFINITIONS}
+        if others:
+            detail = ", ".join(f"{EXCLUSIONS.get(name, name)} {count}" for name, count in others.items())
+            print(f"left out of the rates: {sum(others.values())} ({detail})", file=out)
+        if unjudged and summary.get("n_unjudged"):
+            print(f"unjudged, answer kept but the reasoning judge abstained (a category of its own, in no verdict):"
+                  f" {unjudged}", file=out)
+        cot_wrong = excluded.get("clean_cot_wrong")
+        if cot_wrong and counting(summary) != "authors":
+            print(f"clean reasoning already judged wrong, answer kept (a category of its own): {cot_wrong}", file=out)
+        elif cot_wrong:
+            print(f"clean reasoning already judged wrong, answer kept: {cot_wrong} (in the authors' headline by "
+                  "their verdict; in our denominator a category of its own)", file=out)
+        if excluded.get("no_cot"):
+            print(f"outside our denominator, in the authors': {excluded['no_cot']} (no reasoning after the clean "
+                  "answer: our counting does not attack such an answer)", file=out)
+        return
     if excluded:
         detail = ", ".join(f"{EXCLUSIONS.get(name, name)} {count}" for name, count in excluded.items())
         print(f"left out of the rates: {sum(excluded.values())} ({detail})", file=out)
-    unjudged = unjudged_text(summary)
     if unjudged and summary.get("n_unjudged"):
         print(f"left out of every rate, answer kept but the reasoning judge abstained: {unjudged}", file=out)
 

@@ -9,7 +9,9 @@ differ: :mod:`robusteval.report.comparability`, which holds MATCHA's counting) s
 MATCHA rate whose reasoning judge is deterministic only, or whose edits no semantic gate checked) is marked
 ``⚑`` in the printed rows, its flags in the column's note, in ``leaderboard.json`` (each cell's ``flags``) and
 in the CSV (``<column>_flags``). Under the authors' counting a MATCHA headline's rate over our denominator
-(``ur[ours]``) gets a column beside it (``...:ur@ours``), with the same direction. Accuracies read "higher is
+(``ur[ours]``) gets a column beside it (``...:ur@ours``), with the same direction. MATCHA's rates are over every
+attacked example (``n_attacked``); where some model has unjudged answers (or clean reasonings judged wrong) their
+share gets a column too, so each model's categories add up to its n (and its cells carry the flag saying so). Accuracies read "higher is
 better" (a clean accuracy is not a robustness score), the other numbers "<direction> is more robust".
 
 Every pair of models is tested on each column (:mod:`robusteval.report.pairing`: McNemar or a paired bootstrap on
@@ -45,10 +47,16 @@ JSON_NAME = "leaderboard.json"
 PAIRWISE_NAME = "pairwise.csv"
 #: Numbers that are accuracies: "higher is better", never "more robust" (a clean accuracy measures no robustness).
 ACCURACIES = ("acc", "strict", "loose")
+#: MATCHA's categories beside UR/SR/WR (answer kept but unjudged; clean reasoning already judged wrong): shares of
+#: the same attacked examples, shown where some run has one so each model's categories add up, but no score.
+CATEGORY_SHARES = ("unjudged_rate", "clean_cot_wrong_rate")
 
 
 def direction(metric: str, better: str) -> str:
-    """How a column reads: ``higher is better`` for an accuracy, else ``lower is more robust`` (or higher)."""
+    """How a column reads: ``higher is better`` for an accuracy, else ``lower is more robust`` (or higher); a
+    category share of MATCHA's attacked examples reads as such."""
+    if metric.split("[", 1)[0] in CATEGORY_SHARES:
+        return "share of the attacked, no score"
     if metric.split("[", 1)[0] in ACCURACIES:
         return f"{better} is better"
     return f"{better} is more robust"
@@ -87,7 +95,7 @@ class StudyLeaderboard:
     cells: dict[tuple[str, str], Num] = field(default_factory=dict)  # (model, column) -> number
     runs: dict[tuple[str, str], str] = field(default_factory=dict)  # (model, column) -> run directory
     #: (model, column) -> what the cell's n counts, where it differs from the column's (MATCHA under the authors'
-    #: counting beside runs under ours: "n_rated (authors')" and "n_rated")
+    #: counting beside runs under ours: "n_attacked (authors')" and "n_attacked")
     denominators: dict[tuple[str, str], str] = field(default_factory=dict)
     failed: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -172,8 +180,15 @@ def _headline_rates(rates: Sequence[Rate], metric: str) -> Rate | None:
 def _with_denominators(headlines: Sequence[tuple[str, str]], rates: Iterable[Sequence[Rate]]
                        ) -> list[tuple[str, str]]:
     """The headlines, each followed by its rates over other denominators some run has (MATCHA under the
-    authors' counting: ``ur`` then ``ur[ours]``), in the headline's direction."""
+    authors' counting: ``ur`` then ``ur[ours]``), in the headline's direction; after MATCHA's, its other
+    categories (unjudged...) where some run has an example in one, so each model's categories sum to its n."""
+    rates = [list(run) for run in rates]
     names = {rate.metric for run in rates for rate in run}
+    held = {rate.metric for run in rates for rate in run if rate.num.value}
+    metrics = {metric for metric, _ in headlines}
+    if {"ur", "sr", "wr"} <= metrics:
+        headlines = [*headlines, *((m, "lower") for m in CATEGORY_SHARES
+                                   if m in held or any(f"{m}[{d}]" in held for d in DENOMINATOR_NAMES))]
     return [(name, better) for metric, better in headlines
             for name in (metric, *(f"{metric}[{d}]" for d in DENOMINATOR_NAMES if f"{metric}[{d}]" in names))]
 

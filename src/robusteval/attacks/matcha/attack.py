@@ -12,6 +12,9 @@ from robusteval.data.example import Example
 from robusteval.models.base import Backend
 from robusteval.store import RunStore
 
+#: The terminal table's headings of the categories' rates (the others are the summary's keys).
+COLUMNS = {"unjudged_rate": "unjudged", "clean_cot_wrong_rate": "clean_wrong"}
+
 
 @register_attack("matcha", summary="keep the answer, break the reasoning (white-box, token or embedding level)")
 class MatchaAttack:
@@ -50,42 +53,67 @@ class MatchaAttack:
         return {**matcha_metrics(outcome_records(store), counting)}
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
-        """The terminal table: the counting in the title (under the authors' counting with what each denominator
-        counts), one row per denominator (the authors', which is the headline, then ours), every rate with its
-        interval and n, UR/SR/WR marked ⚑ when the run is flagged (the flags' text follows the table:
-        ``report.tables.print_flags``)."""
+        """The terminal table: the counting in the title, what the rates are over (every attacked example, split
+        into categories whose counts sum to it; under the authors' counting what each denominator counts), one
+        row per denominator (the authors', which is the headline, then ours), every rate with its interval,
+        UR/SR/WR and the other categories marked ⚑ when the run is flagged (the flags' text follows the table:
+        ``report.tables.print_flags``), and the rates among the judged answers as a labelled secondary line."""
         from robusteval.metrics.formatting import format_rate
         from robusteval.metrics.matcha_summary import (
             FLAG,
+            among_judged,
+            categories,
+            categories_text,
             counting,
             denominator_name,
             denominators,
             flag_texts,
+            rates_over,
         )
 
         marker = f" {FLAG}" if flag_texts(summary) else ""
+        keys = [c.key for c in categories(summary)]
 
         def rates(numbers: Any) -> dict[str, str]:
-            return {m: format_rate(numbers.get(m), (numbers.get("ci95") or {}).get(m)) + marker
-                    for m in ("ur", "sr", "wr")}
+            return {COLUMNS.get(c.key, c.key): format_rate(c.rate, c.ci) + marker for c in categories(numbers)}
 
+        over = rates_over(summary)
         lines = [f"MATCHA {summary['level']}-level ({summary['variant']}), counting: {counting(summary)}, target "
                  f"answer: {summary['target_answer']}; judges: reasoning={summary['judges']['reasoning']}, "
                  f"semantic={summary['judges']['semantic']}"]
-        # Every rate with its 95% interval; ACC is over n, UR/SR/WR over n_rated (see metrics.matcha).
+        # Every rate with its 95% interval; ACC is over n, the categories over `over` (see metrics.matcha).
         rows = [{**summary, "acc": format_rate(summary.get("acc"), (summary.get("ci95") or {}).get("acc")),
-                 **rates(summary)}]
+                 **rates(summary), "outcomes": categories_text(summary)}]
+        if over == "n_attacked":
+            lines.append("rates over n_attacked (every attacked example, no judge decision shrinks it), by outcome: "
+                         "changed = WR, broken = SR, intact = UR, unjudged = answer kept, no verdict"
+                         + (", clean wrong = answer kept, clean reasoning already judged wrong"
+                            if "clean_cot_wrong_rate" in keys else ""))
         shown = denominators(summary)  # the headline's first; {} under our counting (one denominator)
         for i, (name, denominator) in enumerate(shown.items()):
-            lines.append(f"rates over {denominator_name(name)} n_rated{' (the headline)' if i == 0 else ''}: "
+            lines.append(f"rates over {denominator_name(name)} {over}{' (the headline)' if i == 0 else ''}: "
                          f"{denominator.get('definition') or '?'}")
-            # n_rated names its denominator: "12 authors'" (the top-level numbers are the headline's), "10 ours"
+            # the denominator names itself: "12 authors'" (the top-level numbers are the headline's), "10 ours"
             if i == 0:
-                rows[0]["n_rated"] = f"{summary.get('n_rated')} {denominator_name(name)}"
+                rows[0][over] = f"{summary.get(over)} {denominator_name(name)}"
             else:
-                rows.append({"n_rated": f"{denominator.get('n')} {denominator_name(name)}", **rates(denominator),
-                             **dict.fromkeys(("model", "dataset", "n", "n_correct", "acc", "n_attacked",
-                                              "n_unjudged"), "")})
-        columns = ["model", "dataset", "n", "n_correct", "acc", "n_attacked", "n_rated", "ur", "sr", "wr",
-                   *(["n_unjudged"] if "n_unjudged" in summary else [])]
+                rows.append({**dict.fromkeys(("model", "dataset", "n", "n_correct", "acc", "n_attacked",
+                                              "n_unjudged"), ""),
+                             over: f"{denominator.get('n')} {denominator_name(name)}", **rates(denominator),
+                             "outcomes": categories_text(denominator)})
+                keys += [c.key for c in categories(denominator) if c.key not in keys]
+        for name, block in [("", summary), *((denominator_name(k), v) for k, v in list(shown.items())[1:])]:
+            judged = among_judged(block)
+            if judged:
+                lines.append(f"secondary view, among the judged answers only ({name + ' ' if name else ''}"
+                             f"n_judged = {judged.get('n')}; abstentions left out, so not the headline): "
+                             + ", ".join(f"{c.key.upper()} {format_rate(c.rate, c.ci)}" for c in categories(judged)))
+        # A category no row holds an example of (clean reasoning judged wrong) reads from the outcomes alone.
+        shown_keys = [k for k in keys if k != "clean_cot_wrong_rate" or any(
+            (b.get("counts") or {}).get("clean_cot_wrong") for b in (summary, *shown.values()))]
+        columns = ["model", "dataset", "n", "n_correct", "acc", "n_attacked",
+                   *(["n_rated"] if over == "n_rated" else []), *(COLUMNS.get(k, k) for k in shown_keys), "outcomes",
+                   *(["n_unjudged"] if over == "n_rated" and "n_unjudged" in summary else [])]
+        if not any(row.get("outcomes") for row in rows):
+            columns.remove("outcomes")
         return "\n".join(lines), rows, columns
