@@ -111,7 +111,8 @@ def _prepared(paths: Sequence[str | os.PathLike[str]], max_width: float, min_n: 
 def _header(style: Style) -> str:
     line = PREAMBLE
     if style.rename:
-        line += "\n% models renamed: " + "; ".join(f"{old} -> {new}" for old, new in style.rename.items())
+        renames = "; ".join(f"{old} -> {new}" for old, new in style.rename.items())
+        line += "\n% models renamed: " + " ".join(renames.split())
     return line
 
 

@@ -238,7 +238,7 @@ def width_pt(tex: str, scale: float = 1.0) -> float:
     """An upper estimate of the width of ``tex`` (one cell) in points at ``\\small`` (``scale`` for smaller)."""
     script = sum(len(_plain(m)) for m in _SCRIPT.findall(tex))
     rest = _plain(_SCRIPT.sub("", tex))
-    return (len(rest) * 4.9 + len(re.findall(r"\\[a-zA-Z]+", _SCRIPT.sub("", tex))) * 1.5) * scale + script * 3.5
+    return (len(rest) * 4.7 + len(re.findall(r"\\[a-zA-Z]+", _SCRIPT.sub("", tex))) * 1.5) * scale + script * 3.1
 
 
 def _plain(tex: str) -> str:
