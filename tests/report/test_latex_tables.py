@@ -134,3 +134,27 @@ def test_every_method_compiles(all_runs: dict[str, Path], tmp_path: Path) -> Non
     [sets] = [t for t in table_environments(latex) if "on each perturbed set" in t]
     assert "Model & original & C-homophone & C-pinyin \\\\" in sets
     assert r"$\alpha$" in latex and "label\\_mode" not in latex
+
+
+def test_a_study_leaderboard_is_a_table(tmp_path: Path) -> None:
+    """The study's leaderboard.json (written by the study's own StudyLeaderboard) as one row per model, one
+    column per number with its direction, each number's n where it differs between models in an n column."""
+    from robusteval.report.latex_study import LEADERBOARD
+    from robusteval.studies.leaderboard import JSON_NAME, Column, StudyLeaderboard
+
+    assert LEADERBOARD == JSON_NAME
+    study = _study(tmp_path / "study", "ours")
+    board = StudyLeaderboard(["alpha_7b", "beta-8b"], [
+        Column("eval:math_1:acc", "eval", "math_1", "acc", "higher", "n"),
+        Column("matcha:math_1:ur", "matcha", "math_1", "ur", "higher", "n_attacked", note="50% of runs flagged")])
+    for i, model in enumerate(board.models):
+        board.cells[(model, "eval:math_1:acc")] = Num(0.5 + i / 10, n=20, ci=(0.3, 0.7), percent=True)
+        board.cells[(model, "matcha:math_1:ur")] = Num(0.25, n=8 - i, ci=(0.07, 0.59), percent=True,
+                                                        flags=("judged by arith only",))
+    (study / JSON_NAME).write_text(json.dumps(board.to_dict()), encoding="utf-8")
+    latex = compare_latex([study])
+    [table] = [t for t in table_environments(latex) if "Study leaderboard" in t]
+    assert r"ACC$\uparrow$ {\scriptsize($n$=20)}" in table and r"\multicolumn{2}{c}{matcha $\cdot$ math\_1}" in table
+    assert r"alpha\_7b$^{\dagger}$ & 50.0 {\scriptsize[30.0, 70.0]} & 8 & 25.0" in table
+    assert r"50\% of runs flagged" in table
+    compile_tables(latex, tmp_path / "tex")
