@@ -89,6 +89,8 @@ def test_authors_counting_shows_both_denominators_each_with_its_rates(tmp_path: 
     assert authors[4] == "8" and authors[5].startswith("62.5 ") and ours[4] == "7" and ours[5].startswith("57.1 ")
     assert "Counting: the authors' rules" in table and "every clean-correct question" in table
     assert "n\\_rated" not in table and r"$\dagger$ reasoning judged by deterministic" in table
+    body = "\n".join(line for line in latex.splitlines() if not line.startswith("%"))
+    assert "model" not in body.replace("Model", "")  # the study's names everywhere, pairwise notes included
     compile_tables(latex, tmp_path / "tex")
 
 

@@ -193,7 +193,7 @@ def pairwise_table(comparisons: Sequence[Comparison], caption: str, names: dict[
     percentages), the shared examples n, the test, p and Holm's p (bold where the pair differs)."""
     names = names or {}
     rows: list[list[Cell]] = []
-    untested: list[str] = []
+    untested: dict[str, list[str]] = {}  # why -> the numbers and pairs
     for c in comparisons:
         test = c.test
         difference: Cell = "--"
@@ -205,7 +205,8 @@ def pairwise_table(comparisons: Sequence[Comparison], caption: str, names: dict[
                 shown += f" {{\\scriptsize[{low}, {high}]}}"
             difference = Tex(shown)
         if test.status != "tested" and test.note:
-            untested.append(f"{c.label or c.column}, {c.model_a} vs {c.model_b}: {test.status} ({test.note})")
+            who = f"{names.get(c.model_a, c.model_a)} vs {names.get(c.model_b, c.model_b)}"
+            untested.setdefault(f"{test.status}: {test.note}", []).append(f"{c.label or c.column} ({who})")
         holm = _p(test.p_holm)
         rows.append([c.label or c.column, names.get(c.model_a, c.model_a), names.get(c.model_b, c.model_b),
                      difference, str(test.n) if test.n else "",
@@ -223,7 +224,7 @@ def pairwise_table(comparisons: Sequence[Comparison], caption: str, names: dict[
              "p two-sided; Holm's p adjusted over every test of this export; bold: the pair differs (Holm's p "
              "below 0.05)."]
     if untested:
-        notes.append("Not tested: " + "; ".join(untested) + ".")
+        notes += [f"{', '.join(numbers)}: {why}." for why, numbers in untested.items()]
     return TexTable(caption, columns, rows, keys=1 if lead else 3, notes=notes)
 
 
