@@ -54,5 +54,4 @@ def compile_tables(tables: str, where: Path, name: str = "tables") -> str:
 
 def table_environments(latex: str) -> list[str]:
     """Each ``table``/``table*`` environment of ``latex``, whole."""
-    return re.findall(r"\\begin\{(table\*?)\}.*?\\end\{\1\}", latex, flags=re.S) and [
-        m.group(0) for m in re.finditer(r"\\begin\{(table\*?)\}.*?\\end\{\1\}", latex, flags=re.S)]
+    return [m.group(0) for m in re.finditer(r"\\begin\{(table\*?)\}.*?\\end\{\1\}", latex, flags=re.S)]
