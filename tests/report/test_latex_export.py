@@ -45,8 +45,8 @@ def _captions(latex: str) -> list[str]:
 def test_tables_have_labels_and_keys_only_in_comments(study: Path) -> None:
     latex = compare_latex([study])
     labels = re.findall(r"\\label\{(tab:[a-z0-9-]+)\}", latex)
-    assert labels and len(labels) == len(set(labels)) == latex.count(r"\begin{table}")
-    assert labels[0] == "tab:token-level-attack"
+    assert labels and len(labels) == len(set(labels)) == len(re.findall(r"\\begin\{table\*?\}", latex))
+    assert labels[0] == "tab:matcha-token-level-attack-on-synthetic"
     for caption in _captions(latex):
         assert "omparability key" not in caption and "layout" not in caption, caption
     comments = [line for line in latex.splitlines() if line.startswith("%")]
@@ -58,11 +58,11 @@ def test_tables_have_labels_and_keys_only_in_comments(study: Path) -> None:
 
 def test_a_study_exports_with_its_model_names_and_rename_wins(study: Path) -> None:
     latex = compare_latex([study])
-    rows = [line for line in latex.splitlines() if line.endswith(r"\\") and "final" in line]
+    rows = [line for line in latex.split("end{table", 1)[0].splitlines() if line.endswith(r"\\") and "scriptsize" in line]
     assert sorted(row.split(" & ")[0] for row in rows) == ["bars-tiny", "tiny-random"]
     assert "a1/model" not in latex.split("\n", 2)[2]  # only the "models renamed" comment names the folder
     renamed = compare_latex([study], rename={"bars-tiny": "Bars (tiny)", "a1/model": "TinyRandom_1"})
-    rows = [line.split(" & ")[0] for line in renamed.splitlines() if line.endswith(r"\\") and "final" in line]
+    rows = [line.split(" & ")[0] for line in renamed.split("end{table", 1)[0].splitlines() if line.endswith(r"\\") and "scriptsize" in line]
     assert sorted(rows) == ["Bars (tiny)", r"TinyRandom\_1"]
 
 
@@ -70,16 +70,16 @@ def test_runs_without_a_study_keep_their_readable_names(study: Path) -> None:
     runs = [study / "tiny-random/matcha/math", study / "bars-tiny/matcha/math"]
     rows = [
         line.split(" & ")[0]
-        for line in compare_latex(runs).splitlines()
-        if line.endswith(r"\\") and "final" in line
+        for line in compare_latex(runs).split("end{table", 1)[0].splitlines()
+        if line.endswith(r"\\") and "scriptsize" in line
     ]
     assert sorted(rows) == ["a1/model", "b2/model"]
 
 
 def test_digits(study: Path) -> None:
-    assert r"75.0 [59.8, 85.8] {\scriptsize n=40}" in compare_latex([study])
-    assert r"75.00 [59.81, 85.81] {\scriptsize n=40}" in compare_latex([study], digits=2)
-    assert r"75 [60, 86] {\scriptsize n=40}" in compare_latex([study], digits=0)
+    assert r"& 40 & 75.0 {\scriptsize[59.8, 85.8]} &" in compare_latex([study])
+    assert r"75.00 {\scriptsize[59.81, 85.81]}" in compare_latex([study], digits=2)
+    assert r"75 {\scriptsize[60, 86]}" in compare_latex([study], digits=0)
 
 
 def test_cli_flags_and_bad_values_are_one_line(study: Path, tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_cli_flags_and_bad_values_are_one_line(study: Path, tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
-    assert r"TR & final & 100.00 [91.24, 100.00]" in text and r"BT & final" in text
+    assert r"TR & 40 & 100.00 {\scriptsize[91.24, 100.00]}" in text and r"BT & 40" in text
     for flags, message in (
         (["--rename", "tiny-random"], "--rename 'tiny-random': expected OLD=NEW"),
         (["--digits", "9"], "--digits 9: give a whole number from 0 to 6"),
@@ -110,6 +110,10 @@ def test_cli_flags_and_bad_values_are_one_line(study: Path, tmp_path: Path) -> N
         assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     table = cli("runs", "compare", str(study), "--digits", "2")
     assert table.returncode == 2 and "--digits is for --format latex" in table.stderr
+    tex = tmp_path / "p.tex"  # the pairwise tests as LaTeX take --rename and --digits too
+    pairs = cli("runs", "compare", str(study), "--pairwise", str(tex), "--rename", "tiny-random=TR")
+    assert pairs.returncode == 0, pairs.stderr
+    assert "TR" in tex.read_text(encoding="utf-8")
 
 
 def test_the_study_state_file_is_the_studies_own() -> None:

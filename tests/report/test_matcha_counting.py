@@ -243,9 +243,9 @@ def test_latex_marks_flagged_rates_and_names_the_counting(runs: dict[str, Path])
     from robusteval.report.latex import compare_latex
 
     flagged = compare_latex([runs["ours-flagged"]])
-    assert r"$^{\dagger}$" in flagged and "counting ours" in flagged
-    assert "Rates marked \u2020: " in flagged and "reasoning judged by deterministic checkers only (arith); semantic gate: none" in flagged
-    assert "3 of 12 unjudged" in flagged and "every attacked question, n\\_attacked" in flagged
+    assert r"$^{\dagger" in flagged and "Counting: ours" in flagged
+    assert "Flagged rows: $\\dagger$ " in flagged and "reasoning judged by deterministic checkers only (arith)" in flagged
+    assert "3 of 12 unjudged" in flagged and r"$n_{\mathrm{att}}$ attacked questions" in flagged
     plain = compare_latex([runs["ours-plain"]])
-    assert "dagger" not in plain and "Rates marked" not in plain
-    assert "counting authors" in compare_latex([runs["authors-b"]])
+    assert "dagger" not in plain and "Flagged rows" not in plain
+    assert "Counting: the authors' rules" in compare_latex([runs["authors-b"]])

@@ -73,7 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--digits", type=int, default=None, metavar="N",
                          help="latex: decimals of every number (default: each number's own, 1 for percentages)")
     compare.add_argument("--pairwise", default=None, metavar="FILE",
-                         help="also write the pairwise tests as CSV (one row per pair of runs and number)")
+                         help="also write the pairwise tests to FILE: as CSV (one row per pair of runs and number), "
+                              "or as LaTeX tables where FILE ends in .tex (--format latex includes them too)")
     compare.set_defaults(func=compare_runs)
 
 
@@ -224,29 +225,49 @@ def _clean_records(board: Any) -> list[dict[str, Any]]:
              for key, value in record.items()} for record in board.records()]
 
 
+def _write_pairwise(args: argparse.Namespace, boards: Any) -> None:
+    """``--pairwise FILE``: the pairwise tests as CSV, or as LaTeX tables where FILE ends in ``.tex``; said on
+    stderr."""
+    if str(args.pairwise).endswith(".tex"):
+        from robusteval.report.latex import pairwise_latex, parse_renames
+
+        text = pairwise_latex(args.run_dirs, max_width=args.max_interval_width, min_n=args.min_n,
+                              digits=args.digits, rename=parse_renames(args.rename))
+        kind = "LaTeX"
+    else:
+        from robusteval.report.pairing import pairwise_csv
+
+        text, kind = pairwise_csv([c for board in boards for c in board.comparisons]), "CSV"
+    with _open_output(args.pairwise) as handle:
+        handle.write(text)
+    if args.pairwise != "-":
+        tests = sum(len(board.comparisons) for board in boards)
+        print(f"wrote {tests} pairwise tests as {kind} to {args.pairwise}", file=sys.stderr)
+
+
 def compare_runs(args: argparse.Namespace) -> int:
     from robusteval.report.compare import check_thresholds
     from robusteval.report.compare import compare_runs as leaderboards
 
     check_thresholds(args.max_interval_width, args.min_n, names=("--max-interval-width", "--min-n"))
     thresholds = {"max_width": args.max_interval_width, "min_n": args.min_n}
-    if args.format != "latex" and (args.rename or args.digits is not None):
-        raise UserError(f"{'--rename' if args.rename else '--digits'} is for --format latex")
+    latex_pairwise = str(args.pairwise or "").endswith(".tex")
+    if args.format != "latex" and not latex_pairwise and (args.rename or args.digits is not None):
+        raise UserError(f"{'--rename' if args.rename else '--digits'} is for --format latex (or --pairwise FILE.tex)")
     if args.format == "latex":
         from robusteval.report.latex import compare_latex, parse_renames
 
-        text = compare_latex(args.run_dirs, **thresholds, digits=args.digits, rename=parse_renames(args.rename))
+        renames = parse_renames(args.rename)
+        text = compare_latex(args.run_dirs, **thresholds, digits=args.digits, rename=renames)
         with _open_output(args.output) as out:
             out.write(text)
         if args.output != "-":
-            print(f"wrote LaTeX tables to {args.output}", file=sys.stderr)
-        return 0
+            print(f"wrote LaTeX tables (pairwise tests included) to {args.output}", file=sys.stderr)
     boards = leaderboards(args.run_dirs, **thresholds)
     if args.pairwise:
-        from robusteval.report.pairing import pairwise_csv
-
-        with _open_output(args.pairwise) as handle:
-            handle.write(pairwise_csv([c for board in boards for c in board.comparisons]))
+        _write_pairwise(args, boards)
+    if args.format == "latex":
+        return 0
     with _open_output(args.output) as out:
         if args.format == "csv":
             rows = [row for board in boards for row in _clean_records(board)]
