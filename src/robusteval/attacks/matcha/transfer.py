@@ -420,7 +420,7 @@ def transfer_summary(
         "exemplars": source.exemplars.name,
         "answer_type": source.answer_type,
         "judges": judges,
-        **transfer_metrics(rows),
+        **transfer_metrics(rows, source.counting),
     }
 
 
