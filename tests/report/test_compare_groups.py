@@ -122,8 +122,9 @@ def test_every_number_has_its_n_and_interval_in_csv_and_latex(matcha_runs: dict[
     latex = cli("runs", "compare", *runs, "--format", "latex")
     assert latex.returncode == 0, latex.stderr
     assert r"\toprule" in latex.stdout and r"\bottomrule" in latex.stdout
-    assert r"100.0 [20.7, 100.0] {\scriptsize n=1}" in latex.stdout  # one-rated's UR, over n_attacked
-    assert r"75.0 [59.8, 85.8] {\scriptsize n=40}" in latex.stdout  # mostly-kept's UR
+    # one-rated's UR over its n_attacked of 1, then mostly-kept's over 40 (the n column before the rates)
+    assert r"one-rated & 5 & 100.0 {\scriptsize[56.6, 100.0]} & 1 & 100.0 {\scriptsize[20.7, 100.0]}" in latex.stdout
+    assert r"& 40 & 75.0 {\scriptsize[59.8, 85.8]}" in latex.stdout
 
 
 def test_thresholds_out_of_range_are_one_line(matcha_runs: dict[str, Path]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from robusteval.metrics.formatting import NO_INTERVAL
 from robusteval.metrics.matcha_summary import counting, denominator_name, denominators, rates_over
 from robusteval.report import matcha, perturbed
 from robusteval.report.collect import MATCHA, ROBUSTNESS, Inputs, dataset_name, model_name
@@ -203,6 +204,8 @@ def pairwise_table(comparisons: Sequence[Comparison], caption: str, names: dict[
             if test.ci95 is not None:
                 low, high = (_signed(f"{v * scale:.1f}") for v in test.ci95)
                 shown += f" {{\\scriptsize[{low}, {high}]}}"
+            else:  # a difference with no interval (the paired bootstrap never varied) is never shown bare
+                shown += f" {{\\scriptsize{NO_INTERVAL}}}"
             difference = Tex(shown)
         if test.status != "tested" and test.note:
             who = f"{names.get(c.model_a, c.model_a)} vs {names.get(c.model_b, c.model_b)}"

@@ -56,13 +56,13 @@ class MatchaSummary(TypedDict, total=False):
     n: int
     n_correct: int
     acc: float | None
-    n_attacked: int
-    n_rated: int  # the UR/SR/WR denominator
+    n_attacked: int  # the UR/SR/WR headline denominator: every attacked example (docs/metrics.md)
     ur: float | None
     sr: float | None
     wr: float | None
     skip_reasons: dict[str, int]  # not attacked: reason -> count
-    exclusions: dict[str, int]  # attacked but left out of n_rated: {"clean_cot_wrong": k}
+    exclusions: dict[str, int]  # attacked, in a category of their own: {"unjudged": k, "clean_cot_wrong": k}
+    among_judged: dict[str, Any]  # the secondary view: rates among the judged answers (n_judged)
 
 
 def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examples: Sequence[Example], *,
