@@ -282,7 +282,7 @@ def attack_wordimportance(
             notes.append(f"adversarial set: {n_written} successful examples -> {config.write_adv}")
         if notes:
             summary["notes"] = notes
-        return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
+        return finish(run, summary, seeds={"seed": config.seed}, shape=WordImportanceSummary)
 
 
 def check_confidence(run: RunStore, confidence: str, backend: Backend) -> None:
