@@ -48,7 +48,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "transfer": ("robusteval.attacks.matcha.transfer", "transfer"),
     "RobustnessConfig": ("robusteval.evals.robustness", "RobustnessConfig"),
     "robustness": ("robusteval.evals.robustness", "robustness"),
-    "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.pipeline", "WordImportanceRunConfig"),
+    "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.config", "WordImportanceRunConfig"),
     "attack_wordimportance": ("robusteval.attacks.wordimportance.pipeline", "attack_wordimportance"),
     "OrsConfig": ("robusteval.evals.ors", "OrsConfig"),
     "ors": ("robusteval.evals.ors", "ors"),
@@ -80,9 +80,7 @@ if TYPE_CHECKING:
     from robusteval.attacks.matcha.pipeline import attack_matcha as attack_matcha
     from robusteval.attacks.matcha.transfer import TransferConfig as TransferConfig
     from robusteval.attacks.matcha.transfer import transfer as transfer
-    from robusteval.attacks.wordimportance.pipeline import (
-        WordImportanceRunConfig as WordImportanceRunConfig,
-    )
+    from robusteval.attacks.wordimportance.config import WordImportanceRunConfig as WordImportanceRunConfig
     from robusteval.attacks.wordimportance.pipeline import (
         attack_wordimportance as attack_wordimportance,
     )
