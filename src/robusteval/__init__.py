@@ -18,7 +18,7 @@ lazily, so ``import robusteval`` does not import torch.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robusteval._version import __version__
 
@@ -42,14 +42,14 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # pipelines
     "EvalConfig": ("robusteval.evals.answer_first", "EvalConfig"),
     "evaluate": ("robusteval.evals.answer_first", "evaluate"),
-    "MatchaRunConfig": ("robusteval.attacks.matcha.pipeline", "MatchaRunConfig"),
+    "MatchaRunConfig": ("robusteval.attacks.matcha.config", "MatchaRunConfig"),
     "attack_matcha": ("robusteval.attacks.matcha.pipeline", "attack_matcha"),
     "TransferConfig": ("robusteval.attacks.matcha.transfer", "TransferConfig"),
     "transfer": ("robusteval.attacks.matcha.transfer", "transfer"),
     "RobustnessConfig": ("robusteval.evals.robustness", "RobustnessConfig"),
     "robustness": ("robusteval.evals.robustness", "robustness"),
     "prompt_robustness": ("robusteval.evals.prompt_robustness", "prompt_robustness"),
-    "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.pipeline", "WordImportanceRunConfig"),
+    "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.config", "WordImportanceRunConfig"),
     "attack_wordimportance": ("robusteval.attacks.wordimportance.pipeline", "attack_wordimportance"),
     "OrsConfig": ("robusteval.evals.ors", "OrsConfig"),
     "ors": ("robusteval.evals.ors", "ors"),
@@ -70,6 +70,49 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 }
 # ``report`` is a package that is also callable: ``rv.report(run_dirs, out="report.html")``.
 _SUBMODULES = ("variants", "report")
+
+if TYPE_CHECKING:
+    # What type checkers see (the package ships py.typed): every name of _EXPORTS, imported eagerly (``X as X``
+    # re-exports it). At run time they resolve lazily through __getattr__ below, which also serves the two
+    # submodules (typed as Any). tests/test_public_types.py keeps this block and _EXPORTS equal.
+    from robusteval.attacks.base import ATTACKS as ATTACKS
+    from robusteval.attacks.base import register_attack as register_attack
+    from robusteval.attacks.matcha.config import MatchaRunConfig as MatchaRunConfig
+    from robusteval.attacks.matcha.pipeline import attack_matcha as attack_matcha
+    from robusteval.attacks.matcha.transfer import TransferConfig as TransferConfig
+    from robusteval.attacks.matcha.transfer import transfer as transfer
+    from robusteval.attacks.wordimportance.config import WordImportanceRunConfig as WordImportanceRunConfig
+    from robusteval.attacks.wordimportance.pipeline import (
+        attack_wordimportance as attack_wordimportance,
+    )
+    from robusteval.config import ConfigError as ConfigError
+    from robusteval.data.loaders import load_dataset as load_dataset
+    from robusteval.data.spec import DataSpec as DataSpec
+    from robusteval.errors import BackendError as BackendError
+    from robusteval.errors import DataError as DataError
+    from robusteval.errors import UserError as UserError
+    from robusteval.evals.answer_first import EvalConfig as EvalConfig
+    from robusteval.evals.answer_first import evaluate as evaluate
+    from robusteval.evals.ors import OrsConfig as OrsConfig
+    from robusteval.evals.ors import ors as ors
+    from robusteval.evals.prompt_robustness import prompt_robustness as prompt_robustness
+    from robusteval.evals.robustness import RobustnessConfig as RobustnessConfig
+    from robusteval.evals.robustness import robustness as robustness
+    from robusteval.executors import make_executor as make_executor
+    from robusteval.executors import use_executor as use_executor
+    from robusteval.judges.audit import AuditConfig as AuditConfig
+    from robusteval.judges.audit import audit_judge as audit_judge
+    from robusteval.lifecycle import open_run as open_run
+    from robusteval.models.identity import describe_model as describe_model
+    from robusteval.models.loading import load_model as load_model
+    from robusteval.perturbations.spec import PerturbationSpec as PerturbationSpec
+    from robusteval.report.compare import compare_runs as compare_runs
+    from robusteval.report.rates import results_frame as results_frame
+    from robusteval.runs import Run as Run
+    from robusteval.runs import load_run as load_run
+    from robusteval.store import RunStore as RunStore
+    from robusteval.studies.plan import load_study as load_study
+    from robusteval.studies.study import study as study
 
 __all__ = ["__version__", *_EXPORTS, *_SUBMODULES]
 

@@ -95,6 +95,13 @@ def _review_assets() -> str:
     return "review page style and script"
 
 
+def _type_marker() -> str:
+    """``py.typed`` (PEP 561): without it a type checker reads every name of the installed package as Any."""
+    if not (resources.files("robusteval") / "py.typed").is_file():
+        raise FileNotFoundError("robusteval/py.typed is missing: type checkers will not read robusteval's types")
+    return "py.typed (type checkers read the API's types)"
+
+
 PACKAGED: tuple[tuple[str, Callable[[], str]], ...] = (
     ("samples", _samples),
     ("exemplars", _exemplars),
@@ -103,6 +110,7 @@ PACKAGED: tuple[tuple[str, Callable[[], str]], ...] = (
     ("variant templates", _variant_templates),
     ("report assets", _report_assets),
     ("review page assets", _review_assets),
+    ("type marker", _type_marker),
 )
 
 

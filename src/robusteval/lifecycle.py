@@ -94,16 +94,35 @@ def store_for(target: RunStore | str | os.PathLike[str], identity: dict[str, Any
         yield store
 
 
-def finish(store: RunStore, summary: dict[str, Any], *, seeds: dict[str, int] | None = None) -> dict[str, Any]:
-    """Complete ``summary`` with what identifies the run, write summary.json, and return it."""
+#: The shape of a pipeline's summary (its ``TypedDict``), for :func:`finish`.
+S = TypeVar("S", bound=Mapping[str, Any])
+
+
+@overload
+def finish(store: RunStore, summary: Mapping[str, Any], *, seeds: dict[str, int] | None = None) -> dict[str, Any]:
+    ...
+
+
+@overload
+def finish(store: RunStore, summary: Mapping[str, Any], *, seeds: dict[str, int] | None = None, shape: type[S]
+           ) -> S:
+    ...
+
+
+def finish(store: RunStore, summary: Mapping[str, Any], *, seeds: dict[str, int] | None = None,
+           shape: type[Mapping[str, Any]] = dict) -> Mapping[str, Any]:
+    """Complete ``summary`` with what identifies the run, write summary.json, and return it.
+
+    ``shape``: the pipeline's summary type (a ``TypedDict``), which the returned dict is typed as; it is for
+    type checkers and not checked at run time. Without it the result is a ``dict[str, Any]``."""
     identity = store.identity
     info = store.get_meta("info") or {}
-    summary = {**summary, "model_identity": identity.get("model"), "seeds": seeds or {},
-               "environment": info.get("environment")}
+    complete = {**summary, "model_identity": identity.get("model"), "seeds": seeds or {},
+                "environment": info.get("environment")}
     # Returned as summary.json holds it (tuples become lists), so the caller sees what a reader will see.
-    summary = json.loads(json.dumps(summary, ensure_ascii=False, default=str))
-    store.write_summary(summary)
-    return summary
+    written: dict[str, Any] = json.loads(json.dumps(complete, ensure_ascii=False, default=str))
+    store.write_summary(written)
+    return written
 
 
 def _remove_if_only_lock(path: Path) -> None:

@@ -30,6 +30,8 @@ from typing import Any
 __all__ = ["call_inline", "run_with_timeout"]
 
 _STARTUP_TIMEOUT = 60.0  # starting Python + importing sympy; not counted against the caller's timeout
+#: The "err" reply of a worker that died mid-call (the OOM killer, …), as against an exception the call raised.
+WORKER_DIED = "worker died"
 _MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
 # The child is a fresh interpreter (not multiprocessing): that never re-imports the caller's __main__
 # (an unguarded script would otherwise run again in the worker), never forks a process that may hold
@@ -199,7 +201,7 @@ def run_with_timeout(
                 status, value = worker.call(fn, args, timeout)
         except (OSError, EOFError, ValueError):  # the worker died (OOM killer, ...): drop it
             worker.kill()
-            return "err", "worker died"
+            return "err", WORKER_DIED
         if status != "timeout":
             with pool.lock:
                 pool.idle.append(worker)

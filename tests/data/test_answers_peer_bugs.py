@@ -256,3 +256,35 @@ def test_other_ways_to_write_sets_lists_and_numbers(predicted: str, gold: str) -
 def test_other_ways_still_distinguish(predicted: str, gold: str) -> None:
     assert not answers_match(predicted, gold, "math")
     assert not answers_match(gold, predicted, "math")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a grader bug is an error, never a wrong answer (issue 38, item 6)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_unparsable_math_answer_is_still_unequal() -> None:
+    from robusteval.data.answers.symbolic import _symbolic_equal_batch, _to_tokens
+
+    # "(2x+2" tokenizes but the parser refuses it (missing ")"): a wrong answer, not an error.
+    pair = (_to_tokens("(2x+2"), _to_tokens("2x+2"))
+    assert pair[0] is not None and pair[1] is not None
+    assert _symbolic_equal_batch([pair], 1e-6) == [False]
+    assert not answers_match("(2x+2", "2x+2", "math")
+    assert answers_match("2(x+1)", "2x+2", "math")  # the same path, equal
+
+
+def test_unexpected_error_in_symbolic_comparison_propagates(monkeypatch: pytest.MonkeyPatch) -> None:
+    import robusteval.workers
+    from robusteval.data.answers import symbolic
+
+    def broken(*args: object) -> bool:
+        raise RuntimeError("grader bug")
+
+    # In-process (no worker), so the patched comparison is the one that runs.
+    monkeypatch.setattr(robusteval.workers._pool, "broken", True)
+    monkeypatch.setattr(symbolic, "_symbolic_equal_one", broken)
+    with pytest.raises(RuntimeError, match="grader bug"):
+        symbolic._symbolic_equal_batch([(symbolic._to_tokens("2(x+1)"), symbolic._to_tokens("2x+2"))], 1e-6)
+    with pytest.raises(RuntimeError, match=r"symbolic answer comparison failed: .*grader bug"):
+        answers_match("2(x+1)", "2x+2", "math")

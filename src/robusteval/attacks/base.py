@@ -47,7 +47,7 @@ class Attack(Protocol):
 
 
 ATTACKS: Registry[Attack] = Registry(
-    "attack", modules=("robusteval.attacks.matcha.attack", "robusteval.attacks.wordimportance.pipeline"),
+    "attack", modules=("robusteval.attacks.matcha.attack", "robusteval.attacks.wordimportance.attack"),
 )
 
 A = TypeVar("A", bound=type)

@@ -8,8 +8,8 @@ attack's pipeline, print its table.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from robusteval.attacks.base import ATTACKS, Attack
 from robusteval.cli.common import (
     add_attack_parser,
     build_backend,
@@ -19,10 +19,19 @@ from robusteval.cli.common import (
 )
 from robusteval.cli.configflags import config_from_args
 
+if TYPE_CHECKING:
+    from robusteval.attacks.base import Attack
+
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "attack"
+HELP = "white-box and black-box attacks"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from robusteval.attacks.base import ATTACKS
+
     group = subparsers.add_parser(
-        "attack", help="white-box and black-box attacks", description="Attacks on a model: "
+        COMMAND, help=HELP, description="Attacks on a model: "
         + "; ".join(f"{e.name}: {e.summary}" for e in ATTACKS.entries()),
         epilog="example:\n  robusteval attack matcha --help", formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -6,12 +6,16 @@ import argparse
 
 from robusteval.cli.common import add_command
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "doctor"
+HELP = "check the installation: packaged data files and optional extras"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers,
-        "doctor",
-        help="check the installation: packaged data files and optional extras",
+        COMMAND,
+        help=HELP,
         description="Loads every data file robusteval ships (sample questions, exemplars, judge prompts, "
         "classification and variant templates, the template schema) through the code that uses it, and says "
         "which optional extras are installed. Exit code 1 when a packaged file is missing or broken.",

@@ -15,14 +15,18 @@ from robusteval.cli.common import (
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 from robusteval.data.spec import answer_first_datasets
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "eval"
+HELP = "answer-first accuracy of a model on a dataset"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from robusteval.evals.answer_first import EvalConfig
 
     parser = add_command(
         subparsers,
-        "eval",
-        help="answer-first accuracy of a model on a dataset",
+        COMMAND,
+        help=HELP,
         description="Answer-first in-context evaluation: each question is asked after exemplars of the form "
         "'Q: …\\nA: The answer is X. <reasoning>'; the answer is read from 'The answer is X'.",
         example="robusteval eval --model hf:./tiny-llama --dataset gsm8k \\\n"

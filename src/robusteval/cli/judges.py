@@ -10,12 +10,16 @@ import argparse
 from robusteval.cli.common import HelpFormatter, add_backend_options, add_command, judge_loader
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "judges"
+HELP = "check the reasoning judges against labelled chains of thought"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from robusteval.judges.audit import AuditConfig
 
     group = subparsers.add_parser(
-        "judges", help="check the reasoning judges against labelled chains of thought",
+        COMMAND, help=HELP,
         description="Judges decide whether a chain of thought is wrong (MATCHA's success needs a kept answer with "
         "reasoning judged wrong). 'judges audit' measures a judge against a labelled set.",
         epilog="example:\n  robusteval judges audit --judge arith+grounding --labelled tests/data/judge_audit.jsonl",

@@ -39,7 +39,10 @@ COMMAND_MODULES = (
     "robusteval.cli.doctor",
 )
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command's parser. Given the command line, only the command it names gets its options (building a
+    command's options imports its config classes); the others are listed by name and help line alone, so
+    ``robusteval --help`` imports no pipeline, no numpy and no torch. Without ``argv``: every command, complete."""
     parser = argparse.ArgumentParser(
         prog="robusteval",
         description="Measure how robust large language models really are.",
@@ -49,9 +52,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="print full tracebacks (also accepted after the command, or ROBUSTEVAL_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    named = _command_named(argv)
     for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+        module = importlib.import_module(module_name)
+        if argv is None or named == module.COMMAND:
+            module.register(subparsers)
+        else:
+            subparsers.add_parser(module.COMMAND, help=module.HELP)  # listed; its options are built when named
     return parser
+
+
+def _command_named(argv: Sequence[str] | None) -> str | None:
+    """The command a command line names: its first word that is not an option (the top level's options,
+    --help, --version and --debug, take no value)."""
+    return next((word for word in argv or () if not word.startswith("-")), None)
 
 
 def _load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -102,7 +116,8 @@ def _load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if getattr(args, "config", None):
         sub: argparse.ArgumentParser = args._parser

@@ -10,6 +10,10 @@ import argparse
 from robusteval.cli.common import add_command
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "ors"
+HELP = "ORS robustness score from word-importance attack runs (models x methods)"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from robusteval.evals.ors import OrsConfig
@@ -17,8 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = add_command(
         subparsers,
-        "ors",
-        help="ORS robustness score from word-importance attack runs (models x methods)",
+        COMMAND,
+        help=HELP,
         description="Reads the summary.json of `robusteval attack wordimportance` runs (several models and "
         "methods, the same perturbation rates), takes each attack success rate u_ij(alpha_k) in percent and "
         "computes the OAD lambda_ij, the global amplification beta (decision function h(z), capped at 100), "

@@ -23,6 +23,11 @@ def method_help() -> tuple[str, str]:
     return short, lines
 
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "perturb"
+HELP = "write a perturbed copy of a dataset (char/word/sentence-level noise)"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     from robusteval.data.loaders import dataset_kinds
     from robusteval.perturbations.pipeline import PerturbConfig
@@ -30,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     short, lines = method_help()
     parser = add_command(
         subparsers,
-        "perturb",
-        help="write a perturbed copy of a dataset (char/word/sentence-level noise)",
+        COMMAND,
+        help=HELP,
         description="Perturb the text fields of every example with one method and write robusteval's example "
         "format (JSON Lines: original ids and labels, the new text, and every edit with offsets). Read it back "
         "with --dataset examples, or give it to `robusteval robustness --sets NAME=FILE`. Resumable: progress is "

@@ -21,6 +21,8 @@ from robusteval.cli.configflags import _REQUIRED, add_config_arguments, config_f
 from robusteval.data.spec import classification_datasets
 from robusteval.errors import UserError
 
+COMMAND = "prompt-robustness"
+HELP = "accuracy under perturbed prompts (instruction, system, format line, exemplars): PDR and RB-index"
 MODES = ("perturb", "search", "spread")
 
 
@@ -33,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = add_command(
         subparsers,
-        "prompt-robustness",
-        help="accuracy under perturbed prompts (instruction, system, format line, exemplars): PDR and RB-index",
+        COMMAND,
+        help=HELP,
         description="Classify the examples with the clean prompt and with --prompts-per-method perturbed copies of "
         "one surface of it per method (--target: the instruction paragraph, the system turn, the answer-format line "
         "or the few-shot exemplars' text; the questions are never changed). Reports each prompt's accuracy, "

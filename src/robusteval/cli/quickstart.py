@@ -9,12 +9,16 @@ from typing import Any
 
 from robusteval.cli.common import add_command, add_seed_option, build_backend
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "quickstart"
+HELP = "a tour of robusteval on the embedded model: MATCHA, VAR-MATH, RB-index, hard-label attack, report"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers,
-        "quickstart",
-        help="a tour of robusteval on the embedded model: MATCHA, VAR-MATH, RB-index, hard-label attack, report",
+        COMMAND,
+        help=HELP,
         description="With the shipped Gemma 3 270M and data written by this project: (1) the token-level MATCHA "
         "attack on 30 math word problems, judged by the arithmetic and grounding checkers, with one attacked example shown in "
         "full; (2) VAR-MATH variant scores on the example templates; (3) accuracy under English character noise "

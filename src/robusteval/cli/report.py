@@ -9,12 +9,16 @@ import argparse
 
 from robusteval.cli.common import add_command
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "report"
+HELP = "one self-contained HTML report (tables, charts, examples) of any runs"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers,
-        "report",
-        help="one self-contained HTML report (tables, charts, examples) of any runs",
+        COMMAND,
+        help=HELP,
         description="Read run directories of any method (MATCHA attacks, transfer, sweeps, VAR-MATH evals, "
         "perturbed benchmarks, word-importance attacks) and ORS results, and write one HTML file with the papers' "
         "tables and figures, a leaderboard per method and an example browser. The file needs no network: open it "

@@ -16,14 +16,18 @@ from robusteval.cli.common import (
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 from robusteval.data.spec import classification_datasets
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "robustness"
+HELP = "accuracy on perturbed copies of a dataset and the RB-index"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from robusteval.evals.robustness import RobustnessConfig
 
     parser = add_command(
         subparsers,
-        "robustness",
-        help="accuracy on perturbed copies of a dataset and the RB-index",
+        COMMAND,
+        help=HELP,
         description="Classify the original examples and each perturbed set (the same examples) with an LLM used as "
         "a classifier (project-written prompt template; hard label read from the generation, soft label from "
         "label log-probs when the backend can score). Reports accuracy per set, the drop, and "

@@ -14,10 +14,14 @@ from typing import Any, TextIO
 from robusteval.cli.common import add_command
 from robusteval.errors import UserError
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "runs"
+HELP = "show, export or compare run directories"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "runs", help="show, export or compare run directories", description="Inspect stored runs.",
+        COMMAND, help=HELP, description="Inspect stored runs.",
         epilog="example:\n  robusteval runs show runs/gsm8k-tiny", formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = group.add_subparsers(dest="runs_command", metavar="ACTION", required=True)

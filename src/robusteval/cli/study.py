@@ -32,11 +32,16 @@ datasets = ["math"]
 steps = 3"""
 
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "study"
+HELP = "many models x methods x datasets from one TOML file: one leaderboard, one report"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers,
-        "study",
-        help="many models x methods x datasets from one TOML file: one leaderboard, one report",
+        COMMAND,
+        help=HELP,
         description="Runs every cell (model x method x dataset) of a study file, each an ordinary resumable run "
         "directory <out>/<model>/<method>/<dataset> made by the same pipeline as the method's own command (eval, "
         "robustness, variants, attack matcha, attack wordimportance); each model is loaded once for all its "

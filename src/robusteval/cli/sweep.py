@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import argparse
 
-from robusteval.attacks.base import ATTACKS
 from robusteval.cli.common import add_attack_parser, judge_loader, required_option
 from robusteval.cli.configflags import config_from_args
 from robusteval.errors import UserError
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "sweep"
+HELP = "one attack over a grid of settings, seeds and models (paper Fig. 4, Table 3, scale tests)"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from robusteval.attacks.base import ATTACKS
+
     group = subparsers.add_parser(
-        "sweep", help="one attack over a grid of settings, seeds and models (paper Fig. 4, Table 3, scale tests)",
+        COMMAND, help=HELP,
         description="Runs one attack at every grid point and seed (and for every model of --models), one "
         "resumable run directory each, and prints mean (std) over seeds of ACC/UR/SR/WR and error-type shares.",
         epilog="example:\n  robusteval sweep matcha --model hf:./tiny --dataset jsonl --data-file q.jsonl \\\n"

@@ -19,13 +19,18 @@ from robusteval.errors import UserError
 COLUMNS = ["model", "n_transferred", "n_original_correct", "n_success", "transfer_rate"]
 
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "transfer"
+HELP = "replay a MATCHA run's successful perturbed questions on another model"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     from robusteval.attacks.matcha.transfer import TransferConfig
 
     parser = add_command(
         subparsers,
-        "transfer",
-        help="replay a MATCHA run's successful perturbed questions on another model",
+        COMMAND,
+        help=HELP,
         description="Black-box transfer (MATCHA paper): every token-level perturbed question that succeeded in "
         "a 'robusteval attack matcha' run is asked again, together with its original question, to another model "
         "(typically one behind an API) with the source run's answer-first prompt. Transfer rate = questions "

@@ -23,11 +23,15 @@ from robusteval.cli.common import (
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 from robusteval.errors import UserError
 
+#: The command and its line in `robusteval --help` (read without building its options: cli.main).
+COMMAND = "variants"
+HELP = "symbolic variant benchmarks (VAR-MATH): draft, check, instantiate, validate, eval, score"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "variants",
-        help="symbolic variant benchmarks (VAR-MATH): draft, check, instantiate, validate, eval, score",
+        COMMAND,
+        help=HELP,
         description="Templates turn fixed math problems into families of instances; a model gets a problem "
         "right under the strict score only if it solves every instance. See docs/variants.md.",
     )

@@ -244,4 +244,4 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
             "math_grader": config.math_grader,
             **accuracy_summary(records),
         }
-        return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
+        return finish(run, summary, seeds={"seed": config.seed}, shape=EvalSummary)

@@ -306,7 +306,7 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
             if "similarity" in block:
                 logger.info("%s: %s", name, similarity_line(block["similarity"]))
         seeds = {"seed": config.seed, "bootstrap_seed": config.bootstrap_seed}
-        return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
+        return finish(run, summary, seeds=seeds, shape=RobustnessSummary)
 
 
 def store_outcomes(store: RunStore, examples: Sequence[Example], sets: dict[str, list[Example]],

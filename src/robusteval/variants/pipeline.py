@@ -478,7 +478,7 @@ def evaluate_variants(
             "diagnosis": {**diagnose_scores(scores, originals, config.grading), "original_run": source},
         }
         seeds = {"seed": config.seed, "bootstrap_seed": config.grading.bootstrap_seed}
-        return finish(run, summary, seeds=seeds)  # type: ignore[return-value]
+        return finish(run, summary, seeds=seeds, shape=VariantsEvalSummary)
 
 
 # ----------------------------------------------------------------------------------------------- diagnosis

@@ -267,7 +267,7 @@ def attack_matcha(
         elif config.reasoning_source is not None:
             summary.setdefault("notes", []).append("the target writes no thinking trace (its chat template names no "
                                                    "think tags): --reasoning-source has nothing to choose")
-        return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
+        return finish(run, summary, seeds={"seed": config.seed}, shape=MatchaSummary)
 
 
 def summarise_matcha(

@@ -1,7 +1,6 @@
 """The word-importance pipeline: every example attacked (stage ``wordimportance``, one unit per example), the
-per-rate summary, and the adversarial set; ``robusteval attack wordimportance`` is its registration below.
-
-Light to import (the CLI reads the registration): the target and perturbation models load on use.
+per-rate summary, and the adversarial set. Its config is in :mod:`.config` and ``robusteval attack
+wordimportance`` is its registration in :mod:`.attack`, both light to import; this module loads on use.
 """
 
 from __future__ import annotations
@@ -10,112 +9,29 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from robusteval.analysis.drift import resolve_measure
-from robusteval.attacks.base import register_attack
+from robusteval.attacks.wordimportance.config import (
+    COMMAND,
+    WordImportanceRunConfig,
+)
 from robusteval.config import (
     ConfigError,
-    check_at_least,
-    check_chat,
-    check_choices,
-    field_check,
-    nested,
-    option,
-    validated,
 )
 from robusteval.data.example import Example
-from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.evals.classification import check_template_source, thinking_budget_option
 from robusteval.lifecycle import public_entry
 from robusteval.models.base import Backend, can_score, scoring_note
 from robusteval.perturbations.base import Language, Perturbation
-from robusteval.perturbations.registry import MethodOptions, check_method_name
-from robusteval.perturbations.spec import CandidateSpec
-from robusteval.seeding import DEFAULT_SEED
+from robusteval.perturbations.registry import MethodOptions
 from robusteval.store import RunStore
 from robusteval.store.stages import register_stage
 
 STAGE = register_stage("wordimportance", summary="hard-label attack per example")
 CONFIDENCE_META = "wordimportance_confidence"  # the estimator a run attacks with (resolved from auto)
-COMMAND = "attack wordimportance"
-#: The patent's nine Chinese methods, in its order: what ``combined`` runs for Chinese text.
-NINE_METHODS = ("C-traditional", "C-pinyin", "C-radical", "C-morphonym", "C-shuffle", "W-homophone", "W-synonym",
-                "W-wordembedding", "W-maskedlm")
-ENGLISH_METHODS = ("C-keyboard", "C-ocr", "C-swap", "C-shuffle", "W-synonym", "W-wordembedding", "W-maskedlm")
-DEFAULT_RATES = (0.05, 0.1, 0.2, 0.3)
 
 logger = logging.getLogger("robusteval")
-
-
-def parse_rates(text: str) -> tuple[float, ...]:
-    """``0.05,0.1`` -> (0.05, 0.1): sorted, distinct, each in (0, 1]."""
-    try:
-        rates = tuple(sorted({float(part) for part in text.split(",") if part.strip()}))
-    except ValueError as exc:
-        raise UserError(f"expected numbers like 0.05,0.1, got {text!r}") from exc
-    if not rates or any(not 0 < r <= 1 for r in rates):
-        raise UserError(f"every rate must be in (0, 1], got {text!r}")
-    return rates
-
-
-@validated
-@dataclass(frozen=True)
-class WordImportanceRunConfig:
-    """One word-importance attack run: data, the perturbation method(s) and their resources, the rates α,
-    the query budget and the confidence estimator."""
-
-    data: DataSpec = nested()
-    #: Which language, fields and words, and the models methods read; default: each method's own settings.
-    perturbation: CandidateSpec = nested(default_factory=CandidateSpec)
-    method: str = option(metavar="METHOD|combined", help="the perturbation method")
-    #: Also accepted as ``"0.05,0.1"`` (how the flag gives it); a sorted tuple of distinct floats once built.
-    rates: tuple[float, ...] = option(DEFAULT_RATES, metavar="A1,A2",
-                                      help="perturbation rates alpha: the largest share of words that may change")
-    budget: int = option(500, help="query budget per example (ranking included)")
-    confidence: str = option("auto", choices=("auto", "logprob", "sample", "greedy"),
-                             help="confidence estimator: auto = logprob when the backend scores, else sample")
-    n_samples: int = option(5, help="sample: answers sampled per text")
-    temperature: float = option(0.7, help="sample: sampling temperature")
-    rank: bool = option(True, negate="--no-rank",
-                        help="baseline: perturb words in text order without the ranking stage")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
-                        "the template's text as one user turn")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
-    max_thinking_tokens: int | None = thinking_budget_option()
-    max_drift: float | None = option(None, help="do not query candidates whose texts drift further than this from "
-                                     "the originals (drift = 1 - cosine of all-MiniLM-L6-v2 embeddings with the "
-                                     "drift extra, else the character edit ratio; the summary records which)")
-    write_adv: str | None = option(None, metavar="FILE.jsonl", identity=False,
-                                   help="also write the successful adversarial examples as a perturbed set "
-                                   "(for robustness)")
-    seed: int = option(DEFAULT_SEED, help="random seed (candidate order, sampled answers), derived per example")
-
-    def __post_init__(self) -> None:
-        check_at_least(self, "max_thinking_tokens", 1)
-        text = self.rates if isinstance(self.rates, str) else ",".join(str(r) for r in self.rates)
-        with field_check(self, "rates"):
-            object.__setattr__(self, "rates", parse_rates(text))  # one normal form, whatever the caller gave
-        with field_check(self, "method"):
-            check_method_name(self.method, extra=("combined",))
-        check_choices(self)
-        check_at_least(self, "budget", 1, optional=False)
-        if self.confidence == "sample":
-            check_at_least(self, "n_samples", 1, optional=False)
-        check_at_least(self, "max_drift", 0)
-        check_chat(self)
-        with field_check(self, "template"):
-            check_template_source(self.template)
-
-    def method_names(self, language: Language) -> tuple[str, ...]:
-        """The method, or every method of the language for ``combined``."""
-        if self.method != "combined":
-            return (self.method,)
-        return NINE_METHODS if language == "zh" else ENGLISH_METHODS
 
 
 class WordImportanceSummary(TypedDict, total=False):
@@ -285,7 +201,7 @@ def attack_wordimportance(
             notes.append(f"adversarial set: {n_written} successful examples -> {config.write_adv}")
         if notes:
             summary["notes"] = notes
-        return finish(run, summary, seeds={"seed": config.seed})  # type: ignore[return-value]
+        return finish(run, summary, seeds={"seed": config.seed}, shape=WordImportanceSummary)
 
 
 def check_confidence(run: RunStore, confidence: str, backend: Backend) -> None:
@@ -326,60 +242,3 @@ def write_adversarial_set(path: str | os.PathLike[str], examples: Sequence[Examp
 def attack_records(store: RunStore) -> list[dict[str, Any]]:
     """The stored per-example records of a word-importance run (what the summary and reports read)."""
     return store.records(STAGE)
-
-
-# ------------------------------------------------------------------------------------------------ registration
-@register_attack("wordimportance", summary="black-box hard-label attack: rank words, then perturb them in order")
-class WordImportanceAttack:
-    """Word-importance attack on a model used as a classifier (it only has to return a label). Ranking:
-    importance of a word = drop of the confidence in the true label when it is deleted (label log-probs when
-    the backend can score, else the share of sampled answers naming the true label). Perturbation: in that
-    order, keep the candidate that lowers the confidence most; success when the greedy label flips; stop
-    before the perturbed-word rate exceeds alpha or when the query budget is spent. --method is one
-    perturbation method, or 'combined': for Chinese the patent's nine (C-traditional, C-pinyin, C-radical,
-    C-morphonym, C-shuffle, W-homophone, W-synonym, W-wordembedding, W-maskedlm), for English C-keyboard,
-    C-ocr, C-swap, C-shuffle, W-synonym, W-wordembedding, W-maskedlm. Reports attack success rate, accuracy
-    under attack, perturbed-word % and queries per rate."""
-
-    config_type = WordImportanceRunConfig
-    data_kind = "label"
-    example = ("robusteval attack wordimportance --model hf:./tiny-nli --dataset ocnli \\\n"
-               "    --data-file ocnli/dev.json --method C-homophone --rates 0.05,0.1,0.2,0.3 \\\n"
-               "    --budget 300 --limit 50 --out runs/wi-homophone --write-adv runs/adv-homophone.jsonl")
-
-    def identity(self, config: WordImportanceRunConfig, model: dict[str, Any] | None,
-                 examples: Sequence[Example]) -> dict[str, Any]:
-        return wordimportance_identity(config, model, examples)
-
-    def run(self, config: WordImportanceRunConfig, backend: Backend, store: RunStore | str | os.PathLike[str], *,
-            load_model: Callable[[str], Backend] | None = None, batch_size: int = 8) -> WordImportanceSummary:
-        return attack_wordimportance(config, backend, store, load_model=load_model, batch_size=batch_size)
-
-    def summarise(self, store: RunStore) -> dict[str, Any]:
-        stored = store.get_meta("summary")
-        if stored is not None:
-            return dict(stored)
-        from robusteval.metrics.wordimportance import attack_summary
-
-        rates = store.identity.get("rates") or DEFAULT_RATES
-        return attack_summary(attack_records(store), rates)
-
-    def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:
-        from robusteval.metrics.formatting import format_rate
-        from robusteval.metrics.stats import wilson_interval
-
-        title = f"word-importance attack: {summary['method']} on {summary['model']} (n={summary['n']})"
-        n = summary["n"]
-        rows = []
-        for rate, values in summary["by_rate"].items():
-            wins, failed = values["n_success"], values["n_failed"]
-            # Each rate with its Wilson interval: accuracies over all n examples, the success rate over the
-            # attacked ones (successes + failures).
-            intervals = {"original_accuracy": wilson_interval(wins + failed, n),
-                         "accuracy_under_attack": wilson_interval(failed, n),
-                         "attack_success_rate": wilson_interval(wins, wins + failed)}
-            rows.append({"rate": rate, **values, **{name: format_rate(values[name], ci)
-                                                     for name, ci in intervals.items()}})
-        return title, rows, ["rate", "n_success", "n_failed", "n_skipped", "original_accuracy",
-                             "accuracy_under_attack", "attack_success_rate", "avg_perturbed_word_pct",
-                             "avg_words_per_input", "avg_queries"]

@@ -26,6 +26,7 @@ from robusteval.data.answers.setforms import (
 from robusteval.data.answers.symbolic import _symbolic_equal_batch, _to_tokens
 from robusteval.data.answers.textnorm import _normalize_text
 from robusteval.data.answers.yesno import normalize_yesno
+from robusteval.workers import WORKER_DIED
 from robusteval.workers import run_with_timeout as _run_with_timeout
 
 _MAX_MATH_CHARS = 1000
@@ -150,6 +151,10 @@ def _resolve(pending: _Pending, timeout: float) -> list[bool]:
     if timeout <= 0:
         return [False] * len(pending.pairs)
     status, value = _run_with_timeout(_symbolic_equal_batch, (pending.pairs, pending.rel_tol), timeout)
+    if status == "err" and value != WORKER_DIED:
+        # The batch turns what sympy refuses into "unequal"; anything else is a bug in the grader, not a wrong
+        # answer (a worker killed for memory, like an overrun, is still "unequal").
+        raise RuntimeError(f"symbolic answer comparison failed: {value}")
     if status != "ok":
         return [False] * len(pending.pairs)
     return list(value)

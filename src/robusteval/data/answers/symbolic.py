@@ -213,12 +213,26 @@ def _symbolic_equal_one(ta: Sequence[Token], tb: Sequence[Token], rel_tol: float
 def _symbolic_equal_batch(
     pairs: Sequence[tuple[Sequence[Token], Sequence[Token]]], rel_tol: float
 ) -> list[bool]:
-    """Worker entry point: one bool per pair; a pair that sympy cannot handle is unequal."""
+    """Worker entry point: one bool per pair; a pair that sympy cannot parse or compare is unequal. Any other
+    exception is a bug in the grader and propagates (the caller raises it), never read as a wrong answer."""
+    unusable = _sympy_refusals()
     results = []
     for ta, tb in pairs:
         try:
             results.append(bool(_symbolic_equal_one(ta, tb, rel_tol)))
-        # sympy raises many types on odd input (TypeError, ValueError, PolynomialError, ...)
-        except Exception:
+        except unusable:
             results.append(False)
     return results
+
+
+def _sympy_refusals() -> tuple[type[BaseException], ...]:
+    """What sympy and :class:`_Parser` raise on input they cannot handle: the parser's ValueError ("trailing
+    tokens"), sympy's SympifyError (a ValueError) and TypeError on bad arguments (``factorial`` of a
+    non-integer), ArithmeticError (overflow, division by zero), NotImplementedError (``simplify``/``equals``
+    on forms it does not cover), the polynomial errors (``BasePolynomialError``: PolynomialError,
+    CoercionFailed, …) and RecursionError on deeply nested input."""
+    import sympy as sp
+    from sympy.polys.polyerrors import BasePolynomialError
+
+    return (sp.SympifyError, TypeError, ValueError, ArithmeticError, NotImplementedError, RecursionError,
+            BasePolynomialError)

@@ -1,0 +1,85 @@
+"""The public API is typed for its users (issue 38, item 4): ``py.typed`` ships, and the names ``robusteval``
+resolves lazily at run time are real imports to a type checker, so mypy flags misuse in a user's script."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import robusteval
+from robusteval.doctor import PACKAGED
+
+PACKAGE = Path(robusteval.__file__).parent
+
+# Third-party packages mypy need not analyse to check a call into robusteval (skipped: read as Any), so the
+# test takes seconds, not the half minute a full analysis of torch and transformers takes.
+_MYPY_INI = """\
+[mypy]
+ignore_missing_imports = True
+
+[mypy-robusteval.*]
+ignore_errors = True
+
+[mypy-torch,torch.*,transformers,transformers.*,numpy,numpy.*,pandas,pandas.*,rich,rich.*,httpx,httpx.*,\
+sympy,sympy.*,yaml,yaml.*,safetensors,safetensors.*,tokenizers,tokenizers.*,ray,ray.*]
+follow_imports = skip
+"""
+
+
+def _type_checking_imports() -> dict[str, tuple[str, str]]:
+    """name -> (module, attribute) of every import under ``if TYPE_CHECKING:`` in robusteval/__init__.py."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    found: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    for alias in statement.names:
+                        found[alias.asname or alias.name] = (statement.module, alias.name)
+    return found
+
+
+def test_every_export_is_visible_to_type_checkers() -> None:
+    """The TYPE_CHECKING block and ``_EXPORTS`` name the same objects, so the two lists cannot drift."""
+    assert _type_checking_imports() == robusteval._EXPORTS
+    # Re-exported explicitly (``X as X``), as PEP 484 asks of a py.typed package.
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    aliases = [a for s in block.body if isinstance(s, ast.ImportFrom) for a in s.names]
+    assert aliases and all(a.asname == a.name for a in aliases)
+
+
+def test_the_package_is_marked_typed_and_doctor_checks_it() -> None:
+    assert (PACKAGE / "py.typed").is_file()
+    check = dict(PACKAGED)["type marker"]
+    assert "py.typed" in check()
+    pyproject = (PACKAGE.parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"py.typed"' in pyproject  # package data: the wheel ships it
+
+
+def test_mypy_flags_misuse_of_the_public_api(tmp_path: Path) -> None:
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import robusteval as rv\n"
+        "\n"
+        "config = rv.MatchaRunConfig(dataa=1)\n"
+        "model = rv.load_model(123)\n"
+        'data = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit="x")\n'
+        'fine = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit=5)\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "mypy.ini").write_text(_MYPY_INI, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
+         "--config-file", str(tmp_path / "mypy.ini"), str(user)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={"MYPYPATH": str(PACKAGE.parent), "PATH": "/usr/bin:/bin"},
+    )
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert len(errors) == 3, errors
+    assert 'user.py:3: error: Unexpected keyword argument "dataa" for "MatchaRunConfig"' in errors[0]
+    assert 'user.py:4: error: Argument 1 to "load_model" has incompatible type "int"' in errors[1]
+    assert 'user.py:5: error: Argument "limit" to "DataSpec" has incompatible type "str"' in errors[2]
