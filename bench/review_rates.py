@@ -27,8 +27,14 @@ from robusteval.perturbations.similarity import SimilarityGate, measure_label
 from robusteval.perturbations.spec import PerturbationSpec
 
 DATA = Path(__file__).resolve().parent / "data"
-#: file -> (method, language, how the perturbed file was made: limit, seed, max_changes)
-SAMPLES = {"zh_synonym_review.tsv": ("W-synonym", "zh", 80, 1, 1)}
+#: file -> (method, language, how the perturbed file was made: limit, seed, min_changes, max_changes; whether
+#: the word constraints --keep-pos and --min-similarity apply to the method's edits)
+SAMPLES: dict[str, tuple[str, str, int, int, int | None, int, bool]] = {
+    "zh_synonym_review.tsv": ("W-synonym", "zh", 80, 1, None, 1, True),
+    "zh_traditional_review.tsv": ("C-traditional", "zh", 80, 1, 1, 1, False),
+    "zh_pinyin_review.tsv": ("C-pinyin", "zh", 80, 1, 1, 1, False),
+    "zh_radical_review.tsv": ("C-radical", "zh", 80, 1, 1, 1, False),
+}
 MINIMUM = 0.96
 
 
@@ -38,11 +44,12 @@ def read_rows(path: Path) -> list[dict[str, str]]:
 
 
 def labelled_items(name: str, ocnli: str) -> list[tuple[Label, Edit]]:
-    method, language, limit, seed, max_changes = SAMPLES[name]
+    method, language, limit, seed, min_changes, max_changes, _ = SAMPLES[name]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "perturbed.jsonl"
         config = PerturbConfig(data=DataSpec("ocnli", ocnli, limit=limit), method=method, seed=seed,
-                               perturbation=PerturbationSpec(language=language, max_changes=max_changes))
+                               perturbation=PerturbationSpec(language=language, min_changes=min_changes,
+                                                             max_changes=max_changes))
         perturb_dataset(config, out)
         items = {item.key: item for item in load_items(out)}
     out_rows = []
@@ -52,6 +59,8 @@ def labelled_items(name: str, ocnli: str) -> list[tuple[Label, Edit]]:
             raise SystemExit(f"{name}: edit {row['key']} ({row['original']} -> {row['replacement']}) is not in "
                              "the re-created file: the method or its data changed since labelling")
         start = int(row["start"])
+        if item.original[start:start + len(row["original"])] != row["original"]:
+            raise SystemExit(f"{name}: edit {row['key']}: the text at offset {start} is not {row['original']}")
         label = Label(item.key, item.method, row["label"], item.original, item.perturbed, item.example_id,
                       item.field)
         out_rows.append((label, Edit(start, start + len(row["original"]), row["original"], row["replacement"])))
@@ -62,15 +71,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ocnli", required=True, help="OCNLI dev.json")
     args = parser.parse_args()
-    for name, (method, language, *_rest) in SAMPLES.items():
+    for name, (method, language, *_rest, constrained) in SAMPLES.items():
         rows = labelled_items(name, args.ocnli)
+        print(f"## {name}: {method} ({language})")
+        if not constrained:
+            labels = [label for label, _ in rows]
+            print(f"all labelled edits ({len(labels)}): " + " ".join(preservation_lines(preservation(labels))))
+            continue
         pos = PartOfSpeech(language)
         gate = SimilarityGate(MINIMUM, language)
         scores = [gate.edit_scores(label.original, [[edit]])[0] for label, edit in rows]
         kept_pos = [pos.allows(label.original, Span(edit.start, edit.end, edit.original), edit.replacement)
                     for label, edit in rows]
         kept_gate = [score >= MINIMUM for score in scores]
-        print(f"## {name}: {method} ({language})")
         variants = {
             "all labelled edits": [True] * len(rows),
             "--keep-pos admits": kept_pos,
