@@ -34,6 +34,9 @@ SAMPLES: dict[str, tuple[str, str, int, int, int | None, int, bool]] = {
     "zh_traditional_review.tsv": ("C-traditional", "zh", 80, 1, 1, 1, False),
     "zh_pinyin_review.tsv": ("C-pinyin", "zh", 80, 1, 1, 1, False),
     "zh_radical_review.tsv": ("C-radical", "zh", 80, 1, 1, 1, False),
+    "zh_morphonym_review.tsv": ("C-morphonym", "zh", 80, 1, 1, 1, False),
+    "zh_shuffle_review.tsv": ("C-shuffle", "zh", 80, 1, 1, 1, False),
+    "zh_homophone_review.tsv": ("W-homophone", "zh", 80, 1, 1, 1, True),
 }
 MINIMUM = 0.96
 
