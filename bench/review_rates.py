@@ -37,6 +37,8 @@ SAMPLES: dict[str, tuple[str, str, int, int, int | None, int, bool]] = {
     "zh_morphonym_review.tsv": ("C-morphonym", "zh", 80, 1, 1, 1, False),
     "zh_shuffle_review.tsv": ("C-shuffle", "zh", 80, 1, 1, 1, False),
     "zh_homophone_review.tsv": ("W-homophone", "zh", 80, 1, 1, 1, True),
+    "zh_char_homophone_review.tsv": ("C-homophone", "zh", 80, 1, 1, 1, False),
+    "zh_keyboard_review.tsv": ("C-keyboard", "zh", 80, 1, 1, 1, False),
 }
 MINIMUM = 0.96
 
