@@ -22,14 +22,14 @@ from robusteval.perturbations.base import Edit
 from robusteval.perturbations.constraints import PartOfSpeech
 from robusteval.perturbations.pipeline import PerturbConfig, perturb_dataset
 from robusteval.perturbations.review import Label, load_items, preservation, preservation_lines
-from robusteval.perturbations.segment import Span
+from robusteval.perturbations.segment import Language, Span
 from robusteval.perturbations.similarity import SimilarityGate, measure_label
 from robusteval.perturbations.spec import PerturbationSpec
 
 DATA = Path(__file__).resolve().parent / "data"
 #: file -> (method, language, how the perturbed file was made: limit, seed, min_changes, max_changes; whether
 #: the word constraints --keep-pos and --min-similarity apply to the method's edits)
-SAMPLES: dict[str, tuple[str, str, int, int, int | None, int, bool]] = {
+SAMPLES: dict[str, tuple[str, Language, int, int, int | None, int, bool]] = {
     "zh_synonym_review.tsv": ("W-synonym", "zh", 80, 1, None, 1, True),
     "zh_traditional_review.tsv": ("C-traditional", "zh", 80, 1, 1, 1, False),
     "zh_pinyin_review.tsv": ("C-pinyin", "zh", 80, 1, 1, 1, False),
