@@ -177,7 +177,7 @@ def preservation_detail(block: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def preservation_lines(summary: Mapping[str, Any]) -> list[str]:
+def preservation_lines(summary: Mapping[str, Any], *, with_preserved: bool = True) -> list[str]:
     """One line per set with labels (``W-synonym: same meaning ... (labels: FILE)``) and, where the summary has
     it, the preserved-only RB-index on a line of its own."""
     from robusteval.metrics.robustness import preserved_line
@@ -187,6 +187,6 @@ def preservation_lines(summary: Mapping[str, Any]) -> list[str]:
     if lines and summary.get(LABELS_KEY):
         lines.append(f"(preservation: labels of {summary[LABELS_KEY].get('path')}, judged by a person, per "
                      "distinct edit, the last label of an edit counted)")
-    if summary.get(PRESERVED_KEY):
+    if with_preserved and summary.get(PRESERVED_KEY):
         lines.append(preserved_line(summary[PRESERVED_KEY]))
     return lines
