@@ -102,14 +102,14 @@ def attach_preservation(summary: Mapping[str, Any], rows: Sequence[Mapping[str, 
         raise UserError(f"{store.path}: no such labels store (write one with `robusteval perturb labels "
                         "EXPORT.jsonl --store FILE`)")
     current = store.current()
-    out = dict(summary)
+    # Both blocks are re-made at the end whatever order the summary came in: the same labels, the same bytes.
+    out = {key: value for key, value in summary.items() if key not in (LABELS_KEY, PRESERVED_KEY)}
     out["sets"] = {name: {k: v for k, v in dict(entry).items() if k != "preservation"}
                    for name, entry in (summary.get("sets") or {}).items()}
     for name, block in set_preservation(rows, current).items():
         if name in out["sets"] and block["n"]:  # a set none of whose edits is labelled says nothing
             out["sets"][name]["preservation"] = block
     out[LABELS_KEY] = labels_identity(store.path, current)
-    out.pop(PRESERVED_KEY, None)
     if preserved_only:
         ids = list(dict.fromkeys(str(row.get("id")) for row in rows))
         first = {}
