@@ -145,6 +145,14 @@ def test_preservation_on_every_surface(labelled_run: dict[str, Any], tmp_path: P
     assert "no score" in direction("same[C-homophone]", "higher")
 
 
+def test_preservation_names_the_runs_stage_and_command() -> None:
+    import robusteval.evals.preservation as preservation
+    import robusteval.evals.robustness as robustness_module
+
+    assert (preservation.OUTCOME_STAGE, preservation.COMMAND) == (robustness_module.OUTCOME_STAGE,
+                                                                  robustness_module.COMMAND)
+
+
 def test_run_without_labels_shows_none(labelled_run: dict[str, Any]) -> None:
     summary = json.loads((labelled_run["run"] / "summary.json").read_text(encoding="utf-8"))
     bare = {**summary, "sets": {k: {x: y for x, y in v.items() if x != "preservation"}

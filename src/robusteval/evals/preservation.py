@@ -21,10 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
-from robusteval.evals.robustness import OUTCOME_STAGE
 from robusteval.perturbations.review.items import edit_key
 from robusteval.perturbations.review.labels import LABEL_NAMES, LABELS, Label, LabelStore, percent
 
+#: The robustness run's command and its outcome stage (:mod:`robusteval.evals.robustness`, which imports this
+#: module: named here, not imported, so the two form no import cycle; a test checks they agree).
+COMMAND = "robustness"
+OUTCOME_STAGE = "robustness_outcome"
 #: The summary key naming the labels store a run's preservation was counted from.
 LABELS_KEY = "preservation_labels"
 #: The summary key of the RB-index over the edits judged the same.
@@ -112,7 +115,7 @@ def attach_preservation(summary: Mapping[str, Any], rows: Sequence[Mapping[str, 
     out[LABELS_KEY] = labels_identity(store.path, current)
     if preserved_only:
         ids = list(dict.fromkeys(str(row.get("id")) for row in rows))
-        first = {}
+        first: dict[str, bool] = {}
         by_set: dict[str, dict[str, bool]] = {}
         for row in rows:
             first.setdefault(str(row.get("id")), bool(row.get("correct_original")))
@@ -132,7 +135,6 @@ def attach_labels(run_dir: str | os.PathLike[str], labels: str | os.PathLike[str
     """Count a finished robustness run's preservation from the labels store ``labels`` and rewrite its
     summary.json (unchanged when nothing changed). ``preserved_only``: None keeps the run's choice (a summary
     that has the preserved-only RB-index gets it again, counted from these labels)."""
-    from robusteval.evals.robustness import COMMAND
     from robusteval.seeding import DEFAULT_SEED, derive_seed
     from robusteval.store import RunStore
 
