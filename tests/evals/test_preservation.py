@@ -57,7 +57,7 @@ def labelled_run(tiny_nli_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     again = homophone[2]
     assert store.add([Label(again.key, again.method, "same", again.original, again.perturbed)]) == (0, 1)
     labels = {label.key: label.label for label in first} | {again.key: "same"}
-    return {"run": run, "store": store.path, "labels": labels, "edits": {k: len(v) for k, v in by_method.items()},
+    return {"run": run, "store": store.path, "data": data, "model_dir": tiny_nli_dir, "labels": labels, "edits": {k: len(v) for k, v in by_method.items()},
             "expected": {"C-homophone": (7, 8, 1, 0), "C-pinyin": (3, 4, 0, 1)}}
 
 
@@ -143,6 +143,29 @@ def test_preservation_on_every_surface(labelled_run: dict[str, Any], tmp_path: P
     same = next(rate for rate in rates if rate.metric == "same[C-homophone]")
     assert (same.num.value, same.num.n, same.denominator) == (7 / 8, 8, "labelled edits")
     assert "no score" in direction("same[C-homophone]", "higher")
+
+
+def test_robustness_labels_option_and_rerun_keep_them(labelled_run: dict[str, Any], tmp_path: Path) -> None:
+    """``robustness --labels`` counts the same as attaching after; a re-run without it keeps the named store."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(labelled_run["run"], run)
+    (run / "summary.json").unlink()
+    model_dir = labelled_run["model_dir"]
+    config = {"data": labelled_run["data"], "perturbation": PerturbationSpec(), "sets": SETS,
+              "template": str(model_dir / "template.json"), "seed": 0, "bootstrap": 200}
+    model = load_backend(f"hf:{model_dir}")
+    with_labels = robustness(RobustnessConfig(**config, labels=str(labelled_run["store"]), preserved_only=True),
+                             model, run)
+    attached = attach_labels(labelled_run["run"], labelled_run["store"], preserved_only=True, n_resamples=200)
+    for name in SETS:
+        assert with_labels["sets"][name]["preservation"] == attached["sets"][name]["preservation"]
+    assert with_labels["preserved_only"]["rb_index"] == pytest.approx(attached["preserved_only"]["rb_index"])
+    again = robustness(RobustnessConfig(**config), model, run)  # resumed: the store its summary named is kept
+    assert again["sets"]["C-homophone"]["preservation"]["same"]["k"] == 7 and "preserved_only" in again
+    with pytest.raises(Exception, match="preserved_only"):
+        RobustnessConfig(**config, preserved_only=True)
 
 
 def test_preservation_names_the_runs_stage_and_command() -> None:

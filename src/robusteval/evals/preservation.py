@@ -15,6 +15,7 @@ and the RB-index over the examples whose every edit is labelled same meaning, pa
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -156,6 +157,8 @@ def attach_labels(run_dir: str | os.PathLike[str], labels: str | os.PathLike[str
         want = PRESERVED_KEY in summary if preserved_only is None else preserved_only
         updated = attach_preservation(summary, rows, labels, preserved_only=want, seed=boot,
                                       n_resamples=n_resamples)
+        # As summary.json holds it (tuples become lists), so the caller sees what a reader will see.
+        updated = json.loads(json.dumps(updated, ensure_ascii=False, default=str))
         store.write_summary(updated)
     return updated
 
