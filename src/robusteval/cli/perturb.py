@@ -80,11 +80,19 @@ def register_review(sub: argparse._SubParsersAction) -> None:
         description="Add the labels a review page exported to the labels store (keyed by the edit: a hash of "
         "the method, the original and the perturbed text; an edit labelled again counts once, with its last "
         "label), then print per method the share of edits labelled same meaning, changed and ungrammatical, "
-        "each with its n and Wilson 95% interval. Without --store, the files' labels alone are counted.",
+        "each with its n and Wilson 95% interval. Without --store, the files' labels alone are counted. With "
+        "--run, each robustness run's sets get their preservation in summary.json (re-attaching the same "
+        "labels changes nothing).",
         example="robusteval perturb labels review-3f2a9c1b0d4e.labels.jsonl --store labels.jsonl",
     )
     labels.add_argument("exports", nargs="*", metavar="EXPORT.jsonl", help="files the review page exported")
     labels.add_argument("--store", metavar="LABELS.jsonl", help="labels store to add them to (created if missing)")
+    labels.add_argument("--run", action="append", default=[], metavar="RUN_DIR",
+                        help="robustness run directory to attach the labels to (repeatable): each set's share of "
+                        "edits judged same meaning is written into its summary.json beside its accuracy")
+    labels.add_argument("--preserved-only", action="store_true",
+                        help="with --run: also the accuracies and RB-index over the edits labelled same meaning "
+                        "only (beside the headline RB-index)")
     labels.add_argument("--json", action="store_true", help="print the rates as JSON")
     labels.set_defaults(func=run_labels)
 
@@ -133,6 +141,10 @@ def run_labels(args: argparse.Namespace) -> int:
 
     if not args.exports and not args.store:
         raise UserError("give exported label files, --store, or both")
+    if args.preserved_only and not args.run:
+        raise UserError("--preserved-only needs --run RUN_DIR (the run whose RB-index it computes)")
+    if args.run and not args.store and len(args.exports) != 1:
+        raise UserError("--run: give --store LABELS.jsonl (the labels it attaches), or one exported file")
     exported = [label for path in args.exports for label in read_export(path)]
     if args.store:
         store = LabelStore(args.store)
@@ -147,4 +159,13 @@ def run_labels(args: argparse.Namespace) -> int:
         print(json.dumps(rates, indent=2))
     else:
         print("\n".join(preservation_lines(rates)) or "no labels yet")
+    for run_dir in args.run:
+        from robusteval.evals.preservation import attach_labels
+        from robusteval.evals.preservation import preservation_lines as run_lines
+
+        summary = attach_labels(run_dir, args.store or args.exports[0],
+                                preserved_only=True if args.preserved_only else None)
+        print(f"{run_dir}: labels attached (summary: {run_dir}/summary.json)")
+        for line in run_lines(summary) or ["no edit of this run is labelled"]:
+            print(f"  {line}")
     return 0

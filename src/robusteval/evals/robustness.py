@@ -118,6 +118,12 @@ class RobustnessConfig:
                               "line under the table; default 1: a set that changed nothing)")
     changed_only: bool = option(False, identity=False,
                                 help="also report each set's accuracy and drop on the texts it changed only")
+    labels: str | None = option(None, metavar="LABELS.jsonl", identity=False,
+                                help="labels store of `perturb labels`: each set's share of edits judged same "
+                                "meaning, beside its accuracy")
+    preserved_only: bool = option(False, identity=False,
+                                  help="with --labels: also the accuracies and RB-index over the edits labelled "
+                                  "same meaning only (reported beside the headline)")
 
     def __post_init__(self) -> None:
         if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
@@ -127,6 +133,10 @@ class RobustnessConfig:
         check_at_least(self, "bootstrap", 0, optional=False)
         check_at_least(self, "max_thinking_tokens", 1)
         check_at_least(self, "min_changed", 0, optional=False)
+        if self.preserved_only and not self.labels:
+            raise ConfigError(self, "preserved_only", "needs labels (a labels store of `perturb labels`)")
+        if self.labels is not None and not os.path.isfile(self.labels):
+            raise ConfigError(self, "labels", f"no such labels store: {self.labels}")
         specs = self.set_specs()
         with field_check(self, "sets"):  # a misspelt method fails here, with the closest name, before any model loads
             for spec in specs:
@@ -166,6 +176,8 @@ class RobustnessSummary(TypedDict, total=False):
     skip_reasons: dict[str, int]
     exclusions: dict[str, int]
     soft: dict[str, Any]
+    preservation_labels: dict[str, Any]
+    preserved_only: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -302,11 +314,29 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
         summary = build_summary(config, backend.name, plan, sets, by_set, soft=bool(classifier.soft),
                                 drift=set_drift(config, plan, sets, device=device),
                                 similarity=set_similarity(config, plan, sets))
+        summary = with_preservation(config, run, summary)
         for name, block in summary["sets"].items():  # into run.log (the CLI prints them under its table)
             if "similarity" in block:
                 logger.info("%s: %s", name, similarity_line(block["similarity"]))
         seeds = {"seed": config.seed, "bootstrap_seed": config.bootstrap_seed}
         return finish(run, summary, seeds=seeds, shape=RobustnessSummary)
+
+
+def with_preservation(config: RobustnessConfig, store: RunStore, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with each set's measured preservation (:mod:`robusteval.evals.preservation`) from
+    ``config.labels`` or, when not given, from the store the run's summary named before (if it is still there:
+    re-running a run keeps its labels); unchanged without either."""
+    from robusteval.evals.preservation import LABELS_KEY, PRESERVED_KEY, attach_preservation
+    from robusteval.seeding import derive_seed
+
+    before = store.get_meta("summary") or {}
+    labels = config.labels or (before.get(LABELS_KEY) or {}).get("path")
+    if not labels or not os.path.isfile(labels):
+        return summary
+    preserved = config.preserved_only or (not config.labels and PRESERVED_KEY in before)
+    return attach_preservation(summary, store.records(OUTCOME_STAGE), labels, preserved_only=preserved,
+                               seed=derive_seed(config.bootstrap_seed, "robustness-bootstrap"),
+                               n_resamples=config.bootstrap)
 
 
 def store_outcomes(store: RunStore, examples: Sequence[Example], sets: dict[str, list[Example]],

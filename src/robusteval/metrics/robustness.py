@@ -203,3 +203,97 @@ def index_note(summary: Mapping[str, Any]) -> str:
     if kept is None:
         return f"over {summary.get('T')} set(s)"
     return f"over {len(kept)} of {total} set(s)" + (f" ({', '.join(kept)})" if kept else "")
+
+
+#: What the RB-index over the labelled meaning-preserving edits is called wherever it is shown.
+PRESERVED_LABEL = "RB-index over meaning-preserving edits"
+
+
+def _preserved_rb_of_rows(rows: np.ndarray) -> float:
+    """The preserved-only RB-index of a [n, 1 + 2T] matrix: column 0 the original's 0/1, columns 1..T each set's,
+    columns T+1..2T each set's 0/1 mask (the example's edit judged the same); NaN when undefined."""
+    sets = (rows.shape[1] - 1) // 2
+    drops = []
+    for i in range(sets):
+        mask = rows[:, 1 + sets + i] > 0
+        if not mask.any():
+            continue
+        original = float(rows[mask, 0].mean())
+        if original <= 0:
+            continue
+        drops.append((original - float(rows[mask, 1 + i].mean())) / original)
+    return float(np.mean(drops)) if drops else float("nan")
+
+
+def preserved_only_summary(
+    correct_original: Sequence[bool],
+    correct_by_set: Mapping[str, Sequence[bool]],
+    kept_by_set: Mapping[str, Sequence[bool]],
+    *,
+    sets: Sequence[str] | None = None,
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> dict[str, Any]:
+    """Each set's accuracy over the examples whose edit a person judged "same meaning" (``kept_by_set[name][i]``),
+    paired with the original accuracy on those same examples, and the RB-index over them:
+    (1/T) Σ_i (Acc_org(S_i) − Acc_i(S_i)) / Acc_org(S_i), S_i the kept examples of set i (the headline formula
+    when S_i is every example). ``sets``: the sets it may average (default: all); a set with no kept example or an
+    original accuracy of 0 on them is left out (``excluded_reason``). The interval: a paired bootstrap over the
+    examples (the masks drawn with them), falling back to the ratio box of the sets' pooled pairs."""
+    names = list(sets if sets is not None else correct_by_set)
+    out_sets: dict[str, Any] = {}
+    kept_names: list[str] = []
+    for name in correct_by_set:
+        keep = [i for i, flag in enumerate(kept_by_set.get(name) or ()) if flag]
+        block = paired_drop([correct_original[i] for i in keep], [correct_by_set[name][i] for i in keep],
+                            seed=seed, n_resamples=n_resamples)
+        if name not in names:
+            block["in_index"], block["excluded_reason"] = False, "left out of the headline RB-index"
+        elif not keep:
+            block["in_index"], block["excluded_reason"] = False, "no edit of it labelled same meaning"
+        elif not block["acc_original"]:
+            block["in_index"], block["excluded_reason"] = False, "original accuracy 0 on its kept examples"
+        else:
+            block["in_index"] = True
+            kept_names.append(name)
+        out_sets[name] = block
+    value: float | None = None
+    ci: list[float] | None = None
+    method: str | None = None
+    if kept_names:
+        n = len(correct_original)
+        matrix = np.array([[float(correct_original[i])] + [float(correct_by_set[s][i]) for s in kept_names]
+                           + [float(bool(kept_by_set[s][i])) for s in kept_names] for i in range(n)])
+        value = _preserved_rb_of_rows(matrix)
+        pooled = [(matrix[i, 0], matrix[i, 1 + j]) for j in range(len(kept_names)) for i in range(n)
+                  if matrix[i, 1 + len(kept_names) + j] > 0]
+        pairs = np.array(pooled, dtype=float).reshape(-1, 2)
+        ci, method = robust_interval(
+            matrix,
+            _preserved_rb_of_rows,
+            lambda: relative_drop_interval(pairs[:, 0], pairs[:, 1]),
+            RATIO_BOX,
+            seed=seed,
+            n_resamples=n_resamples,
+        )
+    return {
+        "label": PRESERVED_LABEL,
+        "n": sum(out_sets[s]["n"] for s in kept_names),
+        "sets": out_sets,
+        "T": len(kept_names),
+        "sets_in_index": kept_names,
+        "rb_index": value,
+        "rb_index_ci95": ci,
+        "rb_index_ci95_method": method,
+    }
+
+
+def preserved_line(block: Mapping[str, Any]) -> str:
+    """``RB-index over meaning-preserving edits (n=23, over 2 set(s)): 0.1200 [0.0100, 0.2500]``, or why it is
+    undefined."""
+    from robusteval.metrics.formatting import format_rate
+
+    head = f"{block.get('label') or PRESERVED_LABEL} (n={block.get('n')}, over {block.get('T')} set(s))"
+    if block.get("rb_index") is None:
+        return f"{head}: undefined (no set has an edit labelled same meaning with a right original answer)"
+    return f"{head}: {format_rate(block['rb_index'], block.get('rb_index_ci95'), digits=4, n=block.get('n'))}"

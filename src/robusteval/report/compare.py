@@ -67,7 +67,7 @@ UNRANKED = "unranked_because"
 #: count and one denominator).
 OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours",
                       "ur_ours", "sr_ours", "wr_ours", "unjudged_ours", "clean_wrong_ours", "outcomes_ours",
-                      "n_judged", "ur_judged", "sr_judged", "wr_judged"})
+                      "n_judged", "ur_judged", "sr_judged", "wr_judged", "preservation", "rb_index_preserved"})
 #: Columns a table shows only where some row's number is not 0 (a category no run holds an example of: the
 #: ``outcomes`` column still counts it).
 ZERO_HIDDEN = frozenset({"unjudged", "clean_wrong", "unjudged_ours", "clean_wrong_ours"})
@@ -249,12 +249,32 @@ def unparsed_text(summary: Mapping[str, Any]) -> str:
     return ", ".join(f"{name} {counts[name]}/{summary.get('n')}" for name in names if name in counts) or "not recorded"
 
 
+def preservation_text(run: Run) -> str:
+    """Each labelled set's accuracy and measured preservation, ``C-homophone: acc 58.3% [32.0, 80.7] n=12,
+    same meaning 6/10 = 60% [31, 83]`` ("; " between sets; "" where no edit is labelled)."""
+    from robusteval.metrics.formatting import format_rate
+
+    summary = run.summary or {}
+    parts = []
+    for name, entry in (summary.get("sets") or {}).items():
+        shown = perturbed.preservation(run, name)
+        if shown:
+            acc = format_rate(entry.get("acc"), entry.get("acc_ci95"), scale=100, digits=1, unit="%",
+                              n=summary.get("n"))
+            parts.append(f"{name}: acc {acc}, {shown}")
+    return "; ".join(parts)
+
+
 def _robustness_rows(run: Run) -> list[Row]:
     summary = run.summary or {}
-    return [{"model": model_name(run), "dataset": dataset_name(run), "sets": str(summary.get("sets_spec")),
-             "label_mode": str(summary.get("label_mode") or "?"), "n": str(summary.get("n")),
-             "unparsed": unparsed_text(summary),
-             "acc_original": perturbed.accuracy(run, perturbed.ORIGINAL), "rb_index": perturbed.rb_index(run)}]
+    row: Row = {"model": model_name(run), "dataset": dataset_name(run), "sets": str(summary.get("sets_spec")),
+                "label_mode": str(summary.get("label_mode") or "?"), "n": str(summary.get("n")),
+                "unparsed": unparsed_text(summary),
+                "acc_original": perturbed.accuracy(run, perturbed.ORIGINAL), "rb_index": perturbed.rb_index(run),
+                "preservation": preservation_text(run)}
+    if summary.get("preserved_only"):  # beside the headline RB-index, never in its place
+        row["rb_index_preserved"] = perturbed.preserved_rb_index(run)
+    return [row]
 
 
 def _wordimportance_rows(run: Run) -> list[Row]:
@@ -314,7 +334,8 @@ BOARDS = (
           _variants_rows, ("strict", "n_problems"), paired=True,
           tested=(("strict", "strict", "higher"), ("loose", "loose", "higher"))),
     Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first",
-          ("dataset", "sets", "label_mode", "n", "unparsed", "acc_original", "rb_index"), (("rb_index", False),),
+          ("dataset", "sets", "label_mode", "n", "unparsed", "acc_original", "rb_index", "rb_index_preserved",
+           "preservation"), (("rb_index", False),),
           _robustness_rows, ("rb_index", "n"),
           tested=(("rb_index", "rb_index", "lower"), ("acc_original", "acc[original]", "higher"))),
     Board("wordimportance", WORDIMPORTANCE, "Hard-label attacks: lower success rate at the largest α ranks first",
@@ -416,6 +437,8 @@ HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours":
             "transfer_rate": "transfer rate %",
             "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
+            "rb_index_preserved": "RB-index over meaning-preserving edits %",
+            "preservation": "accuracy and same meaning (labelled edits) per set",
             "strict_drop": "strict drop %",
             **{f"share_{name}": f"{varmath.CATEGORY_NAMES[name]} %" for name in varmath.SHOWN_CATEGORIES},
             "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}

@@ -29,7 +29,8 @@ from robusteval.runs import Run
 
 #: Leaderboard columns a paper's table never shows: the rank (rows are in rank order; the caption says so), why a
 #: row is not ranked (the caption), the run's directory, and what other tables or the caption hold.
-HIDDEN = frozenset({"rank", UNRANKED, "run", "flags", "outcomes", "outcomes_ours", "unparsed", "label_mode"})
+HIDDEN = frozenset({"rank", UNRANKED, "run", "flags", "outcomes", "outcomes_ours", "unparsed", "label_mode",
+                    "preservation"})
 #: Headings in LaTeX where the terminal's would read badly.
 TEX_HEADINGS: dict[str, Heading] = {
     "n": Tex("$n$"), "n_attacked": Tex(r"$n_{\mathrm{att}}$"), "n_original_correct": "originally correct",
@@ -176,6 +177,19 @@ def _set_tables(board: Leaderboard, inputs: Inputs, comments: Sequence[str]) -> 
     counts = [[model_name(run), str((run.summary or {}).get("n")),
                *("" if perturbed.unparsed(run, n) is None else str(perturbed.unparsed(run, n)) for n in names)]
               for run in runs]
+    if perturbed.labelled(runs):  # measured preservation, where a person labelled the sets' edits
+        labelled = [name for name in names[1:] if any(perturbed.preservation(run, name) for run in runs)]
+        out.append(TexTable("Perturbed benchmarks: accuracy (%) and measured meaning preservation per set",
+                            ["Model", *(f"{name}: {part}" for name in labelled
+                                        for part in ("accuracy", "same meaning"))],
+                            [[model_name(run), *(cell for name in labelled
+                                                 for cell in (perturbed.accuracy(run, name),
+                                                              perturbed.preservation(run, name).removeprefix(
+                                                                  "same meaning ")))]
+                             for run in runs],
+                            notes=["Same meaning: of the set's edits a person labelled, those judged to keep the "
+                                   "meaning, k/n = share [Wilson 95% interval]; each edit counted once, with its "
+                                   "last label.", "Accuracy: value [95% interval]."], comments=comments))
     if any(c not in ("", "0") for row in counts for c in row[2:]):
         out.append(TexTable("Perturbed benchmarks: answers without a readable label, per set (counted wrong)",
                             ["Model", Tex("$n$"), *names], counts, comments=comments))

@@ -64,7 +64,8 @@ def accuracy(run: Run, name: str) -> Num:
                note=f"{entry.get('n_correct')} right, {entry.get('n_changed')} examples changed; drop "
                     f"{entry.get('drop')} {entry.get('drop_ci95')}",
                caveat="; ".join(filter(None, [label_caveat(run, [name]),
-                                              "left out of the RB-index" if entry.get("in_index") is False else ""])))
+                                              "left out of the RB-index" if entry.get("in_index") is False else "",
+                                              preservation(run, name)])))
 
 
 def rb_index(run: Run) -> Num:
@@ -76,6 +77,44 @@ def rb_index(run: Run) -> Num:
                caveat="; ".join(filter(None, [label_caveat(run, [ORIGINAL, *(summary.get("sets_in_index") or
                                                                               summary.get("sets") or {})]),
                                               f"left out: {', '.join(left_out)}" if left_out else ""])))
+
+
+def preservation(run: Run, name: str) -> str:
+    """``same meaning 41/50 = 82% [69, 90]``: the share of set ``name``'s labelled edits a person judged the
+    same, with n and its Wilson interval; "" where none of its edits is labelled."""
+    from robusteval.evals.preservation import preservation_text
+
+    entry = ((run.summary or {}).get("sets") or {}).get(name) or {}
+    return preservation_text(entry.get("preservation") or {})
+
+
+def preservation_num(run: Run, name: str) -> Num:
+    """The same share as a number (value, n, Wilson interval) for tables that rank or chart; empty where none
+    of the set's edits is labelled."""
+    block = ((((run.summary or {}).get("sets") or {}).get(name) or {}).get("preservation")) or {}
+    same = block.get("same") or {}
+    if not block.get("n"):
+        return Num(None, note="no labelled edit")
+    return Num(same.get("value"), n=block["n"], ci=same.get("ci95"), runs=(str(run.path),), percent=True,
+               note=preservation(run, name))
+
+
+def preserved_rb_index(run: Run) -> Num:
+    """The RB-index over the edits labelled same meaning (``--preserved-only``), or an empty Num."""
+    from robusteval.metrics.robustness import PRESERVED_LABEL
+
+    block = (run.summary or {}).get("preserved_only") or {}
+    if not block:
+        return Num(None, note="no --preserved-only")
+    return Num(block.get("rb_index"), n=block.get("n"), ci=block.get("rb_index_ci95"), runs=(str(run.path),),
+               percent=True, note=f"{PRESERVED_LABEL} (n={block.get('n')}, over {block.get('T')} set(s): "
+                                  f"{', '.join(block.get('sets_in_index') or [])}); the headline RB-index is "
+                                  "over every example")
+
+
+def labelled(runs: Sequence[Run]) -> bool:
+    """Whether some run has a set with labelled edits."""
+    return any(entry.get("preservation") for run in runs for entry in ((run.summary or {}).get("sets") or {}).values())
 
 
 def labels_cell(run: Run) -> str:
@@ -106,7 +145,20 @@ def tables(runs: Sequence[Run]) -> list[Any]:
     rb_chart = BarChart("RB-index per model (mean relative accuracy drop; lower is more robust)", labels,
                         ["RB-index"], {(label, "RB-index"): rb_index(run)
                                        for run, label in zip(runs, labels, strict=True)}, y_label="RB-index %")
-    return [table, sets_chart, rb_chart]
+    out: list[Any] = [table, sets_chart, rb_chart]
+    if labelled(runs):  # measured preservation, where a person labelled the sets' edits
+        preserved = any((run.summary or {}).get("preserved_only") for run in runs)
+        rows = [[label, *(preservation(run, name) for name in names),
+                 *([preserved_rb_index(run)] if preserved else [])] for run, label in zip(runs, labels, strict=True)]
+        out.insert(1, Table("Meaning preservation (%): per set, the share of its labelled edits a person judged "
+                            "same meaning (n: labelled edits)", ["Run", *names,
+                                                                 *(["RB-index over meaning-preserving edits"]
+                                                                   if preserved else [])], rows,
+                            note="Wilson 95% intervals; each edit counted once, with its last label; a set with "
+                                 "no labelled edit is empty. The RB-index over meaning-preserving edits averages "
+                                 "each set's relative drop over the examples whose every edit was judged the "
+                                 "same; it does not replace the RB-index above."))
+    return out
 
 
 def _field_pairs(fields: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

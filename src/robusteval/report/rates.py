@@ -93,7 +93,13 @@ def run_rates(run: Run) -> list[Rate]:
                       note=f"{mode} labels" if mode == "soft" else  # scored, never parsed
                       f"{mode} labels, {unparsed.get(name, '?')} unparsed (counted wrong)",
                       extra={"n_unparsed": unparsed.get(name)}) for name in names]
-        return [*rates, Rate("rb_index", perturbed.rb_index(run))]
+        rates.append(Rate("rb_index", perturbed.rb_index(run)))
+        # Measured preservation (labels attached to the run): each labelled set's share judged same meaning.
+        rates += [Rate(f"same[{name}]", perturbed.preservation_num(run, name), "labelled edits")
+                  for name in names[1:] if perturbed.preservation(run, name)]
+        if summary.get("preserved_only"):
+            rates.append(Rate("rb_index[preserved]", perturbed.preserved_rb_index(run), "kept examples"))
+        return rates
     if command == WORDIMPORTANCE:
         return [Rate(f"asr[{rate}]", hardlabel.success_rate(run, rate), "n_attacked")
                 for rate in sorted(summary.get("by_rate") or {}, key=float)]

@@ -166,12 +166,19 @@ def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, titl
          "unparsed": unparsed.get(name)}
         for name, entry in sets.items()
     ]
+    from robusteval.evals.preservation import preservation_text
+
+    labelled = [name for name, entry in sets.items() if entry.get("preservation")]
+    for row in rows[1:]:  # measured preservation beside the accuracy, where a person labelled the set's edits
+        row["same meaning (labelled edits)"] = preservation_text(sets[row["set"]].get("preservation") or {})
+    extra = ["same meaning (labelled edits)"] if labelled else []
     if label_mode == "soft":  # argmax of scored labels: nothing is parsed, nothing can be unread
-        print_summary_table(f"{title} (soft labels, n={n})", rows, ["set", "acc", "drop", "changed", "in index"],
-                            file=out)
+        print_summary_table(f"{title} (soft labels, n={n})", rows,
+                            ["set", "acc", *extra, "drop", "changed", "in index"], file=out)
     else:
         print_summary_table(f"{title} ({label_mode} labels, n={n}; unparsed: labels that could not be read, counted "
-                            "wrong)", rows, ["set", "acc", "drop", "changed", "in index", "unparsed"], file=out)
+                            "wrong)", rows, ["set", "acc", *extra, "drop", "changed", "in index", "unparsed"],
+                            file=out)
     changed_rows = [{"set": name, "n changed": block["n"],
                      "acc original (changed only)": format_rate(block["acc_original"], block["acc_original_ci95"],
                                                                 n=block["n"]),
@@ -192,6 +199,26 @@ def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, titl
     else:
         print(f"RB-index {index_note(summary)}: {format_rate(rb, summary.get('rb_index_ci95'), digits=4, n=n)}"
               f"  (lower is more robust)", file=out)
+    if summary.get("preserved_only"):
+        print_preserved_only(summary["preserved_only"], file=out)
+
+
+def print_preserved_only(block: Mapping[str, Any], *, file: TextIO | None = None) -> None:
+    """The accuracies and RB-index over the edits labelled same meaning (``--preserved-only``): a table of its
+    own, under the headline, never in its place."""
+    from robusteval.metrics.robustness import preserved_line
+
+    out = file or sys.stdout
+    rows = [{"set": name, "n kept": entry["n"],
+             "acc original (kept)": format_rate(entry["acc_original"], entry["acc_original_ci95"], n=entry["n"]),
+             "acc perturbed (kept)": format_rate(entry["acc"], entry["acc_ci95"], n=entry["n"]),
+             "in index": "yes" if entry.get("in_index") else f"no ({entry.get('excluded_reason')})"}
+            for name, entry in (block.get("sets") or {}).items()]
+    if rows:
+        print_summary_table("over meaning-preserving edits only (--preserved-only): the examples whose every edit "
+                            "a person labelled same meaning, paired with their originals", rows, list(rows[0]),
+                            file=out)
+    print(preserved_line(block), file=out)
 
 
 def _changed_cell(entry: Mapping[str, Any], n: int) -> str:

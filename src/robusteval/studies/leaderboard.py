@@ -52,11 +52,29 @@ ACCURACIES = ("acc", "strict", "loose")
 CATEGORY_SHARES = ("unjudged_rate", "clean_cot_wrong_rate")
 
 
+#: Numbers about the perturbed sets, not the model: the share of a set's labelled edits judged same meaning.
+MEASURED = {"same": "share of the labelled edits judged same meaning, no score"}
+#: The RB-index over the edits labelled same meaning (``--preserved-only``), beside the headline.
+PRESERVED_RB = "rb_index[preserved]"
+
+
+def labelled_metrics(rates: Iterable[Sequence[Rate]]) -> list[tuple[str, str]]:
+    """The preservation columns some run of the method holds (``same[SET]`` per labelled set, then the
+    preserved-only RB-index), in the runs' order: a column only where some cell has labels."""
+    names = list(dict.fromkeys(rate.metric for run in rates for rate in run))
+    return [*((name, "higher") for name in names if name.split("[", 1)[0] in MEASURED),
+            *((name, "lower") for name in names if name == PRESERVED_RB)]
+
+
 def direction(metric: str, better: str) -> str:
     """How a column reads: ``higher is better`` for an accuracy, else ``lower is more robust`` (or higher); a
     category share of MATCHA's attacked examples reads as such."""
     if metric.split("[", 1)[0] in CATEGORY_SHARES:
         return "share of the attacked, no score"
+    if metric.split("[", 1)[0] in MEASURED:
+        return MEASURED[metric.split("[", 1)[0]]
+    if metric == PRESERVED_RB:
+        return f"{better} is more robust; over the edits labelled same meaning only"
     if metric.split("[", 1)[0] in ACCURACIES:
         return f"{better} is better"
     return f"{better} is more robust"
@@ -218,7 +236,8 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
         headlines = method.headlines or tuple((r.metric, "higher") for r in
                                               (run_rates(next(iter(runs.values()))) if runs else []))
         rates = {model: run_rates(run) for model, run in runs.items()}
-        for metric, better in _with_denominators(headlines, rates.values()):
+        measured = labelled_metrics(rates.values())
+        for metric, better in [*_with_denominators(headlines, rates.values()), *measured]:
             # "acc[original]" -> "acc@original": brackets are markup to the terminal table and noise in a CSV
             name = f"{method_name}:{dataset}:{metric.replace('[', '@').rstrip(']')}"
             denominator = ""
@@ -230,7 +249,8 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
                     board.cells[(model, name)] = rate.num
                     board.runs[(model, name)] = str(run.path)
                     board.denominators[(model, name)] = denominator = rate.denominator
-                    tested.append((model, run, rate.metric, rate.num.value))
+                    if (metric, better) not in measured:  # a set's labels are no model's score: not tested
+                        tested.append((model, run, rate.metric, rate.num.value))
                     for flag in rate.num.flags:
                         flagged.setdefault(flag, []).append(model)
             board.sections[name] = SECTION_OF.get(str(next(iter(runs.values())).command), "") if runs else ""
