@@ -172,6 +172,21 @@ def read_output(text: str, meta: dict[str, object] | None, fmt: ReasoningFormat,
     return split, {**split.record(), **kept}
 
 
+def read_reply(text: str, meta: dict[str, object] | None, finish_reason: str, fmt: ReasoningFormat, *,
+               opened: bool = False) -> tuple[Split, dict[str, object]]:
+    """What every answer-reading pipeline (``eval``, ``variants eval``, MATCHA's clean pass) keeps of a generation:
+    the split (:func:`read_output` where the model thinks or the API returned a trace apart, else the whole text as
+    the reply) and the record's fields, with ``no_answer`` (:func:`no_answer_reason`) when there is no reply to
+    read: such an answer is wrong, never graded on a fragment, and counted (:func:`truncation_summary`,
+    :func:`no_reply_summary`)."""
+    if fmt.thinks or "thinking" in (meta or {}):
+        split, kept = read_output(text, meta, fmt, opened=opened)
+    else:
+        split, kept = Split(None, text), {}
+    reason = no_answer_reason(split, finish_reason)
+    return split, {**kept, **({"no_answer": reason} if reason is not None else {})}
+
+
 def _split_harmony(text: str) -> Split:
     analysis = text.find(HARMONY_ANALYSIS)
     final = text.find(HARMONY_FINAL)
