@@ -289,17 +289,18 @@ def summary_format(fmt: ReasoningFormat, records: Any) -> dict[str, Any]:
     return {}
 
 
-def no_reply_summary(records: Any) -> dict[str, Any]:
-    """``no_reply`` (count, share of ``records``, 95% interval, and by reason) when some record's reply was empty
-    (:func:`no_answer_reason`): those are wrong answers, counted apart, never silently graded."""
+def no_reply_summary(records: Any, *, field: str = "no_answer", name: str = "no_reply") -> dict[str, Any]:
+    """``{name: ...}`` (count, share of ``records``, 95% interval, and by reason) when some record's reply was
+    empty (its ``field`` holds :func:`no_answer_reason`'s empty-reply reason): those are wrong answers, counted
+    apart, never silently graded."""
     from robusteval.metrics.stats import proportion
 
     rows = list(records)
-    reasons = Counter(str(r["no_answer"]) for r in rows if r.get("no_answer") in (NO_REPLY, NO_REPLY_AT_LIMIT))
+    reasons = Counter(str(r[field]) for r in rows if r.get(field) in (NO_REPLY, NO_REPLY_AT_LIMIT))
     if not reasons:
         return {}
     count = sum(reasons.values())
-    return {"no_reply": {"count": count, **proportion(count, len(rows)), "reasons": dict(reasons.most_common())}}
+    return {name: {"count": count, **proportion(count, len(rows)), "reasons": dict(reasons.most_common())}}
 
 
 def truncation_summary(records: Any) -> dict[str, Any]:
