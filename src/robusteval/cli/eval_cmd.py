@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         summary = evaluate(config, backend, store, batch_size=args.batch_size)
     row = {**summary, "acc": format_rate(summary["acc"], summary.get("acc_ci95"))}
     print_summary_table("answer-first accuracy [95% interval]", [row], ["model", "dataset", "n", "n_correct", "acc"])
-    print_reply_counts(summary)
+    print_reply_counts(dict(summary))
     skipped = summary.get("skip_reasons") or {}
     if skipped:  # outside n: each was named on its own line when skipped
         detail = ", ".join(f"{reason} {count}" for reason, count in skipped.items())
