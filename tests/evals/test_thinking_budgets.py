@@ -103,3 +103,40 @@ def test_matcha_help_and_docs_agree_on_the_trace_budget(capsys: pytest.CaptureFi
     assert "attack matcha: no tag is forced" in text and "eval, variants eval: budget forcing" in text
     docs = (Path(__file__).resolve().parents[2] / "docs" / "reasoning-models.md").read_text(encoding="utf-8")
     assert "MATCHA does not force the closing tag" in " ".join(docs.split())
+
+
+@pytest.mark.parametrize(("mode", "block", "reason"), [("reasoning-cut", "thinking_truncated", THINKING_TRUNCATED),
+                                                       ("hidden-cut", "thinking_truncated", THINKING_TRUNCATED),
+                                                       ("empty-cut", "no_reply", NO_REPLY_AT_LIMIT)])
+def test_variants_eval_counts_every_reply_cut_at_the_limit(mode: str, block: str, reason: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """VAR-MATH on the same servers: 3 instances x 2 samples cut at the limit with nothing to read are 6 of 6
+    counted (with an interval, printed), each generation's record says why, and every prediction is graded wrong
+    (an empty reply used to be graded with no count and no reason)."""
+    from helpers.servers import fake_openai_server
+
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(json.dumps({"id": f"sum_{k}", "question": f"What is 3 + 4 (take {k})?",
+                                             "answer": 7, "template": "sum", "values": {"k": str(k)}}) + "\n"
+                                 for k in range(3)), encoding="utf-8")
+    out = tmp_path / mode
+    with fake_openai_server(tmp_path, mode) as server:
+        assert main(["variants", "eval", "--model", f"openai:r1@{server.base_url}", "--endpoint", "chat", "--chat",
+                     "--instances", str(instances), "--samples", "2", "--temperature", "0.7",
+                     "--max-new-tokens", "64", "--out", str(out)]) == 0
+    summary = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    printed = " ".join(capsys.readouterr().out.split())
+    assert summary["strict"] == 0.0 and summary["loose"] == 0.0
+    counted = summary[block]
+    assert (counted["count"], counted["n"]) == (6, 6) and 0.5 < counted["ci95"][0] < counted["ci95"][1] == 1.0
+    other = "no_reply" if block == "thinking_truncated" else "thinking_truncated"
+    assert other not in summary
+    if block == "no_reply":
+        assert counted["reasons"] == {NO_REPLY_AT_LIMIT: 6}
+        assert f"no reply: 6 of 6 (1.000 [{counted['ci95'][0]:.3f}, 1.000]), counted wrong" in printed
+    else:
+        assert f"{THINKING_TRUNCATED}: 6 of 6 (1.000 [{counted['ci95'][0]:.3f}, 1.000])" in printed
+    rows = RunStore.open(out).records("variants_generation")
+    assert len(rows) == 6 and all(r["no_answer"] == reason and r["finish_reason"] == "length" for r in rows)
+    graded = [json.loads(line) for line in (out / "graded.jsonl").read_text().splitlines()]
+    assert graded and not any(g["correct"] for g in graded)

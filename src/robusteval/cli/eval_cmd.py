@@ -42,8 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.evals.answer_first import EvalConfig, eval_identity, evaluate
     from robusteval.lifecycle import open_run
     from robusteval.report.tables import format_rate, print_summary_table
-    from robusteval.text.thinking import THINKING_TRUNCATED
-
     config = config_from_args(EvalConfig, args)
     examples = config.data.load()  # bad data fails here, before the model loads
     identity = eval_identity(config, model_identity(args.model, args), examples)
@@ -53,26 +51,35 @@ def run(args: argparse.Namespace) -> int:
         summary = evaluate(config, backend, store, batch_size=args.batch_size)
     row = {**summary, "acc": format_rate(summary["acc"], summary.get("acc_ci95"))}
     print_summary_table("answer-first accuracy [95% interval]", [row], ["model", "dataset", "n", "n_correct", "acc"])
-    thinking = summary.get("reasoning_format")
-    if thinking:  # a thinking model: answers read from its replies; traces cut by the budget have none
-        cut = summary.get("thinking_truncated") or {}
-        print(f"reasoning format: {thinking['kind']} (answers read from the reply after the trace); "
-              f"{THINKING_TRUNCATED}: {cut.get('count', 0)} of {summary['n']}"
-              f"{_rate(cut)}, counted wrong")
-        forced = summary.get("thinking_forced")
-        if forced:
-            print(f"trace closed by force (--max-thinking-tokens): {forced['count']} of {summary['n']}"
-                  f"{_rate(forced)}")
-    empty = summary.get("no_reply")
-    if empty:  # replies with nothing in them: wrong, counted apart
-        detail = ", ".join(f"{reason} {count}" for reason, count in empty["reasons"].items())
-        print(f"no reply: {empty['count']} of {summary['n']}{_rate(empty)}, counted wrong ({detail})")
+    print_reply_counts(dict(summary))
     skipped = summary.get("skip_reasons") or {}
     if skipped:  # outside n: each was named on its own line when skipped
         detail = ", ".join(f"{reason} {count}" for reason, count in skipped.items())
         print(f"not asked: {sum(skipped.values())} ({detail})")
     print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
     return 0
+
+
+def print_reply_counts(summary: dict[str, Any]) -> None:
+    """The lines of a summary's answers with no reply to read (``eval``, ``variants eval``): the reasoning format
+    and the traces the budget cut, the traces closed by force, the empty replies; each a count of its block's n
+    with its share and 95% interval."""
+    from robusteval.text.thinking import THINKING_TRUNCATED
+
+    thinking = summary.get("reasoning_format")
+    if thinking:  # a thinking model: answers read from its replies; traces cut by the budget have none
+        cut = summary.get("thinking_truncated") or {}
+        print(f"reasoning format: {thinking['kind']} (answers read from the reply after the trace); "
+              f"{THINKING_TRUNCATED}: {cut.get('count', 0)} of {cut.get('n', summary.get('n'))}"
+              f"{_rate(cut)}, counted wrong")
+        forced = summary.get("thinking_forced")
+        if forced:
+            print(f"trace closed by force (--max-thinking-tokens): {forced['count']} of {forced['n']}"
+                  f"{_rate(forced)}")
+    empty = summary.get("no_reply")
+    if empty:  # replies with nothing in them: wrong, counted apart
+        detail = ", ".join(f"{reason} {count}" for reason, count in empty["reasons"].items())
+        print(f"no reply: {empty['count']} of {empty['n']}{_rate(empty)}, counted wrong ({detail})")
 
 
 def _rate(block: dict[str, Any]) -> str:

@@ -256,6 +256,7 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from robusteval.cli.eval_cmd import print_reply_counts
     from robusteval.lifecycle import open_run
     from robusteval.report.tables import print_diagnosis
     from robusteval.store import SUMMARY_NAME
@@ -279,6 +280,7 @@ def run_eval(args: argparse.Namespace) -> int:
         assert backend is not None  # open_run yields what load() returned
         summary = evaluate_variants(config, backend, store, batch_size=args.batch_size)
     _print_scores("variant scores", dict(summary))
+    print_reply_counts(dict(summary))  # generations with no reply to read: counted wrong, with their intervals
     print_diagnosis(summary["diagnosis"])
     if not summary["diagnosis"]["n_with_original"]:
         print("(no original problem evaluated: --originals FILE asks them in this call (`variants instantiate "

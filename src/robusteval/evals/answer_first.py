@@ -35,11 +35,9 @@ from robusteval.text.thinking import (
     NO_THINKING,
     ReasoningFormat,
     ReasoningOptions,
-    Split,
-    no_answer_reason,
     no_reply_summary,
     opens_thinking,
-    read_output,
+    read_reply,
     summary_format,
     truncation_summary,
 )
@@ -128,13 +126,11 @@ def answer_first_records(
                 record.update({"completion": "", "finish_reason": "skipped", "n_tokens": 0, "predicted": None,
                                "correct": False, "skipped": PROMPT_TOO_LONG, "prompt_tokens": lengths[ex.id]})
             else:
-                split, kept = (read_output(out.text, out.meta, reasoning, opened=opens[ex.id])
-                               if reasoning.thinks or "thinking" in out.meta else (Split(None, out.text), {}))
+                split, kept = read_reply(out.text, out.meta, out.finish_reason, reasoning, opened=opens[ex.id])
                 record.update({"completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens,
-                               **kept, **grade_completion(ex, split.reply, math_grader=math_grader)})
-                reason = no_answer_reason(split, out.finish_reason)
-                if reason is not None:  # no reply to read: wrong, and said why (never graded on a fragment)
-                    record.update({"predicted": None, "correct": False, "no_answer": reason})
+                               **grade_completion(ex, split.reply, math_grader=math_grader), **kept})
+                if "no_answer" in kept:  # no reply to read: wrong, and said why (never graded on a fragment)
+                    record.update({"predicted": None, "correct": False})
             records.append(record)
         return records
 

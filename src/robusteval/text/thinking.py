@@ -172,6 +172,21 @@ def read_output(text: str, meta: dict[str, object] | None, fmt: ReasoningFormat,
     return split, {**split.record(), **kept}
 
 
+def read_reply(text: str, meta: dict[str, object] | None, finish_reason: str, fmt: ReasoningFormat, *,
+               opened: bool = False) -> tuple[Split, dict[str, object]]:
+    """What every answer-reading pipeline (``eval``, ``variants eval``, MATCHA's clean pass) keeps of a generation:
+    the split (:func:`read_output` where the model thinks or the API returned a trace apart, else the whole text as
+    the reply) and the record's fields, with ``no_answer`` (:func:`no_answer_reason`) when there is no reply to
+    read: such an answer is wrong, never graded on a fragment, and counted (:func:`truncation_summary`,
+    :func:`no_reply_summary`)."""
+    if fmt.thinks or "thinking" in (meta or {}):
+        split, kept = read_output(text, meta, fmt, opened=opened)
+    else:
+        split, kept = Split(None, text), {}
+    reason = no_answer_reason(split, finish_reason)
+    return split, {**kept, **({"no_answer": reason} if reason is not None else {})}
+
+
 def _split_harmony(text: str) -> Split:
     analysis = text.find(HARMONY_ANALYSIS)
     final = text.find(HARMONY_FINAL)
@@ -274,17 +289,18 @@ def summary_format(fmt: ReasoningFormat, records: Any) -> dict[str, Any]:
     return {}
 
 
-def no_reply_summary(records: Any) -> dict[str, Any]:
-    """``no_reply`` (count, share of ``records``, 95% interval, and by reason) when some record's reply was empty
-    (:func:`no_answer_reason`): those are wrong answers, counted apart, never silently graded."""
+def no_reply_summary(records: Any, *, field: str = "no_answer", name: str = "no_reply") -> dict[str, Any]:
+    """``{name: ...}`` (count, share of ``records``, 95% interval, and by reason) when some record's reply was
+    empty (its ``field`` holds :func:`no_answer_reason`'s empty-reply reason): those are wrong answers, counted
+    apart, never silently graded."""
     from robusteval.metrics.stats import proportion
 
     rows = list(records)
-    reasons = Counter(str(r["no_answer"]) for r in rows if r.get("no_answer") in (NO_REPLY, NO_REPLY_AT_LIMIT))
+    reasons = Counter(str(r[field]) for r in rows if r.get(field) in (NO_REPLY, NO_REPLY_AT_LIMIT))
     if not reasons:
         return {}
     count = sum(reasons.values())
-    return {"no_reply": {"count": count, **proportion(count, len(rows)), "reasons": dict(reasons.most_common())}}
+    return {name: {"count": count, **proportion(count, len(rows)), "reasons": dict(reasons.most_common())}}
 
 
 def truncation_summary(records: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from robusteval.errors import UserError
 from robusteval.lifecycle import public_entry
@@ -41,8 +41,9 @@ from robusteval.text.thinking import (
     NO_THINKING,
     ReasoningFormat,
     ReasoningOptions,
+    no_reply_summary,
     opens_thinking,
-    read_output,
+    read_reply,
     summary_format,
     truncation_summary,
 )
@@ -307,6 +308,12 @@ class VariantsEvalSummary(VariantScores):
     model_identity: dict[str, Any] | None
     seeds: dict[str, int]
     environment: dict[str, Any] | None
+    # A thinking model's run says how its traces were read and how many the budget cut; any run, how many replies
+    # were empty (text.thinking): those generations are graded wrong and counted, with their intervals.
+    reasoning_format: NotRequired[dict[str, Any]]
+    thinking_truncated: NotRequired[dict[str, Any]]
+    thinking_forced: NotRequired[dict[str, Any]]
+    no_reply: NotRequired[dict[str, Any]]
 
 
 def sample_seed(seed: int, k: int) -> int:
@@ -386,8 +393,8 @@ def generate_all(
         for (inst, k), out, opens in zip(batch, outputs, opened, strict=True):
             record = {"id": inst.id, "sample": k, "question": inst.question, "gold": inst.gold,
                       "completion": out.text, "finish_reason": out.finish_reason, "n_tokens": out.n_tokens}
-            if reasoning.thinks or "thinking" in out.meta:
-                record.update(read_output(out.text, out.meta, reasoning, opened=opens)[1])
+            # A trace never closed, or an empty reply: graded wrong (its prediction is empty) and counted by reason.
+            record.update(read_reply(out.text, out.meta, out.finish_reason, reasoning, opened=opens)[1])
             records.append(record)
         return records
 
@@ -468,6 +475,7 @@ def evaluate_variants(
             "model": backend.name,
             **summary_format(reasoning, records),
             **truncation_summary(records),
+            **no_reply_summary(records),
             "instances": str(config.instances),
             "temperature": temperature,
             "top_p": top_p,

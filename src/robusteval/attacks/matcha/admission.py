@@ -87,8 +87,9 @@ class AttackAdmission:
     def attackable(self, clean: dict[str, Any]) -> tuple[bool, str]:
         if clean.get("too_long"):
             return False, PROMPT_TOO_LONG
-        if clean.get("thinking_truncated"):
-            return False, THINKING_TRUNCATED  # no reply: never graded, never attacked
+        if clean.get("no_answer") or clean.get("thinking_truncated"):
+            # No reply to read (a trace never closed, an empty reply cut at the limit): never graded, never attacked
+            return False, str(clean.get("no_answer") or THINKING_TRUNCATED)
         if self._overflow(clean["id"], *prompt_sizes(clean), attack=True) is not None:
             return False, PROMPT_TOO_LONG  # fits clean, but not with its insertions
         if self.over_budget(clean, say=False) is not None:

@@ -39,7 +39,7 @@ from robusteval.models.thinking import declared_format
 from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplar_source, exemplar_style, load_exemplars
 from robusteval.store import RunStore, unit_key
 from robusteval.store.stages import register_stage
-from robusteval.text.thinking import ReasoningFormat, summary_format, truncation_summary
+from robusteval.text.thinking import ReasoningFormat, no_reply_summary, summary_format, truncation_summary
 
 OUTCOME_STAGE = register_stage("matcha_outcome", summary="judged MATCHA outcomes")
 COMMAND = "attack matcha"
@@ -63,6 +63,11 @@ class MatchaSummary(TypedDict, total=False):
     skip_reasons: dict[str, int]  # not attacked: reason -> count
     exclusions: dict[str, int]  # attacked, in a category of their own: {"unjudged": k, "clean_cot_wrong": k}
     among_judged: dict[str, Any]  # the secondary view: rates among the judged answers (n_judged)
+    # Replies with nothing to read (text.thinking): clean ones (in n, wrong, not attacked) and perturbed ones.
+    no_reply: dict[str, Any]
+    perturbed_no_reply: dict[str, Any]
+    thinking_truncated: dict[str, Any]
+    perturbed_thinking_truncated: dict[str, Any]
 
 
 def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examples: Sequence[Example], *,
@@ -317,6 +322,12 @@ def summarise_matcha(
         "hyperparameters": {k: v for k, v in dataclasses.asdict(config).items()
                             if v is not None or k not in ("reasoning_source", "max_thinking_tokens")},
         **matcha_metrics(rows, config.counting),
+        # Clean replies with nothing to read (empty, e.g. cut at the token limit): in ACC's n as wrong answers (the
+        # model was asked, as eval counts them), never attacked (skip_reasons names them), counted here with their
+        # interval; perturbed ones: the answer was not kept (a WR), counted apart.
+        **no_reply_summary([r for r in clean if not r.get("too_long")]),
+        **no_reply_summary([r for r in attacked if not r.get("skipped")], field="perturbed_no_answer",
+                           name="perturbed_no_reply"),
         # Clean-correct examples whose completion has no reasoning after the answer: not attacked under ours;
         # attacked under the authors' counting (an empty reasoning is a success there when the answer is kept).
         "n_no_cot": sum(1 for r in rows if r["clean_correct"] and (r["skip_reason"] == NO_COT or r.get("no_cot"))),

@@ -48,7 +48,14 @@ from robusteval.runner import run_units
 from robusteval.seeding import derive_rng, derive_seed
 from robusteval.store import RunStore, unit_key
 from robusteval.store.stages import register_stage
-from robusteval.text.thinking import NO_THINKING, THINKING_TRUNCATED, ReasoningFormat, Split, split_generation
+from robusteval.text.thinking import (
+    NO_THINKING,
+    ReasoningFormat,
+    Split,
+    no_answer_reason,
+    read_reply,
+    split_generation,
+)
 
 CLEAN_STAGE = register_stage("matcha_clean", summary="clean generations, graded")
 ATTACK_STAGE = register_stage("matcha_attack", summary="one attacked example")
@@ -230,7 +237,10 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
         while continuation and not row.text.startswith(self.backend.decode(continuation)):
             continuation.pop()  # drop the tokens that spelled the stop string
         if self.thinks:
-            return self._graded_thinking(ex, layout, row.text, continuation)
+            return self._graded_thinking(ex, layout, row, continuation)
+        # An empty reply (cut at the token limit, or stopped at once) has no answer: ``no_answer`` says why, and
+        # it is a counted skip (``skip_reasons``, ``no_reply``), never attacked.
+        _, kept = read_reply(row.text, None, row.finish_reason, self.reasoning)
         graded = grade_completion(ex, row.text)  # always against gold
         return {
             "id": ex.id,
@@ -241,24 +251,29 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
             "prefix_length": len(layout.prefix),
             "gold": ex.answer,
             "completion": row.text,
+            "finish_reason": row.finish_reason,
             "continuation_ids": continuation,
             "n_answer_tokens": answer_token_count(self.backend, continuation, graded["answer_sentence"]),
             **graded,
+            **kept,
         }
 
-    def _graded_thinking(self, ex: Example, layout: PromptLayout, text: str, continuation: list[int]
+    def _graded_thinking(self, ex: Example, layout: PromptLayout, row, continuation: list[int]  # type: ignore[no-untyped-def]
                          ) -> dict[str, Any]:
         """A thinking target's clean record: graded on its reply, with where its trace, reply and answer lie in
-        the continuation; a trace never closed has no answer (``no_answer``) and is never attacked."""
+        the continuation; a trace never closed, or an empty reply after it, has no answer (``no_answer``) and is
+        never attacked."""
         opened = prompt_opens(self.backend.decode, layout.tail, self.reasoning)
-        split = split_generation(text, self.reasoning, opened=opened)
+        split, kept = read_reply(row.text, None, row.finish_reason, self.reasoning, opened=opened)
         graded = grade_completion(ex, split.reply)  # always against gold
         record = {"id": ex.id, "question": ex.question, "question_ids": layout.question, "head_ids": layout.head,
                   "tail_ids": layout.tail, "prefix_length": len(layout.prefix), "gold": ex.answer,
-                  "completion": text, "continuation_ids": continuation, **split.record(), **graded}
+                  "completion": row.text, "finish_reason": row.finish_reason, "continuation_ids": continuation,
+                  **graded, **kept}
         if split.truncated:
-            return {**record, "predicted": None, "correct": False, "no_answer": THINKING_TRUNCATED,
-                    "n_answer_tokens": 0}
+            return {**record, "predicted": None, "correct": False, "n_answer_tokens": 0}
+        if "no_answer" in kept:
+            record.update({"predicted": None, "correct": False})
         if split.thinking is None:  # no trace written: read as a model without thinking
             return {**record, "n_answer_tokens": answer_token_count(self.backend, continuation,
                                                                     graded["answer_sentence"])}
@@ -369,6 +384,9 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
         for i in live:
             row = rows[i]
             read, split = self.read(row.text, examples[i])
+            reason = no_answer_reason(split or Split(None, row.text), row.finish_reason)
+            if reason is not None:  # no reply to read: the answer was not kept, and the summary counts why
+                records[i]["perturbed_no_answer"] = reason
             records[i].update({
                 "perturbed_completion": row.text,
                 "perturbed_answer": read["predicted"],
