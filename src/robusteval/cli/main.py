@@ -177,7 +177,10 @@ class _Stop:
         self.code = code
         if self._deadline_armed:
             threading.Thread(target=self._deadline, name="robusteval-stop-deadline", daemon=True).start()
-        raise KeyboardInterrupt if code == 130 else Terminated
+        # KeyboardInterrupt for SIGTERM too (the exit code says which): native code that checks for signals while
+        # it waits (Ray's ray.wait / ray.get) turns a KeyboardInterrupt into its own, but leaves any other
+        # exception a handler raises set behind a normal return, which surfaces as a SystemError (a 'bug').
+        raise KeyboardInterrupt
 
     def _deadline(self) -> None:
         time.sleep(STOP_GRACE_S)
@@ -245,8 +248,9 @@ def _main(argv: list[str], debug: bool, stop: _Stop | None = None) -> int:
         with use_executor(executor_from_args(args), close=True):
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        stop.say(130)
-        return 130
+        code = stop.code or 130  # 143 when SIGTERM raised it
+        stop.say(code)
+        return code
     except Terminated:
         stop.say(143)
         return 143
