@@ -104,15 +104,15 @@ def scenario(name: str, model: Path, work: Path) -> Iterator[tuple[list[str], Ca
     out = work / "run"
     if name == "clean":
         yield attack_args(model, data, out, 600), lambda: stored(out, "matcha_clean") >= 1, out
-    elif name == "attack":
-        yield attack_args(model, data, out, 600), lambda: stored(out, "matcha_attack") >= 1, out
+    elif name == "attack":  # few questions: the attack begins once their clean pass is done
+        yield attack_args(model, data, out, 24), lambda: stored(out, "matcha_attack") >= 1, out
     elif name == "ray":
-        yield ([*attack_args(model, data, out, 600), "--executor", "ray", "--workers", "2"],
+        yield ([*attack_args(model, data, out, 100), "--executor", "ray", "--workers", "2"],
                lambda: stored(out, "matcha_attack") >= 1, out)
     elif name == "judge":
         server = StalledServer()
         try:
-            args = attack_args(model, data, out, 600)
+            args = attack_args(model, data, out, 24)
             args[args.index("--semantic-judge") + 1] = f"openai:judge@http://127.0.0.1:{server.port}/v1"
             yield args, lambda: server.requests >= 1, out
         finally:
@@ -211,6 +211,8 @@ def main() -> int:
     parser.add_argument("--signal", choices=["int", "term"], default="int")
     parser.add_argument("--ready-within", type=float, default=900.0, help="seconds to reach mid-work")
     opts = parser.parse_args()
+    # A SIGTERM to the bench (a `timeout`) unwinds it: the busy processes and the run under test are killed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     sig = signal.SIGINT if opts.signal == "int" else signal.SIGTERM
     expected = 130 if sig == signal.SIGINT else 143
     with contextlib.ExitStack() as stack:
