@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,25 @@ torch.set_num_threads(1)
 # @settings(max_examples=...) inherit it.
 settings.register_profile("robusteval", derandomize=True, database=None, deadline=None)
 settings.load_profile("robusteval")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run the tests marked slow (always run under CI=1, as .ci/run sets)")
+
+
+def _run_slow(config: pytest.Config) -> bool:
+    return bool(config.getoption("--runslow")) or os.environ.get("CI", "") not in ("", "0", "false")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``slow`` tests are skipped in development (a fast default), run with ``--runslow`` and always in CI."""
+    if _run_slow(config):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow (or CI=1)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -25,6 +25,8 @@ pytestmark = needs_modules("ray")
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
 STARTED = "ray: 2 workers"  # the driver's line once its pool is up (and its watchdog watching)
+#: Seconds from a stop signal to the driver's exit, under load (issue 41's target; 5 s on an idle machine).
+STOP_TARGET_S = 15
 
 
 def _args(model: Path, out: Path) -> list[str]:
@@ -137,18 +139,27 @@ def test_any_ray_process_the_run_depends_on_dying_ends_it_with_one_line_and_exit
                                                    (signal.SIGINT, 130, "robusteval: interrupted; ")])
 def test_a_stopped_driver_shuts_its_local_ray_instance_down(tiny_trained_dir: Path, tmp_path: Path,
                                                             sig: signal.Signals, code: int, said: str) -> None:
-    driver = Driver(_endless_args(tiny_trained_dir, tmp_path / "run", tmp_path), tmp_path / "driver.log")
+    out = tmp_path / "run"
+    driver = Driver(_endless_args(tiny_trained_dir, out, tmp_path), tmp_path / "driver.log")
     try:
-        driver.wait_for(lambda: STARTED in driver.output(), "the Ray pool started")
+        # Provably mid-attack, however fast the machine: a unit of the attack stage is stored (and 600 are not).
+        driver.wait_for(lambda: attacks_stored(out, 1), "an attack was stored")
         assert {"raylet", "gcs_server", "ray::DashboardAgent", "ray::RuntimeEnvAgent"} <= set(driver.ray.values())
+        kept = {row[:2]: row[2] for row in units(out)}
+        signalled = time.monotonic()
         driver.proc.send_signal(sig)
-        assert driver.proc.wait(timeout=60) == code, driver.output()[-3000:]
+        # The target under load (5 s on an idle machine; bench/signal_exit.py measures both).
+        assert driver.proc.wait(timeout=STOP_TARGET_S) == code, driver.output()[-3000:]
+        took = time.monotonic() - signalled
+        print(f"signal to exit: {took:.2f} s")  # shown with -s: the margin left under the target
         # Everything is gone by the time the driver has exited (a short grace for the kernel to reap).
         assert wait_gone(driver.ray, within=2) == {}, "Ray processes outlived the driver"
     finally:
         driver.close()
-    assert driver.lines()[-1].startswith(said + "stored results are kept: re-run `robusteval attack matcha ")
-    assert "Traceback" not in driver.output()
+    assert driver.lines()[-1].startswith(said + "stored results are kept: re-run `robusteval attack matcha "), took
+    assert len(driver.lines()) == 1 and "Traceback" not in driver.output()
+    after = {row[:2]: row[2] for row in units(out)}
+    assert {key: after[key] for key in kept} == kept, "a unit stored before the signal was lost or computed again"
 
 
 def test_ray_failures_are_one_line_with_exit_2_and_how_to_resume() -> None:

@@ -8,12 +8,17 @@ exit with code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
+import signal
 import sys
+import threading
+import time
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from robusteval import __version__
 from robusteval.cli.common import _REQUIRED
@@ -154,37 +159,103 @@ def write_crash_log(exc: BaseException, argv: Sequence[str]) -> Path | None:
     return None
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    import signal
+#: Seconds a stopped run gets to clean up (commit what it holds, close the store, shut a local Ray instance down)
+#: before it exits anyway: whatever blocks then (a native call that never checks for signals, a thread joined at
+#: exit that waits on a stalled server, a Ray process that will not die) cannot keep a stopped run alive. What is
+#: committed stays committed: each unit is its own SQLite transaction, the run lock is a flock the kernel drops,
+#: and the reaper of a local Ray instance kills the instance once this process is gone.
+STOP_GRACE_S = 4.0
+#: Exit codes of a run stopped by a signal (128 + the signal's number, as a shell reports it).
+STOP_CODES = {int(signal.SIGINT): 130, int(signal.SIGTERM): 143}
 
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup short (SIGKILL still can)
-    raise Terminated
+
+class _Stop:
+    """How this process was asked to stop. The first SIGINT or SIGTERM raises in the main thread (every
+    ``finally`` runs) and arms a deadline of :data:`STOP_GRACE_S`; a second signal, or the deadline, ends the
+    process at once with the same line and exit code."""
+
+    def __init__(self, deadline: bool = True) -> None:
+        self.code: int | None = None  # 130 or 143 once a signal came
+        self._said = False
+        self._deadline_armed = deadline  # False when main() is called in a process that goes on after it
+
+    def say(self, code: int) -> None:
+        """The run's one line about the stop (printed once, whoever gets there first)."""
+        if not self._said:
+            self._said = True
+            what = "interrupted" if code == 130 else "terminated (SIGTERM)"
+            print(f"robusteval: {what}; {resume_hint()}", file=sys.stderr, flush=True)
+
+    def handler(self, signum: int, frame: object) -> None:
+        code = STOP_CODES.get(signum, 128 + signum)
+        if self.code is not None:  # asked again: the user does not want to wait for the cleanup
+            self.exit_now(self.code)
+        self.code = code
+        if self._deadline_armed:
+            threading.Thread(target=self._deadline, name="robusteval-stop-deadline", daemon=True).start()
+        # KeyboardInterrupt for SIGTERM too (the exit code says which): native code that checks for signals while
+        # it waits (Ray's ray.wait / ray.get) turns a KeyboardInterrupt into its own, but leaves any other
+        # exception a handler raises set behind a normal return, which surfaces as a SystemError (a 'bug').
+        raise KeyboardInterrupt
+
+    def _deadline(self) -> None:
+        time.sleep(STOP_GRACE_S)
+        _log_blocked_cleanup()
+        self.exit_now(self.code or 130)
+
+    def exit_now(self, code: int) -> NoReturn:
+        self.say(code)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os._exit(code)
+
+
+def _log_blocked_cleanup() -> None:
+    """Where the main thread was when the grace ran out, saved in the crash-log folder: what blocked the cleanup."""
+    import tempfile
+    import traceback
+
+    from robusteval.paths import cache_root
+
+    stack = sys._current_frames().get(threading.main_thread().ident or -1)
+    text = (f"robusteval {__version__}: the cleanup after a stop signal overran {STOP_GRACE_S} s; main thread:\n"
+            + ("".join(traceback.format_stack(stack)) if stack is not None else "(gone)\n"))
+    for directory in (cache_root() / "crash", Path(tempfile.gettempdir())):
+        with contextlib.suppress(OSError):
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"robusteval-stop-overran-{os.getpid()}.log").write_text(text, encoding="utf-8")
+            return
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import os
-    import signal
-    import threading
-
+    as_program = argv is None  # the console script (or python -m): the process ends when main returns
     argv = list(sys.argv[1:] if argv is None else argv)
     # --debug anywhere on the line (argparse would only take it before the command).
     debug = "--debug" in argv or os.environ.get("ROBUSTEVAL_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
     set_command(argv)
-    # SIGTERM ends a run as Ctrl-C does (every `finally` runs: the store closed, a local Ray instance shut down).
+    # SIGTERM ends a run as Ctrl-C does (every `finally` runs: the store closed, a local Ray instance shut down),
+    # within STOP_GRACE_S whatever blocks.
+    stop = _Stop(deadline=as_program)
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    previous = {sig: signal.signal(sig, stop.handler) for sig in STOP_CODES} if main_thread else {}
     try:
-        return _main(argv, debug)
+        code = _main(argv, debug, stop)
     finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         set_command(None)
+    if stop.code is not None and as_program:
+        # Everything that must persist is closed by now. The interpreter's teardown is skipped: a garbage
+        # collection of a large heap (seconds under load) and the joins of threads that wait on a stalled server.
+        stop.exit_now(code)
+    return code
 
 
-def _main(argv: list[str], debug: bool) -> int:
+def _main(argv: list[str], debug: bool, stop: _Stop | None = None) -> int:
     import traceback
 
+    stop = stop or _Stop(deadline=False)
     try:
         args = parse_args(argv)
         from robusteval.cli.common import executor_from_args
@@ -193,10 +264,11 @@ def _main(argv: list[str], debug: bool) -> int:
         with use_executor(executor_from_args(args), close=True):
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print(f"robusteval: interrupted; {resume_hint()}", file=sys.stderr)
-        return 130
+        code = stop.code or 130  # 143 when SIGTERM raised it
+        stop.say(code)
+        return code
     except Terminated:
-        print(f"robusteval: terminated (SIGTERM); {resume_hint()}", file=sys.stderr)
+        stop.say(143)
         return 143
     except SystemExit:
         raise

@@ -294,6 +294,7 @@ class OpenAIBackend:
         if workers == 1:
             return [work(item, abort) for item in items]
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai")
+        stopped = False  # Ctrl-C or SIGTERM: requests in flight are not waited for (a stalled server holds them)
         try:
             futures: list[Future[R]] = [pool.submit(work, item, abort) for item in items]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
@@ -302,13 +303,14 @@ class OpenAIBackend:
                 # Report a real failure, not a sibling that merely stopped because of it.
                 raise next((e for e in errors if not isinstance(e, Aborted)), errors[0])
             return [f.result() for f in futures]
-        except BaseException:
+        except BaseException as exc:
             # Fail fast (also on Ctrl-C): wake in-flight retry waits instead of burning quota.
             abort.set()
             self._backoff.wake()
+            stopped = not isinstance(exc, Exception)
             raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not stopped, cancel_futures=True)
 
     def close(self) -> None:
         self._client.close()
