@@ -17,7 +17,7 @@ from typing import cast
 
 import torch
 
-from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss
+from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss, position_sums, terms_of_sums
 from robusteval.models.base import WhiteBoxBackend
 
 _ORDINARY = re.compile(r" ?[A-Za-z]{2,14}")
@@ -153,6 +153,13 @@ class MatchaObjective:
         return matcha_loss(logits, self.reference_logits, self.reference.n_answer, self.lam, self.answer_norm,
                            answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index)
 
+    def terms_of_sums(self, sums: torch.Tensor, dtype: torch.dtype) -> LossTerms:
+        """L_opt terms [B] of the per-position sums [B, m] of continuation logits of ``dtype``
+        (:func:`~robusteval.attacks.matcha.loss.position_sums` against :attr:`reference_logits`)."""
+        return terms_of_sums(sums, self.reference.n_answer, self.lam, self.answer_norm,
+                             answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index,
+                             dtype=dtype)
+
     # ------------------------------------------------------------------ attack primitives
     def embedding_gradient(self, question_ids: Sequence[int]) -> tuple[torch.Tensor, LossTerms]:
         """d(-L_opt)/d(question embeddings) [Lq, H] and the loss terms at ``question_ids``.
@@ -248,9 +255,13 @@ def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[t
         leaves = [q.detach().requires_grad_(True) for q in question_embeds[part]]
         with torch.enable_grad():
             logits, ms = _logits(chunk, leaves)
-            # Unbound first: a slice of the whole batch would back-propagate a batch-sized zero gradient per row.
-            rows = logits.unbind(0)
-            terms = [o.terms(row[None, row.shape[0] - m :]) for o, row, m in zip(chunk, rows, ms, strict=True)]
+            # One chunked loss over the whole padded batch, each row against its own reference (its last m
+            # positions): autograd keeps the logits and a [rows, positions] tensor, no vocabulary-sized copy.
+            sums = position_sums(logits, [o.reference_logits for o in chunk])
+            keep = sums.shape[1]
+            terms = [o.terms_of_sums(sums[b : b + 1, keep - m :], logits.dtype)
+                     for b, (o, m) in enumerate(zip(chunk, ms, strict=True))]
+            del logits
             grads = torch.autograd.grad(-torch.stack([t.total[0] for t in terms]).sum(), leaves)
         out += [(g, LossTerms(t.total.detach()[0], t.cot.detach()[0], t.answer.detach()[0]))
                 for g, t in zip(grads, terms, strict=True)]
@@ -302,9 +313,12 @@ def scores(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates
     for part in _chunks(objectives, [j for j, _ in rows], [_width(questions[j]) for j, _ in rows]):
         chunk = rows[part]
         logits, ms = _logits([objectives[j] for j, _ in chunk], _chunk_rows(objectives, questions, chunk))
-        # Consecutive rows of one objective share its m: their loss is one call over the block.
+        # Consecutive rows of one objective share its reference: position_sums computes them together.
+        sums = position_sums(logits, [objectives[j].reference_logits for j, _ in chunk])
+        dtype, keep = logits.dtype, logits.shape[1]
+        del logits
         for j, block, stop in _blocks(chunk):
-            terms = objectives[j].terms(logits[block:stop, logits.shape[1] - ms[block]:])
+            terms = objectives[j].terms_of_sums(sums[block:stop, keep - ms[block]:], dtype)
             totals[j].append(terms.total)
             cots[j].append(terms.cot)
             answers[j].append(terms.answer)
