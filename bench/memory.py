@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="a model spec (default: the embedded Gemma 3 270M)")
     parser.add_argument("--tiny", action="store_true", help="a tiny random Llama built in a temporary directory")
     parser.add_argument("--examples", type=int, default=8, help="token: questions attacked")
+    parser.add_argument("--limit", type=int, default=None, help="token: the first N questions (default: all 30)")
     parser.add_argument("--batch-size", type=int, default=8, help="lock-step batch and generation batch")
     parser.add_argument("--max-new-tokens", type=int, default=80)
     parser.add_argument("--max-memory", default=None, help="passed to the backend when this tree knows it")
@@ -118,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             from robusteval.tour import sample_path
 
             run = MatchaRunConfig(
-                data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number"), exemplars="math",
-                target_answer="auto", min_correct=0, attack_limit=args.examples, topk_ratio=0.25,
+                data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number", limit=args.limit),
+                exemplars="math", target_answer="clean", min_correct=0, attack_limit=args.examples, topk_ratio=0.25,
                 epsilon=0.005, max_new_tokens=args.max_new_tokens, n_candidates=1, seed=0, judge="arith",
                 semantic_judge="none")
             result = attack_matcha(run, backend, tmp / "token", batch_size=args.batch_size)

@@ -85,9 +85,10 @@ def run_and_kill(args: list[str], out: Path, *, stage: str, at_least: int, logs:
 
 
 def untimed(value: object) -> object:
-    """``value`` without wall-clock fields (``seconds``), which differ between any two runs."""
+    """``value`` without wall-clock fields (``seconds``) and measured peak memory (``peak_memory``), which differ
+    between any two runs."""
     if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k != "seconds"}
+        return {k: untimed(v) for k, v in value.items() if k not in ("seconds", "peak_memory")}
     if isinstance(value, list):
         return [untimed(v) for v in value]
     return value
