@@ -217,26 +217,39 @@ def prepare(objectives: Sequence[MatchaObjective]) -> None:
             objective._reference_logits = logits[row, logits.shape[1] - ms[row]:].clone()
 
 
-def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], questions: Sequence[int]) -> list[slice]:
+def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], questions: Sequence[int], *,
+            gradient: bool = False) -> list[slice]:
     """Consecutive ``rows`` (each an objective's index, with a question of ``questions[i]`` tokens) in chunks
-    whose padded logits, rows x (largest m) x vocabulary, fit the backend's logit budget and whose attention mask
-    fits its mask budget (``rows_per_forward``: long questions go a few rows, or one, at a time); one row always
-    goes; an objective's ``candidate_chunk`` caps the rows per chunk."""
+    whose padded logits, rows x (largest m) x vocabulary, fit the backend's logit budget, whose attention mask
+    fits its mask budget (``rows_per_forward``: long questions go a few rows, or one, at a time) and whose memory
+    (logits, with ``gradient`` their gradient and the activations a backward keeps, and the KV cache: the
+    :func:`~robusteval.models.memory_plan.attack_rows` plan) fits the memory there is under ``--max-memory``; one
+    row always goes; an objective's ``candidate_chunk`` caps the rows per chunk."""
     from robusteval.models.hf_scoring import logit_budget
+    from robusteval.models.memory_plan import ROW_SHARE, attack_shape, memory_budget
 
     if not rows:
         return []
     backend = objectives[0].backend
     vocab = backend.embedding_matrix.shape[0]  # the LM head's width, near enough for a budget
     budget = logit_budget(backend.device)
+    shape = attack_shape(backend)
+    memory = memory_budget(backend.device, getattr(backend, "max_memory", None)) if shape is not None else None
     cap = min((o.candidate_chunk for o in objectives if o.candidate_chunk), default=None)
     fits = getattr(backend, "rows_per_forward", None)
+
+    def planned(count: int, m: int, width: int, prefix: int) -> bool:
+        return (shape is None or memory is None
+                or count * shape.row_bytes(m, prefix, width, gradient=gradient) <= ROW_SHARE * memory)
+
     out, start, widest, longest = [], 0, 0, 0
     for end, j in enumerate(rows):
         wider = max(widest, objectives[j].m)
         longer = max(longest, objectives[j].width(questions[end]))
+        prefix = len(objectives[j].prefix_ids)
         if end > start and ((end - start + 1) * wider * vocab > budget or (cap is not None and end - start >= cap)
-                            or (fits is not None and end - start + 1 > fits(len(objectives[j].prefix_ids), longer))):
+                            or (fits is not None and end - start + 1 > fits(prefix, longer))
+                            or not planned(end - start + 1, wider, longer, prefix)):
             out.append(slice(start, end))
             start, wider, longer = end, objectives[j].m, objectives[j].width(questions[end])
         widest, longest = wider, longer
@@ -250,7 +263,7 @@ def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[t
     loss terms there, from padded forwards and backwards over as many rows as the logit budget allows (rows do
     not interact, so the gradient of the summed losses is each row's own)."""
     out: list[tuple[torch.Tensor, LossTerms]] = []
-    for part in _chunks(objectives, range(len(objectives)), [q.shape[0] for q in question_embeds]):
+    for part in _chunks(objectives, range(len(objectives)), [q.shape[0] for q in question_embeds], gradient=True):
         chunk = objectives[part]
         leaves = [q.detach().requires_grad_(True) for q in question_embeds[part]]
         with torch.enable_grad():
