@@ -197,3 +197,24 @@ def test_autograd_keeps_the_logits_alone_of_the_vocabulary_sized_tensors() -> No
         one_shot = naive_soft_ce(logits[:2], references[0]).sum() + naive_soft_ce(logits[2:, 8:], references[1]).sum()
     assert sum(t.numel() for t in saved if t.shape[-1] == 600) > logits.numel()
     assert chunked.requires_grad and one_shot.requires_grad
+
+
+def test_token_vectors_are_the_scaled_matrix_rows_and_one_copy_serves_a_batch(tiny_backend: Any) -> None:
+    """The one-hot gradient's rows without the [V, H] scaled copy each example used to make (671 MB each for
+    Gemma 3 270M: 8 examples in lock-step held 5 GB of them)."""
+    from robusteval.attacks.matcha.objective import shared_token_vectors, token_vectors
+
+    layer = tiny_backend.embedding_layer
+    ids = torch.tensor([5, 17, 3, 17])
+    for scale in (1.0, 25.298221281347036):  # Gemma scales its embeddings by sqrt(hidden size)
+        layer.embed_scale = scale
+        try:
+            whole = tiny_backend.embedding_matrix.detach() * tiny_backend.embed_scale
+            assert torch.equal(token_vectors(tiny_backend, ids), whole[ids])
+        finally:
+            del layer.embed_scale
+    allowed = ordinary_token_ids(tiny_backend.tokenizer)
+    first = shared_token_vectors(tiny_backend, allowed)
+    assert shared_token_vectors(tiny_backend, allowed) is first
+    assert torch.equal(first, tiny_backend.embedding_matrix.detach()[allowed])
+    assert shared_token_vectors(tiny_backend, allowed.clone()) is not first

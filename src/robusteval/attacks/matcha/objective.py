@@ -11,9 +11,10 @@ The prefix is encoded once (KV cache); every forward and backward pass runs over
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import torch
 
@@ -45,6 +46,32 @@ def ordinary_token_ids(tokenizer) -> torch.Tensor:  # type: ignore[no-untyped-de
     if not keep:
         raise ValueError("the tokenizer has no plain-word tokens to insert")
     return torch.tensor(keep, dtype=torch.long)
+
+
+def token_vectors(backend: WhiteBoxBackend, ids: torch.Tensor) -> torch.Tensor:
+    """What the embedding layer feeds for ``ids``: their rows of the (scaled) embedding matrix [n, H], the rows of
+    the one-hot gradient's matrix (d/d one-hot = d/d embeddings @ (scale x E)^T). Indexed first, then scaled: bit
+    for bit the rows of the scaled matrix, without a copy of the whole [V, H] matrix (671 MB for Gemma 3 270M in
+    float32, once per example attacked)."""
+    weight = backend.embedding_matrix.detach()
+    return weight[ids.to(weight.device)] * backend.embed_scale
+
+
+#: (backend, allowed ids, their vectors) of the last :func:`shared_token_vectors` call, held weakly.
+_SHARED: list[tuple[Any, Any, torch.Tensor]] = []
+
+
+def shared_token_vectors(backend: WhiteBoxBackend, allowed: torch.Tensor) -> torch.Tensor:
+    """:func:`token_vectors` of the tokens insertion may use [A, H], computed once for every example attacked
+    with the same backend and ``allowed`` tensor (a lock-step batch held one copy per example)."""
+    if _SHARED and _SHARED[0][0]() is backend and _SHARED[0][1]() is allowed:
+        return _SHARED[0][2]
+    vectors = token_vectors(backend, allowed)
+    entry = (weakref.ref(backend), weakref.ref(allowed), vectors)
+    _SHARED[:] = [entry]
+    # Let go of the vectors with the ids they were made for (unless a later call replaced them already).
+    weakref.finalize(allowed, lambda: _SHARED.__setitem__(slice(None), [e for e in _SHARED if e is not entry]))
+    return vectors
 
 
 @dataclass

@@ -34,7 +34,7 @@ from robusteval.attacks.matcha.authors import authors_insertions, insertion_coun
 from robusteval.attacks.matcha.config import VARIANTS
 from robusteval.attacks.matcha.lockstep import AttackSteps, Checkpoint, Gate, Gradient, Score, run_lockstep
 from robusteval.attacks.matcha.loss import LossTerms
-from robusteval.attacks.matcha.objective import MatchaObjective
+from robusteval.attacks.matcha.objective import MatchaObjective, shared_token_vectors, token_vectors
 
 #: Called with the perturbed question text; returns (accepted, verdict record).
 SemanticGate = Callable[[list[int]], tuple[bool, dict[str, Any]]]
@@ -180,10 +180,10 @@ def token_attack_steps(
             result.steps.append({"step": 0, "checkpoint": decided, "loss": _loss_record((yield Score([ids])))})
             return result
 
-    embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
+    # The scaled embeddings of the allowed tokens [A, H], one copy shared by every example attacked with them.
+    allowed_vectors = shared_token_vectors(objective.backend, allowed)
     # On the embeddings' device: top-k indices computed there index it (a host tensor would fail on CUDA).
-    allowed = allowed.to(embedding_matrix.device)
-    allowed_vectors = embedding_matrix[allowed]  # [A, H]
+    allowed = allowed.to(allowed_vectors.device)
     k = max(1, math.ceil(config.topk_ratio * len(inserted)))
     replaced: set[int] = set()
     for step in range(config.steps):
@@ -196,8 +196,8 @@ def token_attack_steps(
         positions = torch.tensor(inserted, device=grad.device)
         # One-hot gradient restricted to the scored rows/columns: g[i, v] = grad_i . e_v
         scores = grad[positions] @ allowed_vectors.T.to(grad.dtype)  # [n_insert, A]
-        current_ids = torch.tensor([ids[p] for p in inserted], device=embedding_matrix.device)
-        current = (grad[positions] * embedding_matrix[current_ids].to(grad.dtype)).sum(-1)
+        current_ids = torch.tensor([ids[p] for p in inserted])
+        current = (grad[positions] * token_vectors(objective.backend, current_ids).to(grad.dtype)).sum(-1)
         candidate_count = min(config.n_candidates, scores.shape[1])
         # Most negative gradient of -L_opt = largest first-order increase of L_opt.
         best_tokens = allowed[(-scores).topk(candidate_count, dim=1).indices]  # [n_insert, C]
