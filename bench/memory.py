@@ -7,7 +7,7 @@ robusteval ``PYTHONPATH`` names is measured, so the same script gives the before
 
     PYTHONPATH=/work/main/src python bench/memory.py --part quickstart-matcha     # before (old tree)
     PYTHONPATH=src python bench/memory.py --part quickstart-matcha                # after
-    PYTHONPATH=src python bench/memory.py --tiny --part token --examples 4        # smoke, seconds
+    PYTHONPATH=src python bench/memory.py --tiny --part token --limit 6 --examples 4 --max-new-tokens 32  # ~1 min
 
 ``quickstart-matcha`` is exactly the quick-start's part 1 (``robusteval.tour``'s MATCHA settings: 30 math
 questions, 8 attacked in lock-step, 80 new tokens, one candidate). ``token`` is a token-level MATCHA attack at
@@ -30,7 +30,8 @@ from typing import Any
 
 
 def rss_bytes() -> int:
-    """This process's resident memory now (/proc/self/statm)."""
+    """This process's resident memory now (/proc/self/statm). The script brings its own helpers (not
+    robusteval.peak / memory_plan) so that it runs against an older tree too, for the before figures."""
     with open("/proc/self/statm", encoding="ascii") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=("quickstart-matcha", "token"), default="quickstart-matcha")
     parser.add_argument("--model", default=None, help="a model spec (default: the embedded Gemma 3 270M)")
     parser.add_argument("--tiny", action="store_true", help="a tiny random Llama built in a temporary directory")
+    parser.add_argument("--train-steps", type=int, default=200,
+                        help="--tiny: steps it is trained on the answer-first exemplars (0: random, attacks nothing)")
     parser.add_argument("--examples", type=int, default=8, help="token: questions attacked")
     parser.add_argument("--limit", type=int, default=None, help="token: the first N questions (default: all 30)")
     parser.add_argument("--batch-size", type=int, default=8, help="lock-step batch and generation batch")
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny:
         from robusteval.models.tiny import build_tiny_llama
 
-        spec = f"hf:{build_tiny_llama(tmp / 'tiny', seed=0)}"
+        spec = f"hf:{build_tiny_llama(tmp / 'tiny', seed=0, train_steps=args.train_steps)}"
     else:
         from robusteval.models.embedded import embedded_model_spec
 
