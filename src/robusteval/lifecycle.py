@@ -7,7 +7,8 @@
 3. **Load** the model. A model that cannot load leaves no trace: a directory created in step 2 is removed.
 4. **Open** the store (created atomically; one that held no run re-created, said in ``run.log``), record the
    environment in ``info`` and append progress to ``run.log`` in the directory.
-5. **Finish**: the summary gets the model identity, seeds and environment, and is written atomically.
+5. **Finish**: the summary gets the model identity, seeds, environment and the process's peak memory
+   (:mod:`robusteval.peak`, also a line of ``run.log``), and is written atomically.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from robusteval.config import identity_fields
 from robusteval.environment import run_environment
 from robusteval.errors import UserError
 from robusteval.executors import current_executor
-from robusteval.progress import log_to_file, status
+from robusteval.peak import describe as describe_peak
+from robusteval.peak import peak_memory
+from robusteval.progress import log_to_file, logger, status
 from robusteval.store import RunLock, RunStore
 from robusteval.store.lock import LOCK_NAME
 
@@ -117,8 +120,11 @@ def finish(store: RunStore, summary: Mapping[str, Any], *, seeds: dict[str, int]
     type checkers and not checked at run time. Without it the result is a ``dict[str, Any]``."""
     identity = store.identity
     info = store.get_meta("info") or {}
+    # This process's peak memory so far (a measurement, like a timing: it differs between any two runs).
+    peak = peak_memory()
+    logger.info(f"{describe_peak(peak)} (this process so far)")
     complete = {**summary, "model_identity": identity.get("model"), "seeds": seeds or {},
-                "environment": info.get("environment")}
+                "environment": info.get("environment"), "peak_memory": peak}
     # Returned as summary.json holds it (tuples become lists), so the caller sees what a reader will see.
     written: dict[str, Any] = json.loads(json.dumps(complete, ensure_ascii=False, default=str))
     store.write_summary(written)

@@ -76,17 +76,33 @@ class _PlainProgress:
         self.began = time.monotonic()
         self.last = self.began
         self._lock = threading.Lock()
+        self.in_flight = 1  # units computed together (a batch): what work inside a batch is a share of
+        self.inner: tuple[float, float, str] | None = None  # (done, total, what) inside the units in flight
+        self.inner_owner: object | None = None  # the inner_progress scope that reports it
+
+    def in_flight_done(self) -> float:
+        """Units the work inside the batch in flight amounts to: its share done times the units it computes."""
+        if self.inner is None or self.inner[1] <= 0:
+            return 0.0
+        done, total, _ = self.inner
+        # Never a whole batch: the units themselves say when they are done.
+        share = min(max(done / total, 0.0), 0.99)
+        return share * min(self.in_flight, max(0, self.total - self.done))
 
     def line(self, final: bool = False) -> str:
         elapsed = time.monotonic() - self.began
-        fresh = self.done - self.resumed
+        fresh = self.done - self.resumed + self.in_flight_done()
         share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
         text = f"{self.description}: {self.done}/{self.total}{share}, {_duration(elapsed)} elapsed"
         if final:
             return text + (f", {self.resumed} were already stored" if self.resumed else "") + ", done"
+        if self.inner is not None:
+            done, total, what = self.inner
+            text += f", in the batch of {min(self.in_flight, self.total - self.done)}: {done:.0f}/{total:.0f} {what}"
         if fresh > 0:
             per_unit = elapsed / fresh
-            text += f", eta {_duration(per_unit * (self.total - self.done))} ({per_unit:.1f} s/unit)"
+            left = self.total - self.done - self.in_flight_done()
+            text += f", eta {_duration(per_unit * left)} ({per_unit:.1f} s/unit)"
         else:
             text += ", eta unknown"
         text += f"; {self.resumed} already stored" if self.resumed else ""
@@ -101,15 +117,20 @@ class _PlainProgress:
 
     def advance(self, n: int = 1) -> None:
         self.done += n
+        self.inner = None  # the next batch starts from nothing inside
         if time.monotonic() - self.last >= self.interval:
             self.emit(self.line())
 
 
 @contextmanager
-def progress_bar(total: int, description: str, completed: int = 0) -> Iterator[Callable[[int], None]]:
-    """Yield ``advance(n=1)``; shows done/total, rate and ETA. ``completed`` counts units already stored."""
+def progress_bar(total: int, description: str, completed: int = 0, *,
+                 in_flight: int = 1) -> Iterator[Callable[[int], None]]:
+    """Yield ``advance(n=1)``; shows done/total, rate and ETA. ``completed`` counts units already stored;
+    ``in_flight``: units computed together (a batch), whose progress inside (:func:`inner_progress`: tokens
+    generated, lock-step rounds) counts as that share of them, so a batch of minutes moves the line and its ETA."""
     terminal = console.is_terminal
     plain = _PlainProgress(total, description, completed, PLAIN_INTERVAL, echo=not terminal and total > 0)
+    plain.in_flight = max(1, in_flight)
     if total > 0:
         plain.emit(f"{description}: {total - completed} of {total} to compute"
                    + (f" ({completed} already stored)" if completed else ""))
@@ -166,6 +187,31 @@ def wait_over() -> None:
     current = _current()
     if current is not None and current.before_wait is not None:
         current.phase, current.before_wait = current.before_wait, None
+
+
+@contextmanager
+def inner_progress() -> Iterator[Callable[[float, float, str], None]]:
+    """Yield ``report(done, total, what)`` for work inside the units in flight of the progress shown now (a
+    generation's tokens, an attack's lock-step rounds): its periodic lines say "in the batch of 8: 24/80 tokens"
+    and take the ETA from it. The outermost scope reports; one opened inside it (a generation inside an attack's
+    round) reports nothing, so the share stays the outer work's."""
+    shown = [p for p in _SHOWN if p.total > 0]
+    target = shown[-1] if shown else None
+    owner = object()
+    if target is None or target.inner_owner is not None:
+        yield lambda done, total, what: None
+        return
+    target.inner_owner = owner
+
+    def report(done: float, total: float, what: str) -> None:
+        if target.inner_owner is owner:
+            target.inner = (done, total, what)
+
+    try:
+        yield report
+    finally:
+        target.inner_owner = None
+        target.inner = None
 
 
 @contextmanager

@@ -71,7 +71,8 @@ def compute_units(
     batches = chunks(list(range(len(items))), batch_size)
     total = len(items) if total is None else total
     shown = 0 if quiet else total  # a progress bar of nothing draws and logs nothing
-    with progress_bar(shown, description or stage, completed=shown - len(items) if shown else 0) as advance:
+    with progress_bar(shown, description or stage, completed=shown - len(items) if shown else 0,
+                      in_flight=batch_size) as advance:
         for result in current_executor().map_batches(stage, [[items[i] for i in b] for b in batches], compute,
                                                      store):
             batch_idx = batches[result.index]

@@ -55,7 +55,9 @@ def matcha_args(
 
 
 def summary_of(out: Path) -> dict[str, Any]:
-    return json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    found = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    found.pop("peak_memory", None)  # a measurement, not a result
+    return found
 
 
 def records(out: Path, stage: str) -> list[dict[str, Any]]:

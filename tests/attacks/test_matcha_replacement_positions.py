@@ -42,8 +42,8 @@ def test_the_corrected_choice_reads_each_inserted_position_at_its_current_token(
     grad = torch.zeros(6, 6)
     grad[1, 5], grad[3, 1], grad[4, 3] = 0.3, 0.9, -0.2
     grad[0, 1] = grad[1, 4] = 5.0  # rows and columns the authors' gather would read instead
-    assert corrected_positions(grad, EYE, ids, inserted, 0.5) == [1, 0]  # ceil(1.5) = 2: positions 3 and 1
-    assert corrected_positions(grad, EYE, ids, inserted, 0.2) == [1]
+    assert corrected_positions(grad, EYE[[ids[p] for p in inserted]], inserted, 0.5) == [1, 0]  # ceil(1.5) = 2: positions 3 and 1
+    assert corrected_positions(grad, EYE[[ids[p] for p in inserted]], inserted, 0.2) == [1]
 
 
 def test_their_inserted_locations_come_from_a_greedy_walk() -> None:

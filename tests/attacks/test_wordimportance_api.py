@@ -67,7 +67,7 @@ def test_attack_summary_matches_the_stored_records(model, data: rv.DataSpec, tin
     run = rv.load_run(out)
     assert run.command == "attack wordimportance" and run.identity["rates"] == [0.1, 0.3]
     with RunStore.open_existing(out) as store:
-        assert rv.ATTACKS.get("wordimportance").value.summarise(store) == summary
+        assert {**rv.ATTACKS.get("wordimportance").value.summarise(store), "peak_memory": summary["peak_memory"]} == summary
     # A finished run computes nothing new.
     before = units(out)
     again = attack_wordimportance(config, model, out)

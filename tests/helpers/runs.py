@@ -49,7 +49,10 @@ def records(out: Path, stage: str) -> list[dict]:
 
 
 def summary(out: Path) -> dict:
-    return json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    """A run's summary.json without its peak memory (a measurement: two runs that computed the same differ in it)."""
+    found = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
+    found.pop("peak_memory", None)
+    return found
 
 
 def run_and_kill(args: list[str], out: Path, *, stage: str, at_least: int, logs: Path, deadline_s: float = 120
@@ -84,10 +87,15 @@ def run_and_kill(args: list[str], out: Path, *, stage: str, at_least: int, logs:
     return units(out)
 
 
+#: Fields that measure a run rather than say what it computed: they differ between any two runs.
+MEASURED = ("seconds", "peak_memory")
+
+
 def untimed(value: object) -> object:
-    """``value`` without wall-clock fields (``seconds``), which differ between any two runs."""
+    """``value`` without wall-clock fields (``seconds``) and measured peak memory (``peak_memory``), which differ
+    between any two runs."""
     if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k != "seconds"}
+        return {k: untimed(v) for k, v in value.items() if k not in MEASURED}
     if isinstance(value, list):
         return [untimed(v) for v in value]
     return value
@@ -102,13 +110,13 @@ def stored_units(out: Path) -> dict[tuple[str, str], tuple[str | None, object]]:
 
 
 def differences(a: object, b: object, *, rel: float = 1e-5, path: str = "") -> list[str]:
-    """Where ``a`` and ``b`` differ (paths), timings ignored: everything exactly equal except floats, which may
+    """Where ``a`` and ``b`` differ (paths), timings and peak memory ignored: everything exactly equal except floats, which may
     differ by ``rel`` (relative): a padded batched kernel sums in another order than a lone row's, so a loss
     logged from a batch of examples differs from the same loss computed alone in its last bits."""
     if isinstance(a, dict) and isinstance(b, dict):
         if set(a) != set(b):
             return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
-        return [d for k in a if k != "seconds" for d in differences(a[k], b[k], rel=rel, path=f"{path}.{k}")]
+        return [d for k in a if k not in MEASURED for d in differences(a[k], b[k], rel=rel, path=f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{path}: {len(a)} items against {len(b)}"]

@@ -58,7 +58,8 @@ def test_audit_cli_prints_per_category_figures_and_writes_the_agreement(tmp_path
         low, high = wilson_interval(tp + tn, summary["agreement"]["n"])  # type: ignore[misc]
         assert f"{summary['agreement']['accuracy']:.3f} [{low:.3f}, {high:.3f}]" in result.stdout
         assert summary == {**summary, **audit_judge(AuditConfig(spec, str(LABELLED))), "environment":
-                           summary["environment"], "model_identity": None, "seeds": {}}
+                           summary["environment"], "model_identity": None, "seeds": {},
+                           "peak_memory": summary["peak_memory"]}
         agreement = summary["agreement"]
         confusion = agreement["confusion"]
         # Abstentions (arith with no equation to check) are counted apart, never as agreement or disagreement.

@@ -67,6 +67,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--batch-size", type=int, default=8,
                        help="examples per batch: rows per forward and generation (hf); attack matcha attacks "
                             "this many examples together, in lock-step (same outcomes as 1)")
+    group.add_argument("--max-memory", default=None, metavar="SIZE",
+                       help="hf: the most memory this process should hold (4GB, 4GiB, 512MB); attack batches and "
+                       "scoring chunks are planned to fit it and the memory available (default: what the host or "
+                       "the device has free)")
     group.add_argument("--decoder", default="auto", choices=("auto", "static", "dynamic"),
                        help="hf: auto = a static KV cache with a compiled CUDA-graph step on a GPU where the model "
                        "allows it (compiled once at load), the dynamic cache elsewhere; dynamic = never compile")
@@ -141,6 +145,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         "reasoning_effort": getattr(args, "reasoning_effort", None),
         "max_tokens_field": getattr(args, "max_tokens_field", "max_tokens"),
         "thinking": getattr(args, "thinking", None),
+        "max_memory": getattr(args, "max_memory", None),
     }
 
 

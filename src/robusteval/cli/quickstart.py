@@ -43,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="the most memory to hold (4GB, 4GiB): attack batches are planned to fit it")
     parser.set_defaults(func=run, max_concurrency=8, api_key_env="OPENAI_API_KEY", request_timeout=60.0)
 
 
@@ -50,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from robusteval.attacks.base import get_attack
     from robusteval.metrics.stats import wilson_interval
     from robusteval.models.embedded import embedded_model_spec
+    from robusteval.peak import describe, peak_memory
     from robusteval.report.examples import format_matcha_example, pick_example
     from robusteval.report.tables import (
         format_rate,
@@ -102,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print_exclusions(words)
     print(f"report: {tour_report(args.out, results)}  (open it in a browser; one self-contained file)")
-    print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)")
+    # The wall time stays "(N s)" (.ci/run reads it); the peak memory of the whole tour follows it.
+    print(f"run directory: {args.out}   ({time.perf_counter() - began:.0f} s)   {describe(peak_memory())}")
     return 0
 
 

@@ -10,7 +10,7 @@ strings (:mod:`robusteval.models.stops`); on a GPU its steps run over a static K
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from robusteval.models.context import context_overflow
 from robusteval.models.hf_forward import HFForwards, PaddedBatch, returned_cache
 from robusteval.models.hf_prompts import HFPromptLayout
 from robusteval.models.stops import first_stop, stopped_text
+from robusteval.progress import inner_progress
 
 if TYPE_CHECKING:
     from robusteval.models.static_decode import StaticDecoder, StaticEngine
@@ -92,16 +93,25 @@ class HFDecoding(HFPromptLayout, HFForwards):
         for i in range(n):
             buckets.setdefault(len(suffixes[i]) if self.exact_batching_only else 0, []).append(i)
         out: list[DecodedRow | None] = [None] * n
-        for indices in buckets.values():
-            for chunk in self._row_chunks(len(prefix_ids), [len(suffixes[i]) for i in indices], indices):
+        chunks = [chunk for indices in buckets.values()
+                  for chunk in self._row_chunks(len(prefix_ids), [len(suffixes[i]) for i in indices], indices)]
+        # The progress shown counts the tokens of every row (at most max_new_tokens each) while they are generated.
+        with inner_progress() as report:
+            finished = 0
+            for chunk in chunks:
+                def on_step(step: int, base: int = finished, rows: int = len(chunk)) -> None:
+                    report(base + rows * step, n * max_new_tokens, "tokens")
+
                 rows = self.decode_batch(
                     prefix_ids,
                     [suffixes[i] for i in chunk],
                     max_new_tokens=max_new_tokens,
+                    on_step=on_step,
                     **{name: [values[i] for i in chunk] for name, values in per_row.items()},
                 )
                 for i, row in zip(chunk, rows, strict=True):
                     out[i] = row
+                finished += len(chunk) * max_new_tokens
         return [row for row in out if row is not None]
 
     @torch.no_grad()
@@ -115,9 +125,10 @@ class HFDecoding(HFPromptLayout, HFForwards):
         top_ps: Sequence[float] | None = None,
         stops: Sequence[Sequence[str]] | None = None,
         seeds: Sequence[int | None] | None = None,
+        on_step: Callable[[int], None] | None = None,
     ) -> list[DecodedRow]:
         """Decode a batch after a shared prefix. ``suffixes`` are token-id lists, embeddings [B, L, H], or
-        embedding rows [L_i, H] of different lengths.
+        embedding rows [L_i, H] of different lengths. ``on_step(n)``: called after the n-th token of every row.
 
         Rows stop at end-of-sequence or at their first stop string (the text is cut before it).
         """
@@ -155,6 +166,8 @@ class HFDecoding(HFPromptLayout, HFForwards):
                         texts[row] = cut
                         finish[row] = "stop"
             active = [row for row in active if not finish[row]]
+            if on_step is not None:
+                on_step(step + 1)
             if not active or step == max_new_tokens - 1:
                 break
             logits = decoder.step(chosen)

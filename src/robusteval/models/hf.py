@@ -44,6 +44,7 @@ from robusteval.models.hf_loading import (
     resolve_dtype,
 )
 from robusteval.models.hf_scoring import HFScoring, logit_budget
+from robusteval.models.memory_plan import parse_size
 from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
 from robusteval.progress import status
 
@@ -201,6 +202,7 @@ def build_hf_backend(
     decoder: str = "auto",
     step_compile: str = "auto",
     thinking: str | None = None,
+    max_memory: str | int | None = None,
     **other_backends: Any,
 ) -> HFBackend:
     """``decoder``: ``auto`` (a static KV cache with a CUDA-graph step on cuda where the model allows it, the
@@ -208,8 +210,10 @@ def build_hf_backend(
     (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time.
     ``thinking``: ``on``/``off`` is passed to the chat template as ``enable_thinking`` (refused for a template
     without that switch). ``other_backends``: the openai backend's options, ignored (one option set fits every
-    spec); others are typos."""
+    spec); others are typos. ``max_memory`` (``4GB``): the most this process should hold; attack batches and
+    scoring chunks are planned under it (:mod:`~robusteval.models.memory_plan`)."""
     check_backend_options(spec, other_backends)
+    limit = parse_size(max_memory) if max_memory is not None else None
     check_thinking_option(thinking)
     model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, model_args=model_args)
     if thinking is not None and "enable_thinking" not in str(getattr(tokenizer, "chat_template", "") or ""):
@@ -220,5 +224,6 @@ def build_hf_backend(
                         decoder=decoder, step_compile=step_compile)
     if thinking is not None:
         backend.chat_template_kwargs = {"enable_thinking": thinking == "on"}
+    backend.max_memory = limit
     backend.warm_up()
     return backend

@@ -98,6 +98,8 @@ class HFForwards:
     additive_masks: bool
     exact_batching_only: bool
     mask_budget: int
+    #: --max-memory in bytes (None: the memory there is): attack batches and scoring chunks are planned under it.
+    max_memory: int | None = None
     _cache_kwarg: str
     _prefixes: dict[tuple[int, ...], PrefixCache]
 

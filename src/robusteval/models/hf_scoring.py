@@ -11,6 +11,7 @@ from robusteval.errors import UserError
 from robusteval.models.base import Message, ScoreRequest
 from robusteval.models.hf_forward import HFForwards
 from robusteval.models.hf_prompts import HFPromptLayout
+from robusteval.models.memory_plan import ROW_SHARE, attack_shape, memory_budget
 
 
 @dataclass
@@ -77,7 +78,8 @@ class HFScoring(HFPromptLayout, HFForwards):
 
     def _score_chunks(self, rows: list[_ScoreRow], vocab: int, prefix_len: int = 0) -> list[list[_ScoreRow]]:
         """``rows`` in forwards of at most ``batch_size`` rows whose kept logits (rows x (longest continuation + 1)
-        x vocab) fit :func:`logit_budget` and whose attention mask fits :attr:`mask_budget` (one row always goes);
+        x vocab) fit :func:`logit_budget`, whose logits and KV caches fit the memory plan
+        (:mod:`~robusteval.models.memory_plan`, under ``--max-memory``) and whose attention mask fits :attr:`mask_budget` (one row always goes);
         rows of like length together, so little is
         padding. Sliding-window models that cannot batch exactly across lengths get rows of one length only."""
         rows = sorted(rows, key=lambda r: (len(r.prompt) + len(r.ids), len(r.ids)))
@@ -86,6 +88,13 @@ class HFScoring(HFPromptLayout, HFForwards):
             buckets.setdefault(len(row.prompt) + len(row.ids) if self.exact_batching_only else 0, []).append(row)
         chunks: list[list[_ScoreRow]] = []
         budget = logit_budget(self.device)
+        # The memory plan: each row's logits and KV cache within the memory there is (and --max-memory).
+        shape = attack_shape(self)
+        memory = memory_budget(self.device, self.max_memory) if shape is not None else None
+
+        def planned(count: int, keep: int, width: int) -> bool:
+            return (shape is None or memory is None
+                    or count * shape.row_bytes(keep, prefix_len, width, gradient=False) <= ROW_SHARE * memory)
         for bucket in buckets.values():
             chunk: list[_ScoreRow] = []
             keep = 0
@@ -94,7 +103,8 @@ class HFScoring(HFPromptLayout, HFForwards):
                 wider = max(keep, len(row.ids) + 1)
                 width = max(widest, len(row.prompt) + len(row.ids))
                 if chunk and (len(chunk) >= self.batch_size or (len(chunk) + 1) * wider * vocab > budget
-                              or len(chunk) + 1 > self.rows_per_forward(prefix_len, width)):
+                              or len(chunk) + 1 > self.rows_per_forward(prefix_len, width)
+                              or not planned(len(chunk) + 1, wider, width)):
                     chunks.append(chunk)
                     chunk, wider, width = [], len(row.ids) + 1, len(row.prompt) + len(row.ids)
                 chunk.append(row)

@@ -42,6 +42,7 @@ def load_model(
     reasoning_effort: str | None = None,
     max_tokens_field: str = "max_tokens",
     thinking: str | None = None,
+    max_memory: str | int | None = None,
     **unknown: Any,
 ) -> Backend:
     """Load a model from its spec (``hf:/path/or/hub-id``, ``hf:/path/model.gguf``, ``openai:MODEL@URL``):
@@ -51,7 +52,8 @@ def load_model(
     cuda, cuda:1, ...), ``batch_size`` (rows per forward and generation), ``prefix_cache`` (reuse the prompt
     prefix's KV cache), ``model_args`` (``from_pretrained`` options: revision, trust_remote_code, ...; part of
     the run identity), ``decoder`` (auto, static or dynamic KV cache), ``step_compile`` (how a static decode
-    step is compiled). openai: ``api_key_env`` (the environment variable holding the key), ``max_concurrency``
+    step is compiled), ``max_memory`` (``4GB``: the most this process should hold; attack batches and scoring
+    chunks are planned under it). openai: ``api_key_env`` (the environment variable holding the key), ``max_concurrency``
     (parallel requests), ``timeout`` (seconds per request), ``retry_for`` (seconds a failing request is retried,
     waiting with the others in flight on one shared backoff; not part of the model identity), ``max_retries``
     (an extra cap, default none), ``backoff_base``, ``backoff_max`` (seconds), ``endpoint`` (completions, chat
@@ -66,7 +68,7 @@ def load_model(
                "retry_for": retry_for, "max_retries": max_retries, "backoff_base": backoff_base,
                "backoff_max": backoff_max, "endpoint": endpoint, "logprobs": logprobs,
                "reasoning_effort": reasoning_effort, "max_tokens_field": max_tokens_field, "thinking": thinking,
-               **unknown}
+               "max_memory": max_memory, **unknown}
     _check_types(spec, options)
     return load_backend(spec, **options)
 

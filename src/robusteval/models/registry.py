@@ -66,7 +66,7 @@ class LoadRecipe:
 
 #: What loading an ``hf:`` model takes (the keywords of ``robusteval.models.hf.build_hf_backend``).
 HF_OPTIONS = ("dtype", "device", "batch_size", "prefix_cache", "model_args", "decoder", "step_compile",
-              "thinking")
+              "thinking", "max_memory")
 #: What loading an ``openai:`` model takes (the fields of ``robusteval.models.openai_api.OpenAIConfig``).
 OPENAI_OPTIONS = ("api_key_env", "max_concurrency", "timeout", "retry_for", "max_retries", "backoff_base",
                   "backoff_max", "endpoint", "logprobs", "reasoning_effort", "max_tokens_field",

@@ -22,7 +22,7 @@ import torch
 
 from robusteval.attacks.matcha.loss import LossTerms
 from robusteval.attacks.matcha.objective import MatchaObjective, gradients, scores
-from robusteval.progress import set_phase
+from robusteval.progress import inner_progress, set_phase
 
 
 @dataclass(frozen=True)
@@ -78,11 +78,27 @@ CheckMany = Callable[[list[tuple[int, list[int]]]], list[str | None]]
 
 
 def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[AttackSteps[R]],
-                 gate: GateMany | None = None, check: CheckMany | None = None) -> list[R]:
+                 gate: GateMany | None = None, check: CheckMany | None = None, *,
+                 expected_rounds: int | None = None) -> list[R]:
     """Run ``attacks[i]`` (against ``objectives[i]``) together; their results in order. ``gate`` answers the
-    semantic gates, ``check`` the checkpoints (both batched over the examples asking in a round)."""
+    semantic gates, ``check`` the checkpoints (both batched over the examples asking in a round).
+    ``expected_rounds`` (:func:`expected_rounds`): what the progress shown counts the rounds against."""
     if len(objectives) != len(attacks):
         raise ValueError(f"{len(objectives)} objectives for {len(attacks)} attacks")
+    with inner_progress() as report:
+        return _run(objectives, attacks, gate, check, expected_rounds,
+                    lambda rounds, total: report(rounds, total, "lock-step rounds"))
+
+
+def expected_rounds(steps: int, proposals: int, *, checkpoint: bool = False, redraws: int = 0) -> int:
+    """Rounds an attack of ``steps`` gradient steps takes at most when each step gates ``proposals`` replacements
+    (one at a time): the insertion's gate (and ``redraws``), the ``checkpoint``, then per step a gradient, a
+    candidate score and the gates, and a last score."""
+    return 1 + redraws + int(checkpoint) + steps * (2 + proposals) + 1
+
+
+def _run(objectives: Sequence[MatchaObjective], attacks: Sequence[AttackSteps[R]], gate: GateMany | None,
+         check: CheckMany | None, expected: int | None, report: Callable[[int, int], None]) -> list[R]:
     results: list[Any] = [None] * len(attacks)
     pending: dict[int, Request] = {}
 
@@ -100,6 +116,9 @@ def run_lockstep(objectives: Sequence[MatchaObjective], attacks: Sequence[Attack
         replies: dict[int, Any] = {}
         pending.clear()
         rounds += 1
+        # The estimate may fall short (redraws): the count goes on, its share stays below the whole batch.
+        if expected:
+            report(rounds - 1, max(expected, rounds))
         kinds = Counter(type(r).__name__.lower() for r in asked.values())
         set_phase(f"{len(attacks)} example(s) in lock-step, round {rounds}: "
                   + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())))

@@ -24,20 +24,116 @@ The reference code's "cross-entropy" (class axis on positions, raw logits as tar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
+
+#: Floats of vocabulary-sized scratch (a chunk's log-softmax, its target, their product) one chunk may hold: 16 Mi
+#: (64 MiB in float32), whatever the batch, so the loss costs the logits themselves plus a constant.
+CHUNK_FLOATS = 1 << 24
 
 
 def soft_cross_entropy(logits: torch.Tensor, reference_logits: torch.Tensor) -> torch.Tensor:
     """Mean over positions of CE(softmax(reference) -> softmax(logits)); shapes [..., P, V] -> [...].
 
-    ``reference_logits`` may have fewer leading dimensions than ``logits`` (it broadcasts)."""
+    ``reference_logits`` may have fewer leading dimensions than ``logits`` (it broadcasts). Computed a chunk of
+    positions at a time (:func:`position_sums`), bit for bit what the one-shot formula gives."""
     if logits.shape[-2] == 0:
         return logits.new_zeros(logits.shape[:-2])
-    target = torch.softmax(reference_logits.float(), dim=-1)
-    log_probs = torch.log_softmax(logits.float(), dim=-1)
-    return -(target * log_probs).sum(dim=-1).mean(dim=-1)
+    lead, (positions, vocab) = logits.shape[:-2], logits.shape[-2:]
+    flat = logits.reshape(-1, positions, vocab)
+    if reference_logits.dim() == 2:
+        references: list[torch.Tensor] = [reference_logits] * flat.shape[0]
+    else:
+        references = list(reference_logits.expand(*lead, positions, vocab).reshape(-1, positions, vocab))
+    return -position_sums(flat, references).reshape(*lead, positions).mean(dim=-1)
+
+
+def position_sums(logits: torch.Tensor, references: Sequence[torch.Tensor], *,
+                  chunk_floats: int | None = None) -> torch.Tensor:
+    """``sum_v softmax(reference)[v] * log_softmax(logits)[v]`` at every position: [B, K, V] -> [B, K] (float32).
+
+    Row b's reference ``references[b]`` [m_b, V] (m_b <= K) scores its last m_b positions (rows are left-padded);
+    the positions before are padding and read 0. Rows given the same reference tensor are computed together.
+    Neither the log-softmax nor the target distributions are ever whole: both forward and backward go a chunk of
+    at most ``chunk_floats`` (default :data:`CHUNK_FLOATS`) at a time, the backward recomputing its chunk's log-softmax (so autograd keeps the
+    logits alone). Every value and gradient is bit for bit the one-shot formula's: the same kernels run on rows
+    that do not interact, and no chunk is a single row over the vocabulary unless the one-shot call is too
+    (torch reduces a lone row in parallel pieces, in another order)."""
+    return cast(torch.Tensor, _PositionSums.apply(logits, list(references), chunk_floats or CHUNK_FLOATS))
+
+
+class _PositionSums(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, references: list[torch.Tensor], chunk_floats: int
+                ) -> torch.Tensor:
+        pieces = _pieces(logits.shape, references, chunk_floats)
+        sums = torch.zeros(logits.shape[:2], dtype=torch.float32, device=logits.device)
+        for rows, positions, reference in pieces:
+            sums[rows, positions] = _sums(logits[rows, positions], reference)
+        ctx.save_for_backward(logits)
+        ctx.pieces = pieces
+        return sums
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+        (logits,) = ctx.saved_tensors
+        out = torch.zeros_like(logits)
+        for rows, positions, reference in ctx.pieces:
+            leaf = logits[rows, positions].detach().requires_grad_(True)
+            with torch.enable_grad():
+                (part,) = torch.autograd.grad(_sums(leaf, reference), leaf, grad[rows, positions])
+            out[rows, positions] = part
+        return out, None, None
+
+
+def _sums(logits: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """The one-shot formula on a chunk: [r, c, V] logits against their reference positions [c, V] -> [r, c]."""
+    target = torch.softmax(reference.float(), dim=-1)
+    return (target * torch.log_softmax(logits.float(), dim=-1)).sum(dim=-1)
+
+
+Piece = tuple[slice, slice, torch.Tensor]
+
+
+def _pieces(shape: Sequence[int], references: Sequence[torch.Tensor], chunk_floats: int) -> list[Piece]:
+    """(rows, positions, the reference's rows for them) chunks of [B, K, V] logits: consecutive rows sharing one
+    reference go together, each chunk at most ``chunk_floats`` (or one position of one row) and never a single
+    output (one row at one position) unless its whole group is one."""
+    batch, keep, vocab = shape
+    if len(references) != batch:
+        raise ValueError(f"{len(references)} references for {batch} rows")
+    budget = max(chunk_floats, 2 * vocab)
+    out: list[Piece] = []
+    start = 0
+    while start < batch:
+        reference = references[start]
+        stop = start + 1
+        while stop < batch and references[stop] is reference:
+            stop += 1
+        m = reference.shape[0]
+        if m > keep:
+            raise ValueError(f"a reference of {m} positions for logits of {keep}")
+        first = keep - m
+        if m * vocab * (stop - start) <= budget or m == 0:
+            spans = [(start, stop, 0, m)]
+        elif m * vocab <= budget:
+            rows = budget // (m * vocab)
+            spans = [(r, min(r + rows, stop), 0, m) for r in range(start, stop, rows)]
+            if m == 1 and len(spans) > 1 and spans[-1][1] - spans[-1][0] == 1:
+                spans[-2:] = [(spans[-2][0], stop, 0, m)]
+        else:
+            width = budget // vocab
+            cuts = list(range(0, m, width))
+            bounds = [(c, min(c + width, m)) for c in cuts]
+            if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
+                bounds[-2:] = [(bounds[-2][0], m)]
+            spans = [(r, r + 1, a, b) for r in range(start, stop) for a, b in bounds]
+        out += [(slice(r0, r1), slice(first + a, first + b), reference[a:b]) for r0, r1, a, b in spans if b > a]
+        start = stop
+    return out
 
 
 def loss_weight(n3: int, n4: int) -> float:
@@ -71,15 +167,39 @@ def matcha_loss(
     the CoT. ``answer_norm`` (the paper's n3) divides the answer positions' summed CE instead of their count.
     A thinking target (attacks/matcha/thinking.py): the answer's positions start at ``answer_start`` (after the
     trace), and ``cot_index`` names the CoT's positions (the trace, the chain after the answer, or both).
+    The vocabulary-sized work is :func:`position_sums` (chunked); the terms are :func:`terms_of_sums`.
     """
-    # The reference [m, V] broadcasts over the batch: its softmax is computed once, not once per candidate.
+    # The reference [m, V] is shared by the batch: its softmax is computed once per chunk, not once per candidate.
+    sums = position_sums(continuation_logits, [reference_logits] * continuation_logits.shape[0])
+    return terms_of_sums(sums, n_answer, lam, answer_norm, answer_start=answer_start, cot_index=cot_index,
+                         dtype=continuation_logits.dtype)
+
+
+def terms_of_sums(
+    sums: torch.Tensor,
+    n_answer: int,
+    lam: float,
+    answer_norm: int | None = None,
+    *,
+    answer_start: int = 0,
+    cot_index: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> LossTerms:
+    """:func:`matcha_loss`'s terms from the per-position sums [B, m] (:func:`position_sums`); ``dtype`` is the
+    logits', which an empty term's zeros take."""
     end = answer_start + n_answer
-    answer = soft_cross_entropy(continuation_logits[:, answer_start:end], reference_logits[answer_start:end])
+    answer = _mean_ce(sums[:, answer_start:end], dtype)
     if answer_norm is not None:
         answer = answer * n_answer / answer_norm
     if cot_index is None:
-        cot = soft_cross_entropy(continuation_logits[:, n_answer:], reference_logits[n_answer:])
+        cot = _mean_ce(sums[:, n_answer:], dtype)
     else:
-        cot = soft_cross_entropy(continuation_logits.index_select(1, cot_index.to(continuation_logits.device)),
-                                 reference_logits.index_select(0, cot_index.to(reference_logits.device)))
+        cot = _mean_ce(sums.index_select(1, cot_index.to(sums.device)), dtype)
     return LossTerms(total=cot - lam * answer, cot=cot, answer=answer)
+
+
+def _mean_ce(sums: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Mean CE over positions of their sums [B, P] (:func:`soft_cross_entropy`'s last step)."""
+    if sums.shape[-1] == 0:
+        return sums.new_zeros(sums.shape[:-1], dtype=dtype)
+    return -sums.contiguous().mean(dim=-1)

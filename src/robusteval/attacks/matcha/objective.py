@@ -11,13 +11,14 @@ The prefix is encoded once (KV cache); every forward and backward pass runs over
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import torch
 
-from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss
+from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss, position_sums, terms_of_sums
 from robusteval.models.base import WhiteBoxBackend
 
 _ORDINARY = re.compile(r" ?[A-Za-z]{2,14}")
@@ -45,6 +46,32 @@ def ordinary_token_ids(tokenizer) -> torch.Tensor:  # type: ignore[no-untyped-de
     if not keep:
         raise ValueError("the tokenizer has no plain-word tokens to insert")
     return torch.tensor(keep, dtype=torch.long)
+
+
+def token_vectors(backend: WhiteBoxBackend, ids: torch.Tensor) -> torch.Tensor:
+    """What the embedding layer feeds for ``ids``: their rows of the (scaled) embedding matrix [n, H], the rows of
+    the one-hot gradient's matrix (d/d one-hot = d/d embeddings @ (scale x E)^T). Indexed first, then scaled: bit
+    for bit the rows of the scaled matrix, without a copy of the whole [V, H] matrix (671 MB for Gemma 3 270M in
+    float32, once per example attacked)."""
+    weight = backend.embedding_matrix.detach()
+    return weight[ids.to(weight.device)] * backend.embed_scale
+
+
+#: (backend, allowed ids, their vectors) of the last :func:`shared_token_vectors` call, held weakly.
+_SHARED: list[tuple[Any, Any, torch.Tensor]] = []
+
+
+def shared_token_vectors(backend: WhiteBoxBackend, allowed: torch.Tensor) -> torch.Tensor:
+    """:func:`token_vectors` of the tokens insertion may use [A, H], computed once for every example attacked
+    with the same backend and ``allowed`` tensor (a lock-step batch held one copy per example)."""
+    if _SHARED and _SHARED[0][0]() is backend and _SHARED[0][1]() is allowed:
+        return _SHARED[0][2]
+    vectors = token_vectors(backend, allowed)
+    entry = (weakref.ref(backend), weakref.ref(allowed), vectors)
+    _SHARED[:] = [entry]
+    # Let go of the vectors with the ids they were made for (unless a later call replaced them already).
+    weakref.finalize(allowed, lambda: _SHARED.__setitem__(slice(None), [e for e in _SHARED if e is not entry]))
+    return vectors
 
 
 @dataclass
@@ -153,6 +180,13 @@ class MatchaObjective:
         return matcha_loss(logits, self.reference_logits, self.reference.n_answer, self.lam, self.answer_norm,
                            answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index)
 
+    def terms_of_sums(self, sums: torch.Tensor, dtype: torch.dtype) -> LossTerms:
+        """L_opt terms [B] of the per-position sums [B, m] of continuation logits of ``dtype``
+        (:func:`~robusteval.attacks.matcha.loss.position_sums` against :attr:`reference_logits`)."""
+        return terms_of_sums(sums, self.reference.n_answer, self.lam, self.answer_norm,
+                             answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index,
+                             dtype=dtype)
+
     # ------------------------------------------------------------------ attack primitives
     def embedding_gradient(self, question_ids: Sequence[int]) -> tuple[torch.Tensor, LossTerms]:
         """d(-L_opt)/d(question embeddings) [Lq, H] and the loss terms at ``question_ids``.
@@ -224,26 +258,39 @@ def prepare(objectives: Sequence[MatchaObjective]) -> None:
             objective._reference_logits = logits[row, logits.shape[1] - ms[row]:].clone()
 
 
-def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], questions: Sequence[int]) -> list[slice]:
+def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], questions: Sequence[int], *,
+            gradient: bool = False) -> list[slice]:
     """Consecutive ``rows`` (each an objective's index, with a question of ``questions[i]`` tokens) in chunks
-    whose padded logits, rows x (largest m) x vocabulary, fit the backend's logit budget and whose attention mask
-    fits its mask budget (``rows_per_forward``: long questions go a few rows, or one, at a time); one row always
-    goes; an objective's ``candidate_chunk`` caps the rows per chunk."""
+    whose padded logits, rows x (largest m) x vocabulary, fit the backend's logit budget, whose attention mask
+    fits its mask budget (``rows_per_forward``: long questions go a few rows, or one, at a time) and whose memory
+    (logits, with ``gradient`` their gradient and the activations a backward keeps, and the KV cache: the
+    :func:`~robusteval.models.memory_plan.attack_rows` plan) fits the memory there is under ``--max-memory``; one
+    row always goes; an objective's ``candidate_chunk`` caps the rows per chunk."""
     from robusteval.models.hf_scoring import logit_budget
+    from robusteval.models.memory_plan import ROW_SHARE, attack_shape, memory_budget
 
     if not rows:
         return []
     backend = objectives[0].backend
     vocab = backend.embedding_matrix.shape[0]  # the LM head's width, near enough for a budget
     budget = logit_budget(backend.device)
+    shape = attack_shape(backend)
+    memory = memory_budget(backend.device, getattr(backend, "max_memory", None)) if shape is not None else None
     cap = min((o.candidate_chunk for o in objectives if o.candidate_chunk), default=None)
     fits = getattr(backend, "rows_per_forward", None)
+
+    def planned(count: int, m: int, width: int, prefix: int) -> bool:
+        return (shape is None or memory is None
+                or count * shape.row_bytes(m, prefix, width, gradient=gradient) <= ROW_SHARE * memory)
+
     out, start, widest, longest = [], 0, 0, 0
     for end, j in enumerate(rows):
         wider = max(widest, objectives[j].m)
         longer = max(longest, objectives[j].width(questions[end]))
+        prefix = len(objectives[j].prefix_ids)
         if end > start and ((end - start + 1) * wider * vocab > budget or (cap is not None and end - start >= cap)
-                            or (fits is not None and end - start + 1 > fits(len(objectives[j].prefix_ids), longer))):
+                            or (fits is not None and end - start + 1 > fits(prefix, longer))
+                            or not planned(end - start + 1, wider, longer, prefix)):
             out.append(slice(start, end))
             start, wider, longer = end, objectives[j].m, objectives[j].width(questions[end])
         widest, longest = wider, longer
@@ -257,14 +304,18 @@ def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[t
     loss terms there, from padded forwards and backwards over as many rows as the logit budget allows (rows do
     not interact, so the gradient of the summed losses is each row's own)."""
     out: list[tuple[torch.Tensor, LossTerms]] = []
-    for part in _chunks(objectives, range(len(objectives)), [q.shape[0] for q in question_embeds]):
+    for part in _chunks(objectives, range(len(objectives)), [q.shape[0] for q in question_embeds], gradient=True):
         chunk = objectives[part]
         leaves = [q.detach().requires_grad_(True) for q in question_embeds[part]]
         with torch.enable_grad():
             logits, ms = _logits(chunk, leaves)
-            # Unbound first: a slice of the whole batch would back-propagate a batch-sized zero gradient per row.
-            rows = logits.unbind(0)
-            terms = [o.terms(row[None, row.shape[0] - m :]) for o, row, m in zip(chunk, rows, ms, strict=True)]
+            # One chunked loss over the whole padded batch, each row against its own reference (its last m
+            # positions): autograd keeps the logits and a [rows, positions] tensor, no vocabulary-sized copy.
+            sums = position_sums(logits, [o.reference_logits for o in chunk])
+            keep = sums.shape[1]
+            terms = [o.terms_of_sums(sums[b : b + 1, keep - m :], logits.dtype)
+                     for b, (o, m) in enumerate(zip(chunk, ms, strict=True))]
+            del logits
             grads = torch.autograd.grad(-torch.stack([t.total[0] for t in terms]).sum(), leaves)
         out += [(g, LossTerms(t.total.detach()[0], t.cot.detach()[0], t.answer.detach()[0]))
                 for g, t in zip(grads, terms, strict=True)]
@@ -316,9 +367,12 @@ def scores(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates
     for part in _chunks(objectives, [j for j, _ in rows], [_width(questions[j]) for j, _ in rows]):
         chunk = rows[part]
         logits, ms = _logits([objectives[j] for j, _ in chunk], _chunk_rows(objectives, questions, chunk))
-        # Consecutive rows of one objective share its m: their loss is one call over the block.
+        # Consecutive rows of one objective share its reference: position_sums computes them together.
+        sums = position_sums(logits, [objectives[j].reference_logits for j, _ in chunk])
+        dtype, keep = logits.dtype, logits.shape[1]
+        del logits
         for j, block, stop in _blocks(chunk):
-            terms = objectives[j].terms(logits[block:stop, logits.shape[1] - ms[block]:])
+            terms = objectives[j].terms_of_sums(sums[block:stop, keep - ms[block]:], dtype)
             totals[j].append(terms.total)
             cots[j].append(terms.cot)
             answers[j].append(terms.answer)

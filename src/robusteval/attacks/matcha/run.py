@@ -9,6 +9,7 @@ prompt (or of the rendered chat conversation), so the ids the attack edits are t
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from robusteval.attacks.matcha.config import DEFAULT_ATTACK_TOKENS, MatchaConfig
 from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig, embedding_attack_steps
 from robusteval.attacks.matcha.judging import MatchaJudging, ReasoningJudgeFn
 from robusteval.attacks.matcha.layout import PromptLayout, authors_pgd_layout, chat_layout, layout_from_text
-from robusteval.attacks.matcha.lockstep import Gate, run_lockstep
+from robusteval.attacks.matcha.lockstep import Gate, expected_rounds, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective, Reference, ordinary_token_ids, prepare
 from robusteval.attacks.matcha.thinking import (
     continuation_spans,
@@ -482,7 +483,11 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
             slots = None if self.authors_insertion else word_boundaries(self.backend.decode, clean["question_ids"])
             steps.append(token_attack_steps(objective, list(layout.question), self.allowed_tokens, attack_config,
                                             derive_rng(cfg.seed, "matcha-token", example.id), slots=slots))
-        results = run_lockstep(objectives, steps, gate, check)
+        # The progress shown counts lock-step rounds against the longest attack's (its top-k gates per step).
+        topk = max(math.ceil(cfg.topk_ratio * max(1, round(cfg.insert_ratio * len(layout.question))))
+                   for layout in layouts)
+        results = run_lockstep(objectives, steps, gate, check, expected_rounds=expected_rounds(
+            cfg.steps, topk, checkpoint=cfg.success_check == "insertion-and-final"))
         suffixes: list[Any] = [None] * len(examples)
         perturbed = {}
         for i, (result, record) in enumerate(zip(results, records, strict=True)):

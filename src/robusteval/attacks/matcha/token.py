@@ -44,7 +44,7 @@ from robusteval.attacks.matcha.lockstep import (
     run_lockstep,
 )
 from robusteval.attacks.matcha.loss import LossTerms
-from robusteval.attacks.matcha.objective import MatchaObjective
+from robusteval.attacks.matcha.objective import MatchaObjective, shared_token_vectors, token_vectors
 
 #: Called with the perturbed question text; returns (accepted, verdict record).
 SemanticGate = Callable[[list[int]], tuple[bool, dict[str, Any]]]
@@ -199,13 +199,16 @@ def token_attack_steps(
             result.steps.append({"step": 0, "checkpoint": decided, "loss": _loss_record((yield Score([ids])))})
             return result
 
-    embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
+    # The scaled embeddings of the allowed tokens [A, H], one copy shared by every example attacked with them.
+    allowed_vectors = shared_token_vectors(objective.backend, allowed)
     # On the embeddings' device: top-k indices computed there index it (a host tensor would fail on CUDA).
-    allowed = allowed.to(embedding_matrix.device)
-    allowed_vectors = embedding_matrix[allowed]  # [A, H]
+    allowed = allowed.to(allowed_vectors.device)
     k = max(1, math.ceil(config.topk_ratio * len(inserted)))
     theirs = config.replacement_positions == "authors" and config.variant in ("full", "cot-loss-only")
     if theirs and config.steps > 0:
+        # Their gather reads the one-hot gradient over the whole vocabulary: the scaled matrix [V, H] (a copy under
+        # --replacement-positions authors only; robusteval's own path takes the rows it needs).
+        embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
         # Their locations: the greedy diff of the clean and the perturbed whole (span + response), absolute.
         offset = len(objective.prefix_ids) + len(objective.head_ids)
         rest = [*objective.tail_ids, *objective.reference.continuation_ids]
@@ -247,7 +250,8 @@ def token_attack_steps(
             elif config.variant == "random-locs":
                 chosen = [int(i) for i in rng.choice(len(inserted), size=min(k, len(inserted)), replace=False)]
             else:
-                chosen = corrected_positions(grad, embedding_matrix, ids, inserted, config.topk_ratio)
+                current = token_vectors(objective.backend, torch.tensor([ids[p] for p in inserted]))
+                chosen = corrected_positions(grad, current, inserted, config.topk_ratio)
             proposals = [
                 (rows[i], int(token)) for i in chosen for token in best_tokens[i] if int(token) != ids[rows[i]]
             ]
@@ -286,14 +290,14 @@ def token_attack_steps(
     return result
 
 
-def corrected_positions(grad: torch.Tensor, embeddings: torch.Tensor, ids: Sequence[int], inserted: Sequence[int],
+def corrected_positions(grad: torch.Tensor, current_vectors: torch.Tensor, inserted: Sequence[int],
                         topk_ratio: float) -> list[int]:
     """Which of the ``inserted`` positions a step replaces (robusteval's, and --replacement-positions corrected):
     indices into ``inserted`` of the ceil(k x len) largest one-hot gradients of -L_opt at each position's current
-    token (``grad`` [span, H] over the span ``ids``; ``embeddings`` [V, H], scaled as the model reads them)."""
+    token (``grad`` [span, H] over the span; ``current_vectors`` [len(inserted), H]: the embedding of each inserted
+    position's current token, scaled as the model reads it, :func:`.objective.token_vectors`)."""
     rows = torch.tensor(list(inserted), device=grad.device, dtype=torch.long)
-    current_ids = torch.tensor([ids[p] for p in inserted], device=embeddings.device, dtype=torch.long)
-    current = (grad[rows] * embeddings[current_ids].to(grad.dtype)).sum(-1)
+    current = (grad[rows] * current_vectors.to(grad.device, grad.dtype)).sum(-1)
     k = max(1, math.ceil(topk_ratio * len(inserted)))
     return [int(i) for i in current.topk(min(k, len(inserted))).indices]
 
