@@ -24,6 +24,7 @@ from robusteval.config import identity_fields
 from robusteval.environment import run_environment
 from robusteval.errors import UserError
 from robusteval.executors import current_executor
+from robusteval.models.threads import log_choice
 from robusteval.progress import log_to_file, status
 from robusteval.store import RunLock, RunStore
 from robusteval.store.lock import LOCK_NAME
@@ -78,6 +79,7 @@ def open_run(
         with RunStore.open(path, identity=identity, info=info, lock=lock) as store, log_to_file(path / LOG_NAME):
             for note in store.notes:  # said once the log exists, so run.log keeps it too
                 status(note)
+            log_choice()  # torch's thread count and why, chosen before the log existed
             yield store, loaded
     finally:
         lock.release()
