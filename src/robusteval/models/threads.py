@@ -6,7 +6,8 @@ other process holds, and a run takes 3-10 times as long instead of about twice. 
 cores this process may use and those other processes keep busy:
 
 - ``--threads N`` (the command line), then ``ROBUSTEVAL_THREADS`` (the environment, for library use), then an
-  ``OMP_NUM_THREADS`` already set (by the user, or by the Ray executor for its workers) decide it outright;
+  ``OMP_NUM_THREADS`` already set (by the user, or by the Ray executor for its workers), then a torch imported
+  before and set to fewer threads than cores (``torch.set_num_threads`` in a notebook) decide it outright;
 - otherwise (``auto``): the cores of this process's CPU affinity (capped by a cgroup CPU quota), less the cores
   other processes keep busy, at least 1. The busy cores are the larger of a short sample of ``/proc/stat`` over
   the allowed CPUs (less this process's own CPU time in it) and the 1-minute load average (less this process's
@@ -46,7 +47,7 @@ class ThreadChoice:
 
     count: int
     cores: int  # the cores this process may use
-    source: str  # "--threads", "ROBUSTEVAL_THREADS", "OMP_NUM_THREADS" or "auto"
+    source: str  # "--threads", "ROBUSTEVAL_THREADS", "OMP_NUM_THREADS", "torch.set_num_threads" or "auto"
     busy: float | None = None  # cores other processes keep busy (auto only)
     load: float | None = None  # the 1-minute load average, where the system has one
     wait_policy: str | None = None  # OMP_WAIT_POLICY in force: ours, the user's, or None (OpenMP's default)
@@ -85,11 +86,11 @@ def parse_threads(text: str, *, field: str = "--threads") -> int | None:
     return count
 
 
-def decide_threads(requested: int | None, *, cores: int, busy: float | None = None, load: float | None = None,
-                   source: str = "auto") -> tuple[int, float | None]:
+def decide_threads(requested: int | None, *, cores: int, busy: float | None = None, load: float | None = None
+                   ) -> tuple[int, float | None]:
     """The thread count and the busy cores it assumed: ``requested`` (from ``source``) wins; otherwise ``cores``
     less the cores other processes keep busy (the larger of the ``busy`` sample and the ``load`` estimate,
-    each already without this process's own share; a core counts from half busy), at least 1."""
+    each already without this process's own share; a core counts from half busy), at least 1. Pure."""
     if requested is not None:
         return max(1, requested), None
     estimates = [max(0.0, x) for x in (busy, load) if x is not None]
@@ -202,6 +203,8 @@ def configure_threads(requested: int | None = None, *, source: str = "--threads"
             source = source if requested is not None else "auto"
         elif (omp := os.environ.get("OMP_NUM_THREADS", "").strip()).isdigit() and int(omp) > 0:
             requested, source = int(omp), "OMP_NUM_THREADS"
+        elif (set_before := _torch_threads_set()) is not None:
+            requested, source = set_before, "torch.set_num_threads"
         else:
             source = "auto"
     if requested is None:
@@ -227,6 +230,14 @@ def configure_threads(requested: int | None = None, *, source: str = "--threads"
     if echo and count != cores:
         print(_choice.line(), file=sys.stderr, flush=True)
     return _choice
+
+
+def _torch_threads_set() -> int | None:
+    """The count of a torch imported before and told to use fewer threads than cores (by a library user, a
+    test suite), None otherwise: that choice is kept."""
+    torch = sys.modules.get("torch")
+    count = torch.get_num_threads() if torch is not None else None
+    return count if count is not None and count < usable_cores() else None
 
 
 def _set_env(name: str, value: str) -> None:
