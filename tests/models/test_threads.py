@@ -4,7 +4,6 @@ before torch starts (real child processes, real torch, a real CLI run on the tin
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
