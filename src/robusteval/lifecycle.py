@@ -25,6 +25,7 @@ from robusteval.config import identity_fields
 from robusteval.environment import run_environment
 from robusteval.errors import UserError
 from robusteval.executors import current_executor
+from robusteval.models.threads import log_choice
 from robusteval.peak import describe as describe_peak
 from robusteval.peak import peak_memory
 from robusteval.progress import log_to_file, logger, status
@@ -81,6 +82,7 @@ def open_run(
         with RunStore.open(path, identity=identity, info=info, lock=lock) as store, log_to_file(path / LOG_NAME):
             for note in store.notes:  # said once the log exists, so run.log keeps it too
                 status(note)
+            log_choice()  # torch's thread count and why, chosen before the log existed
             yield store, loaded
     finally:
         lock.release()

@@ -11,6 +11,7 @@ from typing import Any
 
 from robusteval.cli.configflags import _REQUIRED, add_config_arguments, config_from_args, required_option
 from robusteval.data.spec import DataSpec
+from robusteval.errors import UserError
 from robusteval.seeding import DEFAULT_SEED
 
 
@@ -113,6 +114,25 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
                        "default: a local cluster of this machine's GPUs and CPUs")
     group.add_argument("--workers", type=int, default=None, metavar="N",
                        help="ray: how many workers (default: one per GPU, else one per CPU)")
+    add_threads_option(group)
+
+
+def _threads_value(text: str) -> str:
+    from robusteval.models.threads import parse_threads
+
+    try:
+        parse_threads(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--threads: ")) from None
+    return text.strip().lower()
+
+
+def add_threads_option(parser: argparse.ArgumentParser | Any) -> None:
+    """``--threads``: torch's CPU threads in this process (read by ``cli.main`` before any model loads)."""
+    parser.add_argument("--threads", type=_threads_value, default="auto", metavar="auto|N",
+                        help="torch's CPU threads: auto = the cores this process may use less those other "
+                        "processes keep busy (load average, a short /proc/stat sample), at least 1; N = exactly N "
+                        "(also ROBUSTEVAL_THREADS; not part of the run identity)")
 
 
 def executor_from_args(args: argparse.Namespace) -> Any:

@@ -258,6 +258,10 @@ def _main(argv: list[str], debug: bool, stop: _Stop | None = None) -> int:
     stop = stop or _Stop(deadline=False)
     try:
         args = parse_args(argv)
+        if getattr(args, "threads", None) is not None:  # before anything imports torch (its OpenMP reads the env)
+            from robusteval.models.threads import configure_threads, parse_threads
+
+            configure_threads(parse_threads(args.threads), source="--threads")
         from robusteval.cli.common import executor_from_args
         from robusteval.executors import use_executor
 

@@ -7,7 +7,7 @@ import argparse
 import time
 from typing import Any
 
-from robusteval.cli.common import add_command, add_seed_option, build_backend
+from robusteval.cli.common import add_command, add_seed_option, add_threads_option, build_backend
 
 #: The command and its line in `robusteval --help` (read without building its options: cli.main).
 COMMAND = "quickstart"
@@ -45,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-memory", default=None, metavar="SIZE",
                         help="the most memory to hold (4GB, 4GiB): attack batches are planned to fit it")
+    add_threads_option(parser)
     parser.set_defaults(func=run, max_concurrency=8, api_key_env="OPENAI_API_KEY", request_timeout=60.0)
 
 

@@ -6,6 +6,7 @@ Above :mod:`~robusteval.models.registry` (specs, the backend registry) and :mod:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from robusteval.models.base import Backend
@@ -18,6 +19,7 @@ from robusteval.models.registry import (
     model_host,
     parse_spec,
 )
+from robusteval.models.threads import apply_threads
 
 
 def load_model(
@@ -107,8 +109,17 @@ def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
 def load_here(spec: str | ModelSpec, **options: Any) -> Backend:
     """:func:`load_backend` in this process, whatever the executor."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    _torch_threads()
     backend = BACKENDS.get(parsed.kind).value(parsed, **options)
+    _torch_threads()  # the backend may have imported torch itself
     if not getattr(backend, "identity", None):
         backend.identity = describe_here(parsed, **options)  # type: ignore[attr-defined]
     backend.load_recipe = LoadRecipe(spec, dict(options), dict(backend.identity))  # type: ignore[attr-defined]
     return backend
+
+
+def _torch_threads() -> None:
+    """torch computes with the thread count chosen for this process (:mod:`robusteval.models.threads`), once
+    torch is imported; a backend without torch (openai) never imports it for this."""
+    if "torch" in sys.modules:
+        apply_threads()
