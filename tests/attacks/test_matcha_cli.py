@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from helpers.datafiles import write_jsonl
-from helpers.runs import differences
+from helpers.runs import differences, summary
 from helpers.shared import shared_file
 from robusteval.cli.main import main
 from robusteval.store import DB_NAME, SUMMARY_NAME, RunStore
@@ -55,9 +55,7 @@ def matcha_args(
 
 
 def summary_of(out: Path) -> dict[str, Any]:
-    found = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
-    found.pop("peak_memory", None)  # a measurement, not a result
-    return found
+    return summary(out)  # without what the invocation measured (peak memory, torch threads)
 
 
 def records(out: Path, stage: str) -> list[dict[str, Any]]:

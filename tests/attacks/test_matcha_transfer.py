@@ -14,7 +14,6 @@ The target model is the same tiny trained Llama served by ``transformers serve``
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -25,10 +24,11 @@ from typing import Any
 import pytest
 
 import robusteval.cli.main as cli_main
+from helpers.runs import summary
 from helpers.servers import serve_transformers
 from robusteval.attacks.matcha.transfer import GENERATION_STAGE, OUTCOME_STAGE, SOURCE_STAGE
 from robusteval.judges import JUDGE_STAGE
-from robusteval.store import DB_NAME, SUMMARY_NAME, RunStore
+from robusteval.store import DB_NAME, RunStore
 
 SAMPLE = Path(str(resources.files("robusteval.data.samples") / "math.jsonl"))
 N_FORCED = 3
@@ -71,9 +71,7 @@ def stored(run_dir: Path, stage: str) -> list[dict[str, Any]]:
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
-    found = json.loads((run_dir / SUMMARY_NAME).read_text(encoding="utf-8"))
-    found.pop("peak_memory", None)  # a measurement, not a result
-    return found
+    return summary(run_dir)  # without what the invocation measured (peak memory, torch threads)
 
 
 @pytest.fixture(scope="module")

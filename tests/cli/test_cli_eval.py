@@ -343,8 +343,11 @@ def test_runs_export_jsonl(gsm8k_run: Path, tmp_path: Path, capsys: pytest.Captu
     # Default output is stdout; --stage filters.
     assert main(["runs", "export", str(gsm8k_run), "--stage", "answer_first"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 20
-    assert main(["runs", "export", str(gsm8k_run), "--stage", "no-such-stage"]) == 0
-    assert capsys.readouterr().out == ""
+    # A stage the run does not hold is refused in one line naming the ones it has (it once wrote nothing, silently).
+    assert main(["runs", "export", str(gsm8k_run), "--stage", "no-such-stage"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no stage 'no-such-stage' in this run; its stages: answer_first" in captured.err
 
 
 # ----------------------------------------------------------------------------------------- openai backend

@@ -49,9 +49,12 @@ def records(out: Path, stage: str) -> list[dict]:
 
 
 def summary(out: Path) -> dict:
-    """A run's summary.json without its peak memory (a measurement: two runs that computed the same differ in it)."""
+    """A run's summary.json without what the last invocation measured of its machine: its peak memory and the torch
+    thread count chosen from the load then (two runs that computed the same differ in them)."""
     found = json.loads((out / SUMMARY_NAME).read_text(encoding="utf-8"))
     found.pop("peak_memory", None)
+    if isinstance(found.get("environment"), dict):
+        found["environment"].pop("torch_threads", None)
     return found
 
 
