@@ -19,9 +19,10 @@ from robusteval.store import SUMMARY_NAME
 @pytest.mark.parametrize(("cores", "busy", "load", "expected"), [
     (2, 0.05, 0.2, 2),    # idle: every core
     (2, 1.0, 1.9, 1),     # one busy process beside us: its core is left to it
+    (2, 0.05, 1.3, 2),    # CI's quick-start right after pip install (load 1.3 remembered): every core
     (2, 0.9, None, 1),    # no load average (not Linux): the sample alone
     (2, None, 1.2, 1),    # no /proc/stat: the load average alone
-    (2, 0.1, 1.0, 1),     # a process that just paused still counts in the load average: the larger one wins
+    (2, 0.1, 1.0, 2),     # a command that just ended still counts in the load average, not in the sample: idle
     (2, 1.0, 0.1, 1),     # one that just started is not in the load average yet: the sample sees it
     (2, 0.4, 0.3, 2),     # under half a core busy: not a core
     (2, 0.5, 0.0, 1),     # half a core busy counts as one (a thread too many costs more than one too few)

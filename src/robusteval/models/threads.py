@@ -9,9 +9,9 @@ cores this process may use and those other processes keep busy:
   ``OMP_NUM_THREADS`` already set (by the user, or by the Ray executor for its workers), then a torch imported
   before and set to fewer threads than cores (``torch.set_num_threads`` in a notebook) decide it outright;
 - otherwise (``auto``): the cores of this process's CPU affinity (capped by a cgroup CPU quota), less the cores
-  other processes keep busy, at least 1. The busy cores are the larger of a short sample of ``/proc/stat`` over
-  the allowed CPUs (less this process's own CPU time in it) and the 1-minute load average (less this process's
-  own share of it); a busy core counts from half busy (one thread too few costs at most a core's share, one too
+  other processes keep busy, at least 1. The busy cores are a short sample of ``/proc/stat`` over the allowed
+  CPUs (less this process's own CPU time in it), or where there is none the 1-minute load average (less this
+  process's own share of it), which remembers commands that already ended; a busy core counts from half busy (one thread too few costs at most a core's share, one too
   many costs a barrier wait at every operation).
 
 Idle OpenMP threads then sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``) when other processes are busy or
@@ -36,7 +36,7 @@ from robusteval.errors import UserError
 #: The environment variable a library user sets the count with (``auto`` or a positive whole number).
 ENV = "ROBUSTEVAL_THREADS"
 #: Seconds of /proc/stat sampled to see which cores other processes keep busy.
-SAMPLE_S = 0.25
+SAMPLE_S = 0.5
 
 logger = logging.getLogger("robusteval")
 
@@ -89,12 +89,16 @@ def parse_threads(text: str, *, field: str = "--threads") -> int | None:
 def decide_threads(requested: int | None, *, cores: int, busy: float | None = None, load: float | None = None
                    ) -> tuple[int, float | None]:
     """The thread count and the busy cores it assumed: ``requested`` (from ``source``) wins; otherwise ``cores``
-    less the cores other processes keep busy (the larger of the ``busy`` sample and the ``load`` estimate,
-    each already without this process's own share; a core counts from half busy), at least 1. Pure."""
+    less the cores other processes keep busy now (the ``busy`` sample; the ``load`` estimate only where there is
+    no sample, each already without this process's own share; a core counts from half busy), at least 1. Pure.
+
+    The sample wins over the load average because the average remembers the last minutes: right after another
+    command ends (``pip install`` before the quick-start, a previous run) it still reads about one busy core on
+    an idle machine, and a run started then would keep half its threads for hours."""
     if requested is not None:
         return max(1, requested), None
-    estimates = [max(0.0, x) for x in (busy, load) if x is not None]
-    others = min(max(estimates, default=0.0), float(cores))
+    estimate = busy if busy is not None else load
+    others = min(max(0.0, estimate if estimate is not None else 0.0), float(cores))
     return max(1, cores - math.floor(others + 0.5)), others
 
 
