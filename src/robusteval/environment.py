@@ -51,15 +51,9 @@ def gpu_name() -> str | None:
     return None
 
 
-def _thread_choice() -> dict[str, Any] | None:
-    """torch's CPU thread count chosen for this process and why (:mod:`robusteval.models.threads`)."""
-    from robusteval.models.threads import current_choice
-
-    choice = current_choice()
-    return None if choice is None else choice.as_dict()
-
-
 def run_environment() -> dict[str, Any]:
+    """Versions, GPU and git revision of this process (the run lifecycle adds torch's thread choice, which the
+    models layer makes: ``torch_threads``)."""
     versions = {name: _version(name) for name in _PACKAGES}
     return {
         "robusteval": __version__,
@@ -67,6 +61,5 @@ def run_environment() -> dict[str, Any]:
         "platform": platform.platform(terse=True),
         **{name: value for name, value in versions.items() if value is not None},
         "gpu": gpu_name(),
-        "torch_threads": _thread_choice(),
         "git_revision": git_revision(),
     }

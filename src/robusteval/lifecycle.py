@@ -25,12 +25,13 @@ from robusteval.config import identity_fields
 from robusteval.environment import run_environment
 from robusteval.errors import UserError
 from robusteval.executors import current_executor
-from robusteval.models.threads import log_choice
+from robusteval.models.threads import current_choice, log_choice
 from robusteval.peak import describe as describe_peak
 from robusteval.peak import peak_memory
 from robusteval.progress import log_to_file, logger, status
 from robusteval.store import RunLock, RunStore
 from robusteval.store.lock import LOCK_NAME
+from robusteval.store.measured import keep_measurements
 
 B = TypeVar("B")
 
@@ -77,7 +78,9 @@ def open_run(
                 _remove_if_only_lock(path)
             raise
         # How the units were computed is recorded, not identity: results do not depend on the executor.
-        info = {**(info or {}), "environment": run_environment(), "executor": current_executor().info()}
+        choice = current_choice()  # torch's CPU thread count for this process and why (models.threads)
+        environment = {**run_environment(), "torch_threads": None if choice is None else choice.as_dict()}
+        info = {**(info or {}), "environment": environment, "executor": current_executor().info()}
         # A directory that cannot be written (a finished run on read-only media) simply gets no log.
         with RunStore.open(path, identity=identity, info=info, lock=lock) as store, log_to_file(path / LOG_NAME):
             for note in store.notes:  # said once the log exists, so run.log keeps it too
@@ -129,6 +132,8 @@ def finish(store: RunStore, summary: Mapping[str, Any], *, seeds: dict[str, int]
                 "environment": info.get("environment"), "peak_memory": peak}
     # Returned as summary.json holds it (tuples become lists), so the caller sees what a reader will see.
     written: dict[str, Any] = json.loads(json.dumps(complete, ensure_ascii=False, default=str))
+    # A re-run that computed nothing keeps the stored measurements (store.measured): the files stay as they were.
+    written = keep_measurements(store.get_meta("summary"), written)
     store.write_summary(written)
     return written
 

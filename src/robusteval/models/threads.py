@@ -185,6 +185,7 @@ def own_load() -> float:
 # ------------------------------------------------------------------------------------------------ applying
 _choice: ThreadChoice | None = None
 _restore: dict[str, str | None] = {}  # the environment variables set for torch's start, put back once it started
+_say_on_load = False  # the choice is printed when a model loads (a run refused before that prints only its error)
 
 
 def current_choice() -> ThreadChoice | None:
@@ -196,8 +197,10 @@ def configure_threads(requested: int | None = None, *, source: str = "--threads"
                       ) -> ThreadChoice:
     """Decide this process's thread count (once; a later explicit ``requested`` decides again) and prepare
     torch for it: before torch is imported through the environment (its OpenMP reads it when it loads),
-    afterwards with ``torch.set_num_threads``. Prints the choice when it leaves cores unused (``echo``)."""
-    global _choice
+    afterwards with ``torch.set_num_threads``. The choice is printed when it leaves cores unused (``echo``), once
+    torch starts computing with it (:func:`apply_threads`): a command refused before any model loads prints its
+    one line and nothing else."""
+    global _choice, _say_on_load
     if _choice is not None and requested is None:
         return _choice
     cores, busy, load = usable_cores(), None, None
@@ -227,12 +230,11 @@ def configure_threads(requested: int | None = None, *, source: str = "--threads"
             policy = "PASSIVE"
     _choice = ThreadChoice(count=count, cores=cores, source=source, busy=None if busy is None else round(busy, 2),
                            load=None if load is None else round(load, 2), wait_policy=policy, note=note)
+    _say_on_load = echo and count != cores
     if torch_loaded:
         apply_threads()
     else:
         _set_env("OMP_NUM_THREADS", str(count))
-    if echo and count != cores:
-        print(_choice.line(), file=sys.stderr, flush=True)
     return _choice
 
 
@@ -252,8 +254,13 @@ def _set_env(name: str, value: str) -> None:
 def apply_threads() -> ThreadChoice:
     """Make torch (imported by now) compute with the chosen count, deciding it first if nothing has; the
     environment set for torch's start is put back, so child processes decide for themselves."""
+    global _say_on_load
     choice = _choice or configure_threads(None, echo=False)
     import torch
+
+    if _say_on_load:
+        _say_on_load = False
+        print(choice.line(), file=sys.stderr, flush=True)
 
     if torch.get_num_threads() != choice.count:
         torch.set_num_threads(choice.count)

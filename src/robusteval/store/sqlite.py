@@ -32,6 +32,7 @@ from robusteval.store.classify import StoreKind, StoreState, classify
 from robusteval.store.faults import SQLITE_CANTOPEN, damaged_error, foreign_error, read_only_error, translated
 from robusteval.store.files import write_text_atomic
 from robusteval.store.lock import RunLock
+from robusteval.store.measured import keep_measurements
 
 DB_NAME = "results.sqlite"
 SUMMARY_NAME = "summary.json"
@@ -263,7 +264,9 @@ class RunStore:
 
     # ----------------------------------------------------------------- metadata
     def set_meta(self, name: str, value: Any) -> None:
-        """Store ``value`` under ``name``; nothing is written when the same value is already stored."""
+        """Store ``value`` under ``name``; nothing is written when the same value is already stored, or one that
+        differs only in what the writing invocation measured (:mod:`robusteval.store.measured`)."""
+        value = keep_measurements(self.get_meta(name), value)
         text = canonical_json(value)
         if self._sql("SELECT 1 FROM run WHERE name=? AND value=?", (name, text)):
             return
@@ -341,6 +344,7 @@ class RunStore:
         Each is written only when it differs from what is there, so re-summarising a finished run on a
         read-only medium works.
         """
+        summary = keep_measurements(self.get_meta("summary"), summary)
         self.set_meta("summary", summary)
         target = self.run_dir / SUMMARY_NAME
         text = json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n"
