@@ -111,6 +111,13 @@ def death_message(dead: list[Proc]) -> str:
             f"(was it killed, or out of memory?); {resume_hint()}")
 
 
+#: How long a Ray error waits for a watched process's death to show before it is read as the worker's own. A killed
+#: process's sockets close (and its worker fails) before the kernel has torn the process down and its pidfd
+#: reads as exited: under load (CI's whole suite beside it) that took over a second, and the line named "a Ray
+#: worker died" instead of the agent. Only a Ray error pays it, once.
+CLAIM_GRACE_S = 5.0
+
+
 class LocalRay:
     """The watchdog and the reaper of a local Ray instance started by this process (see the module docstring)."""
 
@@ -145,7 +152,7 @@ class LocalRay:
         self._thread.start()
         LocalRay.active = self
 
-    def claim_deaths(self, grace: float = 1.0) -> list[Proc]:
+    def claim_deaths(self, grace: float = CLAIM_GRACE_S) -> list[Proc]:
         """The watched processes found dead within ``grace`` seconds, claimed from the watchdog (which then says
         nothing): a worker killed by its agent's or raylet's death can surface as a Ray error in this thread
         before the watchdog's thread runs, and the line must name the cause, once."""

@@ -352,10 +352,21 @@ class RunStore:
             current: str | None = target.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             current = None
-        if current != text:
+        if current != text and not _same_json(current, text):  # key order alone is no difference to write
             with translated(self.run_dir, self.db_path):
                 write_text_atomic(target, text)
         return target
+
+
+def _same_json(current: str | None, text: str) -> bool:
+    """Whether the file's text holds the same JSON value as ``text`` (a stored value read back from the database
+    comes with its keys sorted)."""
+    if current is None:
+        return False
+    try:
+        return bool(json.loads(current) == json.loads(text))
+    except ValueError:
+        return False
 
 
 def _writable(run_dir: Path, db_path: Path) -> bool:
