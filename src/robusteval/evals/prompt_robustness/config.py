@@ -8,6 +8,7 @@ pipeline's preflight, still before a model loads.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from robusteval.config import (
     ConfigError,
@@ -82,10 +83,7 @@ class PromptRobustnessConfig:
         check_chat(self)
         check_at_least(self, "prompts_per_method", 1, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
-        names = self.method_names()
-        with field_check(self, "methods"):  # a misspelt method fails here, with the closest name
-            for name in names:
-                check_method_name(name)
+        names = _checked_methods(self)
         with field_check(self, "template"):
             check_template_source(self.template)
         if self.target == "system" and not self.system_prompt:
@@ -97,10 +95,7 @@ class PromptRobustnessConfig:
         self.perturbation.check_similarity_methods(self, names)
 
     def method_names(self) -> list[str]:
-        try:
-            return parse_methods(str(self.methods))
-        except UserError as exc:
-            raise ConfigError(self, "methods", str(exc)) from None
+        return _method_names(self)
 
 
 @validated
@@ -147,10 +142,7 @@ class PromptSearchConfig:
         if self.budget < self.search_size:
             raise ConfigError(self, "budget", f"{self.budget} queries cannot ask one prompt on the "
                               f"{{search_size={self.search_size}}} examples")
-        names = self.method_names()
-        with field_check(self, "methods"):
-            for name in names:
-                check_method_name(name)
+        names = _checked_methods(self)
         with field_check(self, "template"):
             check_template_source(self.template)
         if self.perturbation.perturb_fields:
@@ -159,10 +151,7 @@ class PromptSearchConfig:
         self.perturbation.check_similarity_methods(self, names)
 
     def method_names(self) -> list[str]:
-        try:
-            return parse_methods(str(self.methods))
-        except UserError as exc:
-            raise ConfigError(self, "methods", str(exc)) from None
+        return _method_names(self)
 
 
 @validated
@@ -199,3 +188,21 @@ class PromptSpreadConfig:
             raise ConfigError(self, "n_formats", "0 formats and no {prompts_file}: the spread has no prompts")
         with field_check(self, "template"):
             check_template_source(self.template)
+
+
+def _method_names(config: Any) -> list[str]:
+    """``config.methods`` ("M1,M2") as names; a malformed list is the config's error on ``methods``."""
+    try:
+        return parse_methods(str(config.methods))
+    except UserError as exc:
+        raise ConfigError(config, "methods", str(exc)) from None
+
+
+def _checked_methods(config: Any) -> list[str]:
+    """:func:`_method_names`, each a registered perturbation method (a misspelt one fails here, with the closest
+    name, before any model loads)."""
+    names = _method_names(config)
+    with field_check(config, "methods"):
+        for name in names:
+            check_method_name(name)
+    return names
