@@ -31,8 +31,8 @@ DOC = ROOT / "docs" / "architecture.md"
 #: Layers, lowest first: a module may import modules of its own layer or of a lower one. An entry is a top-level
 #: module or package of robusteval (``__init__``: the package's own ``__init__.py``, the public API).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("_version", "errors", "extras", "config", "registry", "paths", "seeding", "environment", "peak",
-                    "progress", "workers")),
+    ("foundation", ("_version", "errors", "extras", "config", "registry", "methods", "paths", "seeding",
+                    "environment", "peak", "progress", "workers")),
     ("primitives", ("store", "text", "metrics")),
     ("data", ("data",)),
     ("models", ("models",)),
@@ -172,7 +172,16 @@ def entry_of(module: str) -> str:
     return "__init__" if len(parts) == 1 else parts[1]
 
 
+#: Modules of a method's package that sit in a higher layer than their package: a method's ``results`` module (or
+#: package) shows its runs (``robusteval.methods``), so it is in the results layer and nothing of its own package
+#: below that layer may import it.
+SUBLAYERS = {"results": "results"}
+
+
 def layer_of(module: str) -> int:
+    for part in module.split(".")[2:]:
+        if part in SUBLAYERS:
+            return next(rank for rank, (name, _) in enumerate(LAYERS) if name == SUBLAYERS[part])
     for rank, (_, entries) in enumerate(LAYERS):
         if entry_of(module) in entries:
             return rank

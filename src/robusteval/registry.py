@@ -4,11 +4,16 @@ A kind is one :class:`Registry`; implementations join it with its decorator, e.g
 ``@ATTACKS.register("matcha", summary="…")``. The modules that register built-ins are imported only when a
 registry is first read, so ``import robusteval`` and ``robusteval --help`` stay light. Nothing is looked up
 with ``eval``: names map to objects. The CLI reads names and summaries from here for its choices and help.
+
+An installed third-party package adds to a kind through the kind's entry-point group (``robusteval.methods``,
+``robusteval.backends``, ``robusteval.judges``, ``robusteval.perturbations``, ``robusteval.datasets``): each
+entry point names a module (``my_pkg.robusteval_plugin``) whose import registers, read with the built-ins.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,13 +39,16 @@ class Entry(Generic[T]):
 class Registry(Generic[T]):
     """Names (or name-plus-qualifier keys, such as (method, language)) -> implementations of one kind."""
 
-    def __init__(self, kind: str, modules: Sequence[str] = (), *, lazy: Mapping[str, str] | None = None):
-        """``modules`` register the built-ins and are imported on first read. ``lazy`` maps a name to the one
-        module that registers it, imported only when that name is looked up (heavy modules such as torch
-        backends), so listing names stays cheap."""
+    def __init__(self, kind: str, modules: Sequence[str] | Callable[[], Sequence[str]] = (), *,
+                 lazy: Mapping[str, str] | None = None, entry_points: str | None = None):
+        """``modules`` register the built-ins and are imported on first read (or a function giving them, for a
+        kind whose built-ins are found rather than listed). ``lazy`` maps a name to the one module that registers
+        it, imported only when that name is looked up (heavy modules such as torch backends), so listing names
+        stays cheap. ``entry_points``: the group through which installed packages add to the kind."""
         self.kind = kind
-        self._modules = tuple(modules)
+        self._modules = modules if callable(modules) else tuple(modules)
         self._lazy = dict(lazy or {})
+        self.entry_points = entry_points
         self._entries: dict[Hashable, Entry[T]] = {}
         self._loaded = False
 
@@ -60,8 +68,11 @@ class Registry(Generic[T]):
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True  # first, so a module that reads the registry while importing cannot loop
-            for module in self._modules:
+            for module in self._modules() if callable(self._modules) else self._modules:
                 importlib.import_module(module)
+            if self.entry_points:
+                for point in importlib.metadata.entry_points(group=self.entry_points):
+                    _load_plugin(self.entry_points, point)
 
     def entries(self) -> list[Entry[T]]:
         self._load()
@@ -101,3 +112,14 @@ class Registry(Generic[T]):
         """``name: summary`` for every entry, for ``--help``."""
         return "; ".join(f"{e.name}: {e.summary}" if e.summary else e.name
                          for e in sorted(self.entries(), key=lambda e: e.name))
+
+
+def _load_plugin(group: str, point: importlib.metadata.EntryPoint) -> None:
+    """Import an installed package's registration; one that fails is one line naming the package and the entry
+    point (a broken plugin is the user's to fix or uninstall, not a traceback out of robusteval)."""
+    try:
+        point.load()
+    except Exception as exc:
+        owner = f" (package {point.dist.name})" if point.dist is not None else ""
+        raise UserError(f"plugin {point.name} = {point.value}{owner}, entry point group {group}: failed to load: "
+                        f"{type(exc).__name__}: {exc}") from exc

@@ -44,6 +44,13 @@ COMMAND_MODULES = (
     "robusteval.cli.doctor",
 )
 
+def command_modules() -> list[str]:
+    """The commands' modules: the listed ones, then each registered method's own (``MethodSpec.cli``) not listed."""
+    from robusteval.methods import methods
+
+    return list(dict.fromkeys([*COMMAND_MODULES, *(spec.cli for spec in methods() if spec.cli)]))
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The command's parser. Given the command line, only the command it names gets its options (building a
     command's options imports its config classes); the others are listed by name and help line alone, so
@@ -58,7 +65,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                         help="print full tracebacks (also accepted after the command, or ROBUSTEVAL_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     named = _command_named(argv)
-    for module_name in COMMAND_MODULES:
+    for module_name in command_modules():
         module = importlib.import_module(module_name)
         if argv is None or named == module.COMMAND:
             module.register(subparsers)

@@ -389,7 +389,7 @@ _BUILTIN_MODULES = (
     "robusteval.judges.arithmetic", "robusteval.judges.grounding", "robusteval.judges.reasoning",
     "robusteval.judges.semantic",
 )
-JUDGES: Registry[JudgeFactory] = Registry("judge", modules=_BUILTIN_MODULES)
+JUDGES: Registry[JudgeFactory] = Registry("judge", modules=_BUILTIN_MODULES, entry_points="robusteval.judges")
 
 
 def register_judge(name: str, *, summary: str = "") -> Callable[[JudgeFactory], JudgeFactory]:

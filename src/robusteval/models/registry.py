@@ -19,7 +19,8 @@ from robusteval.registry import Registry
 
 BackendFactory = Callable[..., Backend]
 BACKENDS: Registry[BackendFactory] = Registry(
-    "model backend", lazy={"hf": "robusteval.models.hf", "openai": "robusteval.models.openai_api"}
+    "model backend", lazy={"hf": "robusteval.models.hf", "openai": "robusteval.models.openai_api"},
+    entry_points="robusteval.backends",
 )
 
 SPEC_FORMS = "hf:/path/or/hub-id, hf:/path/model.gguf or openai:MODEL@http://host:port/v1"

@@ -66,7 +66,8 @@ class MethodInfo:
 
 
 #: One entry per (method name, language): ``W-synonym`` is Cilin for Chinese and WordNet for English.
-PERTURBATIONS: Registry[Factory] = Registry("perturbation method", modules=_METHOD_MODULES)
+PERTURBATIONS: Registry[Factory] = Registry("perturbation method", modules=_METHOD_MODULES,
+                                            entry_points="robusteval.perturbations")
 
 
 def register_perturbation(

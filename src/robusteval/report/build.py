@@ -13,6 +13,7 @@ from pathlib import Path
 
 from robusteval.config import path_list
 from robusteval.errors import UserError
+from robusteval.methods import method_of_command, methods
 from robusteval.report.collect import Inputs, collect, nothing_to_show
 from robusteval.report.model import Report, RunCard, Section
 from robusteval.runs import Run
@@ -66,6 +67,12 @@ SECTION_OF = {"eval": "evals", "attack matcha": "matcha", "transfer": "matcha", 
               "robustness": "robustness", "attack wordimportance": "hardlabel", "ors": "hardlabel"}
 
 
+def section_of(command: object) -> str:
+    """The id of the report section that shows a run of ``command`` ("" : none)."""
+    spec = method_of_command(command)
+    return spec.section if spec is not None else SECTION_OF.get(str(command), "")
+
+
 def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
     from robusteval.report.evals import evals_section
@@ -76,6 +83,10 @@ def sections(inputs: Inputs) -> list[Section]:
 
     found = [build(inputs) for build in (evals_section, matcha_section, variants_section, robustness_section,
                                          wordimportance_section)]
+    for spec in methods():  # the registered methods' sections, in their order
+        results = spec.load_results()
+        if results is not None and results.section is not None:
+            found.append(results.section(inputs))
     present = [s for s in found if s is not None]
     if not present:
         raise nothing_to_show(inputs, "report: nothing to show")

@@ -32,6 +32,7 @@ from typing import Any
 
 from robusteval.config import path_list
 from robusteval.errors import UserError
+from robusteval.methods import methods
 from robusteval.metrics import matcha_summary
 from robusteval.report import hardlabel, matcha, perturbed, varmath
 from robusteval.report.collect import (
@@ -345,6 +346,14 @@ BOARDS = (
 )
 
 
+def all_boards() -> tuple[Board, ...]:
+    """Every leaderboard kind: the registered methods' (in their order), then the ones not yet registered."""
+    registered = tuple(board for spec in methods() if (results := spec.load_results()) is not None
+                       for board in results.boards)
+    taken = {board.method for board in registered}
+    return (*registered, *(board for board in BOARDS if board.method not in taken))
+
+
 def check_thresholds(max_width: float, min_n: int, *, names: tuple[str, str] = ("max_width", "min_n")) -> None:
     """A UserError unless ``max_width`` is a share in (0, 1] and ``min_n`` a whole number >= 0 (``names``: how
     the caller calls them, so a command can name its flags)."""
@@ -407,7 +416,7 @@ def leaderboards(inputs: Inputs, *, max_width: float = DEFAULT_MAX_WIDTH, min_n:
     """Every method's leaderboards, one per group of comparable runs (direct runs only: sweeps have their own
     table)."""
     check_thresholds(max_width, min_n)
-    return _holm_over([group for board in BOARDS
+    return _holm_over([group for board in all_boards()
                        for group in leaderboard_groups(board, inputs, max_width=max_width, min_n=min_n)])
 
 

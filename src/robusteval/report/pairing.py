@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from robusteval.methods import results_of_command
 from robusteval.metrics import matcha as matcha_metrics
 from robusteval.metrics.matcha_summary import counting
 from robusteval.metrics.significance import (
@@ -173,6 +174,9 @@ READERS = {
 def run_outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
     """The per-example outcomes behind the run's number ``metric`` (shown as ``value``); None where the run keeps
     none for it."""
+    results = results_of_command(run.command)
+    if results is not None:
+        return results.outcomes(run, metric, value) if results.outcomes is not None and run.summary else None
     reader = READERS.get(str(run.command))
     return reader(run, metric, value) if reader is not None and run.summary else None
 

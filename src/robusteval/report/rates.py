@@ -17,6 +17,7 @@ from typing import Any
 
 from robusteval.config import path_list
 from robusteval.errors import UserError
+from robusteval.methods import results_of_command
 from robusteval.metrics import matcha_summary
 from robusteval.metrics.stats import wilson_interval
 from robusteval.report import hardlabel, matcha, perturbed, varmath
@@ -64,6 +65,9 @@ def run_rates(run: Run) -> list[Rate]:
     summary = run.summary or {}
     if not summary:
         return []
+    results = results_of_command(run.command)
+    if results is not None:
+        return list(results.rates(run))
     command = run.command
     if command == MATCHA:
         return _matcha_rates(run, summary)

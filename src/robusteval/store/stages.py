@@ -23,7 +23,14 @@ _STAGE_MODULES = ("robusteval.judges.base", "robusteval.evals.classification", "
                   "robusteval.attacks.matcha.transfer", "robusteval.attacks.wordimportance.pipeline")
 #: Stage name -> itself, every stage a run store may hold (``Run.records`` tells a misspelt name from a stage a
 #: run has no unit of yet); ``meta["cache"]``: computes read and write it as a cache.
-STAGES: Registry[str] = Registry("stage", modules=_STAGE_MODULES)
+def _stage_modules() -> list[str]:
+    """The listed modules, then each registered method's (``MethodSpec.stages``)."""
+    from robusteval.methods import methods
+
+    return list(dict.fromkeys([*_STAGE_MODULES, *(module for spec in methods() for module in spec.stages)]))
+
+
+STAGES: Registry[str] = Registry("stage", modules=_stage_modules)
 
 
 def register_stage(name: str, *, cache: bool = False, summary: str = "") -> str:

@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.methods import method_named
 from robusteval.metrics.formatting import clean_number
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.metrics.significance import PairedTest
-from robusteval.report.build import SECTION_OF
+from robusteval.report.build import SECTION_OF, section_of
 from robusteval.report.model import Num
 from robusteval.report.pairing import Comparison, holm_table, p_text, pairwise, pairwise_csv
 from robusteval.report.rates import Rate
@@ -253,7 +254,7 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
                         tested.append((model, run, rate.metric, rate.num.value))
                     for flag in rate.num.flags:
                         flagged.setdefault(flag, []).append(model)
-            board.sections[name] = SECTION_OF.get(str(next(iter(runs.values())).command), "") if runs else ""
+            board.sections[name] = section_of(next(iter(runs.values())).command) if runs else ""
             board.comparisons += pairwise(name, metric, better, tested,
                                           percent=all(board.cells[(m, name)].percent for m, *_ in tested),
                                           label=_label(method_name, dataset, name))
@@ -261,11 +262,40 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
             board.columns.append(Column(name, method_name, dataset, metric, better, denominator,
                                         next(iter(hashes)) if len(hashes) == 1 else "",
                                         "; ".join(part for part in (note, legend) if part)))
-        if method.name == "wordimportance" and runs:
+        spec = method_named(method.name)
+        own = spec.load_results() if spec is not None else None
+        if spec is not None and own is not None and own.study_columns is not None and runs:
+            _add_columns(board, plan, root, method_name, dataset, runs, spec.section, own.study_columns)
+        elif method.name == "wordimportance" and runs:
             _add_ors(board, plan, root, method_name, dataset, runs)
     board.comparisons = holm_table(board.comparisons)
     _write(board, root)
     return board
+
+
+def _add_columns(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: str, dataset: str,
+                 runs: dict[str, Any], section: str, study_columns: Any) -> None:
+    """The columns a method computes over all of a (method, dataset)'s cells at once (its ``study_columns``),
+    written under ``root/<method>/<method>-<dataset>``; one that cannot be computed is a note, not a failure."""
+    target = root / method_name / f"{method_name}-{dataset}"
+    try:
+        columns = study_columns(runs, target, dict(plan.ors))
+    except UserError as exc:
+        board.notes.append(f"{method_name}:{dataset}: not computed: {exc}")
+        return
+    for column in columns:
+        name = f"{method_name}:{dataset}:{column.metric}"
+        models = [model for model in board.models if model in column.cells]
+        for model in models:
+            board.cells[(model, name)] = column.cells[model]
+            board.runs[(model, name)] = column.source
+        board.comparisons += [
+            Comparison(name, column.metric, column.better, a, b, column.source, column.source,
+                       PairedTest("not tested", note=column.untested), percent=column.cells[a].percent,
+                       label=_label(method_name, dataset, name))
+            for i, a in enumerate(models) for b in models[i + 1:]] if column.untested else []
+        board.sections[name] = section
+        board.columns.append(Column(name, method_name, dataset, column.metric, column.better, "", note=column.note))
 
 
 def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: str, dataset: str,

@@ -9,8 +9,10 @@ every registered attack (``matcha``, ``wordimportance``, ...) is one through :da
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from robusteval.methods import method_named, methods
 
 #: ``run(config, backend, store, load_model, batch_size) -> summary``
 RunFn = Callable[[Any, Any, Any, Callable[[str], Any], int], Mapping[str, Any]]
@@ -26,6 +28,9 @@ class Method:
     #: Headline metrics of the study leaderboard (``report.rates`` names; ``asr[max]``: at the largest rate),
     #: each with the direction that is more robust.
     headlines: tuple[tuple[str, str], ...]
+    #: ``run_info(config, batch_size)``: what the run records beside its identity, where it records more than
+    #: the limit and the batch size (as the method's command records it).
+    run_info: Callable[[Any, int], dict[str, Any]] | None = None
 
     def examples(self, config: Any) -> list[Any]:
         """What the cell reads, loaded and checked now (a bad file fails before any model loads)."""
@@ -35,6 +40,8 @@ class Method:
 
     def info(self, config: Any, batch_size: int) -> dict[str, Any]:
         """What the run records beside its identity (as the method's command records it)."""
+        if self.run_info is not None:
+            return self.run_info(config, batch_size)
         if self.name == "robustness":
             from robusteval.evals.robustness import robustness_info
 
@@ -88,13 +95,18 @@ _BUILTIN = {"eval": _eval, "robustness": _robustness, "variants": _variants}
 def method_names() -> list[str]:
     from robusteval.attacks.base import attack_names
 
-    return [*_BUILTIN, *attack_names()]
+    registered = [spec.name for spec in methods() if spec.runner is not None]
+    return list(dict.fromkeys([*registered, *_BUILTIN, *attack_names()]))
 
 
 def get_method(name: str) -> Method | None:
-    """The method ``name`` (None when there is none by that name)."""
+    """The method ``name`` (None when there is none by that name): a registered method's runner first."""
     from robusteval.attacks.base import attack_names
 
+    spec = method_named(name)
+    if spec is not None and spec.runner is not None:
+        method: Method = spec.load_runner()
+        return replace(method, headlines=spec.headlines) if spec.headlines else method
     if name in _BUILTIN:
         return _BUILTIN[name]()
     if name in attack_names():

@@ -35,7 +35,7 @@ class _Entry:
 
 
 #: name -> loader; the entry's ``meta["entry"]`` holds what :func:`load_dataset` checks arguments against.
-DATASETS: Registry[DatasetLoader] = Registry("dataset")
+DATASETS: Registry[DatasetLoader] = Registry("dataset", entry_points="robusteval.datasets")
 
 
 def register_dataset(

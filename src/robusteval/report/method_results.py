@@ -1,0 +1,58 @@
+"""What a method gives the results layer: how its stored runs are read, counted, ranked and shown.
+
+A method's package holds a ``results`` module (results layer) exposing one :class:`MethodResults`; its
+registration (:class:`robusteval.methods.MethodSpec`) names it (``results="robusteval.x.results:RESULTS"``).
+``runs show``, ``runs compare`` (terminal, CSV, LaTeX), the report, ``results_frame``, the paired tests and the
+study leaderboard iterate the registry and call these; none of them names a method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from robusteval.metrics.significance import Outcomes
+    from robusteval.report.collect import Inputs
+    from robusteval.report.compare import Board
+    from robusteval.report.latex_tex import TexTable
+    from robusteval.report.model import Num, Section
+    from robusteval.report.rates import Rate
+    from robusteval.runs import Run
+
+
+@dataclass(frozen=True)
+class ExtraColumn:
+    """A study leaderboard column computed over a method's cells together (word-importance's ORS): one number per
+    model, from a result written under the study's directory."""
+
+    metric: str  # the column's metric name ("ors")
+    better: str  # "higher" or "lower"
+    cells: dict[str, Num]  # study model name -> its number
+    source: str  # the directory of the result the numbers come from
+    note: str = ""  # the column's note (what the number is, its interval)
+    untested: str = ""  # why its pairs get no paired test ("" : they are tested like any other number)
+
+
+@dataclass(frozen=True)
+class MethodResults:
+    """One method's results contract. Only ``rates`` is required."""
+
+    #: Every headline number of a run, each with its n and interval (``runs show``, ``results_frame``).
+    rates: Callable[[Run], list[Rate]]
+    #: ``outcomes(run, metric, value)``: the per-example outcomes behind ``metric`` for the paired tests
+    #: (None: the run keeps none for it).
+    outcomes: Callable[[Run, str, float | None], Outcomes | None] | None = None
+    #: Its ``runs compare`` leaderboards.
+    boards: Sequence[Board] = ()
+    #: Its report section from everything collected (None when no run of it is there).
+    section: Callable[[Inputs], Section | None] | None = None
+    #: Paper tables that replace its boards' generic LaTeX in ``runs compare --format latex`` (MATCHA's Tables
+    #: 1-3); None: its boards' tables.
+    latex: Callable[[Inputs], list[TexTable]] | None = None
+    #: ``study_columns(runs by study model, out_dir, options)``: leaderboard columns computed over all of a study's
+    #: cells of one (method, dataset) at once, written under ``out_dir``; ``options`` is the study's table for it.
+    study_columns: Callable[[dict[str, Run], Path, dict[str, object]], list[ExtraColumn]] | None = None
