@@ -24,7 +24,9 @@ layer); nothing below it imports it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,9 @@ class MethodSpec:
     headlines: tuple[tuple[str, str], ...] = ()
     #: Position among the methods (the report's section order, lists); ties by name.
     order: int = 100
+    #: The package the method is (``register_method`` fills it in from the registering module): nothing outside
+    #: it names the method (``tests/test_method_registry.py``).
+    package: str = ""
 
     def __post_init__(self) -> None:
         for metric, direction in self.headlines:
@@ -102,6 +107,9 @@ METHODS: Registry[MethodSpec] = Registry("method", modules=registration_modules,
 
 def register_method(spec: MethodSpec, *, replace: bool = False) -> MethodSpec:
     """Add ``spec`` (its ``name`` must be new, its ``command`` too: a stored run belongs to one method)."""
+    if not spec.package:
+        caller = sys._getframe(1).f_globals.get("__name__", "")  # the registering module: its package is the method's
+        spec = dataclasses.replace(spec, package=caller.rpartition(".")[0] or caller)
     for entry in METHODS.entries():  # while the registry loads, the ones registered so far
         if entry.value.command == spec.command and entry.name != spec.name and not replace:
             raise ValueError(f"method {spec.name}: command {spec.command!r} is already method {entry.name}'s")
