@@ -381,8 +381,8 @@ def with_cache(judge: Judge, store: RunStore, stage: str = JUDGE_STAGE) -> Judge
 JudgeFactory = Callable[..., Judge]
 """``factory(task, atom, backend_loader) -> Judge``; a factory of model judges may also take ``chat=`` (the
 ``--judge-chat`` setting), ``retries=`` (``--judge-retries``), ``prompt_text=`` and ``prompt_label=``
-(``--judge-prompt``), ``prompt_name=`` and ``thinking_budget=`` (``--judge-max-thinking-tokens``), which :func:`build_judge` passes (when set) only to factories that
-accept them."""
+(``--judge-prompt``), ``prompt_name=`` and ``thinking_budget=`` (``--judge-max-thinking-tokens``), which
+:func:`build_judge` passes (when set) only to factories that declare them (``register_judge(options=...)``)."""
 
 MODEL = "model"  # registry key of the factory used for every MODEL-SPEC atom
 _BUILTIN_MODULES = (
@@ -392,14 +392,27 @@ _BUILTIN_MODULES = (
 JUDGES: Registry[JudgeFactory] = Registry("judge", modules=_BUILTIN_MODULES, entry_points="robusteval.judges")
 
 
-def register_judge(name: str, *, summary: str = "") -> Callable[[JudgeFactory], JudgeFactory]:
+#: The settings :func:`build_judge` may pass a factory, each only to a factory that declares it takes it.
+JUDGE_OPTIONS = frozenset({"chat", "retries", "retry_temperature", "unreadable", "prompt_name", "thinking_budget",
+                           "prompt_text", "prompt_label"})
+#: What a model judge (an LLM asked with a prompt) takes: every setting above.
+MODEL_JUDGE_OPTIONS = tuple(sorted(JUDGE_OPTIONS))
+
+
+def register_judge(name: str, *, summary: str = "", options: Sequence[str] = ()
+                   ) -> Callable[[JudgeFactory], JudgeFactory]:
     """Decorator: ``@register_judge("arith")`` makes the atom ``arith`` build with the decorated factory.
 
     The name :data:`MODEL` registers the factory for model-spec atoms (anything of the form ``kind:...``).
+    ``options``: the keywords of :data:`JUDGE_OPTIONS` the factory takes (declared, so nothing is guessed from
+    its signature; a deterministic judge takes none, a model judge :data:`MODEL_JUDGE_OPTIONS`).
     """
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name == "vote":
         raise ValueError(f"judge name {name!r}: use lower-case letters, digits, '-' or '_' (not 'vote')")
-    return JUDGES.register(name, summary=summary, replace=True)
+    unknown = sorted(set(options) - JUDGE_OPTIONS)
+    if unknown:
+        raise ValueError(f"judge {name}: unknown options {', '.join(unknown)}; known: {', '.join(sorted(JUDGE_OPTIONS))}")
+    return JUDGES.register(name, summary=summary, replace=True, options=frozenset(options))
 
 
 def _factories() -> dict[str, JudgeFactory]:
@@ -530,17 +543,6 @@ def _terms(spec: str) -> list[tuple[bool, list[str]]]:
     return out
 
 
-def _takes(factory: JudgeFactory, name: str) -> bool:
-    """Whether ``factory`` accepts the keyword ``name`` (plug-in factories written before it keep working)."""
-    import inspect
-
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
 def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, options: dict[str, Any] | None = None
                 ) -> Judge:
     if not atom:
@@ -548,14 +550,14 @@ def _build_atom(atom: str, task: str, load: BackendLoader, spec: str, options: d
     if atom.startswith("vote:"):
         raise UserError(f"judge spec '{spec.strip()}': a vote cannot be nested inside another vote")
     factories = _factories()
-    factory = factories.get(atom)
-    if factory is None and re.match(_MODEL_PREFIX, atom):
-        factory = factories.get(MODEL)
+    name = atom if atom in factories or not re.match(_MODEL_PREFIX, atom) else MODEL
+    factory = factories.get(name)
     if factory is None:
         names = sorted(k for k in factories if k != MODEL)
         # The grammar splits only before a known atom: 'grounding,embeded' reaches here whole; name the misspelt part.
         unknown = next((p for p in re.split(r"[+,]", atom) if p.strip() and p.strip() not in factories), atom).strip()
         raise UserError(f"judge spec '{spec.strip()}': unknown judge '{unknown}'{did_you_mean(unknown, names)}; use "
                         f"{', '.join(names)}, or a model spec (hf:PATH, openai:MODEL@URL)")
-    accepted = {k: v for k, v in (options or {}).items() if _takes(factory, k)}
+    takes = JUDGES.get(name).meta.get("options", frozenset())
+    accepted = {k: v for k, v in (options or {}).items() if k in takes}
     return factory(task, atom, load, **accepted)

@@ -12,7 +12,15 @@ judge.
 from __future__ import annotations
 
 from robusteval.errors import UserError
-from robusteval.judges.base import MODEL, REASONING, SEMANTIC, BackendLoader, Judge, register_judge
+from robusteval.judges.base import (
+    MODEL,
+    MODEL_JUDGE_OPTIONS,
+    REASONING,
+    SEMANTIC,
+    BackendLoader,
+    Judge,
+    register_judge,
+)
 from robusteval.judges.llm import RETRY_TEMPERATURE, BinaryLLMJudge
 
 
@@ -23,7 +31,8 @@ class ReasoningJudge(BinaryLLMJudge):
     prompt_name = "reasoning"
 
 
-@register_judge(MODEL, summary="a model spec (hf:PATH, openai:MODEL@URL): an LLM judge with a project-written prompt")
+@register_judge(MODEL, summary="a model spec (hf:PATH, openai:MODEL@URL): an LLM judge with a project-written prompt",
+                options=MODEL_JUDGE_OPTIONS)
 def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
                  prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
                  retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain",
@@ -44,7 +53,7 @@ def _model_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None
 
 
 @register_judge("embedded", summary="an LLM judge on the shipped Gemma 3 270M (the quick-start's model; needs the "
-                "demo extra)")
+                "demo extra)", options=MODEL_JUDGE_OPTIONS)
 def _embedded_judge(task: str, spec: str, load: BackendLoader, *, chat: bool | None = None, retries: int = 0,
                     prompt_text: str | None = None, prompt_label: str | None = None, prompt_name: str | None = None,
                     retry_temperature: float = RETRY_TEMPERATURE, unreadable: str = "abstain",
