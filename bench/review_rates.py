@@ -1,46 +1,79 @@
-"""Preservation rates from hand-labelled review samples (``bench/data/*_review.tsv``, written with
-``robusteval perturb review`` and labelled by the developer; each file's header states the rule followed), and
-how the rate moves under each constraint: of the labelled edits, those ``--keep-pos`` admits and those the
-``--min-similarity 0.96`` gate admits (the replaced word scored alone in its sentence, as the gate scores a
-word's first pick), each share with its n and Wilson 95% interval.
+"""Preservation rates from hand-labelled review samples (``bench/data/*_review.tsv``, labelled by the developer;
+each file's header states the rule followed), and how the rate moves under each constraint: of the labelled
+edits, those ``--keep-pos`` admits and those the similarity gate admits (the replaced word scored alone in its
+sentence, as the gate scores a word's first pick), each share with its n and Wilson 95% interval.
 
-The tables hold word pairs and offsets, not sentences: the script re-creates the perturbed file (the command
-in the header; deterministic) and checks each row's edit key against it.
+The tables hold word pairs and offsets, not sentences: the script re-creates the perturbed files (the settings
+in ``SAMPLES``, deterministic: OCNLI dev for Chinese, the bundled English sample ``math.jsonl`` + ``yesno.jsonl``
+for English) and checks each row's edit key and offset against them.
 
-    python bench/review_rates.py --ocnli ../shared/data/ocnli/dev.json
+    python bench/review_rates.py --ocnli ../shared/data/ocnli/dev.json            # every table
+    python bench/review_rates.py --ocnli ... --draft en_synonym_review.tsv         # a new sample to label
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import sys
 import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from robusteval.data.spec import DataSpec
 from robusteval.perturbations.base import Edit
 from robusteval.perturbations.constraints import PartOfSpeech
 from robusteval.perturbations.pipeline import PerturbConfig, perturb_dataset
-from robusteval.perturbations.review import Label, load_items, preservation, preservation_lines
+from robusteval.perturbations.review import Label, ReviewItem, load_items, preservation, preservation_lines
+from robusteval.perturbations.review.sampling import sample_items
 from robusteval.perturbations.segment import Language, Span
 from robusteval.perturbations.similarity import SimilarityGate, measure_label
-from robusteval.perturbations.spec import PerturbationSpec
 
 DATA = Path(__file__).resolve().parent / "data"
-#: file -> (method, language, how the perturbed file was made: limit, seed, min_changes, max_changes; whether
-#: the word constraints --keep-pos and --min-similarity apply to the method's edits)
-SAMPLES: dict[str, tuple[str, Language, int, int, int | None, int, bool]] = {
-    "zh_synonym_review.tsv": ("W-synonym", "zh", 80, 1, None, 1, True),
-    "zh_traditional_review.tsv": ("C-traditional", "zh", 80, 1, 1, 1, False),
-    "zh_pinyin_review.tsv": ("C-pinyin", "zh", 80, 1, 1, 1, False),
-    "zh_radical_review.tsv": ("C-radical", "zh", 80, 1, 1, 1, False),
-    "zh_morphonym_review.tsv": ("C-morphonym", "zh", 80, 1, 1, 1, False),
-    "zh_shuffle_review.tsv": ("C-shuffle", "zh", 80, 1, 1, 1, False),
-    "zh_homophone_review.tsv": ("W-homophone", "zh", 80, 1, 1, 1, True),
-    "zh_char_homophone_review.tsv": ("C-homophone", "zh", 80, 1, 1, 1, False),
-    "zh_keyboard_review.tsv": ("C-keyboard", "zh", 80, 1, 1, 1, False),
+#: The similarity gate's minimum measured per language (Chinese: the local e5 cosine of a word's window;
+#: English: the MiniLM cosine of the whole sentence).
+MINIMUM: dict[str, float] = {"zh": 0.96, "en": 0.96}
+#: Settings the labelled files were made with that later became defaults and must be undone to re-create them.
+BEFORE_DEFAULTS: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """How one labelled file's perturbed texts were made: ``method`` over OCNLI dev's first ``limit`` examples
+    (zh) or the bundled English sample (en), once per seed (the items pooled), ``min_changes``/``max_changes``
+    as given; ``constrained``: the word constraints (--keep-pos, --min-similarity) apply to its edits."""
+
+    method: str
+    language: Language
+    limit: int | None = 80
+    seeds: tuple[int, ...] = (1,)
+    min_changes: int | None = 1
+    max_changes: int = 1
+    constrained: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+SAMPLES: dict[str, Sample] = {
+    "zh_synonym_review.tsv": Sample("W-synonym", "zh", min_changes=None, constrained=True),
+    "zh_traditional_review.tsv": Sample("C-traditional", "zh"),
+    "zh_pinyin_review.tsv": Sample("C-pinyin", "zh"),
+    "zh_radical_review.tsv": Sample("C-radical", "zh"),
+    "zh_morphonym_review.tsv": Sample("C-morphonym", "zh"),
+    "zh_shuffle_review.tsv": Sample("C-shuffle", "zh"),
+    "zh_homophone_review.tsv": Sample("W-homophone", "zh", constrained=True),
+    "zh_char_homophone_review.tsv": Sample("C-homophone", "zh"),
+    "zh_keyboard_review.tsv": Sample("C-keyboard", "zh"),
+    **{f"en_{name}_review.tsv": Sample(method, "en", limit=None, seeds=(1, 2), constrained=method.startswith("W-"))
+       for name, method in (("delete", "C-delete"), ("insert", "C-insert"), ("keyboard", "C-keyboard"),
+                            ("morphonym", "C-morphonym"), ("ocr", "C-ocr"), ("shuffle", "C-shuffle"),
+                            ("swap", "C-swap"), ("synonym", "W-synonym"), ("wordembedding", "W-wordembedding"))},
 }
-MINIMUM = 0.96
+#: The bundled English sample: file name -> answer type.
+ENGLISH = {"math.jsonl": "number", "yesno.jsonl": "label"}
+#: How many edits a new sample draws (``--draft``).
+SAMPLE_SIZE = 50
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -48,15 +81,32 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(lines, delimiter="\t"))
 
 
-def labelled_items(name: str, ocnli: str) -> list[tuple[Label, Edit]]:
-    method, language, limit, seed, min_changes, max_changes, _ = SAMPLES[name]
+def _sources(sample: Sample, ocnli: str) -> list[DataSpec]:
+    if sample.language == "zh":
+        return [DataSpec("ocnli", ocnli, limit=sample.limit)]
+    root = resources.files("robusteval.data") / "samples"
+    return [DataSpec("jsonl", str(root / name), answer_type=kind, limit=sample.limit) for name, kind in ENGLISH.items()]
+
+
+def recreate(sample: Sample, ocnli: str) -> list[ReviewItem]:
+    """The sample's perturbed fields, re-made with its settings: every source and seed, each edit once."""
+    from robusteval.perturbations.spec import PerturbationSpec
+
+    items: dict[str, ReviewItem] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "perturbed.jsonl"
-        config = PerturbConfig(data=DataSpec("ocnli", ocnli, limit=limit), method=method, seed=seed,
-                               perturbation=PerturbationSpec(language=language, min_changes=min_changes,
-                                                             max_changes=max_changes))
-        perturb_dataset(config, out)
-        items = {item.key: item for item in load_items(out)}
+        for number, data in enumerate(_sources(sample, ocnli)):
+            for seed in sample.seeds:
+                out = Path(tmp) / f"perturbed-{number}-{seed}.jsonl"
+                spec = PerturbationSpec(language=sample.language, min_changes=sample.min_changes,
+                                        max_changes=sample.max_changes, **{**BEFORE_DEFAULTS, **sample.settings})
+                perturb_dataset(PerturbConfig(data=data, method=sample.method, seed=seed, perturbation=spec), out)
+                for item in load_items(out):
+                    items.setdefault(item.key, item)
+    return list(items.values())
+
+
+def labelled_items(name: str, ocnli: str) -> list[tuple[Label, Edit]]:
+    items = {item.key: item for item in recreate(SAMPLES[name], ocnli)}
     out_rows = []
     for row in read_rows(DATA / name):
         item = items.get(row["key"])
@@ -72,28 +122,52 @@ def labelled_items(name: str, ocnli: str) -> list[tuple[Label, Edit]]:
     return out_rows
 
 
+def draft(name: str, ocnli: str) -> None:
+    """Print a new sample's rows, label column empty, each followed by its texts as a comment (to label; the
+    comments are removed before the file is written where the texts may not be shipped)."""
+    sample = sample_items(recreate(SAMPLES[name], ocnli), SAMPLE_SIZE, seed=0)
+    print("key\texample_id\tfield\tstart\toriginal\treplacement\tlabel")
+    for item in sample.items:
+        if len(item.edits) != 1:
+            raise SystemExit(f"{name}: {item.key} holds {len(item.edits)} edits; labels are per edit")
+        edit = item.edits[0]
+        print(f"{item.key}\t{item.example_id}\t{item.field}\t{edit['start']}\t{edit['original']}\t"
+              f"{edit['replacement']}\t")
+        print(f"#   {item.original}\n#   {item.perturbed}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ocnli", required=True, help="OCNLI dev.json")
+    parser.add_argument("--draft", metavar="FILE", choices=sorted(SAMPLES),
+                        help="print the sample to label for this file of SAMPLES instead of the rates")
     args = parser.parse_args()
-    for name, (method, language, *_rest, constrained) in SAMPLES.items():
+    if args.draft:
+        draft(args.draft, args.ocnli)
+        return
+    for name, sample in SAMPLES.items():
+        if not (DATA / name).is_file():
+            print(f"## {name}: not labelled yet", file=sys.stderr)
+            continue
         rows = labelled_items(name, args.ocnli)
-        print(f"## {name}: {method} ({language})")
-        if not constrained:
+        print(f"## {name}: {sample.method} ({sample.language})")
+        if not sample.constrained:
             labels = [label for label, _ in rows]
             print(f"all labelled edits ({len(labels)}): " + " ".join(preservation_lines(preservation(labels))))
             continue
+        language = sample.language
+        minimum = MINIMUM[language]
         pos = PartOfSpeech(language)
-        gate = SimilarityGate(MINIMUM, language)
+        gate = SimilarityGate(minimum, language)
         scores = [gate.edit_scores(label.original, [[edit]])[0] for label, edit in rows]
         kept_pos = [pos.allows(label.original, Span(edit.start, edit.end, edit.original), edit.replacement)
                     for label, edit in rows]
-        kept_gate = [score >= MINIMUM for score in scores]
+        kept_gate = [score >= minimum for score in scores]
         variants = {
             "all labelled edits": [True] * len(rows),
             "--keep-pos admits": kept_pos,
-            f"--min-similarity {MINIMUM} admits ({measure_label(language)})": kept_gate,
-            f"--keep-pos and --min-similarity {MINIMUM} admit": [a and b for a, b in zip(kept_pos, kept_gate,
+            f"--min-similarity {minimum} admits ({measure_label(language)})": kept_gate,
+            f"--keep-pos and --min-similarity {minimum} admit": [a and b for a, b in zip(kept_pos, kept_gate,
                                                                                       strict=True)],
         }
         for title, keep in variants.items():
