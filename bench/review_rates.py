@@ -37,6 +37,8 @@ DATA = Path(__file__).resolve().parent / "data"
 MINIMUM: dict[str, float] = {"zh": 0.96, "en": 0.96}
 #: Settings the labelled files were made with that later became defaults and must be undone to re-create them.
 BEFORE_DEFAULTS: dict[str, Any] = {}
+#: A setting's value that stands for the shipped Gemma 3 270M (``robusteval.models.embedded``), resolved on use.
+EMBEDDED = "<embedded Gemma 3 270M>"
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ SAMPLES: dict[str, Sample] = {
     "zh_homophone_review.tsv": Sample("W-homophone", "zh", constrained=True),
     "zh_char_homophone_review.tsv": Sample("C-homophone", "zh"),
     "zh_keyboard_review.tsv": Sample("C-keyboard", "zh"),
+    # No Chinese word vectors ship offline: the neighbours are the shipped Gemma 3 270M's token embeddings.
+    "zh_wordembedding_review.tsv": Sample("W-wordembedding", "zh", constrained=True,
+                                          settings={"embedding_model": EMBEDDED}),
     **{f"en_{name}_review.tsv": Sample(method, "en", limit=None, seeds=(1, 2), constrained=method.startswith("W-"))
        for name, method in (("delete", "C-delete"), ("insert", "C-insert"), ("keyboard", "C-keyboard"),
                             ("morphonym", "C-morphonym"), ("ocr", "C-ocr"), ("shuffle", "C-shuffle"),
@@ -88,17 +93,26 @@ def _sources(sample: Sample, ocnli: str) -> list[DataSpec]:
     return [DataSpec("jsonl", str(root / name), answer_type=kind, limit=sample.limit) for name, kind in ENGLISH.items()]
 
 
+def _resolve(value: Any) -> Any:
+    if value == EMBEDDED:
+        from robusteval.models.embedded import embedded_model_spec
+
+        return embedded_model_spec()
+    return value
+
+
 def recreate(sample: Sample, ocnli: str) -> list[ReviewItem]:
     """The sample's perturbed fields, re-made with its settings: every source and seed, each edit once."""
     from robusteval.perturbations.spec import PerturbationSpec
 
+    settings = {**BEFORE_DEFAULTS, **{name: _resolve(value) for name, value in sample.settings.items()}}
     items: dict[str, ReviewItem] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for number, data in enumerate(_sources(sample, ocnli)):
             for seed in sample.seeds:
                 out = Path(tmp) / f"perturbed-{number}-{seed}.jsonl"
                 spec = PerturbationSpec(language=sample.language, min_changes=sample.min_changes,
-                                        max_changes=sample.max_changes, **{**BEFORE_DEFAULTS, **sample.settings})
+                                        max_changes=sample.max_changes, **settings)
                 perturb_dataset(PerturbConfig(data=data, method=sample.method, seed=seed, perturbation=spec), out)
                 for item in load_items(out):
                     items.setdefault(item.key, item)
