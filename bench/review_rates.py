@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import random
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -24,7 +25,6 @@ from typing import Any
 
 from robusteval.data.spec import DataSpec
 from robusteval.perturbations.base import Edit
-from robusteval.perturbations.constraints import PartOfSpeech
 from robusteval.perturbations.pipeline import PerturbConfig, perturb_dataset
 from robusteval.perturbations.review import Label, ReviewItem, load_items, preservation, preservation_lines
 from robusteval.perturbations.review.sampling import sample_items
@@ -35,8 +35,9 @@ DATA = Path(__file__).resolve().parent / "data"
 #: The similarity gate's minimum measured per language (Chinese: the local e5 cosine of a word's window;
 #: English: the MiniLM cosine of the whole sentence).
 MINIMUM: dict[str, float] = {"zh": 0.96, "en": 0.96}
-#: Settings the labelled files were made with that later became defaults and must be undone to re-create them.
-BEFORE_DEFAULTS: dict[str, Any] = {}
+#: Settings the labelled files were made with that later became defaults and must be undone to re-create them:
+#: every sample was labelled as the methods made their edits before the part-of-speech and one-sense defaults.
+BEFORE_DEFAULTS: dict[str, Any] = {"keep_pos": False, "synonym_senses": "all"}
 #: A setting's value that stands for the shipped Gemma 3 270M (``robusteval.models.embedded``), resolved on use.
 EMBEDDED = "<embedded Gemma 3 270M>"
 
@@ -169,25 +170,41 @@ def main() -> None:
             labels = [label for label, _ in rows]
             print(f"all labelled edits ({len(labels)}): " + " ".join(preservation_lines(preservation(labels))))
             continue
-        language = sample.language
-        minimum = MINIMUM[language]
-        pos = PartOfSpeech(language)
-        gate = SimilarityGate(minimum, language)
-        scores = [gate.edit_scores(label.original, [[edit]])[0] for label, edit in rows]
-        kept_pos = [pos.allows(label.original, Span(edit.start, edit.end, edit.original), edit.replacement)
-                    for label, edit in rows]
-        kept_gate = [score >= minimum for score in scores]
-        variants = {
-            "all labelled edits": [True] * len(rows),
-            "--keep-pos admits": kept_pos,
-            f"--min-similarity {minimum} admits ({measure_label(language)})": kept_gate,
-            f"--keep-pos and --min-similarity {minimum} admit": [a and b for a, b in zip(kept_pos, kept_gate,
-                                                                                      strict=True)],
-        }
-        for title, keep in variants.items():
+        for title, keep in constraint_rows(sample, rows).items():
             labels = [label for (label, _), k in zip(rows, keep, strict=True) if k]
             print(f"{title} ({len(labels)}/{len(rows)} edits): " + " ".join(preservation_lines(preservation(labels))))
 
+
+def _made(sample: Sample, rows: list[tuple[Label, Edit]], **options: Any) -> list[bool]:
+    """Whether the method, built with ``options``, still offers each labelled edit's replacement for its word
+    (a refused edit drops out: the setting would have made another edit there, or none)."""
+    from robusteval.perturbations.registry import MethodOptions, build_perturbation
+
+    settings = {name: _resolve(value) for name, value in sample.settings.items() if name in ("embedding_model",)}
+    method = build_perturbation(sample.method, sample.language, MethodOptions(**settings, **options))
+    rng = random.Random(0)
+    return [edit.replacement in method.candidates(label.original, Span(edit.start, edit.end, edit.original), rng)
+            for label, edit in rows]
+
+
+def constraint_rows(sample: Sample, rows: list[tuple[Label, Edit]]) -> dict[str, list[bool]]:
+    """Which labelled edits each setting still makes: the defaults before and now, each constraint alone,
+    and the similarity gate (each edit scored alone in its sentence, as the gate scores a word's first pick)."""
+    language = sample.language
+    minimum = MINIMUM[language]
+    gate = SimilarityGate(minimum, language)
+    kept_gate = [gate.edit_scores(label.original, [[edit]])[0] >= minimum for label, edit in rows]
+    synonym = sample.method == "W-synonym"
+    now = _made(sample, rows, keep_pos=True, one_sense=synonym)
+    variants = {
+        "before (no constraint; all labelled edits)": [True] * len(rows),
+        "--keep-pos": _made(sample, rows, keep_pos=True),
+        **({"--synonym-senses one": _made(sample, rows, one_sense=True)} if synonym else {}),
+        "default now (--keep-pos" + (" --synonym-senses one)" if synonym else ")"): now,
+        f"--min-similarity {minimum} ({measure_label(language)})": kept_gate,
+        f"default now and --min-similarity {minimum}": [a and b for a, b in zip(now, kept_gate, strict=True)],
+    }
+    return variants
 
 if __name__ == "__main__":
     main()

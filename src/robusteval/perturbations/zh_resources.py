@@ -356,6 +356,11 @@ def is_function_word(word: str) -> bool:
 
 
 @lru_cache(maxsize=65536)
+def sense_count(word: str) -> int:
+    """How many Cilin ``=`` groups (senses) hold ``word``: 0 for a word Cilin does not list."""
+    return len(_cilin_index().get(word, ()))
+
+
 def synonyms(word: str) -> tuple[str, ...]:
     """Cilin ``=`` synonyms of ``word``, most frequent (jieba) first. A multi-character word is never offered
     a single character: a hand-labelled OCNLI sample (docs/perturbations.md) found 6 of 9 such replacements
