@@ -37,7 +37,7 @@ DATA = Path(__file__).resolve().parent / "data"
 MINIMUM: dict[str, float] = {"zh": 0.96, "en": 0.96}
 #: Settings the labelled files were made with that later became defaults and must be undone to re-create them:
 #: every sample was labelled as the methods made their edits before the part-of-speech and one-sense defaults.
-BEFORE_DEFAULTS: dict[str, Any] = {"keep_pos": False, "synonym_senses": "all"}
+BEFORE_DEFAULTS: dict[str, Any] = {"keep_pos": False, "synonym_senses": "all", "radical_strokes": "keep"}
 #: A setting's value that stands for the shipped Gemma 3 270M (``robusteval.models.embedded``), resolved on use.
 EMBEDDED = "<embedded Gemma 3 270M>"
 
@@ -46,7 +46,8 @@ EMBEDDED = "<embedded Gemma 3 270M>"
 class Sample:
     """How one labelled file's perturbed texts were made: ``method`` over OCNLI dev's first ``limit`` examples
     (zh) or the bundled English sample (en), once per seed (the items pooled), ``min_changes``/``max_changes``
-    as given; ``constrained``: the word constraints (--keep-pos, --min-similarity) apply to its edits."""
+    as given; ``constrained``: a default constraint applies to its edits (word methods: --keep-pos,
+    --synonym-senses, and the --min-similarity gate is measured beside them; C-radical: --radical-strokes)."""
 
     method: str
     language: Language
@@ -62,7 +63,7 @@ SAMPLES: dict[str, Sample] = {
     "zh_synonym_review.tsv": Sample("W-synonym", "zh", min_changes=None, constrained=True),
     "zh_traditional_review.tsv": Sample("C-traditional", "zh"),
     "zh_pinyin_review.tsv": Sample("C-pinyin", "zh"),
-    "zh_radical_review.tsv": Sample("C-radical", "zh"),
+    "zh_radical_review.tsv": Sample("C-radical", "zh", constrained=True),
     "zh_morphonym_review.tsv": Sample("C-morphonym", "zh"),
     "zh_shuffle_review.tsv": Sample("C-shuffle", "zh"),
     "zh_homophone_review.tsv": Sample("W-homophone", "zh", constrained=True),
@@ -190,6 +191,9 @@ def _made(sample: Sample, rows: list[tuple[Label, Edit]], **options: Any) -> lis
 def constraint_rows(sample: Sample, rows: list[tuple[Label, Edit]]) -> dict[str, list[bool]]:
     """Which labelled edits each setting still makes: the defaults before and now, each constraint alone,
     and the similarity gate (each edit scored alone in its sentence, as the gate scores a word's first pick)."""
+    if sample.method == "C-radical":
+        return {"before (every split; all labelled edits)": [True] * len(rows),
+                "default now (--radical-strokes drop)": _made(sample, rows, bare_strokes=False)}
     language = sample.language
     minimum = MINIMUM[language]
     gate = SimilarityGate(minimum, language)

