@@ -27,6 +27,7 @@ from robusteval.data.spec import DataSpec
 from robusteval.perturbations.base import Edit
 from robusteval.perturbations.pipeline import PerturbConfig, perturb_dataset
 from robusteval.perturbations.review import Label, ReviewItem, load_items, preservation, preservation_lines
+from robusteval.perturbations.review.labels import LABELS, percent
 from robusteval.perturbations.review.sampling import sample_items
 from robusteval.perturbations.segment import Language, Span
 from robusteval.perturbations.similarity import SimilarityGate, measure_label
@@ -161,20 +162,34 @@ def main() -> None:
     if args.draft:
         draft(args.draft, args.ocnli)
         return
+    table = []
     for name, sample in SAMPLES.items():
         if not (DATA / name).is_file():
             print(f"## {name}: not labelled yet", file=sys.stderr)
             continue
         rows = labelled_items(name, args.ocnli)
         print(f"## {name}: {sample.method} ({sample.language})")
-        if not sample.constrained:
-            labels = [label for label, _ in rows]
-            print(f"all labelled edits ({len(labels)}): " + " ".join(preservation_lines(preservation(labels))))
-            continue
-        for title, keep in constraint_rows(sample, rows).items():
+        variants = constraint_rows(sample, rows) if sample.constrained else {"default (all labelled edits)": [True] * len(rows)}
+        for title, keep in variants.items():
             labels = [label for (label, _), k in zip(rows, keep, strict=True) if k]
             print(f"{title} ({len(labels)}/{len(rows)} edits): " + " ".join(preservation_lines(preservation(labels))))
+            table.append(table_row(f"{sample.method} ({sample.language})", title, labels, len(rows)))
+    print("\n| method | setting | edits kept | same meaning | changed | ungrammatical | not same (changed or lost) |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(table))
 
+
+def table_row(method: str, setting: str, labels: list[Label], labelled: int) -> str:
+    """One markdown row: the shares of ``labels`` (the edits a setting keeps of ``labelled``), and the share
+    not judged the same (changed or ungrammatical) with its own Wilson interval."""
+    from robusteval.metrics.stats import proportion
+
+    rate = preservation(labels).get(labels[0].method) if labels else None
+    if rate is None:
+        return f"| {method} | {setting} | 0/{labelled} | - | - | - | - |"
+    lost = proportion(rate["n"] - rate["same"]["k"], rate["n"])
+    cells = [percent(rate[name]) for name in LABELS]
+    return f"| {method} | {setting} | {rate['n']}/{labelled} | " + " | ".join(cells) + f" | {percent(lost)} |"
 
 def _made(sample: Sample, rows: list[tuple[Label, Edit]], **options: Any) -> list[bool]:
     """Whether the method, built with ``options``, still offers each labelled edit's replacement for its word
