@@ -211,3 +211,30 @@ def test_c_radical_refuses_splits_with_a_bare_stroke_by_default() -> None:
     old = perturb_identity(PerturbConfig(data=data, method="C-radical",
                                          perturbation=PerturbationSpec(radical_strokes="keep")), data.load())
     assert plain["radical_strokes"] == "drop" and "radical_strokes" not in old and "keep_pos" not in plain
+
+
+def test_cli_flags_give_the_old_edits_and_contradictions_are_one_line(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`--no-keep-pos --synonym-senses all` reproduces the edits of the old default (the API with the old
+    settings); `--keep-pos --no-keep-pos` is refused with one line naming the field (exit 2)."""
+    from robusteval.cli.main import main
+
+    ocnli_rows()
+    data = ocnli_spec(12)
+    api_old = tmp_path / "api.jsonl"
+    perturb_dataset(PerturbConfig(data=data, method="W-synonym", seed=1,
+                                  perturbation=PerturbationSpec(keep_pos=False, synonym_senses="all")), api_old)
+    base = ["perturb", "--dataset", "ocnli", "--data-file", str(shared_file("ocnli/dev.json")), "--limit", "12",
+            "--method", "W-synonym", "--seed", "1"]
+    assert main([*base, "--no-keep-pos", "--synonym-senses", "all", "--out", str(tmp_path / "old.jsonl")]) == 0
+    assert main([*base, "--out", str(tmp_path / "new.jsonl")]) == 0
+
+    def questions(path: Path) -> list[str]:
+        return [json.loads(line)["question"] for line in path.read_text(encoding="utf-8").splitlines()]
+
+    assert questions(tmp_path / "old.jsonl") == questions(api_old)
+    assert questions(tmp_path / "new.jsonl") != questions(api_old)  # the default truly changes the edits
+    capsys.readouterr()
+    assert main([*base, "--keep-pos", "--no-keep-pos", "--out", str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--no-keep-pos: contradicts" in err and "Traceback" not in err and len(err.splitlines()) == 1
