@@ -168,6 +168,11 @@ def test_identity_records_the_resolved_defaults_only_where_they_apply() -> None:
     assert spec.keep_pos is True
     PerturbConfig(data=data, method="C-homophone", perturbation=spec)
     assert spec.keep_pos is None and spec.synonym_senses is None
+    # ... but one the user gave is still refused there, even after a word-level run resolved the others.
+    given = PerturbationSpec(keep_pos=True)
+    PerturbConfig(data=data, method="W-synonym", perturbation=given)
+    with pytest.raises(ConfigError, match="keep_pos: applies to word-level methods"):
+        PerturbConfig(data=data, method="C-homophone", perturbation=given)
 
 
 def test_resuming_a_run_made_with_the_old_default_names_the_settings(tmp_path: Path) -> None:

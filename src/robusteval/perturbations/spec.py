@@ -220,7 +220,7 @@ class PerturbationSpec(CandidateSpec):
         (:meth:`resolve_defaults`)."""
         from robusteval.perturbations.registry import pos_applies
 
-        if self.keep_pos and not self._resolved and not any(pos_applies(method) for method in methods):
+        if self.keep_pos and "keep_pos" not in self._resolved and not any(pos_applies(method) for method in methods):
             raise ConfigError(config, "keep_pos", "applies to word-level methods (W-*) only, and this run "
                               f"perturbs with none (methods: {', '.join(methods) or 'none'})")
         if self.min_similarity is not None and not any(similarity_applies(method) for method in methods):
@@ -236,8 +236,7 @@ class PerturbationSpec(CandidateSpec):
     def resolve_defaults(self, methods: Sequence[str]) -> None:
         """Fill the unset constraints with their defaults for ``methods``: ``keep_pos`` on where one is
         word-level, ``synonym_senses="one"`` where one is W-synonym, ``radical_strokes="drop"`` where one is
-        C-radical (each measured on hand-labelled edits,
-        docs/perturbations.md). Unset where no method applies them, so a character-level run's identity
+        C-radical (each measured on hand-labelled edits, docs/perturbations.md). Unset where no method applies them, so a character-level run's identity
         stays as it was; a default filled for one set of methods is undone for another."""
         from robusteval.perturbations.registry import pos_applies
 
