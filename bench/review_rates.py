@@ -1,11 +1,13 @@
 """Preservation rates from hand-labelled review samples (``bench/data/*_review.tsv``, labelled by the developer;
 each file's header states the rule followed), and how the rate moves under each constraint: of the labelled
-edits, those ``--keep-pos`` admits and those the similarity gate admits (the replaced word scored alone in its
-sentence, as the gate scores a word's first pick), each share with its n and Wilson 95% interval.
+edits, those each setting still makes (``--keep-pos``, ``--synonym-senses one``, ``--radical-strokes drop``, the
+defaults now, and the ``--min-similarity`` gate scoring each edit alone in its sentence), each share with its n
+and Wilson 95% interval. Ends with the markdown table docs/perturbations.md holds (pasted there; a test checks
+every sample's row against its labels).
 
 The tables hold word pairs and offsets, not sentences: the script re-creates the perturbed files (the settings
-in ``SAMPLES``, deterministic: OCNLI dev for Chinese, the bundled English sample ``math.jsonl`` + ``yesno.jsonl``
-for English) and checks each row's edit key and offset against them.
+in ``SAMPLES``, made before the defaults, ``BEFORE_DEFAULTS``; deterministic: OCNLI dev for Chinese, the bundled
+English sample ``math.jsonl`` + ``yesno.jsonl`` for English) and checks each row's edit key and offset.
 
     python bench/review_rates.py --ocnli ../shared/data/ocnli/dev.json            # every table
     python bench/review_rates.py --ocnli ... --draft en_synonym_review.tsv         # a new sample to label
