@@ -1,6 +1,6 @@
 """``keep_pos``: a word substitution keeps the part of speech (jieba posseg in context for Chinese, WordNet's
 parts of speech for English), refused candidates give way to the next one, it combines with
-``--min-similarity``, and it is in the run identity only when set."""
+``--min-similarity``, and it is in the run identity only when on (the default for word-level methods)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,9 @@ def ocnli_spec(limit: int) -> DataSpec:
     return DataSpec("ocnli", str(shared_file("ocnli/dev.json")), limit=limit)
 
 
-def test_identity_only_when_set_and_refused_where_it_cannot_apply() -> None:
+def test_identity_only_when_on_and_refused_where_it_cannot_apply() -> None:
+    """On (the default for word-level methods, or given) it is in the identity; off, the identity is the one
+    runs had before the option (tests/perturbations/test_default_constraints.py: the defaults' resolution)."""
     ocnli_rows()
     data = ocnli_spec(3)
     examples = data.load()
@@ -92,8 +94,8 @@ def test_identity_only_when_set_and_refused_where_it_cannot_apply() -> None:
                                          perturbation=PerturbationSpec(keep_pos=False)), examples)
     on = perturb_identity(PerturbConfig(data=data, method="W-synonym",
                                         perturbation=PerturbationSpec(keep_pos=True)), examples)
-    assert "keep_pos" not in json.dumps(plain) and off == plain
-    assert on != plain and "keep_pos" in json.dumps(on)
+    assert "keep_pos" not in json.dumps(off) and on == plain
+    assert on != off and on["keep_pos"] is True
     with pytest.raises(ConfigError, match="keep_pos: applies to word-level methods"):
         PerturbConfig(data=data, method="C-homophone", perturbation=PerturbationSpec(keep_pos=True))
 
@@ -114,8 +116,8 @@ def test_a_whole_run_keeps_every_class_and_composes_with_min_similarity(tmp_path
                 assert check.allows(block["original"], span, edit["replacement"]), edit
     # The same run without the constraint makes at least one edit of another class (so the test can fail).
     free = tmp_path / "free.jsonl"
-    perturb_dataset(PerturbConfig(data=data, method="W-synonym", perturbation=PerturbationSpec(min_similarity=0.5),
-                                  seed=1), free)
+    perturb_dataset(PerturbConfig(data=data, method="W-synonym", seed=1,
+                                  perturbation=PerturbationSpec(min_similarity=0.5, keep_pos=False)), free)
     crossing = [edit for line in free.read_text(encoding="utf-8").splitlines()
                 for block in json.loads(line)["perturbation"]["fields"].values() for edit in block["edits"]
                 if not check.allows(block["original"], Span(edit["start"], edit["end"], edit["original"]),

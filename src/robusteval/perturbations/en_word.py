@@ -192,8 +192,9 @@ def _base(word: str, bases: list[str], pos: str, semcor: SemcorCounts) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
-def _entry(word: str) -> tuple[_PosSynonyms, ...]:
+def _entry(word: str, one_sense: bool = False) -> tuple[_PosSynonyms, ...]:
     """The synonyms of one lower-case word per part of speech, commonest reading first; looked up once.
+    ``one_sense``: from the commonest sense of each part of speech only (SemCor's most tagged one).
 
     Sense order and SemCor counts come from the index and ``cntlist.rev`` tables, so only the kept
     (common) senses' synsets are parsed.
@@ -215,6 +216,8 @@ def _entry(word: str) -> tuple[_PosSynonyms, ...]:
         top = max(counts)
         kept = [offset for offset, count in zip(offsets, counts, strict=True)
                 if count >= max(1, SENSE_SHARE * top)] or offsets[:1]
+        if one_sense:
+            kept = [offsets[counts.index(top)]] if top else offsets[:1]
         form = _form(word, base, pos)
         synonyms: list[str] = []
         if form is not None:
@@ -287,6 +290,9 @@ class WordNetSynonym(SpanPerturbation):
     language: ClassVar[Language] = "en"
     default_budget: ClassVar[ChangeBudget] = WORD_BUDGET
 
+    #: Synonyms of the commonest sense only (``synonym_senses="one"``, the commands' default).
+    one_sense: bool = False
+
     def _eligible(self, text: str, span: Span) -> bool:
         """Cheap checks (no WordNet): a content word that is not a name or an acronym."""
         stem, _ = _split_possessive(span.text)
@@ -305,7 +311,7 @@ class WordNetSynonym(SpanPerturbation):
         stem, suffix = _split_possessive(word)
         if stem[0].isupper() and (_proper_noun(stem) or self._named_elsewhere(text, stem, span.start)):
             return []
-        reading = self._reading(_entry(stem.lower()), stem, text, span.start, possessive=bool(suffix))
+        reading = self._reading(_entry(stem.lower(), self.one_sense), stem, text, span.start, possessive=bool(suffix))
         if reading is None:
             return []
         return [_with_case(synonym, stem) + suffix for synonym in reading.synonyms]
@@ -344,4 +350,4 @@ class WordNetSynonym(SpanPerturbation):
                        summary="a word replaced by a WordNet 3.0 synonym (common senses, same part of speech, "
                                "inflection kept)")
 def _synonym(options: MethodOptions) -> Perturbation:
-    return WordNetSynonym(max_candidates=options.max_candidates)
+    return WordNetSynonym(max_candidates=options.max_candidates, one_sense=options.one_sense)

@@ -48,6 +48,8 @@ class MethodOptions:
     pivot_language: str = "English"
     min_similarity: float | None = None
     keep_pos: bool = False  # word-level methods: refuse a candidate of another part of speech (constraints.py)
+    one_sense: bool = False  # W-synonym: only words with one sense to choose from (zh_word.py, en_word.py)
+    bare_strokes: bool = True  # C-radical: splits with a bare stroke among the components are offered too
     device: str = "auto"  # for models the method loads itself (masked LM, re-ranker, translator spec)
     extra: dict[str, Any] = field(default_factory=dict)
 

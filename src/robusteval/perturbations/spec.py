@@ -147,17 +147,38 @@ class PerturbationSpec(CandidateSpec):
                                           "fallback): the word's next candidate is tried, or the original kept "
                                           "(unset: no filter)")
 
-    # In the identity only when set (True): runs and files made before the option keep their identity.
+    # Unset, resolved for the run's methods (check_similarity_methods): on where a word-level method runs. In
+    # the identity only when on, so a run with it off has the identity runs had before it became the default.
     keep_pos: bool | None = option(None, identity=WHEN_SET,
                                    help="word-level methods: refuse a substitution that changes the word's part "
                                    "of speech (Chinese: jieba posseg in context; English: WordNet's parts of "
                                    "speech, no offline tagger ships), the word's next candidate is tried; "
-                                   "combines with --min-similarity")
+                                   "combines with --min-similarity (the default for word-level methods; "
+                                   "--no-keep-pos turns it off)")
+    no_keep_pos: bool = option(False, identity=False,
+                               help="word-level methods: turn off the part-of-speech constraint (on by default: "
+                               "measured in docs/perturbations.md)")
+    # Unset, resolved to "one" where W-synonym runs; in the identity only as "one" (see keep_pos).
+    synonym_senses: str | None = option(None, choices=("one", "all"), identity=WHEN_SET,
+                                        help="W-synonym: 'one' (the default) offers a synonym only where the word "
+                                        "has one sense to choose from (Chinese: the word and the synonym each in "
+                                        "one Cilin group; English: the word's commonest WordNet sense only); "
+                                        "'all': every sense's synonyms, as before (measured in "
+                                        "docs/perturbations.md)")
+
+    # Unset, resolved to "drop" where C-radical runs; in the identity only as "drop" (see keep_pos).
+    radical_strokes: str | None = option(None, choices=("drop", "keep"), identity=WHEN_SET,
+                                         help="C-radical: 'drop' (the default) refuses a split with a bare stroke "
+                                         "among its components (上 -> 丶丨一: the character is lost); 'keep': every "
+                                         "split, as before (measured in docs/perturbations.md)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.keep_pos is False:  # False and unset are one setting, with one identity
-            object.__setattr__(self, "keep_pos", None)
+        if self.no_keep_pos:
+            if self.keep_pos:
+                raise ConfigError(self, "no_keep_pos", "contradicts keep_pos: give one of them")
+            object.__setattr__(self, "keep_pos", False)
+            object.__setattr__(self, "no_keep_pos", False)  # one setting, however it was given
         for name in ("rate", "min_similarity"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
@@ -168,10 +189,23 @@ class PerturbationSpec(CandidateSpec):
         if self.min_changes is not None and self.max_changes is not None and self.max_changes < self.min_changes:
             raise ConfigError(self, "max_changes", f"{self.max_changes} is below {{min_changes={self.min_changes}}}")
 
+    def identity(self) -> dict[str, Any]:
+        """As :meth:`CandidateSpec.identity`; a constraint turned off is left out (its identity is the one runs
+        had before it was a default), as is ``no_keep_pos`` (folded into ``keep_pos``)."""
+        out = super().identity()
+        if out.get("keep_pos") is False:
+            del out["keep_pos"]
+        for name, before in (("synonym_senses", "all"), ("radical_strokes", "keep")):
+            if out.get(name) == before:
+                del out[name]
+        return out
+
     def method_options(self, load_model: ModelLoader | None = None, *, device: str = "auto") -> MethodOptions:
         """:meth:`CandidateSpec.method_options` with the similarity gate's minimum."""
         return dataclasses.replace(super().method_options(load_model, device=device),
-                                   min_similarity=self.min_similarity, keep_pos=bool(self.keep_pos))
+                                   min_similarity=self.min_similarity, keep_pos=bool(self.keep_pos),
+                                   one_sense=self.synonym_senses == "one",
+                                   bare_strokes=self.radical_strokes != "drop")
 
     def check_method(self, method: str, language: Language) -> None:
         """As :meth:`CandidateSpec.check_method`; a gated method's measure must be available (English: the
@@ -182,15 +216,38 @@ class PerturbationSpec(CandidateSpec):
 
     def check_similarity_methods(self, config: object, methods: Sequence[str]) -> None:
         """Refuse ``min_similarity`` when none of ``methods`` (those generated) applies it, and ``keep_pos``
-        when none is word-level: it would be ignored."""
+        when none is word-level: it would be ignored. Then resolve the defaults that depend on the methods
+        (:meth:`resolve_defaults`)."""
         from robusteval.perturbations.registry import pos_applies
 
-        if self.keep_pos and not any(pos_applies(method) for method in methods):
+        if self.keep_pos and "keep_pos" not in self._resolved and not any(pos_applies(method) for method in methods):
             raise ConfigError(config, "keep_pos", "applies to word-level methods (W-*) only, and this run "
                               f"perturbs with none (methods: {', '.join(methods) or 'none'})")
         if self.min_similarity is not None and not any(similarity_applies(method) for method in methods):
             raise ConfigError(config, "min_similarity", "applies to word- and sentence-level methods (W-*, S-*) "
                               f"only, and this run perturbs with none (methods: {', '.join(methods) or 'none'})")
+        self.resolve_defaults(methods)
+
+    @property
+    def _resolved(self) -> frozenset[str]:
+        """The settings :meth:`resolve_defaults` filled in (not given by the user)."""
+        return frozenset(getattr(self, "_defaulted", ()))
+
+    def resolve_defaults(self, methods: Sequence[str]) -> None:
+        """Fill the unset constraints with their defaults for ``methods``: ``keep_pos`` on where one is
+        word-level, ``synonym_senses="one"`` where one is W-synonym, ``radical_strokes="drop"`` where one is
+        C-radical (each measured on hand-labelled edits, docs/perturbations.md). Unset where no method applies them, so a character-level run's identity
+        stays as it was; a default filled for one set of methods is undone for another."""
+        from robusteval.perturbations.registry import pos_applies
+
+        resolved = set(self._resolved)
+        for name, applies, value in (("keep_pos", any(pos_applies(m) for m in methods), True),
+                                     ("synonym_senses", "W-synonym" in methods, "one"),
+                                     ("radical_strokes", "C-radical" in methods, "drop")):
+            if getattr(self, name) is None or name in resolved:
+                object.__setattr__(self, name, value if applies else None)
+                resolved.add(name)
+        object.__setattr__(self, "_defaulted", frozenset(resolved))
 
     def budget(self, perturbation: Perturbation) -> ChangeBudget | None:
         """The method's default budget with any of rate/min_changes/max_changes applied; None: all unset."""

