@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from robusteval.cli.common import add_attack_parser, judge_loader, required_option
 from robusteval.cli.attack import DETAIL_FLAGS
+from robusteval.cli.common import add_attack_parser, judge_loader, required_option
 from robusteval.cli.configflags import config_from_args, narrow_help
 from robusteval.errors import UserError
 
