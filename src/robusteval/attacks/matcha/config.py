@@ -11,6 +11,7 @@ from robusteval.attacks.matcha.config_presets import (
     DATASET_DEFAULTS,
     FALLBACK_DEFAULTS,
     PRESET_NAMES,
+    PRESETS,
     preset_help,
     preset_values,
     presets_setting,
@@ -114,11 +115,11 @@ class MatchaConfig:
     eps_base: str | None = None
     steps: int = 5
     n_candidates: int = 1  # the paper's pure gradient pick; more re-scores candidates by the true loss
-    max_new_tokens: int = 256
+    max_new_tokens: int = MAX_NEW_TOKENS
     target_answer: str = "gold"  # gold | clean
     seed: int = 0
     answer_loss: str = "answer"  # L_a averaged over the answer positions ("answer") or over n3 ("n3", paper)
-    max_redraws: int = 5  # insertions the semantic judge rejects are drawn again this many times
+    max_redraws: int = MAX_REDRAWS  # insertions the semantic judge rejects are drawn again this many times
     max_drift: float | None = None  # token level: candidates drifting further are rejected before the judge
     drift_measure: str | None = None  # what max_drift bounds: "embedding" (1 - cosine) or "char" (edit ratio)
     success_check: str = "final"  # token level: "final" or "insertion-and-final" (SUCCESS_CHECKS)
@@ -557,7 +558,9 @@ class MatchaRunConfig:
             out.append("target answer may be the model's own clean answer, not the gold one")
         if self.data.dataset not in DATASET_DEFAULTS:
             out.append(f"dataset '{self.data.dataset}' has no paper defaults; k={topk}, eps={eps} used")
-        paper = {"insert_ratio": 0.2, "steps": 5, "max_new_tokens": 256, "topk_ratio": topk, "eps_fraction": eps}
+        # The paper's values: the paper preset's (one source), its k and eps for this dataset.
+        paper = {name: PRESETS["paper"]["values"][name] for name in ("insert_ratio", "steps", "max_new_tokens")}
+        paper.update(topk_ratio=topk, eps_fraction=eps)
         for name, value in paper.items():
             if getattr(hyper, name) != value:
                 out.append(f"{name} = {getattr(hyper, name)} (paper: {value})")
