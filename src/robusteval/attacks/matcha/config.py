@@ -235,7 +235,7 @@ class MatchaRunConfig:
                         "wrong), vote:A,B,C")
     semantic_judge: str = option("none", metavar="SPEC|none",
                                  help="judge that must accept each token replacement as meaning-preserving")
-    judge_prompt: str | None = option(None, metavar="FILE", identity=WHEN_SET,
+    judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
                                       help="the reasoning LLM judge's prompt: a string.Template file with $question, "
                                       "$reference and $candidate ($$ for a literal $); e.g. the MATCHA authors' "
                                       "criteria prompt wrapped as docs/matcha.md shows")
