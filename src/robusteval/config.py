@@ -29,18 +29,27 @@ C = TypeVar("C")
 
 #: ``option(identity=WHEN_SET)``: in the run identity only when set (not None).
 WHEN_SET = "when-set"
+#: ``option(cli=MORE)``: a flag that ``--help`` leaves to ``--help-all`` (a setting most runs leave alone).
+MORE = "more"
+#: ``option(cli=CONFIG_KEY)``: a key of ``--config`` files, presets and study files; its flag is still accepted for
+#: one release, hidden from ``--help`` and deprecated (each use prints one line naming the key that replaces it).
+CONFIG_KEY = "config"
 
 
 def option(default: Any = dataclasses.MISSING, *, help: str = "", flag: str | None = None,
-           choices: Sequence[Any] | None = None, metavar: str | None = None, cli: bool = True,
+           choices: Sequence[Any] | None = None, metavar: str | None = None, cli: bool | str = True,
            negate: str | None = None, identity: bool | str = True) -> Any:
     """A config field. ``flag`` overrides ``--field-name``; ``negate`` makes a bool default-True field a
-    ``--no-…`` switch; ``cli=False`` keeps it out of the command line; ``identity=False`` keeps it out of the
+    ``--no-…`` switch; ``cli=False`` keeps it out of the command line, ``cli=MORE`` out of ``--help`` (shown by
+    ``--help-all``), ``cli=CONFIG_KEY`` makes it a config-file key whose flag is deprecated (see
+    :data:`CONFIG_KEY`); ``identity=False`` keeps it out of the
     run identity (settings that do not change results, such as a batch size); ``identity="when-set"`` puts it
     in only when it is not None (an option added later that must leave existing identities and cache keys
     as they were while unset)."""
     if identity not in (True, False, WHEN_SET):
         raise TypeError(f"identity must be True, False or {WHEN_SET!r}, got {identity!r}")
+    if cli not in (True, False, MORE, CONFIG_KEY):
+        raise TypeError(f"cli must be True, False, {MORE!r} or {CONFIG_KEY!r}, got {cli!r}")
     metadata = {"help": help, "flag": flag, "choices": tuple(choices) if choices else None, "metavar": metavar,
                 "cli": cli, "negate": negate, "identity": identity}
     if isinstance(default, list | dict | set):
@@ -127,7 +136,7 @@ class ConfigError(UserError, ValueError):
         field = _find_field(self.config_type, name)
         if field is None:
             return None
-        if not cli or not field.metadata.get("cli", True):
+        if not cli or field.metadata.get("cli", True) in (False, CONFIG_KEY):
             return name if value is None else f"{name}={value}"
         flag = flag_of(field)
         if value is None or value == "True" or (value == "False" and field.metadata.get("negate")):

@@ -391,7 +391,7 @@ def test_sigkill_resume_matches_an_uninterrupted_run(
 
 
 def test_api_model_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(matcha_args("openai:x@http://127.0.0.1:9/v1", tmp_path / "api", limit=1))
+    code = main(matcha_args("openai:x@http://127.0.0.1:9/v1", tmp_path / "api", limit=1, steps=None))
     assert code == 2
     err = capsys.readouterr().err
     assert "whitebox" in err.replace("white-box", "whitebox").lower()

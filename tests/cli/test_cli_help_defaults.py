@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from robusteval.cli.configflags import full_help
 from robusteval.cli.main import build_parser
 
 
@@ -23,7 +24,8 @@ def _parsers(
 
 
 def _helps() -> list[tuple[str, str]]:
-    return [(name, " ".join(parser.format_help().split())) for name, parser in _parsers(build_parser())]
+    """Each command's full help (``--help-all``: the options its ``--help`` leaves out included)."""
+    return [(name, " ".join(full_help(parser).split())) for name, parser in _parsers(build_parser())]
 
 
 HELPS = dict(_helps())

@@ -17,10 +17,16 @@ from robusteval.cli.common import (
     model_identity,
     required_option,
 )
-from robusteval.cli.configflags import config_from_args
+from robusteval.cli.configflags import config_from_args, narrow_help
 
 if TYPE_CHECKING:
     from robusteval.attacks.base import Attack
+
+#: Options an attack's --help leaves to --help-all: backend and executor details most runs leave alone (their
+#: defaults fit a local model), and the thinking format's fine print.
+DETAIL_FLAGS = ("--max-concurrency", "--api-key-env", "--request-timeout", "--retry-for", "--endpoint",
+                "--api-logprobs", "--reasoning-effort", "--max-tokens-field", "--decoder", "--ray-address",
+                "--workers", "--threads", "--think-tags", "--max-thinking-tokens")
 
 #: The command and its line in `robusteval --help` (read without building its options: cli.main).
 COMMAND = "attack"
@@ -39,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for entry in ATTACKS.entries():
         parser = add_attack_parser(sub, entry)
         required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+        narrow_help(parser, DETAIL_FLAGS)
         parser.set_defaults(func=run, attack=entry.value)
 
 

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import types
 import typing
+from collections.abc import Iterable
 from typing import Any, TypeVar
+
+from robusteval.config import CONFIG_KEY, MORE, flag_of
 
 C = TypeVar("C")
 
@@ -33,8 +37,96 @@ def required_option(parser: argparse.ArgumentParser | Any, *names: str, **kwargs
     owner.get_default(_REQUIRED).append((action.dest, action.option_strings[0]))
 
 
-def _flag(field: dataclasses.Field[Any]) -> str:
-    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+#: The attribute of a parser that holds the help ``--help`` leaves out, shown by ``--help-all``.
+_HIDDEN = "_robusteval_hidden_help"
+
+
+def _root(parser: argparse.ArgumentParser | Any) -> argparse.ArgumentParser:
+    """The parser an argument group belongs to (argparse's private container, which typeshed does not declare)."""
+    owner: Any = parser
+    while not hasattr(owner, "get_default"):
+        owner = owner._argument_group_container
+    return owner
+
+
+def _hide(parser: argparse.ArgumentParser | Any, action: argparse.Action, full: str | None) -> None:
+    """Leave ``action`` out of ``--help``; ``--help-all`` shows it with the help ``full``."""
+    root = _root(parser)
+    hidden: dict[argparse.Action, str | None] = root.__dict__.setdefault(_HIDDEN, {})
+    hidden[action] = full
+    action.help = argparse.SUPPRESS
+
+
+def hide_flags(parser: argparse.ArgumentParser, flags: Iterable[str]) -> None:
+    """Leave the options ``flags`` (those the parser has) out of ``--help``, for ``--help-all`` to show."""
+    wanted = set(flags)
+    for action in parser._actions:
+        if wanted & set(action.option_strings) and action.help != argparse.SUPPRESS:
+            _hide(parser, action, action.help)
+
+
+class _HelpAll(argparse.Action):
+    """``--help-all``: the help with every option, those ``--help`` leaves out included."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(full_help(parser), end="")
+        parser.exit()
+
+
+#: Where every option of every method's config is documented (generated: robusteval.configref).
+CONFIG_REFERENCE = "docs/config-reference.md"
+
+
+def narrow_help(parser: argparse.ArgumentParser, hide: Iterable[str] = ()) -> None:
+    """Leave the options ``hide`` out of ``parser``'s ``--help`` too, give it ``--help-all`` (every option) and
+    point its epilog at the config reference, which documents the settings ``--help`` leaves to ``--config``."""
+    hide_flags(parser, hide)
+    parser.add_argument("--help-all", action=_HelpAll,
+                        help="show every option, those this help leaves out (backend details, deprecated flags)")
+    parser.epilog = ((parser.epilog or "") + "\n\nsearch settings (steps, ratios, ...): a --config TOML file or "
+                     f"--preset; every key, its type,\ndefault and meaning: {CONFIG_REFERENCE}").lstrip()
+
+
+def full_help(parser: argparse.ArgumentParser) -> str:
+    """The help of ``parser`` with the options its ``--help`` leaves out."""
+    hidden: dict[argparse.Action, str | None] = getattr(parser, _HIDDEN, {})
+    for action, text in hidden.items():
+        action.help = text
+    try:
+        return parser.format_help()
+    finally:
+        for action in hidden:
+            action.help = argparse.SUPPRESS
+
+
+def _deprecated(base: type[argparse.Action], notice: str) -> type[argparse.Action]:
+    """``base`` (a store action) that prints ``notice`` to stderr when its flag is used (once per process: a
+    command line is parsed again after ``--config``)."""
+
+    class Deprecated(base):  # type: ignore[valid-type,misc]
+        told = False
+
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                     option_string: str | None = None) -> None:
+            if not Deprecated.told:
+                Deprecated.told = True
+                print(notice, file=sys.stderr)
+            super().__call__(parser, namespace, values, option_string)
+
+    return Deprecated
+
+
+def deprecation_notice(config_type: type, field: dataclasses.Field[Any], flag: str) -> str:
+    """The line a deprecated flag prints: what replaces it, a ``--config`` key (and the presets that set it)."""
+    key = f"{field.name} = false" if field.metadata.get("negate") else field.name
+    setting = getattr(config_type, "presets_setting", None)
+    presets = setting(field.name) if callable(setting) else []
+    instead = f" or use --preset {'|'.join(presets)}" if presets else ""
+    return f"robusteval: {flag} is deprecated; set {key} in --config{instead}"
 
 
 def _scalar_type(annotation: Any) -> Any:
@@ -55,36 +147,47 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, config_type: typ
                          required: tuple[str, ...] = (), group: str | None = None,
                          choices: dict[str, list[str]] | None = None) -> None:
     """One flag per CLI field of ``config_type``; fields declared with ``cli=False`` (nested configs such as a
-    DataSpec, values the command derives) are left to the caller. ``choices`` overrides a field's choices."""
+    DataSpec, values the command derives) are left to the caller. ``choices`` overrides a field's choices. A
+    ``cli=MORE`` field's flag is left out of ``--help`` (``--help-all`` shows it); a ``cli=CONFIG_KEY`` field's
+    flag too, and it is deprecated: using it prints one line naming the ``--config`` key that replaces it."""
     target = parser.add_argument_group(group) if group else parser
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):
         meta = field.metadata
-        if field.name in skip or not meta.get("cli", True):
+        tier = meta.get("cli", True)
+        if field.name in skip or not tier:
             continue
         if meta.get("nested"):
             add_config_arguments(parser, hints[field.name], skip=skip, required=required, choices=choices,
                                  group=None if field.name == "data" else field.name)
             continue
         kind = _scalar_type(field.type)
-        flag = _flag(field)
-        kwargs: dict[str, Any] = {"dest": field.name, "help": meta.get("help") or None}
+        flag = flag_of(field)
+        text = meta.get("help") or None
+        kwargs: dict[str, Any] = {"dest": field.name, "help": text}
         if kind is bool:
-            if meta.get("negate"):
-                target.add_argument(meta["negate"], action="store_false", **kwargs)
-            else:
-                target.add_argument(flag, action="store_true", **kwargs)
-            parser.set_defaults(**{field.name: field.default})
-            continue
-        kwargs["type"] = kind
-        if (choices or {}).get(field.name) or meta.get("choices"):
-            kwargs["choices"] = list((choices or {}).get(field.name) or meta["choices"])
-        if meta.get("metavar"):
-            kwargs["metavar"] = meta["metavar"]
-        if field.name in required or field.default is dataclasses.MISSING:
-            required_option(target, flag, **kwargs)
+            action: Any = argparse._StoreFalseAction if meta.get("negate") else argparse._StoreTrueAction
         else:
-            target.add_argument(flag, default=field.default, **kwargs)
+            action = argparse._StoreAction
+            kwargs["type"] = kind
+            if (choices or {}).get(field.name) or meta.get("choices"):
+                kwargs["choices"] = list((choices or {}).get(field.name) or meta["choices"])
+            if meta.get("metavar"):
+                kwargs["metavar"] = meta["metavar"]
+        if tier == CONFIG_KEY:
+            notice = deprecation_notice(config_type, field, flag)
+            action = _deprecated(action, notice)
+            kwargs["help"] = f"{text or ''} [deprecated flag: {notice.partition('; ')[2]}]".strip()
+        if kind is not bool and (field.name in required or field.default is dataclasses.MISSING):
+            required_option(target, flag, action=action, **kwargs)
+            continue
+        added = target.add_argument(flag, action=action, **kwargs)
+        if kind is bool:
+            parser.set_defaults(**{field.name: field.default})
+        else:
+            added.default = field.default
+        if tier in (MORE, CONFIG_KEY):
+            _hide(target, added, added.help)
 
 
 def config_from_args(config_type: type[C], args: argparse.Namespace, **values: Any) -> C:

@@ -7,8 +7,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from robusteval.attacks.matcha.config_presets import (
+    DATASET_DEFAULTS,
+    FALLBACK_DEFAULTS,
+    PRESET_NAMES,
+    PRESETS,
+    preset_help,
+    preset_values,
+    presets_setting,
+)
 from robusteval.attacks.matcha.thinking import DEFAULT_REASONING_SOURCE, REASONING_SOURCES
 from robusteval.config import (
+    CONFIG_KEY,
+    MORE,
     WHEN_SET,
     ConfigError,
     check_at_least,
@@ -65,13 +76,8 @@ PGD_SPANS = ("question", "question+trigger")
 #: (ours), or of the prompt's and the clean response's (the authors').
 EPS_BASES = ("prompt", "prompt+response")
 
-#: Paper defaults per dataset: (top-k ratio, epsilon fraction).
-DATASET_DEFAULTS = {"singleeq": (0.5, 0.02), "gsm8k": (0.25, 0.005), "strategyqa": (0.5, 0.03)}
-FALLBACK_DEFAULTS = (0.25, 0.005)
 #: Reasoning judges that need no model (and see only numbers).
 OFFLINE_JUDGES = ("arith", "grounding")
-#: The paper attacks a seeded random sample of 500 StrategyQA questions.
-PAPER_STRATEGYQA_SAMPLE = 500
 
 
 def drift_measure() -> str:
@@ -85,6 +91,9 @@ def drift_measure() -> str:
 #: example may have. Each step's forward and backward pass grows with it (attention quadratically): a
 #: 10,000-token question against a 64k-context model ran over 15 minutes per example (docs/matcha.md).
 DEFAULT_ATTACK_TOKENS = 8192
+#: The defaults of the settings a preset may set (filled when the config is built, after the preset's values).
+MAX_NEW_TOKENS = 256
+MAX_REDRAWS = 5
 #: The skip reason of an example over that budget (one text, so ``skip_reasons`` counts it).
 OVER_TOKEN_BUDGET = "attacked sequence over the token budget (max_attack_tokens)"
 
@@ -106,11 +115,11 @@ class MatchaConfig:
     eps_base: str | None = None
     steps: int = 5
     n_candidates: int = 1  # the paper's pure gradient pick; more re-scores candidates by the true loss
-    max_new_tokens: int = 256
+    max_new_tokens: int = MAX_NEW_TOKENS
     target_answer: str = "gold"  # gold | clean
     seed: int = 0
     answer_loss: str = "answer"  # L_a averaged over the answer positions ("answer") or over n3 ("n3", paper)
-    max_redraws: int = 5  # insertions the semantic judge rejects are drawn again this many times
+    max_redraws: int = MAX_REDRAWS  # insertions the semantic judge rejects are drawn again this many times
     max_drift: float | None = None  # token level: candidates drifting further are rejected before the judge
     drift_measure: str | None = None  # what max_drift bounds: "embedding" (1 - cosine) or "char" (edit ratio)
     success_check: str = "final"  # token level: "final" or "insertion-and-final" (SUCCESS_CHECKS)
@@ -212,7 +221,10 @@ def is_paper_judge(atom: str) -> bool:
 @dataclass(frozen=True)
 class MatchaRunConfig:
     """One MATCHA attack run: data, attack level and variant, judges, hyper-parameters (None: the paper's
-    default for the dataset, see :data:`robusteval.attacks.matcha.run.DATASET_DEFAULTS`)."""
+    default for the dataset, see :data:`robusteval.attacks.matcha.config_presets.DATASET_DEFAULTS`).
+
+    ``preset`` (:mod:`robusteval.attacks.matcha.config_presets`) fills the settings left unset (None) when the
+    config is built; what a preset filled is an ordinary setting from then on (the run identity records it)."""
 
     data: DataSpec = nested()
     level: str = option("token", choices=("token", "embedding"), help="token or embedding level")
@@ -223,27 +235,27 @@ class MatchaRunConfig:
                         "wrong), vote:A,B,C")
     semantic_judge: str = option("none", metavar="SPEC|none",
                                  help="judge that must accept each token replacement as meaning-preserving")
-    judge_prompt: str | None = option(None, metavar="FILE", identity=WHEN_SET,
+    judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
                                       help="the reasoning LLM judge's prompt: a string.Template file with $question, "
                                       "$reference and $candidate ($$ for a literal $); e.g. the MATCHA authors' "
                                       "criteria prompt wrapped as docs/matcha.md shows")
-    semantic_judge_prompt: str | None = option(None, metavar="FILE", identity=WHEN_SET,
+    semantic_judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
                                                help="the semantic LLM judge's prompt: a string.Template file with "
                                                "$original and $perturbed")
-    judge_retries: int | None = option(None, metavar="N", identity=WHEN_SET,
+    judge_retries: int | None = option(None, cli=CONFIG_KEY, metavar="N", identity=WHEN_SET,
                                        help="re-ask an LLM judge whose verdict cannot be read up to N times (sampled "
                                        "at temperature 0.7; under --count authors at temperature 0 with the same "
                                        "prompt, as theirs, which re-asks without limit), then count it as "
                                        "--unreadable-verdicts says (default: "
                                        f"{AUTHORS_JUDGE_RETRIES} under --count authors, else 0)")
-    unreadable_verdicts: str | None = option(None, choices=UNREADABLE_VERDICTS, metavar="abstain|authors-fallback",
+    unreadable_verdicts: str | None = option(None, cli=CONFIG_KEY, choices=UNREADABLE_VERDICTS, metavar="abstain|authors-fallback",
                                              identity=WHEN_SET,
                                              help="an LLM verdict still unreadable after its re-asks: abstain (the "
                                              "example is counted apart as unjudged; the default) or, under --count "
                                              "authors, authors-fallback: read as 'correct', as the authors' local "
                                              "fallback reads every verdict (their bug: it reads the prompt's "
                                              "'Rating: 1')")
-    replacement_gate: str | None = option(None, choices=REPLACEMENT_GATES, metavar="authors|corrected",
+    replacement_gate: str | None = option(None, cli=CONFIG_KEY, choices=REPLACEMENT_GATES, metavar="authors|corrected",
                                           identity=WHEN_SET,
                                           help="--count authors, token level: how each replacement is gated: "
                                           "authors (their code: the semantic judge is asked about the question "
@@ -252,12 +264,12 @@ class MatchaRunConfig:
                                           "with the replacement). Outside --count authors every replacement is "
                                           "gated against the original question")
     replacement_positions: str | None = option(
-        None, choices=REPLACEMENT_POSITIONS, metavar="authors|corrected", identity=WHEN_SET,
+        None, cli=CONFIG_KEY, choices=REPLACEMENT_POSITIONS, metavar="authors|corrected", identity=WHEN_SET,
         help="--count authors, token level: which inserted positions a step replaces: authors (their code: "
         "int(k x inserted), ranked by the gradient at row i, the i-th prompt token, read at the vocabulary id equal "
         "to the i-th inserted location; the default there) or corrected (ranked by the gradient at each inserted "
         "position's current token, ceil(k x inserted) of them, as outside --count authors)")
-    judge_max_thinking_tokens: int | None = option(None, metavar="N", identity=WHEN_SET,
+    judge_max_thinking_tokens: int | None = option(None, cli=MORE, metavar="N", identity=WHEN_SET,
                                                    help="a thinking LLM judge's trace budget before its generated "
                                                    "verdict (its chat template names think tags; --judge-chat) "
                                                    "(default 2048)")
@@ -268,52 +280,54 @@ class MatchaRunConfig:
                                   "code step by step (kept answer AND (LLM judge 0 OR a false equation OR empty "
                                   "reasoning), their one-token-at-a-time insertions, every clean-correct question "
                                   "as the denominator); --preset paper's default. Default: ours")
-    judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
+    judge_chat: bool = option(False, cli=MORE, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
-    error_classifier: str | None = option(None, metavar="MODEL-SPEC",
+    error_classifier: str | None = option(None, cli=MORE, metavar="MODEL-SPEC",
                                           help="an LLM that names the error type of successes no checker can "
                                           "(arith: wrong calculation, grounding: wrong information or irrelevant "
                                           "information); unset: those stay unclassified")
     target_answer: str = option("gold", choices=("gold", "clean", "auto"),
                                 help="gold: attack correctly answered questions; clean: keep the model's own "
-                                "answer; auto: gold when at least --min-correct are answered correctly, else clean")
-    min_correct: int = option(4, help="target-answer auto: fewest correct clean answers for the gold target")
-    attack_limit: int | None = option(None, help="attack at most the first N attackable examples", identity=False)
+                                "answer; auto: gold when at least min_correct (--config) are answered correctly, else clean")
+    min_correct: int = option(4, cli=CONFIG_KEY, help="target-answer auto: fewest correct clean answers for the gold target")
+    attack_limit: int | None = option(None, cli=MORE, help="attack at most the first N attackable examples", identity=False)
     max_attack_tokens: int | None = option(
-        None, metavar="N", identity=WHEN_SET,
+        None, cli=CONFIG_KEY, metavar="N", identity=WHEN_SET,
         help="skip, with its reason, an example whose attacked sequence (the prompt with its insertions and the "
         "teacher-forced completion) is over N tokens: every step runs a forward and a backward pass over it "
         f"(default {DEFAULT_ATTACK_TOKENS:,}; 0: no limit, for a machine that can afford it)")
-    insert_ratio: float | None = option(None, help="a: inserted tokens per question token (0.2)")
-    topk_ratio: float | None = option(None, help="k: share of inserted positions replaced per step")
-    epsilon: float | None = option(None, help="embedding level: eps as a fraction of the embedding scale")
-    step_fraction: float | None = option(None, help="embedding level: PGD step as a fraction of eps (0.25)")
-    random_start: bool = option(True, negate="--no-random-start",
+    insert_ratio: float | None = option(None, cli=CONFIG_KEY, help="a: inserted tokens per question token (0.2)")
+    topk_ratio: float | None = option(None, cli=CONFIG_KEY, help="k: share of inserted positions replaced per step")
+    epsilon: float | None = option(None, cli=CONFIG_KEY, help="embedding level: eps as a fraction of the embedding scale")
+    step_fraction: float | None = option(None, cli=CONFIG_KEY, help="embedding level: PGD step as a fraction of eps (0.25)")
+    random_start: bool = option(True, cli=CONFIG_KEY, negate="--no-random-start",
                                 help="embedding level: start PGD at the clean input (its gradient there is "
                                 "exactly zero; --count authors always starts there, as the authors' code does)")
-    steps: int | None = option(None, help="j: optimisation steps (5)")
-    n_candidates: int | None = option(None, help="replacement tokens re-scored by the true loss per position "
+    steps: int | None = option(None, cli=CONFIG_KEY, help="j: optimisation steps (5)")
+    n_candidates: int | None = option(None, cli=CONFIG_KEY, help="replacement tokens re-scored by the true loss per position "
                                       "(1 = the paper's gradient pick; more makes the attack GCG-like and costs "
                                       "about 3.6x per attacked example at 8)")
-    answer_loss: str | None = option(None, choices=("answer", "n3"),
+    answer_loss: str | None = option(None, cli=CONFIG_KEY, choices=("answer", "n3"),
                                      help="L_a averaged over the answer-token positions (answer, robusteval's "
                                      "default: about two orders of magnitude more weight) or over the n3 "
                                      "positions up to the answer's end (n3, the paper's)")
-    max_redraws: int = option(5, help="a random insertion the semantic judge rejects is drawn again up to N "
-                              "times, then the example is skipped with the reason")
-    max_drift: float | None = option(None, help="token level: reject a perturbed question whose drift from the "
+    max_redraws: int | None = option(None, cli=CONFIG_KEY,
+                                     help="a random insertion the semantic judge rejects is drawn again up to N "
+                                     f"times, then the example is skipped with the reason (default {MAX_REDRAWS})")
+    max_drift: float | None = option(None, cli=CONFIG_KEY, help="token level: reject a perturbed question whose drift from the "
                                      "original exceeds this before the semantic judge sees it (drift = 1 - cosine "
                                      "of all-MiniLM-L6-v2 embeddings with the drift extra, else the character "
                                      "edit ratio; the summary records which)")
-    max_new_tokens: int = option(256, help="generation budget per answer (a thinking target's reply; its trace gets "
-                                 "--max-thinking-tokens on top)")
-    reasoning_source: str | None = option(None, choices=REASONING_SOURCES, identity=False,
+    max_new_tokens: int | None = option(None, help="generation budget per answer (a thinking target's reply; its "
+                                        "trace gets --max-thinking-tokens on top) (default "
+                                        f"{MAX_NEW_TOKENS})")
+    reasoning_source: str | None = option(None, cli=MORE, choices=REASONING_SOURCES, identity=False,
                                           help="a thinking target: the reasoning attacked and judged: chain (default: "
                                           "the reasoning after the answer in the reply, the paper's quantity), trace "
                                           "(the thinking trace) or both; the answer is always read from the reply. "
                                           "In the run identity when the target thinks")
     thinking: ReasoningOptions = nested(default_factory=ReasoningOptions)
-    success_check: str | None = option(None, choices=SUCCESS_CHECKS,
+    success_check: str | None = option(None, cli=CONFIG_KEY, choices=SUCCESS_CHECKS,
                                        help="token level: when to generate and judge: final (once, after the last "
                                        "step: the paper's text) or insertion-and-final (also right after the "
                                        "insertions, stopping there on a success or a changed answer: the authors' "
@@ -326,11 +340,11 @@ class MatchaRunConfig:
                         "turns); the editable span is the question inside the user turn")
     system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer "
                                        "first, then the reasoning)")
-    sample: int | None = option(None, help="attack a seeded random sample of N examples (after --limit); "
+    sample: int | None = option(None, cli=CONFIG_KEY, help="attack a seeded random sample of N examples (after --limit); "
                                 "--preset paper samples 500 StrategyQA questions")
-    preset: str = option("none", choices=("none", "paper"),
-                         help="paper: the paper's settings, refusing what it would not use (built-in exemplars, "
-                         "no LLM judge or semantic judge); every summary lists its deviations from the paper")
+    # Not in the identity: the values it fills are (a preset run resumes under the same settings given one by one).
+    preset: str = option("none", choices=PRESET_NAMES, identity=False,
+                         help=preset_help() + "; every summary lists its deviations from the paper")
     seed: int = option(DEFAULT_SEED, help="random seed (insertions, PGD starts, sampling), derived per example")
 
     def __post_init__(self) -> None:
@@ -341,6 +355,11 @@ class MatchaRunConfig:
         from robusteval.prompts.answer_first import check_exemplars
 
         check_choices(self)
+        # frozen: the preset's values and the defaults of the settings a preset may set, filled once, here
+        for name, value in (*preset_values(self.preset, self.data.dataset, self.level).items(),
+                            ("max_new_tokens", MAX_NEW_TOKENS), ("max_redraws", MAX_REDRAWS)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         check_chat(self)
         if self.reasoning_source is not None and self.thinking.reasoning == "none":
             raise ConfigError(self, "reasoning_source", "the target is read without a trace (reasoning none); "
@@ -397,9 +416,14 @@ class MatchaRunConfig:
         with field_check(self, "exemplars"):
             check_exemplars(self.exemplars)
 
+    @staticmethod
+    def presets_setting(name: str) -> list[str]:
+        """The presets that set the field ``name`` (named by its deprecated flag's notice)."""
+        return presets_setting(name)
+
     def resolved_counting(self) -> str:
-        """The counting a run uses: ``--count``, else the authors' under ``--preset paper``, else ours."""
-        return self.counting or ("authors" if self.preset == "paper" else "ours")
+        """The counting a run uses: ``counting`` (set, or filled by a preset), else ours."""
+        return self.counting or "ours"
 
     def resolved_judge_retries(self) -> int:
         """How often an unreadable LLM verdict is asked again before the example is counted apart."""
@@ -438,13 +462,12 @@ class MatchaRunConfig:
             # The authors' PGD (--count authors) always starts at the clean input, as their code does.
             random_start=None if self.resolved_counting() == "authors" else self.random_start, steps=self.steps, n_candidates=self.n_candidates,
             max_new_tokens=self.max_new_tokens, target_answer=target, seed=self.seed,
-            answer_loss=self.answer_loss or ("n3" if self.preset == "paper" else "answer"),
+            answer_loss=self.answer_loss or "answer",
             max_redraws=self.max_redraws, max_drift=self.max_drift,
             # Resolved here, so the run identity records the measure and an environment that lost the
             # embedding model cannot resume a run that bounded the cosine.
             drift_measure=drift_measure() if self.max_drift is not None else None,
-            success_check=self.success_check or ("insertion-and-final" if self.preset == "paper"
-                                                 and self.level == "token" else "final"),
+            success_check=self.success_check or "final",
             counting=self.resolved_counting(),
             replacement_gate=self.resolved_replacement_gate(),
             replacement_positions=self.resolved_replacement_positions(),
@@ -463,9 +486,8 @@ class MatchaRunConfig:
         return DEFAULT_MAX_THINKING_TOKENS if self.chat else None
 
     def sample_size(self) -> int | None:
-        if self.sample is not None:
-            return self.sample
-        return PAPER_STRATEGYQA_SAMPLE if self.preset == "paper" and self.data.dataset == "strategyqa" else None
+        """How many examples a run samples (``sample``: set, or the paper preset's 500 StrategyQA questions)."""
+        return self.sample
 
     def check(self, answer_type: str) -> None:
         """Refuse settings that cannot build or cannot measure what the summary would claim (before any model
@@ -536,7 +558,9 @@ class MatchaRunConfig:
             out.append("target answer may be the model's own clean answer, not the gold one")
         if self.data.dataset not in DATASET_DEFAULTS:
             out.append(f"dataset '{self.data.dataset}' has no paper defaults; k={topk}, eps={eps} used")
-        paper = {"insert_ratio": 0.2, "steps": 5, "max_new_tokens": 256, "topk_ratio": topk, "eps_fraction": eps}
+        # The paper's values: the paper preset's (one source), its k and eps for this dataset.
+        paper = {name: PRESETS["paper"]["values"][name] for name in ("insert_ratio", "steps", "max_new_tokens")}
+        paper.update(topk_ratio=topk, eps_fraction=eps)
         for name, value in paper.items():
             if getattr(hyper, name) != value:
                 out.append(f"{name} = {getattr(hyper, name)} (paper: {value})")

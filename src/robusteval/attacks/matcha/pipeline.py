@@ -84,8 +84,10 @@ def matcha_identity(config: MatchaRunConfig, model: dict[str, Any] | None, examp
     fmt = reasoning if reasoning is not None else declared_format(config.thinking, model)
     hyper = {k: v for k, v in config.hyperparameters(thinks=target_thinks(fmt)).identity_record().items()
              if k != "target_answer"}
+    # preset: recorded as "none" whatever the preset, as runs made before presets filled their values in did:
+    # the identity holds the values a preset resolved to, so those runs resume (issue 38).
     return run_identity(COMMAND, config, model, exemplars=ref, answer_type=answer_type,
-                        prefix_hash=unit_key(prompt.prefix), config={**hyper, "level": config.level})
+                        prefix_hash=unit_key(prompt.prefix), config={**hyper, "level": config.level}, preset="none")
 
 
 NO_COT = "no chain of thought after the answer"
