@@ -83,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def show_run(args: argparse.Namespace) -> int:
+    from robusteval.attacks.matcha.results.commands import MATCHA, TRANSFER
     from robusteval.metrics.matcha_summary import (
         FLAG,
         categories_text,
@@ -90,7 +91,6 @@ def show_run(args: argparse.Namespace) -> int:
         flag_texts,
         is_over_attacked,
     )
-    from robusteval.report.collect import MATCHA, TRANSFER
     from robusteval.report.rates import rates_block
     from robusteval.runs import load_run
 

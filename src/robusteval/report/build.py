@@ -63,7 +63,7 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
 
 
 #: The section that shows a run of each command (a study's leaderboard links each cell there).
-SECTION_OF = {"eval": "evals", "attack matcha": "matcha", "transfer": "matcha", "variants eval": "varmath",
+SECTION_OF = {"eval": "evals", "variants eval": "varmath",
               "robustness": "robustness", "attack wordimportance": "hardlabel", "ors": "hardlabel"}
 
 
@@ -77,11 +77,10 @@ def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
     from robusteval.report.evals import evals_section
     from robusteval.report.hardlabel import wordimportance_section
-    from robusteval.report.matcha import matcha_section
     from robusteval.report.perturbed import robustness_section
     from robusteval.report.varmath import variants_section
 
-    found = [build(inputs) for build in (evals_section, matcha_section, variants_section, robustness_section,
+    found = [build(inputs) for build in (evals_section, variants_section, robustness_section,
                                          wordimportance_section)]
     for spec in methods():  # the registered methods' sections, in their order
         results = spec.load_results()

@@ -33,12 +33,9 @@ from typing import Any
 from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import methods
-from robusteval.metrics import matcha_summary
-from robusteval.report import hardlabel, matcha, perturbed, varmath
+from robusteval.report import hardlabel, perturbed, varmath
 from robusteval.report.collect import (
-    MATCHA,
     ROBUSTNESS,
-    TRANSFER,
     VARIANTS,
     WORDIMPORTANCE,
     Inputs,
@@ -72,8 +69,6 @@ OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated", "unjudged", "clean_wrong
 #: Columns a table shows only where some row's number is not 0 (a category no run holds an example of: the
 #: ``outcomes`` column still counts it).
 ZERO_HIDDEN = frozenset({"unjudged", "clean_wrong", "unjudged_ours", "clean_wrong_ours"})
-#: MATCHA's columns of the categories beside UR/SR/WR (their rate keys in the summary).
-CATEGORY_COLUMNS = {"unjudged": "unjudged_rate", "clean_wrong": "clean_cot_wrong_rate"}
 
 
 @dataclass(frozen=True)
@@ -177,56 +172,10 @@ def _ranked(rows: list[Row], order: Sequence[tuple[str, bool]], gate: tuple[str,
 # One row per run (per model of an ORS result); every number is the section builder's own Num, so the report's
 # tables and the leaderboards show the same value with the same n and interval.
 
-def _matcha_rows(run: Run) -> list[Row]:
-    """A MATCHA run: its counting, the headline UR/SR/WR and the other categories (unjudged, clean reasoning
-    already wrong) over every attacked example (``n_attacked``; a summary made before: ``n_rated``, shown too),
-    the counts of each category summing to it (``outcomes``), under the authors' counting the same over our
-    denominator (``*_ours``), the rates among the judged answers only (``*_judged``, over ``n_judged``: a
-    secondary view), and the run's flags (its rates marked ⚑)."""
-    summary = run.summary or {}
-    ours = matcha_summary.other_denominators(summary).get("ours") or {}
-    judged = matcha_summary.among_judged(summary) or {}
-    old = matcha_summary.rates_over(summary) == "n_rated"
-    categories = {c.key for c in matcha_summary.categories(summary)}
-    return [{"model": model_name(run), "dataset": dataset_name(run), "level": matcha.run_level(run),
-             "variant": matcha.run_variant(run), "counting": matcha_summary.counting(summary),
-             "n": str(summary.get("n")), "n_attacked": str(summary.get("n_attacked")),
-             "n_rated": str(summary.get("n_rated")) if old else "",
-             "n_unjudged": str(summary.get("n_unjudged", "")),
-             **{m: matcha.rate(summary, m, run) for m in matcha.METRICS},
-             **{column: matcha.rate(summary, key, run) for column, key in CATEGORY_COLUMNS.items()
-                if key in categories},
-             "outcomes": matcha_summary.categories_text(summary) if not old else "",
-             **({"n_attacked_ours": str(ours.get("n")),
-                 **{f"{m}_ours": matcha.denominator_rate(summary, m, "ours", run) for m in matcha_summary.RATES},
-                 **{f"{column}_ours": matcha.denominator_rate(summary, key, "ours", run)
-                    for column, key in CATEGORY_COLUMNS.items() if key in ours},
-                 "outcomes_ours": matcha_summary.categories_text(ours)}
-                if ours else {}),
-             **({"n_judged": str(judged.get("n")),
-                 **{f"{m}_judged": matcha.judged_rate(summary, m, run) for m in matcha_summary.RATES}}
-                if judged else {}),
-             "flags": matcha_summary.flags_line(summary)}]
-
-
 def _eval_rows(run: Run) -> list[Row]:
     """An answer-first eval run: its accuracy over the examples answered (n), as ``runs show`` gives it."""
     return [{"model": model_name(run), "dataset": dataset_name(run), "n": str((run.summary or {}).get("n")),
              "acc": eval_accuracy(run)}]
-
-
-def _transfer_rows(run: Run) -> list[Row]:
-    summary = run.summary or {}
-    over = matcha.transfer_denominator(summary)
-    return [{"model": model_name(run), "source": matcha.transfer_source(run),
-             "n_transferred": str(summary.get("n_transferred")),
-             "n_original_correct": str(summary.get("n_original_correct")),
-             "n_unjudged": str(summary.get("n_unjudged", "")),
-             "transfer_rate": matcha.transfer_rate(run),
-             **{column: Num(summary.get(key), n=summary.get(over), ci=(summary.get("ci95") or {}).get(key),
-                            runs=(str(run.path),), percent=True)
-                for column, key in (("wr", "wr"), ("unjudged", "unjudged_rate")) if key in summary},
-             "outcomes": matcha_summary.categories_text(summary) if matcha_summary.is_over_attacked(summary) else ""}]
 
 
 def _variants_rows(run: Run, others: Sequence[Run] = ()) -> list[Row]:
@@ -317,18 +266,6 @@ class Board:
 BOARDS = (
     Board("eval", EVAL, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
           (("acc", True),), _eval_rows, ("acc", "n"), tested=(("acc", "acc", "higher"),)),
-    Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
-          ("dataset", "level", "variant", "counting", "n", "n_attacked", "n_rated", "n_unjudged", "acc", "ur", "sr",
-           "wr", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours", "ur_ours", "sr_ours", "wr_ours",
-           "unjudged_ours", "clean_wrong_ours", "outcomes_ours", "n_judged", "ur_judged", "sr_judged", "wr_judged",
-           "flags"),
-          (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_attacked"),
-          tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower"))),
-    Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
-          ("source", "n_transferred", "n_original_correct", "n_unjudged", "transfer_rate", "wr", "unjudged",
-           "outcomes"), (("transfer_rate", False),),
-          _transfer_rows, ("transfer_rate", "n_original_correct"),
-          tested=(("transfer_rate", "transfer_rate", "lower"),)),
     Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
           ("instances", "n_problems", "strict", "loose", "diagnosis", "strict_drop",
            *(f"share_{name}" for name in varmath.SHOWN_CATEGORIES)), (("strict", True), ("loose", True)),
