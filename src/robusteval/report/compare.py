@@ -61,14 +61,10 @@ DEFAULT_MAX_WIDTH = 0.5
 DEFAULT_MIN_N = 10
 #: The column that says why a row has no rank.
 UNRANKED = "unranked_because"
-#: Columns a table shows only where some row fills them (runs made before issue 26 have no flags, no unjudged
-#: count and one denominator).
-OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours",
-                      "ur_ours", "sr_ours", "wr_ours", "unjudged_ours", "clean_wrong_ours", "outcomes_ours",
-                      "n_judged", "ur_judged", "sr_judged", "wr_judged", "preservation", "rb_index_preserved"})
-#: Columns a table shows only where some row's number is not 0 (a category no run holds an example of: the
-#: ``outcomes`` column still counts it).
-ZERO_HIDDEN = frozenset({"unjudged", "clean_wrong", "unjudged_ours", "clean_wrong_ours"})
+#: Columns a table shows only where some row fills them (a board adds its own: :attr:`Board.optional`).
+OPTIONAL = frozenset({"preservation", "rb_index_preserved"})
+#: Columns a table shows only where some row's number is not 0 (a board adds its own: :attr:`Board.zero_hidden`).
+ZERO_HIDDEN: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -91,8 +87,13 @@ class Leaderboard:
     @property
     def shown(self) -> list[str]:
         """The columns a table shows: all but "run", without a category share (``share_*``, VAR-MATH's
-        diagnosis) that is empty or 0 in every row, nor an optional column (:data:`OPTIONAL`) empty in every row;
-        the CSV keeps every column."""
+        diagnosis) that is empty or 0 in every row, nor an optional column (:data:`OPTIONAL`, a board's
+        ``optional``) empty in every row, nor one of a board's ``zero_hidden`` 0 in every row; the CSV keeps every
+        column."""
+        boards = all_boards()
+        optional = OPTIONAL.union(*(board.optional for board in boards))
+        zero_hidden = ZERO_HIDDEN.union(*(board.zero_hidden for board in boards))
+
         def used(column: str) -> bool:
             return any(isinstance(row.get(column), Num) and row[column].value for row in self.rows)  # type: ignore[union-attr]
 
@@ -100,7 +101,7 @@ class Leaderboard:
             return any(row.get(column) not in (None, "", "0") for row in self.rows)
 
         return [c for c in self.columns if c != "run" and (not c.startswith("share_") or used(c))
-                and (c not in OPTIONAL or filled(c)) and (c not in ZERO_HIDDEN or used(c))]
+                and (c not in optional or filled(c)) and (c not in zero_hidden or used(c))]
 
     @property
     def group(self) -> str:
@@ -261,6 +262,12 @@ class Board:
     #: (column, the runs' name for the number, the better direction) of each number every pair is tested on;
     #: ``asr[top]``: the success rate at the run's largest α
     tested: tuple[tuple[str, str, str], ...] = ()
+    #: headings of its own columns in the page and the terminal (:func:`headings`)
+    headings: Mapping[str, str] = field(default_factory=dict)
+    #: its columns shown only where some row fills them (runs made before a column was recorded leave it empty)
+    optional: frozenset[str] = frozenset()
+    #: its columns shown only where some row's number is not 0 (a category no run holds an example of)
+    zero_hidden: frozenset[str] = frozenset()
 
 
 BOARDS = (
@@ -338,7 +345,7 @@ def _pairs(board: Board, rows: Sequence[Row], sources: Sequence[Any]) -> list[Co
             own = f"asr[{hardlabel.top_rate(run)}]" if metric == "asr[top]" else metric
             runs.append((shown, run, own, num.value if isinstance(num, Num) else None))
         percent = all(isinstance(row.get(column), Num) and row[column].percent for _, _, row in named)  # type: ignore[union-attr]
-        out += pairwise(f"{board.method} {HEADINGS.get(column, column)}", metric, better, runs, percent=percent)
+        out += pairwise(f"{board.method} {headings().get(column, column)}", metric, better, runs, percent=percent)
     return out
 
 
@@ -374,20 +381,18 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
 
 
 #: Column headings in the page and the terminal (the CSV keeps the plain names).
-HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours": "UR % (ours)",
-            "sr_ours": "SR % (ours)", "wr_ours": "WR % (ours)", "n_attacked_ours": "n_attacked (ours)",
-            "unjudged": "unjudged %", "clean_wrong": "clean wrong %", "unjudged_ours": "unjudged % (ours)",
-            "clean_wrong_ours": "clean wrong % (ours)", "outcomes_ours": "outcomes (ours)",
-            "n_rated": "n_rated (old: UR/SR/WR's n)", "n_judged": "n_judged (secondary)",
-            "ur_judged": "UR % among judged", "sr_judged": "SR % among judged", "wr_judged": "WR % among judged",
-            "transfer_rate": "transfer rate %",
-            "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
+HEADINGS = {"acc": "ACC %", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
             "rb_index_preserved": "RB-index over meaning-preserving edits %",
             "preservation": "accuracy and same meaning (labelled edits) per set",
             "strict_drop": "strict drop %",
             **{f"share_{name}": f"{varmath.CATEGORY_NAMES[name]} %" for name in varmath.SHOWN_CATEGORIES},
             "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}
+
+
+def headings() -> dict[str, str]:
+    """Every column's heading: :data:`HEADINGS` and each board's own (:attr:`Board.headings`)."""
+    return {**HEADINGS, **{column: text for board in all_boards() for column, text in board.headings.items()}}
 
 
 def comparison_section(inputs: Inputs) -> Section:
@@ -401,7 +406,8 @@ def comparison_section(inputs: Inputs) -> Section:
         if len(board.models) < 2:
             continue
         columns = board.shown
-        section.add(Table(board.title, [HEADINGS.get(c, c) for c in columns],
+        names = headings()
+        section.add(Table(board.title, [names.get(c, c) for c in columns],
                           [[row.get(c, "") for c in columns] for row in board.rows],
                           note=f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else "")))
         if board.comparisons:

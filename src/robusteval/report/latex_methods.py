@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from robusteval.metrics.formatting import NO_INTERVAL
 from robusteval.report import perturbed
 from robusteval.report.collect import ROBUSTNESS, Inputs, model_name
-from robusteval.report.compare import HEADINGS, UNRANKED, Leaderboard
+from robusteval.report.compare import UNRANKED, Leaderboard, headings
 from robusteval.report.latex_tex import Heading, Tex, TexTable
 from robusteval.report.model import Cell, Num
 from robusteval.report.pairing import Comparison, p_text
@@ -39,7 +39,7 @@ TEX_HEADINGS: dict[str, Heading] = {
 def heading(column: str) -> Heading:
     if column in TEX_HEADINGS:
         return TEX_HEADINGS[column]
-    return HEADINGS.get(column, column).replace(" %", " (%)")
+    return headings().get(column, column).replace(" %", " (%)")
 
 
 def _runs_by_path(inputs: Inputs, command: str) -> dict[str, Run]:
@@ -56,7 +56,7 @@ def board_tables(board: Leaderboard, inputs: Inputs) -> list[TexTable]:
     for column in [c for c in columns if c != "model"]:
         values = {str(row.get(column, "")) for row in rows}
         if not any(isinstance(row.get(column), Num) for row in rows) and len(values) == 1 and not _count(column):
-            name = {"rate": "α", "beta": "β"}.get(column, HEADINGS.get(column, column))
+            name = {"rate": "α", "beta": "β"}.get(column, headings().get(column, column))
             notes.append(f"{name}: {next(iter(values))}.")
             columns.remove(column)
     modes = {str(row.get("label_mode")) for row in rows if row.get("label_mode")}

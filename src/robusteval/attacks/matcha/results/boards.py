@@ -17,6 +17,22 @@ from robusteval.runs import Run
 
 #: MATCHA's columns of the categories beside UR/SR/WR (their rate keys in the summary).
 CATEGORY_COLUMNS = {"unjudged": "unjudged_rate", "clean_wrong": "clean_cot_wrong_rate"}
+#: Their columns' headings in the page and the terminal (the CSV keeps the plain names).
+HEADINGS = {"ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours": "UR % (ours)",
+            "sr_ours": "SR % (ours)", "wr_ours": "WR % (ours)", "n_attacked_ours": "n_attacked (ours)",
+            "unjudged": "unjudged %", "clean_wrong": "clean wrong %", "unjudged_ours": "unjudged % (ours)",
+            "clean_wrong_ours": "clean wrong % (ours)", "outcomes_ours": "outcomes (ours)",
+            "n_rated": "n_rated (old: UR/SR/WR's n)", "n_judged": "n_judged (secondary)",
+            "ur_judged": "UR % among judged", "sr_judged": "SR % among judged", "wr_judged": "WR % among judged",
+            "transfer_rate": "transfer rate %", "n_transferred": "transferred"}
+#: Columns shown only where some row fills them (runs made before issue 26 have no flags, no unjudged count and
+#: one denominator).
+OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours",
+                      "ur_ours", "sr_ours", "wr_ours", "unjudged_ours", "clean_wrong_ours", "outcomes_ours",
+                      "n_judged", "ur_judged", "sr_judged", "wr_judged"})
+#: Columns shown only where some row's number is not 0 (a category no run holds an example of: the ``outcomes``
+#: column still counts it).
+ZERO_HIDDEN = frozenset({"unjudged", "clean_wrong", "unjudged_ours", "clean_wrong_ours"})
 
 
 def _matcha_rows(run: Run) -> list[Row]:
@@ -75,10 +91,12 @@ MATCHA_BOARD = Board(
      "unjudged_ours", "clean_wrong_ours", "outcomes_ours", "n_judged", "ur_judged", "sr_judged", "wr_judged",
      "flags"),
     (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_attacked"),
-    tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower")))
+    tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower")),
+    headings=HEADINGS, optional=OPTIONAL, zero_hidden=ZERO_HIDDEN)
 TRANSFER_BOARD = Board(
     "transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
     ("source", "n_transferred", "n_original_correct", "n_unjudged", "transfer_rate", "wr", "unjudged",
      "outcomes"), (("transfer_rate", False),),
     _transfer_rows, ("transfer_rate", "n_original_correct"),
-    tested=(("transfer_rate", "transfer_rate", "lower"),))
+    tested=(("transfer_rate", "transfer_rate", "lower"),), headings=HEADINGS, optional=OPTIONAL,
+    zero_hidden=ZERO_HIDDEN)
