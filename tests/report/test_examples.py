@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from robusteval.attacks.matcha.results.terminal import format_matcha_example, marked_question, pick_example
 from robusteval.attacks.matcha.token import edit_spans
-from robusteval.report.examples import format_matcha_example, marked_question, pick_example
 
 
 def test_edit_spans_cover_exactly_the_inserted_tokens(tiny_backend) -> None:  # type: ignore[no-untyped-def]

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from robusteval.report import matcha as report_matcha
-from robusteval.report.matcha import _settings as settings
-from robusteval.report.matcha import baselines_table
+from robusteval.attacks.matcha.results import section as report_matcha
+from robusteval.attacks.matcha.results.section import _settings as settings
+from robusteval.attacks.matcha.results.section import baselines_table
 from robusteval.report.model import Table
 from robusteval.runs import Run
 

@@ -51,10 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.attacks.base import get_attack
+    from robusteval.attacks.matcha.results.terminal import format_matcha_example, pick_example
     from robusteval.metrics.stats import wilson_interval
     from robusteval.models.embedded import embedded_model_spec
     from robusteval.peak import describe, peak_memory
-    from robusteval.report.examples import format_matcha_example, pick_example
     from robusteval.report.tables import (
         format_rate,
         print_exclusions,

@@ -83,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def show_run(args: argparse.Namespace) -> int:
+    from robusteval.attacks.matcha.results.commands import MATCHA, TRANSFER
     from robusteval.metrics.matcha_summary import (
         FLAG,
         categories_text,
@@ -90,7 +91,6 @@ def show_run(args: argparse.Namespace) -> int:
         flag_texts,
         is_over_attacked,
     )
-    from robusteval.report.collect import MATCHA, TRANSFER
     from robusteval.report.rates import rates_block
     from robusteval.runs import load_run
 
@@ -280,15 +280,16 @@ def compare_runs(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
         else:
-            from robusteval.report.compare import HEADINGS
+            from robusteval.report.compare import headings
             from robusteval.report.model import Num
             from robusteval.report.tables import format_num, print_summary_table
 
+            names = headings()
             for board in boards:
                 columns = board.shown
                 if not any(row.get(columns[-1]) for row in board.rows):  # every row ranked: no reasons column
                     columns = columns[:-1]
-                rows = [{HEADINGS.get(c, c): format_num(v) if isinstance(v, Num) else v for c, v in row.items()}
+                rows = [{names.get(c, c): format_num(v) if isinstance(v, Num) else v for c, v in row.items()}
                         for row in board.rows]
                 # VAR-MATH's category shares and MATCHA's rates over our denominator (under the authors'
                 # counting) get a table of their own below: one table would fold every cell.
@@ -301,23 +302,23 @@ def compare_runs(args: argparse.Namespace) -> int:
                 # MATCHA's flags under the table, one line per flagged run (its rates marked ⚑ in the table).
                 main = [c for c in columns if c not in shares and c not in ours and c not in judged and c not in split
                         and c != "flags"]
-                print_summary_table(board.title, rows, [HEADINGS.get(c, c) for c in main], file=out)
+                print_summary_table(board.title, rows, [names.get(c, c) for c in main], file=out)
                 if shares:
                     print_summary_table("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
-                                        rows, [HEADINGS.get(c, c) for c in ("rank", "model", *shares)], file=out)
+                                        rows, [names.get(c, c) for c in ("rank", "model", *shares)], file=out)
                 if split:
                     print_summary_table("every attacked example by outcome (UR, SR, WR above and these sum to 100 %; "
                                         "the counts to n_attacked): % [95% interval]", rows,
-                                        [HEADINGS.get(c, c) for c in ("rank", "model", *split)], file=out)
+                                        [names.get(c, c) for c in ("rank", "model", *split)], file=out)
                 if ours:
                     print_summary_table("the same runs over our denominator (counting: authors; the rates above are "
                                         "over the authors' n_attacked): % [95% interval], n = n_attacked (ours)", rows,
-                                        [HEADINGS.get(c, c) for c in ("rank", "model", *ours)], file=out)
+                                        [names.get(c, c) for c in ("rank", "model", *ours)], file=out)
                 if judged:
                     print_summary_table("secondary view, not the headline: UR, SR, WR among the judged answers only "
                                         "(abstentions and clean reasonings judged wrong left out): % [95% interval], "
                                         "n = n_judged", rows,
-                                        [HEADINGS.get(c, c) for c in ("rank", "model", *judged)], file=out)
+                                        [names.get(c, c) for c in ("rank", "model", *judged)], file=out)
                 for row in board.rows:
                     if row.get("flags"):
                         print(f"{row['model']}: {row['flags']}", file=out)

@@ -8,7 +8,7 @@ VAR-MATH, perturbed benchmarks, hard-label attacks with ORS) and the comparison 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from robusteval.config import path_list
@@ -63,7 +63,7 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
 
 
 #: The section that shows a run of each command (a study's leaderboard links each cell there).
-SECTION_OF = {"eval": "evals", "attack matcha": "matcha", "transfer": "matcha", "variants eval": "varmath",
+SECTION_OF = {"eval": "evals", "variants eval": "varmath",
               "robustness": "robustness", "attack wordimportance": "hardlabel", "ors": "hardlabel"}
 
 
@@ -77,16 +77,17 @@ def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
     from robusteval.report.evals import evals_section
     from robusteval.report.hardlabel import wordimportance_section
-    from robusteval.report.matcha import matcha_section
     from robusteval.report.perturbed import robustness_section
     from robusteval.report.varmath import variants_section
 
-    found = [build(inputs) for build in (evals_section, matcha_section, variants_section, robustness_section,
-                                         wordimportance_section)]
+    # The sections of the methods not yet registered, at their methods' order among the registered ones.
+    builders: list[tuple[int, Callable[[Inputs], Section | None]]] = [
+        (10, evals_section), (30, variants_section), (40, robustness_section), (50, wordimportance_section)]
     for spec in methods():  # the registered methods' sections, in their order
         results = spec.load_results()
         if results is not None and results.section is not None:
-            found.append(results.section(inputs))
+            builders.append((spec.order, results.section))
+    found = [build(inputs) for _, build in sorted(builders, key=lambda pair: pair[0])]
     present = [s for s in found if s is not None]
     if not present:
         raise nothing_to_show(inputs, "report: nothing to show")

@@ -27,10 +27,7 @@ SWEEP_NAME = "sweep.json"
 ORS_NAME = "ors.json"
 
 # The command each method's runs record in their identity: VARIANTS, ROBUSTNESS and WORDIMPORTANCE come from
-# their pipelines (imported above); MATCHA's pipeline imports torch (tests/report/test_report_constants.py pins
-# it), and transfer's names its command only where it opens its run.
-MATCHA = "attack matcha"
-TRANSFER = "transfer"
+# their pipelines (imported above); a registered method's from its registration (``robusteval.methods``).
 
 
 @dataclass(frozen=True)

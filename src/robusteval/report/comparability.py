@@ -5,8 +5,9 @@ path), label mode, judges, success rule, attack settings (every hyper-parameter 
 or not, prompt... Everything the run identity records counts, except what may differ between the runs being
 compared: the model (that is what is compared), seeds (repeats of one setting), file paths whose content hash
 is recorded, and the identity's version. Settings that change numbers without changing stored units (label
-mode) come from the summary, as do defaults of older runs (``success_check`` absent = ``final``; MATCHA's
-``counting`` absent = ``ours``: runs counted by the authors' rules never rank with ours).
+mode) come from the summary, as do defaults of older runs (a method's results resolve them:
+``MethodResults.comparability``, e.g. an attack's ``counting`` absent = ``ours``: runs counted by the authors'
+rules never rank with ours).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from robusteval.report.collect import MATCHA, OrsResult
+from robusteval.methods import results_of_command
+from robusteval.report.collect import OrsResult
 from robusteval.runs import Run
 
 #: Identity fields that never separate comparable runs (see the module docstring; the error classifier only
@@ -40,27 +42,15 @@ def comparability_key(run: Run) -> dict[str, str]:
             continue
         if name in HASHED_PATHS and identity.get(HASHED_PATHS[name]):
             continue
-        if isinstance(value, Mapping) and name == "config":  # MATCHA's resolved hyper-parameters
+        if isinstance(value, Mapping) and name == "config":  # an attack's resolved hyper-parameters
             key.update({f"config.{k}": v for k, v in value.items() if k not in NOT_KEY})
         else:
             key[name] = value
     if "label_mode" in summary:  # robustness: not in the identity (a run can be re-summarised in either mode)
         key["label_mode"] = summary["label_mode"]
-    if run.command == MATCHA:
-        # The rule that decides success: absent in runs made before it was an option, which used "final".
-        hyper = summary.get("hyperparameters") or {}
-        key.pop("success_check", None)  # the unresolved option (None: the preset's); the resolved rule follows
-        key["config.success_check"] = (hyper.get("success_check") or (identity.get("config") or {}).get(
-            "success_check") or "final")
-        # The counting rules (issue 26): absent in runs made before the authors' could be chosen, which used ours.
-        config = identity.get("config") or {}
-        key.pop("counting", None)
-        key["config.counting"] = summary.get("counting") or config.get("counting") or identity.get("counting") or "ours"
-        judges = {k: v for k, v in (summary.get("judges") or {}).items() if k not in NOT_KEY}
-        if judges:
-            key["judges"] = judges
-        if summary.get("target_answer"):  # "auto" resolves to gold or clean per run
-            key["target_answer"] = summary["target_answer"]
+    results = results_of_command(run.command)
+    if results is not None and results.comparability is not None:  # the method's own fields (its resolved rules)
+        key = results.comparability(run, key)
     return {name: _text(value) for name, value in sorted(key.items())}
 
 

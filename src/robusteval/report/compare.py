@@ -33,12 +33,9 @@ from typing import Any
 from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import methods
-from robusteval.metrics import matcha_summary
-from robusteval.report import hardlabel, matcha, perturbed, varmath
+from robusteval.report import hardlabel, perturbed, varmath
 from robusteval.report.collect import (
-    MATCHA,
     ROBUSTNESS,
-    TRANSFER,
     VARIANTS,
     WORDIMPORTANCE,
     Inputs,
@@ -64,16 +61,10 @@ DEFAULT_MAX_WIDTH = 0.5
 DEFAULT_MIN_N = 10
 #: The column that says why a row has no rank.
 UNRANKED = "unranked_because"
-#: Columns a table shows only where some row fills them (runs made before issue 26 have no flags, no unjudged
-#: count and one denominator).
-OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours",
-                      "ur_ours", "sr_ours", "wr_ours", "unjudged_ours", "clean_wrong_ours", "outcomes_ours",
-                      "n_judged", "ur_judged", "sr_judged", "wr_judged", "preservation", "rb_index_preserved"})
-#: Columns a table shows only where some row's number is not 0 (a category no run holds an example of: the
-#: ``outcomes`` column still counts it).
-ZERO_HIDDEN = frozenset({"unjudged", "clean_wrong", "unjudged_ours", "clean_wrong_ours"})
-#: MATCHA's columns of the categories beside UR/SR/WR (their rate keys in the summary).
-CATEGORY_COLUMNS = {"unjudged": "unjudged_rate", "clean_wrong": "clean_cot_wrong_rate"}
+#: Columns a table shows only where some row fills them (a board adds its own: :attr:`Board.optional`).
+OPTIONAL = frozenset({"preservation", "rb_index_preserved"})
+#: Columns a table shows only where some row's number is not 0 (a board adds its own: :attr:`Board.zero_hidden`).
+ZERO_HIDDEN: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -96,8 +87,13 @@ class Leaderboard:
     @property
     def shown(self) -> list[str]:
         """The columns a table shows: all but "run", without a category share (``share_*``, VAR-MATH's
-        diagnosis) that is empty or 0 in every row, nor an optional column (:data:`OPTIONAL`) empty in every row;
-        the CSV keeps every column."""
+        diagnosis) that is empty or 0 in every row, nor an optional column (:data:`OPTIONAL`, a board's
+        ``optional``) empty in every row, nor one of a board's ``zero_hidden`` 0 in every row; the CSV keeps every
+        column."""
+        boards = all_boards()
+        optional = OPTIONAL.union(*(board.optional for board in boards))
+        zero_hidden = ZERO_HIDDEN.union(*(board.zero_hidden for board in boards))
+
         def used(column: str) -> bool:
             return any(isinstance(row.get(column), Num) and row[column].value for row in self.rows)  # type: ignore[union-attr]
 
@@ -105,7 +101,7 @@ class Leaderboard:
             return any(row.get(column) not in (None, "", "0") for row in self.rows)
 
         return [c for c in self.columns if c != "run" and (not c.startswith("share_") or used(c))
-                and (c not in OPTIONAL or filled(c)) and (c not in ZERO_HIDDEN or used(c))]
+                and (c not in optional or filled(c)) and (c not in zero_hidden or used(c))]
 
     @property
     def group(self) -> str:
@@ -177,56 +173,10 @@ def _ranked(rows: list[Row], order: Sequence[tuple[str, bool]], gate: tuple[str,
 # One row per run (per model of an ORS result); every number is the section builder's own Num, so the report's
 # tables and the leaderboards show the same value with the same n and interval.
 
-def _matcha_rows(run: Run) -> list[Row]:
-    """A MATCHA run: its counting, the headline UR/SR/WR and the other categories (unjudged, clean reasoning
-    already wrong) over every attacked example (``n_attacked``; a summary made before: ``n_rated``, shown too),
-    the counts of each category summing to it (``outcomes``), under the authors' counting the same over our
-    denominator (``*_ours``), the rates among the judged answers only (``*_judged``, over ``n_judged``: a
-    secondary view), and the run's flags (its rates marked ⚑)."""
-    summary = run.summary or {}
-    ours = matcha_summary.other_denominators(summary).get("ours") or {}
-    judged = matcha_summary.among_judged(summary) or {}
-    old = matcha_summary.rates_over(summary) == "n_rated"
-    categories = {c.key for c in matcha_summary.categories(summary)}
-    return [{"model": model_name(run), "dataset": dataset_name(run), "level": matcha.run_level(run),
-             "variant": matcha.run_variant(run), "counting": matcha_summary.counting(summary),
-             "n": str(summary.get("n")), "n_attacked": str(summary.get("n_attacked")),
-             "n_rated": str(summary.get("n_rated")) if old else "",
-             "n_unjudged": str(summary.get("n_unjudged", "")),
-             **{m: matcha.rate(summary, m, run) for m in matcha.METRICS},
-             **{column: matcha.rate(summary, key, run) for column, key in CATEGORY_COLUMNS.items()
-                if key in categories},
-             "outcomes": matcha_summary.categories_text(summary) if not old else "",
-             **({"n_attacked_ours": str(ours.get("n")),
-                 **{f"{m}_ours": matcha.denominator_rate(summary, m, "ours", run) for m in matcha_summary.RATES},
-                 **{f"{column}_ours": matcha.denominator_rate(summary, key, "ours", run)
-                    for column, key in CATEGORY_COLUMNS.items() if key in ours},
-                 "outcomes_ours": matcha_summary.categories_text(ours)}
-                if ours else {}),
-             **({"n_judged": str(judged.get("n")),
-                 **{f"{m}_judged": matcha.judged_rate(summary, m, run) for m in matcha_summary.RATES}}
-                if judged else {}),
-             "flags": matcha_summary.flags_line(summary)}]
-
-
 def _eval_rows(run: Run) -> list[Row]:
     """An answer-first eval run: its accuracy over the examples answered (n), as ``runs show`` gives it."""
     return [{"model": model_name(run), "dataset": dataset_name(run), "n": str((run.summary or {}).get("n")),
              "acc": eval_accuracy(run)}]
-
-
-def _transfer_rows(run: Run) -> list[Row]:
-    summary = run.summary or {}
-    over = matcha.transfer_denominator(summary)
-    return [{"model": model_name(run), "source": matcha.transfer_source(run),
-             "n_transferred": str(summary.get("n_transferred")),
-             "n_original_correct": str(summary.get("n_original_correct")),
-             "n_unjudged": str(summary.get("n_unjudged", "")),
-             "transfer_rate": matcha.transfer_rate(run),
-             **{column: Num(summary.get(key), n=summary.get(over), ci=(summary.get("ci95") or {}).get(key),
-                            runs=(str(run.path),), percent=True)
-                for column, key in (("wr", "wr"), ("unjudged", "unjudged_rate")) if key in summary},
-             "outcomes": matcha_summary.categories_text(summary) if matcha_summary.is_over_attacked(summary) else ""}]
 
 
 def _variants_rows(run: Run, others: Sequence[Run] = ()) -> list[Row]:
@@ -312,23 +262,17 @@ class Board:
     #: (column, the runs' name for the number, the better direction) of each number every pair is tested on;
     #: ``asr[top]``: the success rate at the run's largest α
     tested: tuple[tuple[str, str, str], ...] = ()
+    #: headings of its own columns in the page and the terminal (:func:`headings`)
+    headings: Mapping[str, str] = field(default_factory=dict)
+    #: its columns shown only where some row fills them (runs made before a column was recorded leave it empty)
+    optional: frozenset[str] = frozenset()
+    #: its columns shown only where some row's number is not 0 (a category no run holds an example of)
+    zero_hidden: frozenset[str] = frozenset()
 
 
 BOARDS = (
     Board("eval", EVAL, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
           (("acc", True),), _eval_rows, ("acc", "n"), tested=(("acc", "acc", "higher"),)),
-    Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
-          ("dataset", "level", "variant", "counting", "n", "n_attacked", "n_rated", "n_unjudged", "acc", "ur", "sr",
-           "wr", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours", "ur_ours", "sr_ours", "wr_ours",
-           "unjudged_ours", "clean_wrong_ours", "outcomes_ours", "n_judged", "ur_judged", "sr_judged", "wr_judged",
-           "flags"),
-          (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_attacked"),
-          tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower"))),
-    Board("transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
-          ("source", "n_transferred", "n_original_correct", "n_unjudged", "transfer_rate", "wr", "unjudged",
-           "outcomes"), (("transfer_rate", False),),
-          _transfer_rows, ("transfer_rate", "n_original_correct"),
-          tested=(("transfer_rate", "transfer_rate", "lower"),)),
     Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
           ("instances", "n_problems", "strict", "loose", "diagnosis", "strict_drop",
            *(f"share_{name}" for name in varmath.SHOWN_CATEGORIES)), (("strict", True), ("loose", True)),
@@ -401,7 +345,7 @@ def _pairs(board: Board, rows: Sequence[Row], sources: Sequence[Any]) -> list[Co
             own = f"asr[{hardlabel.top_rate(run)}]" if metric == "asr[top]" else metric
             runs.append((shown, run, own, num.value if isinstance(num, Num) else None))
         percent = all(isinstance(row.get(column), Num) and row[column].percent for _, _, row in named)  # type: ignore[union-attr]
-        out += pairwise(f"{board.method} {HEADINGS.get(column, column)}", metric, better, runs, percent=percent)
+        out += pairwise(f"{board.method} {headings().get(column, column)}", metric, better, runs, percent=percent)
     return out
 
 
@@ -437,20 +381,18 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
 
 
 #: Column headings in the page and the terminal (the CSV keeps the plain names).
-HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours": "UR % (ours)",
-            "sr_ours": "SR % (ours)", "wr_ours": "WR % (ours)", "n_attacked_ours": "n_attacked (ours)",
-            "unjudged": "unjudged %", "clean_wrong": "clean wrong %", "unjudged_ours": "unjudged % (ours)",
-            "clean_wrong_ours": "clean wrong % (ours)", "outcomes_ours": "outcomes (ours)",
-            "n_rated": "n_rated (old: UR/SR/WR's n)", "n_judged": "n_judged (secondary)",
-            "ur_judged": "UR % among judged", "sr_judged": "SR % among judged", "wr_judged": "WR % among judged",
-            "transfer_rate": "transfer rate %",
-            "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
+HEADINGS = {"acc": "ACC %", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
             "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
             "rb_index_preserved": "RB-index over meaning-preserving edits %",
             "preservation": "accuracy and same meaning (labelled edits) per set",
             "strict_drop": "strict drop %",
             **{f"share_{name}": f"{varmath.CATEGORY_NAMES[name]} %" for name in varmath.SHOWN_CATEGORIES},
             "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}
+
+
+def headings() -> dict[str, str]:
+    """Every column's heading: :data:`HEADINGS` and each board's own (:attr:`Board.headings`)."""
+    return {**HEADINGS, **{column: text for board in all_boards() for column, text in board.headings.items()}}
 
 
 def comparison_section(inputs: Inputs) -> Section:
@@ -464,7 +406,8 @@ def comparison_section(inputs: Inputs) -> Section:
         if len(board.models) < 2:
             continue
         columns = board.shown
-        section.add(Table(board.title, [HEADINGS.get(c, c) for c in columns],
+        names = headings()
+        section.add(Table(board.title, [names.get(c, c) for c in columns],
                           [[row.get(c, "") for c in columns] for row in board.rows],
                           note=f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else "")))
         if board.comparisons:

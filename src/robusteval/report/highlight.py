@@ -13,10 +13,6 @@ from typing import Any
 
 Mark = list[Any]  # [start, end, css_class, tooltip]
 
-MATCHA_KINDS = {"inserted": ("ins", "inserted at random"),
-                "replaced": ("rep", "inserted, then replaced by a gradient step")}
-
-
 def text_block(text: Any, marks: Iterable[Mark] = ()) -> dict[str, Any]:
     """``{"t", "m"}`` with the marks clipped to the text, sorted, and overlaps dropped (first one wins).
 
@@ -32,16 +28,6 @@ def text_block(text: Any, marks: Iterable[Mark] = ()) -> dict[str, Any]:
         kept.append([start, end, css, tip])
         cursor = end
     return {"t": value, "m": kept} if kept else {"t": value}
-
-
-def matcha_edit_marks(edits: Sequence[Mapping[str, Any]] | None) -> list[Mark]:
-    """The token attack's edit spans (offsets into the perturbed question, ``kind`` inserted or replaced)."""
-    marks = []
-    for edit in edits or ():
-        css, what = MATCHA_KINDS.get(str(edit.get("kind")), ("ins", str(edit.get("kind"))))
-        token = f" (token id {edit['token_id']})" if edit.get("token_id") is not None else ""
-        marks.append([edit["start"], edit["end"], css, what + token])
-    return marks
 
 
 def perturbation_marks(edits: Sequence[Mapping[str, Any]] | None, method: str | None = None

@@ -1,8 +1,9 @@
 """``runs compare --format latex``: booktabs tables a paper can paste unedited.
 
-The tables (:mod:`robusteval.report.latex_methods`): MATCHA in the paper's Table 1/2 and 3 layouts (both
-denominators under the authors' counting), every other method's leaderboards with their per-set or per-category
-tables, a study's leaderboard when a study directory is exported (:mod:`robusteval.report.latex_study`), and the
+The tables: a method's own paper tables where its results give them (:attr:`MethodResults.latex
+<robusteval.report.method_results.MethodResults.latex>`), every other method's leaderboards with their per-set or
+per-category tables (:mod:`robusteval.report.latex_methods`), a study's leaderboard when a study directory is
+exported (:mod:`robusteval.report.latex_study`), and the
 pairwise tests. Each is written by :mod:`robusteval.report.latex_tex`: escaped text, every number as
 ``value {\\scriptsize[low, high]}`` with its n in a column, a heading or the caption, a ``table`` or ``table*``
 chosen by its width (split into parts where even the page is too narrow), a ``\\label{tab:...}`` (from its caption,
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from robusteval.errors import UserError
+from robusteval.methods import methods
 from robusteval.report.collect import Inputs, collect, model_name, nothing_to_show
 from robusteval.report.compare import (
     DEFAULT_MAX_WIDTH,
@@ -31,7 +33,7 @@ from robusteval.report.compare import (
     check_thresholds,
     leaderboards,
 )
-from robusteval.report.latex_methods import board_tables, matcha_tables, pairwise_table
+from robusteval.report.latex_methods import board_tables, pairwise_table
 from robusteval.report.latex_study import study_table
 from robusteval.report.latex_tex import Style, escape, label_of, renamed, render
 
@@ -126,15 +128,19 @@ def _pairwise(boards: Sequence[Leaderboard], style: Style) -> list[str]:
 def compare_latex(paths: Sequence[str | os.PathLike[str]], *, max_width: float = DEFAULT_MAX_WIDTH,
                   min_n: int = DEFAULT_MIN_N, digits: int | None = None,
                   rename: Mapping[str, str] | None = None) -> str:
-    """The LaTeX of ``runs compare --format latex``: MATCHA in the paper's layouts, a study's leaderboard,
-    every other method's leaderboards, and the pairwise tests (see the module docstring). Models are named as a
+    """The LaTeX of ``runs compare --format latex``: the methods' own paper tables (``MethodResults.latex``), a
+    study's leaderboard, every other method's leaderboards, and the pairwise tests (see the module docstring).
+    Models are named as a
     study among ``paths`` names them (:func:`study_names`), then as ``rename`` says (old: the study's name or the
     name shown without it; it wins); ``digits``: decimals of every number."""
     style, boards, inputs = _prepared(paths, max_width, min_n, digits, rename)
     parts = [_header(style)]
-    parts += [render(table, style) for table in matcha_tables(inputs)]
+    # A method whose results give their own tables shows those instead of its leaderboards' generic ones.
+    own = [results for spec in methods() if (results := spec.load_results()) is not None and results.latex]
+    parts += [render(table, style) for results in own for table in results.latex(inputs)]
     parts += [render(table, style) for path in paths for table in study_table(Path(path))]
-    parts += [render(table, style) for board in boards if board.method != "matcha"
+    replaced = {board.method for results in own for board in results.boards}
+    parts += [render(table, style) for board in boards if board.method not in replaced
               for table in board_tables(board, inputs)]
     parts += _pairwise(boards, style)
     return "\n\n".join(parts) + "\n"

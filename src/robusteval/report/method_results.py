@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,6 +53,9 @@ class MethodResults:
     #: Paper tables that replace its boards' generic LaTeX in ``runs compare --format latex`` (MATCHA's Tables
     #: 1-3); None: its boards' tables.
     latex: Callable[[Inputs], list[TexTable]] | None = None
+    #: ``comparability(run, key)``: the run's comparability key with the fields the method resolves itself (its
+    #: rules as the run used them, defaults of older runs); None: the key from the identity as it is.
+    comparability: Callable[[Run, dict[str, Any]], dict[str, Any]] | None = None
     #: ``study_columns(runs by study model, out_dir, options)``: leaderboard columns computed over all of a study's
     #: cells of one (method, dataset) at once, written under ``out_dir``; ``options`` is the study's table for it.
     study_columns: Callable[[dict[str, Run], Path, dict[str, object]], list[ExtraColumn]] | None = None

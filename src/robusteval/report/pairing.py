@@ -2,7 +2,8 @@
 
 :func:`run_outcomes` reads, from a run's stored units (or, for VAR-MATH, its summary's per-problem scores), the
 per-example values that make one of its numbers (the ``report.rates`` names: ``acc``, ``ur``, ``sr``, ``wr``,
-``acc[original]``, ``acc[<set>]``, ``rb_index``, ``strict``, ``loose``, ``asr[<α>]``, ``transfer_rate``).
+``acc[original]``, ``acc[<set>]``, ``rb_index``, ``strict``, ``loose``, ``asr[<α>]``, ...); a registered
+method's results give their own (:attr:`~robusteval.report.method_results.MethodResults.outcomes`).
 :func:`pairwise` tests every pair of models of one column (:func:`robusteval.metrics.significance.paired_test`)
 and :func:`holm_table` adjusts a table's p-values together. A number without per-example outcomes (ORS, a drop
 from the original problems) is said not tested; so is a pair of runs that are not comparable (different
@@ -18,8 +19,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from robusteval.methods import results_of_command
-from robusteval.metrics import matcha as matcha_metrics
-from robusteval.metrics.matcha_summary import counting
 from robusteval.metrics.significance import (
     Outcomes,
     PairedTest,
@@ -28,7 +27,7 @@ from robusteval.metrics.significance import (
     rb_index,
     share,
 )
-from robusteval.report.collect import MATCHA, ROBUSTNESS, TRANSFER, VARIANTS, WORDIMPORTANCE
+from robusteval.report.collect import ROBUSTNESS, VARIANTS, WORDIMPORTANCE
 from robusteval.report.comparability import comparability_key
 from robusteval.report.evals import COMMAND as EVAL
 from robusteval.runs import Run
@@ -37,14 +36,9 @@ from robusteval.seeding import derive_seed
 #: The stages holding one outcome row per example, by the command that writes them.
 STAGES = {
     EVAL: "answer_first",
-    MATCHA: "matcha_outcome",
-    TRANSFER: "transfer_outcome",
     ROBUSTNESS: "robustness_outcome",
     WORDIMPORTANCE: "wordimportance",
 }
-#: The outcome each MATCHA rate counts; every attacked example is in their denominator (an unjudged one, or one
-#: whose clean reasoning the judge rejects, is its own category: ``metrics.matcha``).
-MATCHA_OUTCOME = {key: kind for key, kind, _ in matcha_metrics.CATEGORIES}
 
 
 def _records(run: Run, stage: str) -> list[tuple[str, dict[str, Any]]]:
@@ -62,36 +56,6 @@ def _share(rows: Mapping[str, tuple[bool, bool]], value: float | None) -> Outcom
     return Outcomes(
         {i: (float(hit and counted), float(counted)) for i, (hit, counted) in rows.items()}, share, value
     )
-
-
-def _matcha(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    records = _records(run, STAGES[MATCHA])
-    if metric == "acc":
-        return _share({i: (bool(r.get("clean_correct")), not r.get("too_long")) for i, r in records}, value)
-    if metric not in MATCHA_OUTCOME:
-        return None  # the rates over another denominator (ur[ours]) are not tested
-    rule = counting(run.summary or {})
-    kinds = {i: matcha_metrics.outcome(r, rule) for i, r in records}
-    return _share({i: (kind == MATCHA_OUTCOME[metric], kind is not None) for i, kind in kinds.items()}, value)
-
-
-def _transfer(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    if metric != "transfer_rate":
-        return None
-    rows = {}
-    for i, r in _records(run, STAGES[TRANSFER]):
-        kind = matcha_metrics.outcome(
-            {
-                "attacked": True,
-                "answer_kept": r.get("answer_kept"),
-                "reasoning_wrong": r.get("reasoning_wrong"),
-                "clean_cot_wrong": r.get("clean_cot_wrong"),
-            },
-            counting(run.summary or {}),
-        )
-        # Every question answered correctly originally is in the denominator, unjudged ones included.
-        rows[i] = (kind == "success", bool(r.get("original_correct")))
-    return _share(rows, value)
 
 
 def _robustness(run: Run, metric: str, value: float | None) -> Outcomes | None:
@@ -163,12 +127,16 @@ def _eval(run: Run, metric: str, value: float | None) -> Outcomes | None:
 
 READERS = {
     EVAL: _eval,
-    MATCHA: _matcha,
-    TRANSFER: _transfer,
     ROBUSTNESS: _robustness,
     VARIANTS: _variants,
     WORDIMPORTANCE: _wordimportance,
 }
+
+
+#: What a method's own outcome reader builds on: (example id, record) of every unit of a stage, and (outcome,
+#: counted) per example as a share of the counted ones.
+stage_records = _records
+share_outcomes = _share
 
 
 def run_outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:

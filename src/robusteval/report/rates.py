@@ -2,10 +2,9 @@
 "rates" block and what :func:`results_frame` (``rv.results_frame``) puts in one tidy table across runs.
 
 The numbers are the report's own (the section builders' :class:`~robusteval.report.model.Num`: value as the
-summary stores it, n, interval), so no surface can disagree with another. ``denominator`` names what n counts:
-MATCHA's UR/SR/WR (and its other categories, ``unjudged_rate``...) rest on ``n_attacked`` (every attacked example;
-a summary made before: ``n_rated``), not on ``n``; their rates among the judged answers only are
-``ur[judged]``... over ``n_judged`` (a secondary view).
+summary stores it, n, interval), so no surface can disagree with another. ``denominator`` names what n counts
+(an attack's success rates rest on ``n_attacked``, not on ``n``). A registered method's results give its own
+(:attr:`~robusteval.report.method_results.MethodResults.rates`).
 """
 
 from __future__ import annotations
@@ -18,13 +17,10 @@ from typing import Any
 from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import results_of_command
-from robusteval.metrics import matcha_summary
 from robusteval.metrics.stats import wilson_interval
-from robusteval.report import hardlabel, matcha, perturbed, varmath
+from robusteval.report import hardlabel, perturbed, varmath
 from robusteval.report.collect import (
-    MATCHA,
     ROBUSTNESS,
-    TRANSFER,
     VARIANTS,
     WORDIMPORTANCE,
     OrsResult,
@@ -69,14 +65,6 @@ def run_rates(run: Run) -> list[Rate]:
     if results is not None:
         return list(results.rates(run))
     command = run.command
-    if command == MATCHA:
-        return _matcha_rates(run, summary)
-    if command == TRANSFER:
-        over = matcha.transfer_denominator(summary)
-        rates = [Rate("transfer_rate", matcha.transfer_rate(run), over)]
-        return rates + [Rate(m, Num(summary.get(m), n=summary.get(over),
-                                    ci=(summary.get("ci95") or {}).get(m), runs=(str(run.path),), percent=True),
-                             over) for m in ("ur", "sr", "wr", *matcha.OTHER_CATEGORIES) if m in summary]
     if command == VARIANTS:
         rates = [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
         diagnosis = varmath.diagnosis_of(run)
@@ -111,32 +99,6 @@ def run_rates(run: Run) -> list[Rate]:
         return [Rate("acc", _with_interval(Num(summary.get("acc"), n=summary.get("n"), ci=summary.get("acc_ci95"),
                                                runs=(str(run.path),), percent=True)))]
     return []
-
-
-def _matcha_rates(run: Run, summary: Mapping[str, Any]) -> list[Rate]:
-    """ACC over n; UR/SR/WR and the other categories over the headline denominator (``n_attacked``; summaries
-    made before: ``n_rated``) and, under the authors' counting, over the other denominator too (``ur[ours]``...);
-    the rates among the judged answers (``ur[judged]``..., over ``n_judged``, a secondary view); every
-    category carries the run's flags (marked ⚑, their text as its note) and, in ``results_frame``, the run's
-    counting, flags and unjudged examples."""
-    flags = "; ".join(matcha_summary.flag_texts(summary))
-    extra = {"counting": matcha_summary.counting(summary), "flags": flags or None,
-             "n_unjudged": summary.get("n_unjudged")}
-    over = matcha_summary.rates_over(summary)
-    rated = over
-    if matcha_summary.denominators(summary):
-        rated = f"{over} ({matcha_summary.denominator_name(matcha_summary.headline_denominator(summary))})"
-    shown = [c.key for c in matcha_summary.categories(summary)]
-    rates = [Rate("acc", matcha.rate(dict(summary), "acc", run), "n", extra=extra)]
-    rates += [Rate(m, matcha.rate(dict(summary), m, run), rated, note=flags, extra=extra) for m in shown]
-    rates += [Rate(f"{c.key}[{name}]", matcha.denominator_rate(dict(summary), c.key, name, run),
-                   f"{over} ({matcha_summary.denominator_name(name)})", note=flags, extra=extra)
-              for name, block in matcha_summary.other_denominators(summary).items()
-              for c in matcha_summary.categories(block)]
-    if matcha_summary.among_judged(summary):
-        rates += [Rate(f"{m}[judged]", matcha.judged_rate(summary, m, run), "n_judged (secondary view)", extra=extra)
-                  for m in matcha_summary.RATES]
-    return rates
 
 
 def ors_rates(result: OrsResult) -> list[tuple[str, Rate]]:

@@ -3,7 +3,8 @@
 A :class:`Method` says which config dataclass its options fill, which datasets it reads (``qa``: questions with
 gold answers; ``label``: classification; ``instances``: VAR-MATH instance files), how its run identity is made
 (before any model loads) and which pipeline runs it. ``eval``, ``robustness`` and ``variants`` are listed here;
-every registered attack (``matcha``, ``wordimportance``, ...) is one through :data:`robusteval.attacks.base.ATTACKS`.
+every registered attack is one through :data:`robusteval.attacks.base.ATTACKS`, and every registered method with a
+runner (:mod:`robusteval.methods`).
 """
 
 from __future__ import annotations
@@ -74,13 +75,14 @@ def _variants() -> Method:
                   (("strict", "higher"), ("loose", "higher")))
 
 
-#: Headlines of the registered attacks (others show every rate ``report.rates`` gives them).
-#: MATCHA's WR (attacked examples whose answer the insertions changed): lower is more robust, the answer survived.
-ATTACK_HEADLINES = {"matcha": (("sr", "lower"), ("ur", "higher"), ("wr", "lower")),
-                    "wordimportance": (("asr[max]", "lower"),)}
+#: Headlines of the registered attacks (others show every rate ``report.rates`` gives them; a registered method's
+#: are its registration's).
+ATTACK_HEADLINES = {"wordimportance": (("asr[max]", "lower"),)}
 
 
-def _attack(name: str) -> Method:
+def attack_method(name: str) -> Method:
+    """The registered attack ``name`` (:data:`robusteval.attacks.base.ATTACKS`) as a study method: its config,
+    data kind, identity and pipeline, as its ``attack`` command runs them."""
     from robusteval.attacks.base import get_attack
 
     attack = get_attack(name)
@@ -110,7 +112,7 @@ def get_method(name: str) -> Method | None:
     if name in _BUILTIN:
         return _BUILTIN[name]()
     if name in attack_names():
-        return _attack(name)
+        return attack_method(name)
     return None
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from robusteval.attacks.matcha.results.commands import OUTCOME_STAGE
+from robusteval.attacks.matcha.results.reasons import matcha_skip_reason
 from robusteval.report.collect import runs_browser
-from robusteval.report.highlight import matcha_edit_marks, text_block, verdict_marks
+from robusteval.report.highlight import Mark, text_block, verdict_marks
 from robusteval.report.model import Browser, Filter
-from robusteval.report.reasons import MATCHA_OUTCOME_STAGE as OUTCOME_STAGE
-from robusteval.report.reasons import matcha_skip_reason
 from robusteval.runs import Run
 
 #: The clean pass's records (question and completion of every example, attacked or not).
@@ -41,6 +41,21 @@ DECIDED_AT = {"insertion": "right after the random insertions (insertion checkpo
               "final": "after the last replacement step (final check)"}
 
 TokenTexts = Mapping[int, str]
+
+
+#: The token attack's edit kinds: (css class, what the tooltip says).
+MATCHA_KINDS = {"inserted": ("ins", "inserted at random"),
+                "replaced": ("rep", "inserted, then replaced by a gradient step")}
+
+
+def matcha_edit_marks(edits: Sequence[Mapping[str, Any]] | None) -> list[Mark]:
+    """The token attack's edit spans (offsets into the perturbed question, ``kind`` inserted or replaced)."""
+    marks = []
+    for edit in edits or ():
+        css, what = MATCHA_KINDS.get(str(edit.get("kind")), ("ins", str(edit.get("kind"))))
+        token = f" (token id {edit['token_id']})" if edit.get("token_id") is not None else ""
+        marks.append([edit["start"], edit["end"], css, what + token])
+    return marks
 
 
 def _raw(value: Any) -> str:

@@ -3,8 +3,8 @@
 * Table 1/2 layout: ACC, UR, SR, WR per model x dataset, one table per level, with 95% intervals;
 * Table 3 layout: the baselines (``--variant``) beside MATCHA, mean(std) over seeds where runs repeat;
 * Fig. 2: transfer rate per target model; Fig. 3: error types of the successes; Fig. 4: sweep curves;
-* per run, why questions were not attacked (:mod:`robusteval.report.reasons`);
-* the example browser (:mod:`robusteval.report.matcha_examples`).
+* per run, why questions were not attacked (:mod:`robusteval.attacks.matcha.results.reasons`);
+* the example browser (:mod:`robusteval.attacks.matcha.results.examples`).
 
 Every number is read from a summary (``summary.json`` / ``sweep.json``), never recomputed.
 """
@@ -15,6 +15,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from robusteval.attacks.matcha.results.commands import MATCHA, TRANSFER
+from robusteval.attacks.matcha.results.examples import matcha_browser
+from robusteval.attacks.matcha.results.reasons import not_attacked_table
 from robusteval.judges.errortypes import CATEGORIES
 from robusteval.metrics.matcha_summary import (
     among_judged,
@@ -29,18 +32,8 @@ from robusteval.metrics.matcha_summary import (
     rates_over,
 )
 from robusteval.metrics.stats import mean_std, wilson_interval
-from robusteval.report.collect import (
-    MATCHA,
-    TRANSFER,
-    Inputs,
-    dataset_name,
-    model_name,
-    run_label,
-    short_model,
-)
-from robusteval.report.matcha_examples import matcha_browser
+from robusteval.report.collect import Inputs, dataset_name, model_name, run_label, short_model
 from robusteval.report.model import BarChart, Details, Line, LineChart, Note, Num, Section, Table
-from robusteval.report.reasons import not_attacked_table
 from robusteval.runs import Run
 
 METRICS = ("acc", "ur", "sr", "wr")
