@@ -174,8 +174,9 @@ def entry_of(module: str) -> str:
 
 #: Modules of a method's package that sit in a higher layer than their package: a method's ``results`` module (or
 #: package) shows its runs (``robusteval.methods``), so it is in the results layer and nothing of its own package
-#: below that layer may import it.
-SUBLAYERS = {"results": "results"}
+#: below that layer may import it; its ``study_runner`` module builds the study's ``Method`` (``MethodSpec.runner``),
+#: so it is in the studies layer.
+SUBLAYERS = {"results": "results", "study_runner": "studies"}
 
 
 def layer_of(module: str) -> int:

@@ -41,6 +41,20 @@ DIRECTIONS = ("higher", "lower")
 
 
 @dataclass(frozen=True)
+class StudyTable:
+    """A top-level table of the study file that a method reads (word-importance's ``[ors]``): the options its
+    ``study_columns`` get (``MethodResults.study_columns``), checked when the study file is read."""
+
+    #: The table's name (``ors`` for ``[ors]``); also the folder under the study's ``out`` its results go to.
+    name: str
+    #: The keys it may hold (any other is refused, naming the file, line and key).
+    keys: tuple[str, ...]
+    #: ``"module:function"``: ``check(options)`` raises a :class:`~robusteval.config.ConfigError` naming the key
+    #: of a bad value (None: only the keys are checked).
+    check: str | None = None
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """One method: what its runs record, and where the rest of robusteval finds its parts."""
 
@@ -64,6 +78,8 @@ class MethodSpec:
     headlines: tuple[tuple[str, str], ...] = ()
     #: Position among the methods (the report's section order, lists); ties by name.
     order: int = 100
+    #: The study file's top-level table its ``study_columns`` read (None: it reads none).
+    study_table: StudyTable | None = None
 
     def __post_init__(self) -> None:
         for metric, direction in self.headlines:

@@ -55,16 +55,13 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
             ("seeds", ", ".join(map(str, data.get("seeds") or ()))), ("models", ", ".join(data.get("models") or ())),
             ("runs", f"{len(sweep.runs)} of {len(data.get('runs') or ())} found")]))
         cards += [run_card(run) for run in sweep.runs]
-    for result in inputs.ors:
-        cards.append(RunCard(str(result.path), "ors", [("beta", str(result.data.get("beta"))),
-                                                       ("q", str(result.data.get("q"))),
-                                                       ("eta", str(result.data.get("eta")))]))
+    cards += [RunCard(str(result.path), result.kind, result.card()) for result in inputs.results]
     return cards
 
 
 #: The section that shows a run of each command (a study's leaderboard links each cell there).
 SECTION_OF = {"eval": "evals", "attack matcha": "matcha", "transfer": "matcha", "variants eval": "varmath",
-              "robustness": "robustness", "attack wordimportance": "hardlabel", "ors": "hardlabel"}
+              "robustness": "robustness"}
 
 
 def section_of(command: object) -> str:
@@ -76,13 +73,11 @@ def section_of(command: object) -> str:
 def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
     from robusteval.report.evals import evals_section
-    from robusteval.report.hardlabel import wordimportance_section
     from robusteval.report.matcha import matcha_section
     from robusteval.report.perturbed import robustness_section
     from robusteval.report.varmath import variants_section
 
-    found = [build(inputs) for build in (evals_section, matcha_section, variants_section, robustness_section,
-                                         wordimportance_section)]
+    found = [build(inputs) for build in (evals_section, matcha_section, variants_section, robustness_section)]
     for spec in methods():  # the registered methods' sections, in their order
         results = spec.load_results()
         if results is not None and results.section is not None:

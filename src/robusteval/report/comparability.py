@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from robusteval.report.collect import MATCHA, OrsResult
+from robusteval.report.collect import MATCHA
 from robusteval.runs import Run
 
 #: Identity fields that never separate comparable runs (see the module docstring; the error classifier only
@@ -62,14 +62,6 @@ def comparability_key(run: Run) -> dict[str, str]:
         if summary.get("target_answer"):  # "auto" resolves to gold or clean per run
             key["target_answer"] = summary["target_answer"]
     return {name: _text(value) for name, value in sorted(key.items())}
-
-
-def ors_key(result: OrsResult) -> dict[str, str]:
-    """An ORS result's key: models are scored together only inside one result (one β for all of them)."""
-    data = result.data
-    return {name: _text(value) for name, value in (("method", "ors"), ("result", str(result.path)),
-                                                   ("rates", data.get("rates")), ("q", data.get("q")),
-                                                   ("eta", data.get("eta")))}
 
 
 def key_hash(key: Mapping[str, str]) -> str:

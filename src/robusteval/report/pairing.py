@@ -28,7 +28,7 @@ from robusteval.metrics.significance import (
     rb_index,
     share,
 )
-from robusteval.report.collect import MATCHA, ROBUSTNESS, TRANSFER, VARIANTS, WORDIMPORTANCE
+from robusteval.report.collect import MATCHA, ROBUSTNESS, TRANSFER, VARIANTS
 from robusteval.report.comparability import comparability_key
 from robusteval.report.evals import COMMAND as EVAL
 from robusteval.runs import Run
@@ -40,7 +40,6 @@ STAGES = {
     MATCHA: "matcha_outcome",
     TRANSFER: "transfer_outcome",
     ROBUSTNESS: "robustness_outcome",
-    WORDIMPORTANCE: "wordimportance",
 }
 #: The outcome each MATCHA rate counts; every attacked example is in their denominator (an unjudged one, or one
 #: whose clean reasoning the judge rejects, is its own category: ``metrics.matcha``).
@@ -142,17 +141,6 @@ def _variants(run: Run, metric: str, value: float | None) -> Outcomes | None:
     )
 
 
-def _wordimportance(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    if not metric.startswith("asr["):
-        return None
-    rate = metric[4:-1]
-    rows = {}
-    for i, r in _records(run, STAGES[WORDIMPORTANCE]):
-        attacked = r.get("status") != "skipped"
-        rows[i] = (bool(attacked and ((r.get("per_rate") or {}).get(rate) or {}).get("success")), attacked)
-    return _share(rows, value)
-
-
 def _eval(run: Run, metric: str, value: float | None) -> Outcomes | None:
     if metric != "acc":
         return None
@@ -167,7 +155,6 @@ READERS = {
     TRANSFER: _transfer,
     ROBUSTNESS: _robustness,
     VARIANTS: _variants,
-    WORDIMPORTANCE: _wordimportance,
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robusteval.attacks.wordimportance.pipeline import COMMAND as WORDIMPORTANCE
 from robusteval.attacks.wordimportance.pipeline import STAGE as WORDIMPORTANCE_STAGE
 from robusteval.metrics.matcha_summary import (
     categories,
@@ -25,7 +26,7 @@ from robusteval.metrics.matcha_summary import (
     is_over_attacked,
 )
 from robusteval.metrics.stats import wilson_interval
-from robusteval.report.collect import MATCHA, WORDIMPORTANCE
+from robusteval.report.collect import MATCHA
 from robusteval.report.model import Num, Table
 from robusteval.runs import Run
 

@@ -20,7 +20,7 @@ _STAGE_MODULES = ("robusteval.judges.base", "robusteval.evals.classification", "
                   "robusteval.evals.robustness",
                   "robusteval.evals.prompt_robustness.generate", "robusteval.evals.prompt_robustness.search", "robusteval.perturbations.dataset", "robusteval.variants.pipeline",
                   "robusteval.attacks.matcha.run", "robusteval.attacks.matcha.pipeline",
-                  "robusteval.attacks.matcha.transfer", "robusteval.attacks.wordimportance.pipeline")
+                  "robusteval.attacks.matcha.transfer")
 #: Stage name -> itself, every stage a run store may hold (``Run.records`` tells a misspelt name from a stage a
 #: run has no unit of yet); ``meta["cache"]``: computes read and write it as a cache.
 def _stage_modules() -> list[str]:

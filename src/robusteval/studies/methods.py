@@ -76,8 +76,7 @@ def _variants() -> Method:
 
 #: Headlines of the registered attacks (others show every rate ``report.rates`` gives them).
 #: MATCHA's WR (attacked examples whose answer the insertions changed): lower is more robust, the answer survived.
-ATTACK_HEADLINES = {"matcha": (("sr", "lower"), ("ur", "higher"), ("wr", "lower")),
-                    "wordimportance": (("asr[max]", "lower"),)}
+ATTACK_HEADLINES = {"matcha": (("sr", "lower"), ("ur", "higher"), ("wr", "lower"))}
 
 
 def _attack(name: str) -> Method:
