@@ -4,19 +4,18 @@ tables and the example browsers' "not attacked" items.
 A summary that counts them itself (``skip_reasons``: reason -> examples not attacked; ``exclusions``: name ->
 attacked examples left out of the rates, e.g. ``clean_cot_wrong``) is read as it is. Runs made before summaries
 counted them are counted here from their stored per-example records, the same way: MATCHA's ``matcha_outcome``
-rows (``skip_reason``, ``attacked``, ``clean_cot_wrong``) and the word-importance attack's records (``status``
-``skipped``: the model already got the original wrong).
+rows (``skip_reason``, ``attacked``, ``clean_cot_wrong``) and, counted by the method itself (``skipped_of``), the
+records of another attack (the word-importance attack's ``status`` ``skipped``: the model already got the original
+wrong).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.attacks.wordimportance.pipeline import COMMAND as WORDIMPORTANCE
-from robusteval.attacks.wordimportance.pipeline import STAGE as WORDIMPORTANCE_STAGE
 from robusteval.metrics.matcha_summary import (
     categories,
     denominator_name,
@@ -34,9 +33,8 @@ from robusteval.runs import Run
 MATCHA_OUTCOME_STAGE = "matcha_outcome"
 #: What each exclusion means, in the words the tables use.
 EXCLUSIONS = {"clean_cot_wrong": "attacked, not rated: the judge rejects the clean reasoning too"}
-#: The word-importance attack skips an example whose original the model already labels wrongly.
-NO_ORIGINAL_LABEL = "no label read from the model's answer on the original"
-ORIGINAL_WRONG = "the model already labels the original wrongly"
+#: ``skipped_of(run)``: a method's count of its stored records' reasons for not attacking (reason -> examples).
+SkippedOf = Callable[[Run], Mapping[str, int]]
 
 
 @dataclass(frozen=True)
@@ -69,13 +67,6 @@ def matcha_skip_reason(record: Mapping[str, Any]) -> str | None:
     return str(record.get("skip_reason") or record.get("skipped") or "not recorded")
 
 
-def wordimportance_skip_reason(record: Mapping[str, Any]) -> str | None:
-    """Why a word-importance record was not attacked (None when it was)."""
-    if record.get("status") != "skipped":
-        return None
-    return NO_ORIGINAL_LABEL if record.get("original_label") is None else ORIGINAL_WRONG
-
-
 #: The attacked examples whose answer was kept but whose reasoning the judge did not decide (out of every rate).
 UNJUDGED = "attacked, answer kept, not rated: the reasoning judge abstained"
 
@@ -91,23 +82,22 @@ def unjudged(summary: Mapping[str, Any]) -> dict[str, int]:
     return {**reasons, **({"reason not recorded": rest} if rest > 0 else {})}
 
 
-def _from_records(run: Run) -> NotAttacked:
-    if run.command == MATCHA:
+def _from_records(run: Run, skipped_of: SkippedOf | None) -> NotAttacked:
+    if skipped_of is None:
         rows = run.records(MATCHA_OUTCOME_STAGE) if MATCHA_OUTCOME_STAGE in run.stages else []
         skipped = Counter(reason for row in rows if (reason := matcha_skip_reason(row)) is not None)
         excluded = Counter("clean_cot_wrong" for row in rows if row.get("attacked") and row.get("clean_cot_wrong"))
     else:
-        rows = run.records(WORDIMPORTANCE_STAGE) if WORDIMPORTANCE_STAGE in run.stages else []
-        skipped = Counter(reason for row in rows if (reason := wordimportance_skip_reason(row)) is not None)
-        excluded = Counter()
+        skipped, excluded = Counter(skipped_of(run)), Counter()
     return NotAttacked(dict(skipped.most_common()), dict(excluded.most_common()), "records")
 
 
-def not_attacked(run: Run) -> NotAttacked:
-    """Why ``run`` (a MATCHA or word-importance run) left examples unattacked or unrated: the summary's own
-    counts where it has them, else counted from the stored records."""
-    if run.command not in (MATCHA, WORDIMPORTANCE):
-        raise ValueError(f"{run.path}: not a MATCHA or word-importance run ({run.command})")
+def not_attacked(run: Run, skipped_of: SkippedOf | None = None) -> NotAttacked:
+    """Why ``run`` (a MATCHA run, or one of an attack that counts its own records' reasons: ``skipped_of``, the
+    word-importance attack's) left examples unattacked or unrated: the summary's own counts where it has them,
+    else counted from the stored records."""
+    if skipped_of is None and run.command != MATCHA:
+        raise ValueError(f"{run.path}: not a MATCHA run, and no count of its records' reasons ({run.command})")
     summary = run.summary or {}
     skipped = _counts(summary.get("skip_reasons"))
     if skipped is not None:
@@ -118,7 +108,7 @@ def not_attacked(run: Run) -> NotAttacked:
         # Summaries name every exclusion they know, counted or not: a zero is no row of the table.
         ordered = dict(sorted(((k, v) for k, v in skipped.items() if v), key=lambda item: -item[1]))
         return NotAttacked(ordered, {k: v for k, v in excluded.items() if v}, "summary")
-    return _from_records(run)
+    return _from_records(run, skipped_of)
 
 
 def _share(count: int, total: int | None, run: Run) -> Num:

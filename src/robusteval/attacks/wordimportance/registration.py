@@ -16,6 +16,8 @@ register_method(MethodSpec(
     runner=f"{_PACKAGE}.study_runner:method",
     results=f"{_PACKAGE}.results:RESULTS",
     stages=(f"{_PACKAGE}.pipeline",),
+    # Its runs' command is built by the attack group (cli/attack.py); its own is ``robusteval ors``.
+    cli="robusteval.cli.ors",
     headlines=(("asr[max]", "lower"),),
     order=50,
     # The constants of ors.OrsConfig a study may set in its [ors] table.

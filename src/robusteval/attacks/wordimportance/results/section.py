@@ -3,6 +3,7 @@ model, queries per success, the ORS table with its beta, and the adversarial exa
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +15,23 @@ from robusteval.report.highlight import perturbation_marks, text_block
 from robusteval.report.model import Filter, Line, LineChart, Note, Num, Section, Table
 from robusteval.report.reasons import not_attacked, not_attacked_table
 from robusteval.runs import Run
+
+#: Why the attack skips an example: the model's label on the original is wrong, or none could be read.
+NO_ORIGINAL_LABEL = "no label read from the model's answer on the original"
+ORIGINAL_WRONG = "the model already labels the original wrongly"
+
+
+def wordimportance_skip_reason(record: Mapping[str, Any]) -> str | None:
+    """Why a word-importance record was not attacked (None when it was)."""
+    if record.get("status") != "skipped":
+        return None
+    return NO_ORIGINAL_LABEL if record.get("original_label") is None else ORIGINAL_WRONG
+
+
+def skipped_from_records(run: Run) -> Counter[str]:
+    """The run's stored records not attacked, by reason (for a summary that does not count them)."""
+    rows = run.records(STAGE) if STAGE in run.stages else []
+    return Counter(reason for row in rows if (reason := wordimportance_skip_reason(row)) is not None)
 
 
 def _rates(run: Run) -> list[str]:
@@ -133,7 +151,7 @@ def wordimportance_section(inputs: Inputs) -> Section | None:
     if runs:
         section.add(curves(runs), attack_table(runs))
         # Only where some example was left out: most runs attack every example the model gets right.
-        counted = [(run, not_attacked(run)) for run in runs]
+        counted = [(run, not_attacked(run, skipped_from_records)) for run in runs]
         section.add(*(not_attacked_table(run, f"{model_name(run)} · {method_name(run)}", found)
                       for run, found in counted if found.any))
     section.add(*ors_tables(ors))
