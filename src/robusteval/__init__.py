@@ -51,8 +51,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "prompt_robustness": ("robusteval.evals.prompt_robustness", "prompt_robustness"),
     "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.config", "WordImportanceRunConfig"),
     "attack_wordimportance": ("robusteval.attacks.wordimportance.pipeline", "attack_wordimportance"),
-    "OrsConfig": ("robusteval.evals.ors", "OrsConfig"),
-    "ors": ("robusteval.evals.ors", "ors"),
+    "OrsConfig": ("robusteval.attacks.wordimportance.ors", "OrsConfig"),
+    "ors": ("robusteval.attacks.wordimportance.ors", "ors"),
     "PerturbationSpec": ("robusteval.perturbations.spec", "PerturbationSpec"),
     "AuditConfig": ("robusteval.judges.audit", "AuditConfig"),
     "audit_judge": ("robusteval.judges.audit", "audit_judge"),
@@ -82,6 +82,8 @@ if TYPE_CHECKING:
     from robusteval.attacks.matcha.transfer import TransferConfig as TransferConfig
     from robusteval.attacks.matcha.transfer import transfer as transfer
     from robusteval.attacks.wordimportance.config import WordImportanceRunConfig as WordImportanceRunConfig
+    from robusteval.attacks.wordimportance.ors import OrsConfig as OrsConfig
+    from robusteval.attacks.wordimportance.ors import ors as ors
     from robusteval.attacks.wordimportance.pipeline import (
         attack_wordimportance as attack_wordimportance,
     )
@@ -93,8 +95,6 @@ if TYPE_CHECKING:
     from robusteval.errors import UserError as UserError
     from robusteval.evals.answer_first import EvalConfig as EvalConfig
     from robusteval.evals.answer_first import evaluate as evaluate
-    from robusteval.evals.ors import OrsConfig as OrsConfig
-    from robusteval.evals.ors import ors as ors
     from robusteval.evals.prompt_robustness import prompt_robustness as prompt_robustness
     from robusteval.evals.robustness import RobustnessConfig as RobustnessConfig
     from robusteval.evals.robustness import robustness as robustness

@@ -43,6 +43,20 @@ DIRECTIONS = ("higher", "lower")
 
 
 @dataclass(frozen=True)
+class StudyTable:
+    """A top-level table of the study file that a method reads (word-importance's ``[ors]``): the options its
+    ``study_columns`` get (``MethodResults.study_columns``), checked when the study file is read."""
+
+    #: The table's name (``ors`` for ``[ors]``); also the folder under the study's ``out`` its results go to.
+    name: str
+    #: The keys it may hold (any other is refused, naming the file, line and key).
+    keys: tuple[str, ...]
+    #: ``"module:function"``: ``check(options)`` raises a :class:`~robusteval.config.ConfigError` naming the key
+    #: of a bad value (None: only the keys are checked).
+    check: str | None = None
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """One method: what its runs record, and where the rest of robusteval finds its parts."""
 
@@ -69,6 +83,8 @@ class MethodSpec:
     #: The package the method is (``register_method`` fills it in from the registering module): nothing outside
     #: it names the method (``tests/test_method_registry.py``).
     package: str = ""
+    #: The study file's top-level table its ``study_columns`` read (None: it reads none).
+    study_table: StudyTable | None = None
 
     def __post_init__(self) -> None:
         for metric, direction in self.headlines:

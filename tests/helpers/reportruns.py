@@ -19,8 +19,8 @@ from helpers.datafiles import write_ocnli
 from robusteval.attacks.matcha.pipeline import MatchaRunConfig, attack_matcha
 from robusteval.attacks.matcha.transfer import TransferConfig, transfer
 from robusteval.attacks.wordimportance import WordImportanceRunConfig, attack_wordimportance
+from robusteval.attacks.wordimportance.ors import OrsConfig, ors
 from robusteval.data.spec import DataSpec
-from robusteval.evals.ors import OrsConfig, ors
 from robusteval.evals.robustness import RobustnessConfig, robustness
 from robusteval.models import load_backend
 from robusteval.models.tiny import tiny_nli_pairs

@@ -19,12 +19,12 @@ from helpers.reportstores import SKIP_REASONS, matcha_store
 from helpers.runs import records, summary
 from robusteval.attacks.matcha.results.examples import semantic_rows, semantic_summary, token_texts
 from robusteval.attacks.matcha.results.reasons import not_attacked
+from robusteval.attacks.wordimportance.results.section import ORIGINAL_WRONG, wordimportance_skip_reason
 from robusteval.report import perturbed
 from robusteval.report.charts import bar_chart
 from robusteval.report.highlight import text_block
 from robusteval.report.html import block_html
 from robusteval.report.model import BarChart, Num
-from robusteval.report.reasons import ORIGINAL_WRONG, wordimportance_skip_reason
 from robusteval.runs import Run, load_run
 
 

@@ -1,6 +1,6 @@
 """``robusteval ors``: the OAD-based robustness score of models from their word-importance attack runs.
 
-A thin shell over :func:`robusteval.evals.ors.ors`; loads no model.
+A thin shell over :func:`robusteval.attacks.wordimportance.ors.ors`; loads no model.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ HELP = "ORS robustness score from word-importance attack runs (models x methods)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from robusteval.evals.ors import OrsConfig
+    from robusteval.attacks.wordimportance.ors import OrsConfig
     from robusteval.metrics.ors import RECONSTRUCTION_NOTE
 
     parser = add_command(
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from robusteval.evals.ors import OrsConfig, ors
+    from robusteval.attacks.wordimportance.ors import OrsConfig, ors
     from robusteval.metrics.ors import RECONSTRUCTION_NOTE
     from robusteval.report.tables import format_rate, print_summary_table
 

@@ -55,16 +55,12 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
             ("seeds", ", ".join(map(str, data.get("seeds") or ()))), ("models", ", ".join(data.get("models") or ())),
             ("runs", f"{len(sweep.runs)} of {len(data.get('runs') or ())} found")]))
         cards += [run_card(run) for run in sweep.runs]
-    for result in inputs.ors:
-        cards.append(RunCard(str(result.path), "ors", [("beta", str(result.data.get("beta"))),
-                                                       ("q", str(result.data.get("q"))),
-                                                       ("eta", str(result.data.get("eta")))]))
+    cards += [RunCard(str(result.path), result.kind, result.card()) for result in inputs.results]
     return cards
 
 
 #: The section that shows a run of each command (a study's leaderboard links each cell there).
-SECTION_OF = {"eval": "evals", "variants eval": "varmath",
-              "robustness": "robustness", "attack wordimportance": "hardlabel", "ors": "hardlabel"}
+SECTION_OF = {"eval": "evals", "variants eval": "varmath", "robustness": "robustness"}
 
 
 def section_of(command: object) -> str:
@@ -76,13 +72,12 @@ def section_of(command: object) -> str:
 def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
     from robusteval.report.evals import evals_section
-    from robusteval.report.hardlabel import wordimportance_section
     from robusteval.report.perturbed import robustness_section
     from robusteval.report.varmath import variants_section
 
     # The sections of the methods not yet registered, at their methods' order among the registered ones.
     builders: list[tuple[int, Callable[[Inputs], Section | None]]] = [
-        (10, evals_section), (30, variants_section), (40, robustness_section), (50, wordimportance_section)]
+        (10, evals_section), (30, variants_section), (40, robustness_section)]
     for spec in methods():  # the registered methods' sections, in their order
         results = spec.load_results()
         if results is not None and results.section is not None:

@@ -1,8 +1,9 @@
-"""What a report is built from: run directories of any method, sweep directories and ORS results.
+"""What a report is built from: run directories of any method, sweep directories and the results a method writes
+that are not runs (ORS's ``ors.json``: ``MethodResults.result_files``).
 
 Each path given is one of: a run directory (``results.sqlite``), a sweep directory (``sweep.json``, its runs
-beneath it), a directory holding ``ors.json``, or a directory with any of these below it (the quick-start's
-output directory holds one run per part). Nothing is written; a path that is none of these is a one-line
+beneath it), a directory holding a method's result file (``ors.json``), or a directory with any of these below it
+(the quick-start's output directory holds one run per part). Nothing is written; a path that is none of these is a one-line
 :class:`~robusteval.errors.UserError`. ``names`` (run directory -> model name) gives runs the names a caller
 knows them by (a study's model names), which :func:`model_name` then shows instead of the model's folder name.
 """
@@ -13,9 +14,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from robusteval.attacks.wordimportance.pipeline import COMMAND as WORDIMPORTANCE  # noqa: F401
 from robusteval.errors import DataError, UserError
 from robusteval.evals.robustness import COMMAND as ROBUSTNESS  # noqa: F401
 from robusteval.report.model import Browser, Filter
@@ -23,11 +23,13 @@ from robusteval.runs import Run, load_run
 from robusteval.store import DB_NAME
 from robusteval.variants.pipeline import COMMAND as VARIANTS  # noqa: F401
 
-SWEEP_NAME = "sweep.json"
-ORS_NAME = "ors.json"
+if TYPE_CHECKING:
+    from robusteval.report.method_results import ResultFile, StoredResult
 
-# The command each method's runs record in their identity: VARIANTS, ROBUSTNESS and WORDIMPORTANCE come from
-# their pipelines (imported above); a registered method's from its registration (``robusteval.methods``).
+SWEEP_NAME = "sweep.json"
+
+# The command each method's runs record in their identity: VARIANTS and ROBUSTNESS come from their pipelines
+# (imported above); a registered method's from its registration (``robusteval.methods``).
 
 
 @dataclass(frozen=True)
@@ -54,22 +56,15 @@ class Sweep:
 
 
 @dataclass(frozen=True)
-class OrsResult:
-    path: Path  # the ors.json file
-    data: dict[str, Any]
-    #: the model names of ors.json -> the names their runs were given (``collect``'s ``names``)
-    names: Mapping[str, str] = field(default_factory=dict)
-
-    def model(self, name: str) -> str:
-        """How model ``name`` of ors.json is shown: the name its runs were given, else its short name."""
-        return self.names.get(name) or short_model(name)
-
-
-@dataclass(frozen=True)
 class Inputs:
     runs: list[Run]  # run directories given (or found below a directory given), in order
     sweeps: list[Sweep]
-    ors: list[OrsResult]
+    #: the results given that are not runs (a method's ``result_files``: ORS's), in order
+    results: list[StoredResult] = field(default_factory=list)
+
+    def stored(self, kind: str) -> list[StoredResult]:
+        """The results of ``kind`` given that are not runs (ORS's: ``"ors"``)."""
+        return [result for result in self.results if result.kind == kind]
 
     def of(self, command: str) -> list[Run]:
         return [run for run in self.runs if run.command == command]
@@ -164,38 +159,25 @@ def load_sweep(path: Path) -> Sweep:
     return Sweep(path, data, members)
 
 
-def check_ors(path: Path, data: dict[str, Any]) -> None:
-    """The shape of an ors.json the report reads (as ``evals.ors`` writes it), or a DataError."""
-    for key in ("rates", "success_percent", "ors"):
-        if key not in data:
-            raise DataError(path, "missing field", field=key)
-    _expect(path, data["rates"], list, "rates")
-    for model, score in _expect(path, data["ors"], dict, "ors").items():
-        _expect_number(path, score, f"ors.{model}")
-    for model, by_method in _expect(path, data["success_percent"], dict, "success_percent").items():
-        for method, percents in _expect(path, by_method, dict, f"success_percent.{model}").items():
-            _expect(path, percents, list, f"success_percent.{model}.{method}")
-    for key in ("rs", "oad", "runs"):
-        table = _expect(path, data.get(key), dict, key, optional=True) or {}
-        for model, by_method in table.items():
-            for method, value in _expect(path, by_method, dict, f"{key}.{model}").items():
-                if key == "runs":
-                    _expect(path, value, str, f"runs.{model}.{method}")
-                elif key == "rs":
-                    _expect_number(path, value, f"rs.{model}.{method}")
+def result_files() -> list[ResultFile]:
+    """The result files of every registered method (``MethodResults.result_files``)."""
+    from robusteval.methods import methods
+
+    return [kind for spec in methods() if (results := spec.load_results()) is not None
+            for kind in results.result_files]
 
 
-def load_ors(path: Path) -> OrsResult:
-    data = _read_json(path / ORS_NAME)
-    check_ors(path / ORS_NAME, data)
-    return OrsResult(path / ORS_NAME, data)
+def _markers(files: Sequence[ResultFile]) -> list[str]:
+    """The file names that make a directory an input: a run's, a sweep's, then each result file's."""
+    return [DB_NAME, SWEEP_NAME, *(kind.name for kind in files)]
 
 
-def _found_below(root: Path) -> list[Path]:
-    """Run, sweep and ORS directories below ``root`` (not descending into the ones found), sorted."""
+def _found_below(root: Path, markers: Sequence[str]) -> list[Path]:
+    """Run, sweep and result directories below ``root`` (holding one of ``markers``; not descending into the
+    ones found), sorted."""
     found: list[Path] = []
     for current, dirs, files in os.walk(root):
-        if DB_NAME in files or SWEEP_NAME in files or ORS_NAME in files:
+        if any(name in files for name in markers):
             found.append(Path(current))
             dirs.clear()
         else:
@@ -203,23 +185,15 @@ def _found_below(root: Path) -> list[Path]:
     return found
 
 
-def _ors_names(result: OrsResult, names: Mapping[str, str]) -> OrsResult:
-    """``result`` knowing its models' given names (through the run directories ors.json records)."""
-    known = {}
-    for model, methods in (result.data.get("runs") or {}).items():
-        given = {names.get(str(Path(str(run)).resolve())) for run in (methods or {}).values()} - {None}
-        if len(given) == 1:
-            known[model] = str(given.pop())
-    return OrsResult(result.path, result.data, known) if known else result
-
-
 def collect(paths: Iterable[str | os.PathLike[str]], *, names: Mapping[str, str] | None = None) -> Inputs:
-    """Load every run, sweep and ORS result named by ``paths`` (see the module docstring); ``names``: run
-    directory -> the model name to show for it."""
+    """Load every run, sweep and method result (ORS's) named by ``paths`` (see the module docstring); ``names``:
+    run directory -> the model name to show for it."""
     given_names = {str(Path(path).resolve()): name for path, name in (names or {}).items()}
     runs: list[Run] = []
     sweeps: list[Sweep] = []
-    ors: list[OrsResult] = []
+    results: list[StoredResult] = []
+    files = result_files()
+    markers = _markers(files)
     seen: set[Path] = set()
     given = list(paths)
     if not given:
@@ -227,9 +201,9 @@ def collect(paths: Iterable[str | os.PathLike[str]], *, names: Mapping[str, str]
     for path in map(Path, given):
         if not path.is_dir():
             raise UserError(f"{path}: no such directory" if not path.exists() else f"{path}: not a directory")
-        targets = [path] if _is_input(path) else _found_below(path)
+        targets = [path] if _is_input(path, markers) else _found_below(path, markers)
         if not targets:
-            raise UserError(f"{path}: not a run directory (no {DB_NAME}, {SWEEP_NAME} or {ORS_NAME} in it or "
+            raise UserError(f"{path}: not a run directory (no {', '.join(markers[:-1])} or {markers[-1]} in it or "
                             "below it)")
         for target in targets:
             if target.resolve() in seen:
@@ -237,15 +211,22 @@ def collect(paths: Iterable[str | os.PathLike[str]], *, names: Mapping[str, str]
             seen.add(target.resolve())
             if (target / SWEEP_NAME).is_file():
                 sweeps.append(load_sweep(target))
-            elif (target / ORS_NAME).is_file() and not (target / DB_NAME).is_file():
-                ors.append(_ors_names(load_ors(target), given_names))
+            elif (kind := _result_file(target, files)) is not None:
+                results.append(kind.load(target, given_names))
             else:
                 runs.append(_named(load_run(target), given_names))
-    return Inputs(runs, sweeps, ors)
+    return Inputs(runs, sweeps, results)
 
 
-def _is_input(path: Path) -> bool:
-    return any((path / name).is_file() for name in (DB_NAME, SWEEP_NAME, ORS_NAME))
+def _result_file(target: Path, files: Sequence[ResultFile]) -> ResultFile | None:
+    """The kind of result ``target`` holds when it is not a run (a run directory is a run whatever it holds)."""
+    if (target / DB_NAME).is_file():
+        return None
+    return next((kind for kind in files if (target / kind.name).is_file()), None)
+
+
+def _is_input(path: Path, markers: Sequence[str]) -> bool:
+    return any((path / name).is_file() for name in markers)
 
 
 def nothing_to_show(inputs: Inputs, what: str) -> UserError:

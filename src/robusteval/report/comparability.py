@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.methods import results_of_command
-from robusteval.report.collect import OrsResult
 from robusteval.runs import Run
 
 #: Identity fields that never separate comparable runs (see the module docstring; the error classifier only
@@ -52,14 +51,6 @@ def comparability_key(run: Run) -> dict[str, str]:
     if results is not None and results.comparability is not None:  # the method's own fields (its resolved rules)
         key = results.comparability(run, key)
     return {name: _text(value) for name, value in sorted(key.items())}
-
-
-def ors_key(result: OrsResult) -> dict[str, str]:
-    """An ORS result's key: models are scored together only inside one result (one β for all of them)."""
-    data = result.data
-    return {name: _text(value) for name, value in (("method", "ors"), ("result", str(result.path)),
-                                                   ("rates", data.get("rates")), ("q", data.get("q")),
-                                                   ("eta", data.get("eta")))}
 
 
 def key_hash(key: Mapping[str, str]) -> str:

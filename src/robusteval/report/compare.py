@@ -33,19 +33,17 @@ from typing import Any
 from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import methods
-from robusteval.report import hardlabel, perturbed, varmath
+from robusteval.report import perturbed, varmath
 from robusteval.report.collect import (
     ROBUSTNESS,
     VARIANTS,
-    WORDIMPORTANCE,
     Inputs,
-    OrsResult,
     collect,
     dataset_name,
     model_name,
     nothing_to_show,
 )
-from robusteval.report.comparability import comparability_key, key_hash, ors_key, why_apart
+from robusteval.report.comparability import comparability_key, key_hash, why_apart
 from robusteval.report.evals import COMMAND as EVAL
 from robusteval.report.evals import eval_accuracy
 from robusteval.report.model import Note, Num, Section, Table
@@ -228,29 +226,13 @@ def _robustness_rows(run: Run) -> list[Row]:
     return [row]
 
 
-def _wordimportance_rows(run: Run) -> list[Row]:
-    top = hardlabel.top_rate(run)
-    return [{"model": model_name(run), "dataset": dataset_name(run), "method": hardlabel.method_name(run),
-             "rate": str(top), "n_attacked": str((run.summary or {}).get("n_attacked")),
-             "asr": hardlabel.success_rate(run, top) if top else Num(None),
-             "queries_per_success": hardlabel.queries_per_success(run, top) if top else Num(None)}]
-
-
-def _ors_rows(result: OrsResult) -> list[Row]:
-    rows: list[Row] = []
-    for model in result.data.get("ors") or {}:
-        score = hardlabel.ors_score(result, model)
-        rows.append({"model": result.model(model), "beta": str(result.data.get("beta")),
-                     "n": "?" if score.n is None else str(score.n), "ors": score})
-    return rows
-
-
 @dataclass(frozen=True)
 class Board:
     """How one method's leaderboards are made: whose rows, which columns, what ranks first."""
 
     method: str
-    command: str | None  # the runs' command; None: ORS results
+    #: the runs' command, or the ``kind`` of the stored results it ranks (``Inputs.results``: not runs)
+    command: str
     title: str
     shown: tuple[str, ...]  # columns between "model" and UNRANKED
     order: tuple[tuple[str, bool], ...]  # (column, descending), best first
@@ -268,6 +250,9 @@ class Board:
     optional: frozenset[str] = frozenset()
     #: its columns shown only where some row's number is not 0 (a category no run holds an example of)
     zero_hidden: frozenset[str] = frozenset()
+    #: ``metric_of(run, tested name)``: the run's own name for a tested number, where the tested name stands for
+    #: one of several (word-importance's ``asr[top]``: the success rate at the run's largest α)
+    metric_of: Callable[[Any, str], str] | None = None
 
 
 BOARDS = (
@@ -283,10 +268,6 @@ BOARDS = (
            "preservation"), (("rb_index", False),),
           _robustness_rows, ("rb_index", "n"),
           tested=(("rb_index", "rb_index", "lower"), ("acc_original", "acc[original]", "higher"))),
-    Board("wordimportance", WORDIMPORTANCE, "Hard-label attacks: lower success rate at the largest α ranks first",
-          ("dataset", "method", "rate", "n_attacked", "asr", "queries_per_success"), (("asr", False),),
-          _wordimportance_rows, ("asr", "n_attacked"), tested=(("asr", "asr[top]", "lower"),)),
-    Board("ors", None, "ORS: higher score ranks first", ("beta", "n", "ors"), (("ors", True),), _ors_rows, None),
 )
 
 
@@ -311,11 +292,11 @@ def leaderboard_groups(board: Board, inputs: Inputs, *, max_width: float = DEFAU
                        min_n: int = DEFAULT_MIN_N) -> list[Leaderboard]:
     """``board``'s leaderboards: one per comparability key among its runs (in the order the runs came), each
     saying how its key differs from the others'."""
-    sources: list[Any] = list(inputs.ors) if board.command is None else [
-        run for run in inputs.of(board.command) if run.summary]
+    runs = [run for run in inputs.of(board.command) if run.summary]
+    sources: list[Any] = [*runs, *inputs.stored(board.command)]
     groups: dict[str, tuple[dict[str, str], list[Row]]] = {}
     for source in sources:
-        key = ors_key(source) if board.command is None else comparability_key(source)
+        key = comparability_key(source) if isinstance(source, Run) else source.key()
         made = board.rows(source, sources) if board.paired else board.rows(source)
         rows = [{**row, "run": str(source.path)} for row in made]
         groups.setdefault(key_hash(key), (key, []))[1].extend(rows)
@@ -342,7 +323,7 @@ def _pairs(board: Board, rows: Sequence[Row], sources: Sequence[Any]) -> list[Co
         for name, run, row in named:
             num = row.get(column)
             shown = f"{name} ({run.path.name})" if name in clash else name
-            own = f"asr[{hardlabel.top_rate(run)}]" if metric == "asr[top]" else metric
+            own = board.metric_of(run, metric) if board.metric_of is not None else metric
             runs.append((shown, run, own, num.value if isinstance(num, Num) else None))
         percent = all(isinstance(row.get(column), Num) and row[column].percent for _, _, row in named)  # type: ignore[union-attr]
         out += pairwise(f"{board.method} {headings().get(column, column)}", metric, better, runs, percent=percent)

@@ -9,21 +9,35 @@ import json
 from pathlib import Path
 from typing import Any
 
+from robusteval.methods import methods
 from robusteval.report.latex_tex import Heading, Tex, TexTable, escape
+from robusteval.report.method_results import NumberFormat
 from robusteval.report.model import Cell, Num
 
 #: ``robusteval.studies.leaderboard.JSON_NAME`` (tests/report/test_latex_tables.py holds them equal).
 LEADERBOARD = "leaderboard.json"
-#: Numbers a study's leaderboard holds that are not shares (shown as they are, not x100).
-NOT_PERCENT = ("ors", "queries")
+#: Numbers a study's leaderboard holds that are not shares (shown as they are, not x100), besides the registered
+#: methods' (``MethodResults.formats``: word-importance's ORS).
+NOT_PERCENT = {"queries": NumberFormat("queries")}
 _NAMES = {"acc": "ACC", "ur": "UR", "sr": "SR", "wr": "WR", "rb_index": "RB-index", "strict": "strict",
-          "loose": "loose", "ors": "ORS", "unjudged_rate": "unjudged", "clean_cot_wrong_rate": "clean wrong",
+          "loose": "loose", "unjudged_rate": "unjudged", "clean_cot_wrong_rate": "clean wrong",
           "transfer_rate": "transfer rate"}
 
 
-def _heading(metric: str, reads: str) -> Heading:
+def not_percent() -> dict[str, NumberFormat]:
+    """metric -> its format, of every number a study's leaderboard may hold that is not a share: the registered
+    methods' first."""
+    found: dict[str, NumberFormat] = {}
+    for spec in methods():
+        results = spec.load_results()
+        found.update((results.formats or {}) if results is not None else {})
+    return {**found, **NOT_PERCENT}
+
+
+def _heading(metric: str, reads: str, formats: dict[str, NumberFormat]) -> Heading:
     base, _, at = metric.replace("[", "@").rstrip("]").partition("@")
-    name = _NAMES.get(base, base.replace("asr", "ASR")) + (f" ({at})" if at else "")
+    name = _NAMES.get(base) or (formats[base].heading if base in formats else base.replace("asr", "ASR"))
+    name += f" ({at})" if at else ""
     arrow = r"$\uparrow$" if reads.startswith("higher") else r"$\downarrow$" if reads.startswith("lower") else ""
     return Tex(escape(name) + arrow)
 
@@ -38,6 +52,7 @@ def study_table(root: Path) -> list[TexTable]:
         return []
     columns: list[dict[str, Any]] = [c for c in data["columns"] if isinstance(c, dict)]
     cells = {(c.get("model"), c.get("column")): c for c in data.get("cells") or [] if isinstance(c, dict)}
+    formats = not_percent()
     rows: list[list[Cell]] = []
     for model in data["models"]:
         row: list[Cell] = [str(model)]
@@ -47,9 +62,9 @@ def study_table(root: Path) -> list[TexTable]:
                 row.append("")
                 continue
             metric = str(column.get("metric", ""))
-            row.append(Num(cell.get("value"), n=cell.get("n"), ci=cell.get("ci95"),
-                           percent=not metric.startswith(NOT_PERCENT), digits=1 if not metric.startswith("ors")
-                           else 2, flags=tuple(cell.get("flags") or ())))
+            plain = next((shown for name, shown in formats.items() if metric.startswith(name)), None)
+            row.append(Num(cell.get("value"), n=cell.get("n"), ci=cell.get("ci95"), percent=plain is None,
+                           digits=1 if plain is None else plain.digits, flags=tuple(cell.get("flags") or ())))
         rows.append(row)
     groups: list[tuple[str, int]] = []
     for column in columns:
@@ -58,12 +73,14 @@ def study_table(root: Path) -> list[TexTable]:
             groups[-1] = (label, groups[-1][1] + 1)
         else:
             groups.append((label, 1))
-    notes = ["Each number: value [95% interval], in % except ORS and queries; arrows: the direction that is better "
+    except_ = " and ".join(shown.heading for shown in formats.values())
+    notes = [f"Each number: value [95% interval], in % except {except_}; arrows: the direction that is better "
              "(accuracies) or more robust."]
     notes += [f"{column.get('method')} · {column.get('dataset')} · {column.get('metric')}: {column.get('note')}."
               for column in columns if column.get("note")]
     notes += [f"Failed: {f.get('cell')} ({f.get('error')})." for f in data.get("failed") or [] if isinstance(f, dict)]
     notes += [f"{note}." for note in data.get("notes") or []]
-    headings: list[Heading] = ["Model", *(_heading(str(c.get("metric", "")), str(c.get("reads", ""))) for c in columns)]
+    headings: list[Heading] = ["Model", *(_heading(str(c.get("metric", "")), str(c.get("reads", "")), formats)
+                                          for c in columns)]
     return [TexTable(f"Study leaderboard: {data.get('title') or root.name}", headings, rows, groups=groups,
                      notes=notes, comments=[f"study {root}"])]

@@ -8,9 +8,9 @@ study leaderboard iterate the registry and call these; none of them names a meth
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -37,6 +37,42 @@ class ExtraColumn:
     untested: str = ""  # why its pairs get no paired test ("" : they are tested like any other number)
 
 
+class StoredResult(Protocol):
+    """A result a method writes that is not a run (word-importance's ORS, ``ors.json``), as
+    :func:`robusteval.report.collect.collect` reads it: in ``Inputs.results``, shown by its method's section and
+    ranked by the board whose ``command`` is its ``kind``."""
+
+    @property
+    def path(self) -> Path: ...  # its file
+
+    @property
+    def kind(self) -> str: ...  # "ors": its board's ``command``, its run card's and results_frame's method
+
+    def key(self) -> dict[str, str]: ...  # its comparability key
+
+    def card(self) -> list[tuple[str, str]]: ...  # the fields of its card in the report
+
+    def rates(self) -> list[tuple[str, Rate]]: ...  # (model, number): its rows of ``results_frame``
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """A kind of result directory a method writes that is not a run: a directory holding ``name``."""
+
+    name: str  # the file that marks it ("ors.json")
+    #: ``load(directory, run directory -> the model name its caller gives that run)``: the result (a DataError
+    #: when the file is not one)
+    load: Callable[[Path, Mapping[str, str]], StoredResult]
+
+
+@dataclass(frozen=True)
+class NumberFormat:
+    """How a study column's number that is not a share reads in a paper table (word-importance's ORS)."""
+
+    heading: str  # "ORS"
+    digits: int = 1
+
+
 @dataclass(frozen=True)
 class MethodResults:
     """One method's results contract. Only ``rates`` is required."""
@@ -59,3 +95,8 @@ class MethodResults:
     #: ``study_columns(runs by study model, out_dir, options)``: leaderboard columns computed over all of a study's
     #: cells of one (method, dataset) at once, written under ``out_dir``; ``options`` is the study's table for it.
     study_columns: Callable[[dict[str, Run], Path, dict[str, object]], list[ExtraColumn]] | None = None
+    #: Result directories it writes that are not runs (word-importance's ``ors.json``): ``collect`` finds and
+    #: loads them into ``Inputs.results``.
+    result_files: Sequence[ResultFile] = ()
+    #: Metrics of its study columns that are not shares (metric -> how a paper table shows it: not x100).
+    formats: Mapping[str, NumberFormat] | None = None

@@ -1,6 +1,6 @@
 """The typed model of an HTML report: sections made of tables, charts, notes and example browsers.
 
-Section builders (a method's ``results`` section, ``variants.py``, ``robustness.py``, ``hardlabel.py``, ``compare.py``)
+Section builders (a method's ``results`` section, ``compare.py``)
 turn loaded runs into these objects; ``report/html.py`` renders them. Every number shown is a :class:`Num`,
 which carries what it was computed from (n, its 95% interval, the run directory): the page prints the interval
 and n in the number's cell (so they survive a screenshot or print), adds the run on hover, and a test compares

@@ -27,7 +27,7 @@ from robusteval.metrics.significance import (
     rb_index,
     share,
 )
-from robusteval.report.collect import ROBUSTNESS, VARIANTS, WORDIMPORTANCE
+from robusteval.report.collect import ROBUSTNESS, VARIANTS
 from robusteval.report.comparability import comparability_key
 from robusteval.report.evals import COMMAND as EVAL
 from robusteval.runs import Run
@@ -37,7 +37,6 @@ from robusteval.seeding import derive_seed
 STAGES = {
     EVAL: "answer_first",
     ROBUSTNESS: "robustness_outcome",
-    WORDIMPORTANCE: "wordimportance",
 }
 
 
@@ -106,17 +105,6 @@ def _variants(run: Run, metric: str, value: float | None) -> Outcomes | None:
     )
 
 
-def _wordimportance(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    if not metric.startswith("asr["):
-        return None
-    rate = metric[4:-1]
-    rows = {}
-    for i, r in _records(run, STAGES[WORDIMPORTANCE]):
-        attacked = r.get("status") != "skipped"
-        rows[i] = (bool(attacked and ((r.get("per_rate") or {}).get(rate) or {}).get("success")), attacked)
-    return _share(rows, value)
-
-
 def _eval(run: Run, metric: str, value: float | None) -> Outcomes | None:
     if metric != "acc":
         return None
@@ -129,7 +117,6 @@ READERS = {
     EVAL: _eval,
     ROBUSTNESS: _robustness,
     VARIANTS: _variants,
-    WORDIMPORTANCE: _wordimportance,
 }
 
 

@@ -18,18 +18,15 @@ from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import results_of_command
 from robusteval.metrics.stats import wilson_interval
-from robusteval.report import hardlabel, perturbed, varmath
+from robusteval.report import perturbed, varmath
 from robusteval.report.collect import (
     ROBUSTNESS,
     VARIANTS,
-    WORDIMPORTANCE,
-    OrsResult,
     collect,
     dataset_name,
     model_name,
-    short_model,
 )
-from robusteval.report.comparability import comparability_key, key_hash, ors_key
+from robusteval.report.comparability import comparability_key, key_hash
 from robusteval.report.model import Num
 from robusteval.report.tables import format_num
 from robusteval.runs import Run
@@ -92,19 +89,12 @@ def run_rates(run: Run) -> list[Rate]:
         if summary.get("preserved_only"):
             rates.append(Rate("rb_index[preserved]", perturbed.preserved_rb_index(run), "kept examples"))
         return rates
-    if command == WORDIMPORTANCE:
-        return [Rate(f"asr[{rate}]", hardlabel.success_rate(run, rate), "n_attacked")
-                for rate in sorted(summary.get("by_rate") or {}, key=float)]
     if "acc" in summary:  # answer-first eval and any other run with an accuracy
         return [Rate("acc", _with_interval(Num(summary.get("acc"), n=summary.get("n"), ci=summary.get("acc_ci95"),
                                                runs=(str(run.path),), percent=True)))]
     return []
 
 
-def ors_rates(result: OrsResult) -> list[tuple[str, Rate]]:
-    """(model, its ORS) of an ORS result: a score over the attacked examples (n) with its bootstrap interval."""
-    return [(short_model(model), Rate("ors", hardlabel.ors_score(result, model), "n_attacked")) for model in
-            result.data.get("ors") or {}]
 
 
 def rate_text(rate: Rate) -> str:
@@ -127,7 +117,7 @@ FRAME_COLUMNS = ("run", "method", "model", "dataset", "metric", "value", "n", "d
 
 
 def results_rows(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """One row per run x metric (and per ORS result x model): the rows of :func:`results_frame`."""
+    """One row per run x metric (and per stored result x model, ORS's): the rows of :func:`results_frame`."""
     inputs = collect(paths)
     rows: list[dict[str, Any]] = []
 
@@ -143,9 +133,9 @@ def results_rows(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]
         key = comparability_key(run)
         rows += [row(str(run.path), str(run.command), model_name(run), dataset_name(run), rate, key)
                  for rate in run_rates(run)]
-    for result in inputs.ors:
-        key = ors_key(result)
-        rows += [row(str(result.path), "ors", model, "", rate, key) for model, rate in ors_rates(result)]
+    for result in inputs.results:
+        key = result.key()
+        rows += [row(str(result.path), result.kind, model, "", rate, key) for model, rate in result.rates()]
     return rows
 
 

@@ -3,27 +3,19 @@ tables and the example browsers' "not attacked" items.
 
 A summary that counts them itself (``skip_reasons``: reason -> examples not attacked; ``exclusions``: name ->
 attacked examples left out of the rates, e.g. ``clean_cot_wrong``) is read as it is. Runs made before summaries
-counted them are counted here from their stored per-example records, the same way: the word-importance attack's
-records (``status`` ``skipped``: the model already got the original wrong), or those of another method, which
-gives its own count (``records``) and its own rows of the attacked examples (``attacked``).
+counted them are counted here from their stored per-example records, the same way: each method gives its own
+count of its records (``records``) and its own rows of the attacked examples (``attacked``).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.attacks.wordimportance.pipeline import STAGE as WORDIMPORTANCE_STAGE
 from robusteval.metrics.stats import wilson_interval
-from robusteval.report.collect import WORDIMPORTANCE
 from robusteval.report.model import Num, Table
 from robusteval.runs import Run
-
-#: The word-importance attack skips an example whose original the model already labels wrongly.
-NO_ORIGINAL_LABEL = "no label read from the model's answer on the original"
-ORIGINAL_WRONG = "the model already labels the original wrongly"
 
 
 @dataclass(frozen=True)
@@ -54,26 +46,9 @@ def counts(value: Any) -> dict[str, int] | None:
     return {str(k): int(n) for k, n in value.items()}
 
 
-def wordimportance_skip_reason(record: Mapping[str, Any]) -> str | None:
-    """Why a word-importance record was not attacked (None when it was)."""
-    if record.get("status") != "skipped":
-        return None
-    return NO_ORIGINAL_LABEL if record.get("original_label") is None else ORIGINAL_WRONG
-
-
-def _from_records(run: Run) -> NotAttacked:
-    rows = run.records(WORDIMPORTANCE_STAGE) if WORDIMPORTANCE_STAGE in run.stages else []
-    skipped = Counter(reason for row in rows if (reason := wordimportance_skip_reason(row)) is not None)
-    excluded: Counter[str] = Counter()
-    return NotAttacked(dict(skipped.most_common()), dict(excluded.most_common()), "records")
-
-
-def not_attacked(run: Run, records: Callable[[Run], NotAttacked] | None = None) -> NotAttacked:
-    """Why ``run`` (a word-importance run, or one whose method counts its records itself: ``records``) left
-    examples unattacked or unrated: the summary's own counts where it has them, else counted from the stored
-    records."""
-    if records is None and run.command != WORDIMPORTANCE:
-        raise ValueError(f"{run.path}: not a word-importance run ({run.command}), and no way to count its records")
+def not_attacked(run: Run, records: Callable[[Run], NotAttacked]) -> NotAttacked:
+    """Why ``run`` left examples unattacked or unrated: the summary's own counts where it has them, else its
+    method's count of its stored records (``records``)."""
     summary = run.summary or {}
     skipped = counts(summary.get("skip_reasons"))
     if skipped is not None:
@@ -84,7 +59,7 @@ def not_attacked(run: Run, records: Callable[[Run], NotAttacked] | None = None) 
         # Summaries name every exclusion they know, counted or not: a zero is no row of the table.
         ordered = dict(sorted(((k, v) for k, v in skipped.items() if v), key=lambda item: -item[1]))
         return NotAttacked(ordered, {k: v for k, v in excluded.items() if v}, "summary")
-    return (records or _from_records)(run)
+    return records(run)
 
 
 def question_share(count: int, total: int | None, run: Run) -> Num:
@@ -95,15 +70,12 @@ def question_share(count: int, total: int | None, run: Run) -> Num:
                note=f"{count} of {total} questions")
 
 
-def not_attacked_table(run: Run, label: str, found: NotAttacked | None = None, *,
-                       attacked: AttackedRows | None = None) -> Table:
+def not_attacked_table(run: Run, label: str, found: NotAttacked, *, attacked: AttackedRows | None = None) -> Table:
     """The "not attacked: why" table of one attack run: each reason with its count and share of the run's
     questions, then the attacked ones (``attacked``: the method's own rows of them, e.g. MATCHA's by category; by
-    default one row), so the rows add up to all questions (``found``: :func:`not_attacked` of the run, when
-    already counted)."""
+    default one row), so the rows add up to all questions (``found``: :func:`not_attacked` of the run)."""
     summary = run.summary or {}
     total = summary.get("n")
-    found = found or not_attacked(run)
     rows: list[list[Num | str]] = [[reason, str(count), question_share(count, total, run)]
                                    for reason, count in found.skipped.items()]
     over = ""

@@ -2,9 +2,10 @@
 
 Every number is the one ``runs show`` and ``rv.results_frame`` give for the cell's run
 (:func:`robusteval.report.rates.run_rates`: value as the summary stores it, n and what n counts, 95% interval),
-so the leaderboard never disagrees with the per-run summaries. ORS is computed per (word-importance table,
-dataset) over every model's cell with :func:`robusteval.evals.ors.ors` (one β for all of them) and written to
-``<out>/ors/<table>-<dataset>/ors.json``. A column whose cells are not comparable (their comparability keys
+so the leaderboard never disagrees with the per-run summaries. A method may add columns computed over every
+model's cell of one (method table, dataset) together (``MethodResults.study_columns``: word-importance's ORS,
+one β for all of them), written under ``<out>/<its study table, else the method table>/<table>-<dataset>``
+(``<out>/ors/<table>-<dataset>/ors.json``). A column whose cells are not comparable (their comparability keys
 differ: :mod:`robusteval.report.comparability`, which holds MATCHA's counting) says so. A flagged number (a
 MATCHA rate whose reasoning judge is deterministic only, or whose edits no semantic gate checked) is marked
 ``⚑`` in the printed rows, its flags in the column's note, in ``leaderboard.json`` (each cell's ``flags``) and
@@ -31,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
-from robusteval.methods import method_named
+from robusteval.methods import MethodSpec, method_named
 from robusteval.metrics.formatting import clean_number
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.metrics.significance import PairedTest
-from robusteval.report.build import SECTION_OF, section_of
+from robusteval.report.build import section_of
 from robusteval.report.model import Num
 from robusteval.report.pairing import Comparison, holm_table, p_text, pairwise, pairwise_csv
 from robusteval.report.rates import Rate
@@ -118,7 +119,8 @@ class StudyLeaderboard:
     denominators: dict[tuple[str, str], str] = field(default_factory=dict)
     failed: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    ors_dirs: list[Path] = field(default_factory=list)  # the ORS results written
+    #: the results a method's study columns wrote (ORS's), for the study's report
+    result_dirs: list[Path] = field(default_factory=list)
     #: every pair of models tested on each column, Holm-adjusted over the whole table
     comparisons: list[Comparison] = field(default_factory=list)
     #: column -> the id of the report section that shows its runs (the study report links each cell there)
@@ -265,24 +267,28 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
         spec = method_named(method.name)
         own = spec.load_results() if spec is not None else None
         if spec is not None and own is not None and own.study_columns is not None and runs:
-            _add_columns(board, plan, root, method_name, dataset, runs, spec.section, own.study_columns)
-        elif method.name == "wordimportance" and runs:
-            _add_ors(board, plan, root, method_name, dataset, runs)
+            _add_columns(board, plan, root, method_name, dataset, runs, spec, own.study_columns)
     board.comparisons = holm_table(board.comparisons)
     _write(board, root)
     return board
 
 
 def _add_columns(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: str, dataset: str,
-                 runs: dict[str, Any], section: str, study_columns: Any) -> None:
-    """The columns a method computes over all of a (method, dataset)'s cells at once (its ``study_columns``),
-    written under ``root/<method>/<method>-<dataset>``; one that cannot be computed is a note, not a failure."""
-    target = root / method_name / f"{method_name}-{dataset}"
+                 runs: dict[str, Any], spec: MethodSpec, study_columns: Any) -> None:
+    """The columns a method computes over all of a (method, dataset)'s cells at once (its ``study_columns``, given
+    the study file's table the method reads), written under ``root/<that table, else the method
+    table>/<method table>-<dataset>``; one that cannot be computed is a note, not a failure."""
+    table = spec.study_table.name if spec.study_table is not None else None
+    target = root / (table or method_name) / f"{method_name}-{dataset}"
     try:
-        columns = study_columns(runs, target, dict(plan.ors))
+        columns = study_columns(runs, target, dict(plan.tables.get(table or "", {})))
     except UserError as exc:
-        board.notes.append(f"{method_name}:{dataset}: not computed: {exc}")
+        # named as its column would be when the method adds one column (ORS: "<table>:<dataset>:ors")
+        named = f"{method_name}:{dataset}" + (f":{table}" if table else "")
+        board.notes.append(f"{named}: not computed: {exc}")
         return
+    for source in dict.fromkeys(Path(column.source) for column in columns):
+        board.result_dirs.append(source)
     for column in columns:
         name = f"{method_name}:{dataset}:{column.metric}"
         models = [model for model in board.models if model in column.cells]
@@ -294,42 +300,8 @@ def _add_columns(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_na
                        PairedTest("not tested", note=column.untested), percent=column.cells[a].percent,
                        label=_label(method_name, dataset, name))
             for i, a in enumerate(models) for b in models[i + 1:]] if column.untested else []
-        board.sections[name] = section
+        board.sections[name] = spec.section
         board.columns.append(Column(name, method_name, dataset, column.metric, column.better, "", note=column.note))
-
-
-def _add_ors(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_name: str, dataset: str,
-             runs: dict[str, Any]) -> None:
-    """ORS over every model's word-importance cell of (``method_name``, ``dataset``)."""
-    from robusteval.evals.ors import OrsConfig, ors
-
-    name = f"{method_name}:{dataset}:ors"
-    target = root / "ors" / f"{method_name}-{dataset}"
-    try:
-        result = ors(OrsConfig(tuple(str(run.path) for run in runs.values()), out=str(target), **plan.ors))
-    except UserError as exc:
-        board.notes.append(f"{name}: not computed: {exc}")
-        return
-    from robusteval.report.collect import load_ors
-    from robusteval.report.hardlabel import ors_score
-
-    loaded = load_ors(target)
-    board.ors_dirs.append(target)
-    by_dir = {str(run.path): model for model, run in runs.items()}
-    for summary_model, methods in result.sources.items():  # the summaries' model names -> the study's
-        model = by_dir[next(iter(methods.values()))]
-        board.cells[(model, name)] = ors_score(loaded, summary_model)
-        board.runs[(model, name)] = str(target)
-    models = [model for model in board.models if (model, name) in board.cells]
-    board.comparisons += [
-        Comparison(name, "ors", "higher", a, b, str(target), str(target),
-                   PairedTest("not tested", note="ORS is a score over the success rates: no per-example outcomes"),
-                   percent=False, label=_label(method_name, dataset, name))
-        for i, a in enumerate(models) for b in models[i + 1:]]
-    board.sections[name] = SECTION_OF["ors"]
-    board.columns.append(Column(name, method_name, dataset, "ors", "higher", "",
-                                note=f"beta={result.result.beta}; a score over the success rates, "
-                                     "interval: bootstrap over the attacked examples"))
 
 
 def _write(board: StudyLeaderboard, root: Path) -> None:

@@ -75,9 +75,9 @@ def _variants() -> Method:
                   (("strict", "higher"), ("loose", "higher")))
 
 
-#: Headlines of the registered attacks (others show every rate ``report.rates`` gives them; a registered method's
-#: are its registration's).
-ATTACK_HEADLINES = {"wordimportance": (("asr[max]", "lower"),)}
+#: Headlines of the registered attacks not yet registered as methods (others show every rate ``report.rates``
+#: gives them; a registered method's are its registration's).
+ATTACK_HEADLINES: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 def attack_method(name: str) -> Method:

@@ -26,12 +26,13 @@ from typing import Any
 
 from robusteval.config import ConfigError, did_you_mean
 from robusteval.errors import UserError
+from robusteval.methods import StudyTable, load_reference, methods
 from robusteval.studies.methods import Method, dataset_choices, get_method, method_names
 from robusteval.studies.options import MissingOption, instantiate, negated_flags, option_fields, typed_value
 
-#: Keys of the file's top level, and of its ``[ors]`` table (the constants of ``robusteval.evals.ors.OrsConfig``).
-TOP_KEYS = ("title", "out", "batch_size", "models", "datasets", "methods", "ors")
-ORS_KEYS = ("q", "eta", "beta_cap")
+#: Keys of the file's top level, besides the tables registered methods read (``MethodSpec.study_table``:
+#: word-importance's ``[ors]``, the constants of its ORS).
+BASE_KEYS = ("title", "out", "batch_size", "models", "datasets", "methods")
 #: Keys of a ``[[models]]`` entry besides the load options (``robusteval.models.registry.BACKEND_OPTIONS``).
 MODEL_KEYS = ("spec", "name")
 #: Keys of a ``[methods.NAME]`` table besides the method's options.
@@ -79,7 +80,8 @@ class StudyPlan:
     batch_size: int
     models: list[ModelEntry]
     cells: list[Cell]
-    ors: dict[str, Any]  # OrsConfig constants
+    #: the study file's tables registered methods read (``MethodSpec.study_table``), by name: ``[ors]``
+    tables: dict[str, dict[str, Any]]
 
 
 class TomlWhere:
@@ -144,7 +146,8 @@ def load_study(source: str | os.PathLike[str] | Mapping[str, Any], *, base: str 
 
 
 def _plan(data: dict[str, Any], where: TomlWhere, folder: Path, default_out: Path) -> StudyPlan:
-    _known(where, data, TOP_KEYS, None, "study")
+    tables = study_tables()
+    _known(where, data, (*BASE_KEYS, *(table.name for table in tables)), None, "study")
     batch_size = data.get("batch_size", 8)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise where.error(f"must be a whole number >= 1, got {batch_size!r}", key="batch_size", field="batch_size")
@@ -154,9 +157,7 @@ def _plan(data: dict[str, Any], where: TomlWhere, folder: Path, default_out: Pat
     out = data.get("out")
     if out is not None and not isinstance(out, str):
         raise where.error("must be a folder path (a string)", key="out", field="out")
-    ors = _table(where, data, "ors", "[ors]")
-    _known(where, ors, ORS_KEYS, "[ors]", "ors")
-    _check_ors(where, ors)
+    options = {table.name: _method_table(where, data, table) for table in tables}
     models = _models(where, data, folder)
     datasets = _table(where, data, "datasets", None)
     methods = _table(where, data, "methods", None)
@@ -178,18 +179,28 @@ def _plan(data: dict[str, Any], where: TomlWhere, folder: Path, default_out: Pat
         cells += [Cell(model, name, method, dataset, config) for name, method, dataset, config in per_method]
     # ``out`` is made by the study: always relative to the study file (a data path may be relative to the caller)
     root = Path(os.path.abspath(folder / Path(out).expanduser())) if out else default_out
-    return StudyPlan(where.path, title, root, batch_size, models, cells, ors)
+    return StudyPlan(where.path, title, root, batch_size, models, cells, options)
 
 
-def _check_ors(where: TomlWhere, ors: Mapping[str, Any]) -> None:
-    """The ORS constants, checked now by the config that will use them (ORS is computed after the cells)."""
-    from robusteval.evals.ors import OrsConfig
+def study_tables() -> list[StudyTable]:
+    """The top-level tables of a study file that registered methods read, in the methods' order."""
+    return [spec.study_table for spec in methods() if spec.study_table is not None]
 
-    try:
-        OrsConfig(("-",), **ors)
-    except ConfigError as exc:
-        problem = str(exc).split(": ", 1)[1]
-        raise where.error(problem, header="[ors]", key=exc.field, field=f"ors.{exc.field}") from None
+
+def _method_table(where: TomlWhere, data: Mapping[str, Any], table: StudyTable) -> dict[str, Any]:
+    """A method's top-level table (``[ors]``), its keys and values checked now by the method (what reads it runs
+    after the cells)."""
+    header = f"[{table.name}]"
+    options = _table(where, data, table.name, header)
+    _known(where, options, table.keys, header, table.name)
+    if table.check is not None:
+        check = load_reference(table.check, f"method study table {header}")
+        try:
+            check(options)
+        except ConfigError as exc:
+            problem = str(exc).split(": ", 1)[1]
+            raise where.error(problem, header=header, key=exc.field, field=f"{table.name}.{exc.field}") from None
+    return options
 
 
 def _known(where: TomlWhere, table: Mapping[str, Any], known: Sequence[str], header: str | None, section: str,

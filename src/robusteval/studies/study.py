@@ -112,7 +112,7 @@ def _run(plan: StudyPlan, root: Path, *, report: bool) -> StudyResult:
                 # The study's model names everywhere on the page, and its leaderboard first.
                 names = {str(run_dir(root, cell)): cell.model.name for cell in plan.cells}
                 try:
-                    page = build_report([*finished, *board.ors_dirs], root / REPORT_NAME, title=plan.title,
+                    page = build_report([*finished, *board.result_dirs], root / REPORT_NAME, title=plan.title,
                                         names=names, lead=[leaderboard_section(board)])
                 except UserError as exc:  # e.g. only eval cells: the report has no section for them
                     board.notes.append(f"report.html not written: {exc}")

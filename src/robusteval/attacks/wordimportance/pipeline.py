@@ -131,8 +131,8 @@ def attack_wordimportance(
     :class:`~robusteval.attacks.base.Attack` protocol) changes nothing. ``examples`` overrides the data.
     """
     from robusteval.analysis.drift import DriftMeter, drift_summary
-    from robusteval.attacks.wordimportance.oracle import default_confidence
-    from robusteval.attacks.wordimportance.search import WordImportanceConfig, attack_example
+    from robusteval.attacks.wordsearch.oracle import default_confidence
+    from robusteval.attacks.wordsearch.search import WordImportanceConfig, attack_example
     from robusteval.evals.classification import LabelClassifier, template_for
     from robusteval.lifecycle import finish, store_for
     from robusteval.metrics.wordimportance import attack_summary

@@ -1,18 +1,38 @@
-"""The hard-label part of the report: attack success rate against the perturbation rate per method and
+"""The word-importance attack's report section (``hardlabel``): attack success rate against the perturbation rate per method and
 model, queries per success, the ORS table with its beta, and the adversarial examples with their edits."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from robusteval.attacks.wordimportance.pipeline import STAGE
+from robusteval.attacks.wordimportance.pipeline import COMMAND, STAGE
+from robusteval.attacks.wordimportance.results.ors import OrsResult, ors_results, ors_score
 from robusteval.metrics.stats import wilson_interval
-from robusteval.report.collect import WORDIMPORTANCE, Inputs, OrsResult, model_name, runs_browser, short_model
+from robusteval.report.collect import Inputs, model_name, runs_browser, short_model
 from robusteval.report.highlight import perturbation_marks, text_block
 from robusteval.report.model import Filter, Line, LineChart, Note, Num, Section, Table
-from robusteval.report.reasons import not_attacked, not_attacked_table
+from robusteval.report.reasons import NotAttacked, not_attacked, not_attacked_table
 from robusteval.runs import Run
+
+#: Why the attack skips an example: the model's label on the original is wrong, or none could be read.
+NO_ORIGINAL_LABEL = "no label read from the model's answer on the original"
+ORIGINAL_WRONG = "the model already labels the original wrongly"
+
+
+def wordimportance_skip_reason(record: Mapping[str, Any]) -> str | None:
+    """Why a word-importance record was not attacked (None when it was)."""
+    if record.get("status") != "skipped":
+        return None
+    return NO_ORIGINAL_LABEL if record.get("original_label") is None else ORIGINAL_WRONG
+
+
+def skipped_from_records(run: Run) -> NotAttacked:
+    """The run's stored records not attacked, by reason (for a summary that does not count them)."""
+    rows = run.records(STAGE) if STAGE in run.stages else []
+    skipped = Counter(reason for row in rows if (reason := wordimportance_skip_reason(row)) is not None)
+    return NotAttacked(dict(skipped.most_common()), {}, "records")
 
 
 def _rates(run: Run) -> list[str]:
@@ -42,21 +62,6 @@ def top_rate(run: Run) -> str | None:
 def method_name(run: Run) -> str:
     summary = run.summary or {}
     return str(summary.get("method") or "+".join(summary.get("methods") or ()) or "?")
-
-
-def ors_score(result: OrsResult, model: str) -> Num:
-    """A model's ORS with n (its attacked examples over the methods) and its bootstrap interval over them; an
-    ors.json written before ORS had them shows neither."""
-    data = result.data
-    n = (data.get("n") or {}).get(model)
-    by_method = (data.get("n_by_method") or {}).get(model) or {}
-    minimum = (data.get("bootstrap") or {}).get("min_attacked")
-    few = [f"{method} n={count}" for method, count in by_method.items() if minimum and count < minimum]
-    return Num((data.get("ors") or {}).get(model), n=n, ci=(data.get("ci95") or {}).get(model), digits=2,
-               runs=(str(result.path),),
-               note="mean rs over the methods; interval: bootstrap over the attacked examples"
-                    + (f" ({', '.join(f'{m} n={c}' for m, c in by_method.items())})" if by_method else ""),
-               caveat=f"few attacked examples: {', '.join(few)} < {minimum}" if few else "")
 
 
 def curves(runs: Sequence[Run]) -> LineChart:
@@ -136,8 +141,9 @@ def adversarial_items(run: Run, label: str) -> list[dict[str, Any]]:
 
 
 def wordimportance_section(inputs: Inputs) -> Section | None:
-    runs = inputs.finished(WORDIMPORTANCE)
-    if not (runs or inputs.ors):
+    runs = inputs.finished(COMMAND)
+    ors = ors_results(inputs.results)
+    if not (runs or ors):
         return None
     section = Section("hardlabel", "Hard-label attacks and ORS",
                       "Word-importance attacks that only see the predicted label: words ranked by how much deleting "
@@ -146,10 +152,10 @@ def wordimportance_section(inputs: Inputs) -> Section | None:
     if runs:
         section.add(curves(runs), attack_table(runs))
         # Only where some example was left out: most runs attack every example the model gets right.
-        counted = [(run, not_attacked(run)) for run in runs]
+        counted = [(run, not_attacked(run, skipped_from_records)) for run in runs]
         section.add(*(not_attacked_table(run, f"{model_name(run)} · {method_name(run)}", found)
                       for run, found in counted if found.any))
-    section.add(*ors_tables(inputs.ors))
+    section.add(*ors_tables(ors))
 
     def filters(items: list[dict[str, Any]]) -> list[Filter]:
         statuses = sorted({i["filters"]["status"] for i in items}, key=lambda s: (s != "success", s))

@@ -1,4 +1,4 @@
-"""The ``ors`` pipeline: the OAD-based robustness score of models from their word-importance attack runs.
+"""The ``ors`` pipeline (a score over word-importance attack runs): the OAD-based robustness score of models from their word-importance attack runs.
 
 Reads each run's ``summary.json``, checks that the runs fit together (same perturbation rates, each
 (model, method) once), builds the success-rate table u_ij(α_k) in percent and applies the formulas of
@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -236,3 +236,9 @@ def ors(config: OrsConfig) -> OrsReport:
     path = write_text_atomic(Path(config.out) / OUTPUT_NAME,
                              json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
     return dataclasses.replace(report, path=path)
+
+
+def check_study_options(options: Mapping[str, Any]) -> None:
+    """A study file's ``[ors]`` constants (its registration's ``StudyTable``), checked by the config that will use
+    them: a :class:`~robusteval.config.ConfigError` naming the field."""
+    OrsConfig(("-",), **options)

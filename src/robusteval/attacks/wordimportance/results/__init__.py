@@ -1,0 +1,40 @@
+"""What the results layer reads of the word-importance attack (:class:`~robusteval.report.method_results.
+MethodResults`): each run's success rate at every α with its n and interval, the per-example outcomes behind
+them, its leaderboards (and ORS's), its report section (``hardlabel``, with the ORS tables), the ORS results
+``collect`` finds (``ors.json``) and the study's ORS column. ``section``: the report section; ``boards``: the
+leaderboards; ``ors``: ORS results."""
+
+from __future__ import annotations
+
+from robusteval.attacks.wordimportance.pipeline import STAGE
+from robusteval.attacks.wordimportance.results.boards import BOARDS
+from robusteval.attacks.wordimportance.results.ors import ORS_FILE, study_columns
+from robusteval.attacks.wordimportance.results.section import success_rate, wordimportance_section
+from robusteval.metrics.significance import Outcomes
+from robusteval.report.method_results import MethodResults, NumberFormat
+from robusteval.report.pairing import _records, _share
+from robusteval.report.rates import Rate
+from robusteval.runs import Run
+
+
+def run_rates(run: Run) -> list[Rate]:
+    """The success rate at every perturbation rate α, over the attacked examples."""
+    return [Rate(f"asr[{rate}]", success_rate(run, rate), "n_attacked")
+            for rate in sorted((run.summary or {}).get("by_rate") or {}, key=float)]
+
+
+def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
+    """Each example's success at α (``asr[<α>]``): a share of the attacked examples (a skipped one is not)."""
+    if not metric.startswith("asr["):
+        return None
+    rate = metric[4:-1]
+    rows = {}
+    for i, r in _records(run, STAGE):
+        attacked = r.get("status") != "skipped"
+        rows[i] = (bool(attacked and ((r.get("per_rate") or {}).get(rate) or {}).get("success")), attacked)
+    return _share(rows, value)
+
+
+RESULTS = MethodResults(rates=run_rates, outcomes=outcomes, boards=BOARDS, section=wordimportance_section,
+                        study_columns=study_columns, result_files=(ORS_FILE,),
+                        formats={"ors": NumberFormat("ORS", digits=2)})
