@@ -173,9 +173,9 @@ def entry_of(module: str) -> str:
 
 
 #: Modules of a method's package that sit in a higher layer than their package: a method's ``results`` module (or
-#: package) shows its runs (``robusteval.methods``), so it is in the results layer and nothing of its own package
-#: below that layer may import it.
-SUBLAYERS = {"results": "results"}
+#: package) shows its runs (``robusteval.methods``), so it is in the results layer, and its ``study_runner`` builds
+#: the study's ``Method``, so it is in the studies layer; nothing of its own package below that layer imports them.
+SUBLAYERS = {"results": "results", "study_runner": "studies"}
 
 
 def layer_of(module: str) -> int:

@@ -18,6 +18,7 @@ from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, predicted_label, template_for
 from robusteval.evals.prompt_robustness.config import PromptSearchConfig
+from robusteval.evals.prompt_robustness.outcomes import KEY, encode
 from robusteval.evals.prompt_robustness.search import (
     SEARCH_STAGE,
     PromptSetClassifier,
@@ -142,8 +143,9 @@ def prompt_search(config: PromptSearchConfig, backend: Backend, store: RunStore 
                     for r, ex in zip(answers[name], held_out, strict=True)]
 
         changed = record["found_instruction"] != instruction
+        outcomes = {name: correct(name) for name in ("clean", "found")}
         metrics = prompt_robustness_metrics(
-            correct("clean"), {"found": correct("found")}, {"search": ["found"]}, {"found": changed},
+            outcomes["clean"], {"found": outcomes["found"]}, {"search": ["found"]}, {"found": changed},
             seed=derive_seed(config.bootstrap_seed, "prompt-search-bootstrap"), n_resamples=config.bootstrap)
         summary = {
             "mode": "search", "model": backend.name, "dataset": config.data.dataset,
@@ -162,7 +164,7 @@ def prompt_search(config: PromptSearchConfig, backend: Backend, store: RunStore 
             "similarity": record.get("drift"),
             "held_out": {**metrics, "n_unparsed": {name: sum(1 for r in rs if predicted_label(r, config.label_mode)
                                                              is None) for name, rs in answers.items()}},
-            "skip_reasons": {}, "exclusions": {},
+            "skip_reasons": {}, "exclusions": {}, KEY: encode([ex.id for ex in held_out], outcomes),
         }
         return finish(run, summary, seeds={"seed": config.seed, "bootstrap_seed": config.bootstrap_seed})
 
