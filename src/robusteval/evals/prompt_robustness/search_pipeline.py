@@ -10,7 +10,7 @@ search back and asks the model nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.config import ConfigError, field_check
@@ -59,10 +59,10 @@ def _plan(config: PromptSearchConfig, examples: list[Example] | None = None
 
 
 def prompt_search_identity(config: PromptSearchConfig, model: dict[str, Any] | None,
-                           examples: list[Example]) -> dict[str, Any]:
+                           examples: Sequence[Example]) -> dict[str, Any]:
     from robusteval.lifecycle import run_identity
 
-    _, template, _, _, language = _plan(config, examples)
+    _, template, _, _, language = _plan(config, list(examples))
     return run_identity(COMMAND, config, model, **template.identity(), language=language)
 
 

@@ -60,7 +60,7 @@ def spread_metrics(correct: Mapping[str, Sequence[bool]], *, seed: int, n_resamp
     ci, method = robust_interval(table, spread_of, fallback, SPREAD_FALLBACK, seed=seed, n_resamples=n_resamples)
     out["spread_ci95"], out["spread_ci95_method"] = ci, method
     for key, pick, named in (("min", np.min, names[lo]), ("max", np.max, names[hi]), ("mean", np.mean, None)):
-        out[f"{key}_ci95"], out[f"{key}_ci95_method"] = _level_interval(table, pick, named and per_prompt[named],
+        out[f"{key}_ci95"], out[f"{key}_ci95_method"] = _level_interval(table, pick, per_prompt[named] if named else None,
                                                                         out[key], seed=seed, n_resamples=n_resamples)
     worst = proportion(int(table.all(axis=1).sum()), n)
     best = proportion(int(table.any(axis=1).sum()), n)

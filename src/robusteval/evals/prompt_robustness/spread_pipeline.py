@@ -6,7 +6,7 @@ Every answer is a ``classify`` unit keyed by the prompt (a template hash of its 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.config import field_check
@@ -56,10 +56,10 @@ def _plan(config: PromptSpreadConfig, examples: list[Example] | None = None
 
 
 def prompt_spread_identity(config: PromptSpreadConfig, model: dict[str, Any] | None,
-                           examples: list[Example]) -> dict[str, Any]:
+                           examples: Sequence[Example]) -> dict[str, Any]:
     from robusteval.lifecycle import run_identity
 
-    _, template, _, _ = _plan(config, examples)
+    _, template, _, _ = _plan(config, list(examples))
     return run_identity(COMMAND, config, model, **template.identity())
 
 

@@ -96,11 +96,12 @@ def changed_prompts(summary: Mapping[str, Any]) -> list[str]:
 
 
 def worst_prompt(summary: Mapping[str, Any]) -> str | None:
-    """The changed perturbed prompt with the lowest accuracy (the first such in the run's order)."""
+    """The changed perturbed prompt with the lowest accuracy (ties: the first by name, whatever order the summary
+    was read back in)."""
     prompts = summary.get("prompts") or {}
-    scored = [(prompts[name].get("acc"), i, name) for i, name in enumerate(changed_prompts(summary))
+    scored = [(prompts[name].get("acc"), name) for name in changed_prompts(summary)
               if prompts[name].get("acc") is not None]
-    return min(scored)[2] if scored else None
+    return min(scored)[1] if scored else None
 
 
 def perturb_rates(run: Run) -> list[Rate]:

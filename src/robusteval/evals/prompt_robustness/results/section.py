@@ -15,6 +15,7 @@ text blocks are rendered by the page's script without parsing them as HTML (:mod
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -158,6 +159,13 @@ def search_blocks(runs: Sequence[Run]) -> list[Block]:
 
 # ------------------------------------------------------------------------------------------------------- spread
 
+def prompt_order(name: str) -> tuple[bool, list[Any]]:
+    """The template's own prompt first, then the others with their numbers in order (format2 before format10): a
+    summary read back may hold its prompts sorted by name."""
+    parts = re.split(r"(\d+)", name)
+    return name != "original", [int(part) if part.isdigit() else part for part in parts]
+
+
 def spread_blocks(runs: Sequence[Run]) -> list[Block]:
     labels = _labels(runs)
     rows: list[list[Num | str]] = []
@@ -172,8 +180,9 @@ def spread_blocks(runs: Sequence[Run]) -> list[Block]:
                      f"{best}: {describe(prompts.get(best))}", f"{summary.get('argmin')}: "
                      f"{describe(prompts.get(summary.get('argmin')))}"])
         wins.append(f"{label}: {best} wins")
-    names = list(dict.fromkeys(name for run in runs for name in (run.summary or {}).get("prompts") or {}))
-    what = {}
+    names = sorted(dict.fromkeys(name for run in runs for name in (run.summary or {}).get("prompts") or {}),
+                   key=prompt_order)
+    what: dict[str, str] = {}
     for run in runs:
         for name, entry in ((run.summary or {}).get("prompts") or {}).items():
             what.setdefault(name, describe(entry))
