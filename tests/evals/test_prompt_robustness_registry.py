@@ -5,6 +5,7 @@ never run), on the tiny model."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,14 @@ from robusteval.evals.prompt_robustness import (
     prompt_search,
     prompt_spread,
 )
+from robusteval.evals.prompt_robustness.outcomes import decode
 from robusteval.evals.prompt_robustness.pipeline import COMMAND as PERTURB
 from robusteval.evals.prompt_robustness.search_pipeline import COMMAND as SEARCH
 from robusteval.evals.prompt_robustness.spread_pipeline import COMMAND as SPREAD
 from robusteval.methods import method_named, method_of_command
 from robusteval.perturbations.spec import PerturbationSpec
+from robusteval.report.pairing import pairwise, run_outcomes
+from robusteval.runs import load_run
 from robusteval.store.stages import STAGES
 from robusteval.studies.methods import get_method, method_names
 
@@ -81,3 +85,23 @@ def test_report_section_shows_hostile_prompt_text_as_text(tiny_backend: Any, tmp
         kinds = page.eval_on_selector_all("#prompt-robustness script", "ss => ss.map(s => s.type)")
         assert page.locator("img").count() == 0 and set(kinds) == {"application/json"}
         assert opened.errors == []  # no alert ran
+
+
+def test_a_run_without_per_example_outcomes_is_said_not_tested(tiny_backend: Any, tmp_path: Path) -> None:
+    data = rv.DataSpec("jsonl", str(resources.files("robusteval.data.samples") / "yesno.jsonl"),
+                       answer_type="label", limit=6)
+    config = PromptSpreadConfig(data=data, n_formats=2, label_mode="soft", bootstrap=50)
+    prompt_spread(config, tiny_backend, tmp_path / "run")
+    new = load_run(tmp_path / "run")
+    summary = dict(new.summary or {})
+    assert decode(summary) is not None
+    summary.pop("per_example")  # as a run made before the outcomes were kept
+    old = replace(new, summary=summary)
+    value = new.summary["worst_case_acc"]  # type: ignore[index]
+    assert run_outcomes(new, "worst_case", value) is not None and run_outcomes(old, "worst_case", value) is None
+    test = pairwise("spread", "worst_case", "higher", [("a", new, "worst_case", value),
+                                                       ("b", old, "worst_case", value)])[0].test
+    assert test.status == "not tested" and "no per-example outcomes" in test.note
+    # A block that does not match its ids is no outcomes either.
+    summary["per_example"] = {"ids": ["a", "b"], "correct": {"original": "1"}}
+    assert decode(summary) is None
