@@ -48,7 +48,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "transfer": ("robusteval.attacks.matcha.transfer", "transfer"),
     "RobustnessConfig": ("robusteval.evals.robustness", "RobustnessConfig"),
     "robustness": ("robusteval.evals.robustness", "robustness"),
+    "PromptRobustnessConfig": ("robusteval.evals.prompt_robustness", "PromptRobustnessConfig"),
     "prompt_robustness": ("robusteval.evals.prompt_robustness", "prompt_robustness"),
+    "PromptSearchConfig": ("robusteval.evals.prompt_robustness", "PromptSearchConfig"),
+    "prompt_search": ("robusteval.evals.prompt_robustness", "prompt_search"),
+    "PromptSpreadConfig": ("robusteval.evals.prompt_robustness", "PromptSpreadConfig"),
+    "prompt_spread": ("robusteval.evals.prompt_robustness", "prompt_spread"),
     "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.config", "WordImportanceRunConfig"),
     "attack_wordimportance": ("robusteval.attacks.wordimportance.pipeline", "attack_wordimportance"),
     "OrsConfig": ("robusteval.attacks.wordimportance.ors", "OrsConfig"),
@@ -95,7 +100,12 @@ if TYPE_CHECKING:
     from robusteval.errors import UserError as UserError
     from robusteval.evals.answer_first import EvalConfig as EvalConfig
     from robusteval.evals.answer_first import evaluate as evaluate
+    from robusteval.evals.prompt_robustness import PromptRobustnessConfig as PromptRobustnessConfig
+    from robusteval.evals.prompt_robustness import PromptSearchConfig as PromptSearchConfig
+    from robusteval.evals.prompt_robustness import PromptSpreadConfig as PromptSpreadConfig
     from robusteval.evals.prompt_robustness import prompt_robustness as prompt_robustness
+    from robusteval.evals.prompt_robustness import prompt_search as prompt_search
+    from robusteval.evals.prompt_robustness import prompt_spread as prompt_spread
     from robusteval.evals.robustness import RobustnessConfig as RobustnessConfig
     from robusteval.evals.robustness import robustness as robustness
     from robusteval.executors import make_executor as make_executor

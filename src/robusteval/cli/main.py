@@ -35,7 +35,6 @@ COMMAND_MODULES = (
     "robusteval.cli.study",
     "robusteval.cli.perturb",
     "robusteval.cli.robustness",
-    "robusteval.cli.prompt_robustness",
     "robusteval.cli.ors",
     "robusteval.cli.judges",
     "robusteval.cli.variants",

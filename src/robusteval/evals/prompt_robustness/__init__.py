@@ -6,17 +6,42 @@ One concern per module: ``surfaces`` (a classification prompt taken apart into i
 (PromptBench's PDR and the RB-index with paired intervals), ``pipeline`` (``prompt_robustness``); item 2, the adversarial prompt search: ``search`` (the word-importance
 oracle's view of a candidate instruction, the split) and ``search_pipeline`` (``prompt_search``); item 3, the
 prompt spread: ``formats`` (FormatSpread's grammar, prompts from a file), ``spread`` (min/max/mean/spread and
-the worst case per example) and ``spread_pipeline`` (``prompt_spread``).
+the worst case per example) and ``spread_pipeline`` (``prompt_spread``). ``registration`` registers
+its three modes with the method registry (``prompt-robustness``, ``prompt-search``, ``prompt-spread``);
+``study_method`` builds their study cells and ``results`` shows their runs (rates, per-example outcomes, the
+``runs compare`` boards and the report section). Names below load on first use, so reading the registration
+(``robusteval --help``) imports no pipeline.
 """
 
-from robusteval.evals.prompt_robustness.config import (
-    PromptRobustnessConfig,
-    PromptSearchConfig,
-    PromptSpreadConfig,
-)
-from robusteval.evals.prompt_robustness.pipeline import prompt_robustness
-from robusteval.evals.prompt_robustness.search_pipeline import prompt_search
-from robusteval.evals.prompt_robustness.spread_pipeline import prompt_spread
+from __future__ import annotations
 
-__all__ = ["PromptRobustnessConfig", "PromptSearchConfig", "PromptSpreadConfig", "prompt_robustness",
-           "prompt_search", "prompt_spread"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> module; resolved on first use.
+_EXPORTS = {
+    "PromptRobustnessConfig": "robusteval.evals.prompt_robustness.config",
+    "PromptSearchConfig": "robusteval.evals.prompt_robustness.config",
+    "PromptSpreadConfig": "robusteval.evals.prompt_robustness.config",
+    "prompt_robustness": "robusteval.evals.prompt_robustness.pipeline",
+    "prompt_search": "robusteval.evals.prompt_robustness.search_pipeline",
+    "prompt_spread": "robusteval.evals.prompt_robustness.spread_pipeline",
+}
+
+if TYPE_CHECKING:
+    from robusteval.evals.prompt_robustness.config import PromptRobustnessConfig as PromptRobustnessConfig
+    from robusteval.evals.prompt_robustness.config import PromptSearchConfig as PromptSearchConfig
+    from robusteval.evals.prompt_robustness.config import PromptSpreadConfig as PromptSpreadConfig
+    from robusteval.evals.prompt_robustness.pipeline import prompt_robustness as prompt_robustness
+    from robusteval.evals.prompt_robustness.search_pipeline import prompt_search as prompt_search
+    from robusteval.evals.prompt_robustness.spread_pipeline import prompt_spread as prompt_spread
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

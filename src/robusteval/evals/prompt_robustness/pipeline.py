@@ -25,6 +25,7 @@ from robusteval.evals.classification import (
 )
 from robusteval.evals.prompt_robustness.config import PromptRobustnessConfig
 from robusteval.evals.prompt_robustness.generate import PerturbedPrompt, perturbed_prompts
+from robusteval.evals.prompt_robustness.outcomes import KEY, encode
 from robusteval.evals.prompt_robustness.surfaces import PromptSurfaces, PromptVariant, variant_template
 from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
@@ -168,8 +169,9 @@ def build_summary(config: PromptRobustnessConfig, model: str, plan: _Plan, promp
     by_method: dict[str, list[str]] = {}
     for prompt in prompts:
         by_method.setdefault(prompt.method, []).append(prompt.name)
+    outcomes = {name: correct(name) for name in ("clean", *(p.name for p in prompts))}
     metrics = prompt_robustness_metrics(
-        correct("clean"), {p.name: correct(p.name) for p in prompts}, by_method,
+        outcomes["clean"], {p.name: outcomes[p.name] for p in prompts}, by_method,
         {p.name: p.changed for p in prompts},
         seed=derive_seed(config.bootstrap_seed, "prompt-robustness-bootstrap"), n_resamples=config.bootstrap)
     for prompt in prompts:
@@ -197,4 +199,5 @@ def build_summary(config: PromptRobustnessConfig, model: str, plan: _Plan, promp
                        for name, records in answers.items()},
         "skip_reasons": {},
         "exclusions": {},
+        KEY: encode([example.id for example in plan.examples], outcomes),
     }

@@ -10,7 +10,7 @@ search back and asks the model nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.config import ConfigError, field_check
@@ -18,6 +18,7 @@ from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, predicted_label, template_for
 from robusteval.evals.prompt_robustness.config import PromptSearchConfig
+from robusteval.evals.prompt_robustness.outcomes import KEY, encode
 from robusteval.evals.prompt_robustness.search import (
     SEARCH_STAGE,
     PromptSetClassifier,
@@ -58,10 +59,10 @@ def _plan(config: PromptSearchConfig, examples: list[Example] | None = None
 
 
 def prompt_search_identity(config: PromptSearchConfig, model: dict[str, Any] | None,
-                           examples: list[Example]) -> dict[str, Any]:
+                           examples: Sequence[Example]) -> dict[str, Any]:
     from robusteval.lifecycle import run_identity
 
-    _, template, _, _, language = _plan(config, examples)
+    _, template, _, _, language = _plan(config, list(examples))
     return run_identity(COMMAND, config, model, **template.identity(), language=language)
 
 
@@ -74,7 +75,7 @@ def prompt_search(config: PromptSearchConfig, backend: Backend, store: RunStore 
                   batch_size: int = 8) -> dict[str, Any]:
     """Search the instruction's words for the prompt that lowers ``backend``'s accuracy most on a seeded search
     set within ``config.budget`` queries; report it with the clean prompt on the held-out examples. Resumable."""
-    from robusteval.attacks.wordimportance.search import WordImportanceConfig, attack_example
+    from robusteval.attacks.wordsearch.search import WordImportanceConfig, attack_example
     from robusteval.evals.prompt_robustness.pdr import prompt_robustness_metrics
     from robusteval.evals.prompt_robustness.pipeline import ask_every_prompt
     from robusteval.lifecycle import finish, run_identity, store_for
@@ -142,8 +143,9 @@ def prompt_search(config: PromptSearchConfig, backend: Backend, store: RunStore 
                     for r, ex in zip(answers[name], held_out, strict=True)]
 
         changed = record["found_instruction"] != instruction
+        outcomes = {name: correct(name) for name in ("clean", "found")}
         metrics = prompt_robustness_metrics(
-            correct("clean"), {"found": correct("found")}, {"search": ["found"]}, {"found": changed},
+            outcomes["clean"], {"found": outcomes["found"]}, {"search": ["found"]}, {"found": changed},
             seed=derive_seed(config.bootstrap_seed, "prompt-search-bootstrap"), n_resamples=config.bootstrap)
         summary = {
             "mode": "search", "model": backend.name, "dataset": config.data.dataset,
@@ -162,7 +164,7 @@ def prompt_search(config: PromptSearchConfig, backend: Backend, store: RunStore 
             "similarity": record.get("drift"),
             "held_out": {**metrics, "n_unparsed": {name: sum(1 for r in rs if predicted_label(r, config.label_mode)
                                                              is None) for name, rs in answers.items()}},
-            "skip_reasons": {}, "exclusions": {},
+            "skip_reasons": {}, "exclusions": {}, KEY: encode([ex.id for ex in held_out], outcomes),
         }
         return finish(run, summary, seeds={"seed": config.seed, "bootstrap_seed": config.bootstrap_seed})
 

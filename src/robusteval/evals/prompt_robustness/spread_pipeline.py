@@ -6,7 +6,7 @@ Every answer is a ``classify`` unit keyed by the prompt (a template hash of its 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robusteval.config import field_check
@@ -26,6 +26,7 @@ from robusteval.evals.prompt_robustness.formats import (
     sample_formats,
     spread_prompts,
 )
+from robusteval.evals.prompt_robustness.outcomes import KEY, encode
 from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
 from robusteval.models.identity import backend_identity
@@ -55,10 +56,10 @@ def _plan(config: PromptSpreadConfig, examples: list[Example] | None = None
 
 
 def prompt_spread_identity(config: PromptSpreadConfig, model: dict[str, Any] | None,
-                           examples: list[Example]) -> dict[str, Any]:
+                           examples: Sequence[Example]) -> dict[str, Any]:
     from robusteval.lifecycle import run_identity
 
-    _, template, _, _ = _plan(config, examples)
+    _, template, _, _ = _plan(config, list(examples))
     return run_identity(COMMAND, config, model, **template.identity())
 
 
@@ -99,6 +100,6 @@ def prompt_spread(config: PromptSpreadConfig, backend: Backend, store: RunStore 
             "prompts_file": config.prompts_file, "n_formats": config.n_formats, "unit": UNIT, **metrics,
             "n_unparsed": {name: sum(1 for r in records if predicted_label(r, config.label_mode) is None)
                            for name, records in answers.items()},
-            "skip_reasons": {}, "exclusions": {},
+            "skip_reasons": {}, "exclusions": {}, KEY: encode([ex.id for ex in examples], correct),
         }
         return finish(run, summary, seeds={"seed": config.seed, "bootstrap_seed": config.bootstrap_seed})
