@@ -32,7 +32,8 @@ from robusteval.studies.options import MissingOption, instantiate, negated_flags
 #: Keys of the file's top level, and of its ``[ors]`` table (the constants of ``robusteval.evals.ors.OrsConfig``).
 TOP_KEYS = ("title", "out", "batch_size", "models", "datasets", "methods", "ors")
 ORS_KEYS = ("q", "eta", "beta_cap")
-#: Keys of a ``[[models]]`` entry besides the load options (``robusteval.models.registry.BACKEND_OPTIONS``).
+#: Keys of a ``[[models]]`` entry besides the load options (the fields of the backend's options class,
+#: ``robusteval.models.options``: ``load_model``'s keywords and ``--model-args``' keys).
 MODEL_KEYS = ("spec", "name")
 #: Keys of a ``[methods.NAME]`` table besides the method's options.
 METHOD_KEYS = ("kind", "datasets")
@@ -223,7 +224,7 @@ def _resolve(value: str, folder: Path) -> str:
 
 
 def _models(where: TomlWhere, data: Mapping[str, Any], folder: Path) -> list[ModelEntry]:
-    from robusteval.models.registry import check_backend_options, parse_spec
+    from robusteval.models.registry import parse_spec, resolve_options
     from robusteval.report.collect import short_model
     from robusteval.studies.sweep import slug
 
@@ -240,9 +241,9 @@ def _models(where: TomlWhere, data: Mapping[str, Any], folder: Path) -> list[Mod
         options = {k: v for k, v in entry.items() if k not in MODEL_KEYS}
         try:
             parsed = parse_spec(spec)
-            check_backend_options(spec, options)
+            resolve_options(spec, options)
         except UserError as exc:
-            bad = next((k for k in options if k in str(exc)), "spec")
+            bad = next((k for k in options if f"'{k}'" in str(exc) or f": {k}:" in str(exc)), "spec")
             raise where.error(str(exc), header=header, key=bad, occurrence=i, field=f"models[{i}]") from None
         if parsed.kind == "hf" and parsed.target.startswith((".", "~")):
             spec = f"hf:{_resolve(parsed.target, folder)}"
