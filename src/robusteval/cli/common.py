@@ -79,17 +79,18 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="a reasoning model's thinking switch: passed to its chat template as enable_thinking "
                        "(hf; refused where the template has none) or as chat_template_kwargs (openai, vLLM); "
                        "unset: the template's default (recorded in the run identity when set)")
-    for flag, name in _replaced_flags().items():
-        group.add_argument(flag, default=None, action=_ReplacedFlag, help=argparse.SUPPRESS, metavar=name)
+    for flag, field in _replaced_flags().items():
+        group.add_argument(flag, default=None, action=_ReplacedFlag, help=argparse.SUPPRESS, metavar=field.name,
+                           choices=field.metadata.get("choices"))
     add_executor_options(parser)
 
 
-def _replaced_flags() -> dict[str, str]:
-    """``{flag: option}`` of the backend flags ``--model-args`` replaced, of every registered backend."""
-    from robusteval.models.options import replaced_flags
+def _replaced_flags() -> dict[str, Any]:
+    """``{flag: option field}`` of the backend flags ``--model-args`` replaced, of every registered backend."""
+    from robusteval.models.options import option_fields, replaced_flags
     from robusteval.models.registry import backend_options_classes
 
-    return {flag: name for options_type in backend_options_classes().values()
+    return {flag: option_fields(options_type)[name] for options_type in backend_options_classes().values()
             for flag, name in replaced_flags(options_type).items()}
 
 
@@ -162,10 +163,10 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
 
     options = {name: getattr(args, name) for name in _COMMON_FLAGS if hasattr(args, name)}
     kind = str(getattr(args, "model", None) or "").partition(":")[0] or None
-    for flag, name in _replaced_flags().items():
+    for flag, field in _replaced_flags().items():
         value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
         if value is not None:
-            options.update(parse_model_args({name: value}, kind=kind, what=flag))
+            options.update(parse_model_args({field.name: value}, kind=kind, what=flag))
     options.update(parse_model_args(getattr(args, "model_args", None), kind=kind))
     return options
 
