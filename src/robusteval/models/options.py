@@ -131,3 +131,24 @@ def replaced_flags(options_type: type[CommonOptions]) -> dict[str, str]:
     """``{old flag: option}`` of the flags an options class's fields replace (``--request-timeout``: timeout)."""
     return {f.metadata["replaces"]: name for name, f in option_fields(options_type).items()
             if f.metadata.get("replaces")}
+
+
+def _type_text(hint: Any) -> str:
+    text = str(hint).replace("typing.", "").replace("NoneType", "None")
+    return text.removeprefix("<class '").removesuffix("'>").replace(" | ", " or ")
+
+
+def options_table(options_type: type[CommonOptions], *, common: bool = False) -> str:
+    """A markdown table of ``options_type``'s options (the common ones with ``common``, else its own): what
+    docs/backends.md shows per backend, generated from the class."""
+    fields = option_fields(options_type) if common else specific_fields(options_type)
+    rows = ["| option | type | default | run identity | replaces | what it does |", "|---|---|---|---|---|---|"]
+    marks = {True: "yes", False: "", WHEN_SET: "when set", CHANGED: "when not the default"}
+    for name, field in fields.items():
+        choices = field.metadata.get("choices")
+        what = field.metadata.get("help", "") + (f" ({' / '.join(choices)})" if choices else "")
+        identity = "under model_args" if field.metadata.get("from_pretrained") else marks[field.metadata["identity"]]
+        replaces = f"`{field.metadata['replaces']}`" if field.metadata.get("replaces") else ""
+        rows.append(f"| `{name}` | {_type_text(annotation(options_type, name))} | `{field.default!r}` | {identity} | "
+                    f"{replaces} | {what.replace('|', '/')} |")
+    return "\n".join(rows)

@@ -199,6 +199,19 @@ def parse_model_args(given: str | Mapping[str, Any] | None, *, kind: str | None 
     return out
 
 
+def options_reference() -> str:
+    """The options of every registered backend as markdown (docs/backends.md holds this text; a test keeps it so):
+    the common ones, then each backend's own ``--model-args``."""
+    from robusteval.models.options import options_table
+
+    parts = ["### Common options (flags of their own: `--dtype`, `--device`, `--batch-size`, `--max-memory`, "
+             "`--thinking`)", "", options_table(CommonOptions, common=True)]
+    for kind, cls in sorted(backend_options_classes().items()):
+        parts += ["", f"### `{kind}`: `--model-args` ({cls.__name__})", "", (cls.__doc__ or "").strip().splitlines()[0].replace("``", "`"),
+                  "", options_table(cls)]
+    return "\n".join(parts) + "\n"
+
+
 class ModelHost(Protocol):
     """Where models are described and loaded when not simply in this process: the executor in force.
     :func:`robusteval.executors.use_executor` makes its executor the host, so models never import executors."""
