@@ -191,3 +191,23 @@ def test_every_option_is_declared_once_and_the_doc_lists_them_all() -> None:
     # No option is declared by two backends with different meanings: only the common ones are shared.
     specific = [set(specific_fields(cls)) for cls in backend_options_classes().values()]
     assert not set.intersection(*specific)
+
+
+# ------------------------------------------------------------------------------ a study's model keys
+def test_a_study_takes_the_same_names_and_refuses_on_the_right_line(tmp_path: Path) -> None:
+    (tmp_path / "q.jsonl").write_text('{"question": "1+1?", "answer": "2"}\n', encoding="utf-8")
+    tail = "[datasets.q]\ndataset = 'jsonl'\ndata_file = 'q.jsonl'\n[methods.eval]\n"
+    study = tmp_path / "study.toml"
+    study.write_text(f"[[models]]\nspec = '{OPENAI}'\ndevice = 'cpu'\ntimeout = 30\nendpoint = 'chat'\n"
+                     f"[[models]]\nspec = 'hf:some/hub-id'\nname = 'hub'\ndecoder = 'dynamic'\nrevision = 'v2'\n{tail}")
+    models = rv.load_study(study).models
+    assert models[0].options == {"device": "cpu", "timeout": 30, "endpoint": "chat"}
+    assert models[1].options == {"decoder": "dynamic", "revision": "v2"}
+    study.write_text(f"[[models]]\nspec = '{OPENAI}'\ndevice = 'cpu'\ntimeout = 'soon'\n{tail}")
+    with pytest.raises(UserError, match=r"study.toml:4: models\[0\]: timeout: expected a number, got 'soon' "
+                       r"\(openai backend\)$"):
+        rv.load_study(study)
+    study.write_text(f"[[models]]\nspec = 'hf:some/hub-id'\ndevice = 'cpu'\ndecodr = 'dynamic'\n{tail}")
+    with pytest.raises(UserError, match=r"study.toml:4: models\[0\]: unknown model option decodr \(did you mean "
+                       r"decoder\?\) for the hf backend"):
+        rv.load_study(study)

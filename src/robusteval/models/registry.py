@@ -99,6 +99,14 @@ class LoadRecipe:
 LEGACY_MODEL_ARGS = "model_args"
 
 
+class OptionError(UserError):
+    """A model option refused by :func:`resolve_options`; ``option`` names it (a study file points at its line)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
 def spec_kind(spec: str | ModelSpec) -> str:
     return spec.kind if isinstance(spec, ModelSpec) else spec.partition(":")[0]
 
@@ -120,17 +128,17 @@ def resolve_options(spec: str | ModelSpec, options: Mapping[str, Any]) -> Common
     for name, value in values.items():
         if name not in own and name not in others:
             hint = did_you_mean(name, [*own, *others])
-            raise UserError(f"unknown model option {name}{hint} for the {kind} backend; {kind} options: "
-                            f"{', '.join(own)}")
+            raise OptionError(name, f"unknown model option {name}{hint} for the {kind} backend; {kind} options: "
+                              f"{', '.join(own)}")
         if name in others and value is not None:
             other, cls = others[name]
             problem = type_problem(value, annotation(cls, name))
             if problem is not None:
-                raise UserError(f"{name}: {problem} ({other} backend)")
+                raise OptionError(name, f"{name}: {problem} ({other} backend)")
     try:
         return declared(**{k: v for k, v in values.items() if k in own and v is not None})
     except ConfigError as exc:
-        raise UserError(f"{exc.field}: {exc.problem} ({kind} backend)") from None
+        raise OptionError(exc.field, f"{exc.field}: {exc.problem} ({kind} backend)") from None
 
 
 def _spread_model_args(kind: str, declared: type[CommonOptions], values: dict[str, Any]) -> dict[str, Any]:
@@ -139,14 +147,14 @@ def _spread_model_args(kind: str, declared: type[CommonOptions], values: dict[st
     if not legacy:
         return values
     if not isinstance(legacy, Mapping):
-        raise UserError(f"{kind} backend: {LEGACY_MODEL_ARGS}: expected a table of from_pretrained options, got "
+        raise OptionError(LEGACY_MODEL_ARGS, f"{kind} backend: {LEGACY_MODEL_ARGS}: expected a table of from_pretrained options, got "
                         f"{legacy!r}")
     pretrained = [n for n, f in option_fields(declared).items() if f.metadata.get("from_pretrained")]
     if not pretrained:
         return values  # another backend's options: ignored, as theirs always were
     unknown = sorted(set(legacy) - set(pretrained))
     if unknown:
-        raise UserError(f"{kind} backend: {LEGACY_MODEL_ARGS}: unknown key(s) {', '.join(unknown)}; {kind} accepts "
+        raise OptionError(LEGACY_MODEL_ARGS, f"{kind} backend: {LEGACY_MODEL_ARGS}: unknown key(s) {', '.join(unknown)}; {kind} accepts "
                         f"{', '.join(pretrained)}")
     return {**values, **legacy}
 

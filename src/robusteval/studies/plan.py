@@ -224,7 +224,7 @@ def _resolve(value: str, folder: Path) -> str:
 
 
 def _models(where: TomlWhere, data: Mapping[str, Any], folder: Path) -> list[ModelEntry]:
-    from robusteval.models.registry import parse_spec, resolve_options
+    from robusteval.models.registry import OptionError, parse_spec, resolve_options
     from robusteval.report.collect import short_model
     from robusteval.studies.sweep import slug
 
@@ -242,9 +242,10 @@ def _models(where: TomlWhere, data: Mapping[str, Any], folder: Path) -> list[Mod
         try:
             parsed = parse_spec(spec)
             resolve_options(spec, options)
+        except OptionError as exc:
+            raise where.error(str(exc), header=header, key=exc.option, occurrence=i, field=f"models[{i}]") from None
         except UserError as exc:
-            bad = next((k for k in options if f"'{k}'" in str(exc) or f": {k}:" in str(exc)), "spec")
-            raise where.error(str(exc), header=header, key=bad, occurrence=i, field=f"models[{i}]") from None
+            raise where.error(str(exc), header=header, key="spec", occurrence=i, field=f"models[{i}]") from None
         if parsed.kind == "hf" and parsed.target.startswith((".", "~")):
             spec = f"hf:{_resolve(parsed.target, folder)}"
         # Default: the model's short name as reports show it (``llama-3-8b``, ``run-1/checkpoint-500``).
