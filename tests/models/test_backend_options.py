@@ -8,6 +8,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,7 +129,7 @@ def test_a_real_load_takes_the_hf_options(tiny_llama_dir: Path) -> None:
     options = backend_options(parser().parse_args([
         "--model", f"hf:{tiny_llama_dir}", "--device", "cpu", "--batch-size", "3",
         "--model-args", "decoder=dynamic,prefix_cache=false,timeout=9"]))
-    backend = rv.load_model(f"hf:{tiny_llama_dir}", **options)
+    backend: Any = rv.load_model(f"hf:{tiny_llama_dir}", **options)
     assert backend.batch_size == 3 and backend.use_prefix_cache is False and backend.decoder == "dynamic"
     assert backend.identity == describe_model(f"hf:{tiny_llama_dir}", device="cpu")  # none of them in it
     out = backend.generate([GenerationRequest("one two", max_new_tokens=2)])
@@ -163,7 +164,7 @@ def test_a_third_backend_is_its_options_class_and_one_registration(capsys: pytes
         built = parser()  # its replaced flag is there, hidden
         options = backend_options(built.parse_args(["--model", "echo:x", "--model-args", "repeat=2,shout=true"]))
         assert options["repeat"] == 2 and options["shout"] is True
-        backend = rv.load_model("echo:x", **options)
+        backend: Any = rv.load_model("echo:x", **options)
         assert [g.text for g in backend.generate([GenerationRequest("ab")])] == ["ABAB"]
         assert backend.identity == {"backend": "echo", "target": "x", "repeat": 2}
         assert describe_model("echo:x") == {"backend": "echo", "target": "x"}  # the default is not recorded
