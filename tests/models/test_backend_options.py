@@ -76,6 +76,9 @@ def test_an_option_of_another_backend_is_accepted_and_ignored_but_checked() -> N
         rv.models.registry.resolve_options("hf:/x", {"decoder": "fast"})
     with pytest.raises(UserError, match=r"^timeout: expected a number, got '5' \(openai backend\)$"):
         rv.models.registry.resolve_options("hf:/x", {"timeout": "5"})
+    with pytest.raises(UserError, match=r"^endpoint: 'responses' is not one of completions, chat, auto \(openai "
+                       r"backend\)$"):
+        rv.models.registry.resolve_options("hf:/x", {"endpoint": "responses"})
     with pytest.raises(UserError, match=r"^timeout: must be seconds > 0, got 0.0 \(openai backend\)$"):
         rv.models.registry.resolve_options(OPENAI, {"timeout": 0.0})
 

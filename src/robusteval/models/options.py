@@ -22,6 +22,8 @@ from robusteval.config import (
     WHEN_SET,
     check_choices,
     describe_kinds,
+    did_you_mean,
+    type_problem,
     validated,
     value_kinds,
 )
@@ -105,6 +107,18 @@ def value_from_text(text: str, hint: Any) -> Any:
     if str in kinds:
         return stripped
     raise ValueError(f"expected {describe_kinds(kinds)}, got {text.strip()!r}")
+
+
+def value_problem(options_type: type[CommonOptions], name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be option ``name`` of ``options_type`` (its kind, its choices), or None: the checks
+    ``options_type(...)`` makes, for an option checked without building the class (another backend's)."""
+    if value is None:
+        return None
+    problem = type_problem(value, annotation(options_type, name))
+    choices = option_fields(options_type)[name].metadata.get("choices")
+    if problem is None and choices and value not in choices:
+        problem = f"{value!r} is not one of {', '.join(map(str, choices))}{did_you_mean(str(value), choices)}"
+    return problem
 
 
 def recorded(options: CommonOptions) -> dict[str, Any]:

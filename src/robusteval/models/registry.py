@@ -18,7 +18,7 @@ from robusteval.errors import UserError
 from robusteval.models.base import Backend
 from robusteval.models.hf_options import HFOptions
 from robusteval.models.openai_options import OpenAIOptions
-from robusteval.models.options import CommonOptions, annotation, option_fields, specific_fields
+from robusteval.models.options import CommonOptions, annotation, option_fields, specific_fields, value_problem
 from robusteval.registry import Registry
 
 #: ``factory(spec, options) -> Backend``: ``options`` an instance of the options class the backend registered.
@@ -116,7 +116,7 @@ def resolve_options(spec: str | ModelSpec, options: Mapping[str, Any]) -> Common
     ``spec``'s backend, checked before anything loads. An option of another registered backend is accepted and
     ignored (one option set fits every spec a command loads: a local model and an API judge); a name no backend
     takes, or a value of the wrong kind, is one UserError naming the option and the backend."""
-    from robusteval.config import ConfigError, did_you_mean, type_problem
+    from robusteval.config import ConfigError, did_you_mean
 
     kind = spec_kind(spec)
     declared = options_class(kind)
@@ -130,9 +130,9 @@ def resolve_options(spec: str | ModelSpec, options: Mapping[str, Any]) -> Common
             hint = did_you_mean(name, [*own, *others])
             raise OptionError(name, f"unknown model option {name}{hint} for the {kind} backend; {kind} options: "
                               f"{', '.join(own)}")
-        if name in others and value is not None:
+        if name in others:
             other, cls = others[name]
-            problem = type_problem(value, annotation(cls, name))
+            problem = value_problem(cls, name, value)
             if problem is not None:
                 raise OptionError(name, f"{name}: {problem} ({other} backend)")
     try:
@@ -147,15 +147,15 @@ def _spread_model_args(kind: str, declared: type[CommonOptions], values: dict[st
     if not legacy:
         return values
     if not isinstance(legacy, Mapping):
-        raise OptionError(LEGACY_MODEL_ARGS, f"{kind} backend: {LEGACY_MODEL_ARGS}: expected a table of from_pretrained options, got "
-                        f"{legacy!r}")
+        raise OptionError(LEGACY_MODEL_ARGS, f"{kind} backend: {LEGACY_MODEL_ARGS}: expected a table of "
+                          f"from_pretrained options, got {legacy!r}")
     pretrained = [n for n, f in option_fields(declared).items() if f.metadata.get("from_pretrained")]
     if not pretrained:
         return values  # another backend's options: ignored, as theirs always were
     unknown = sorted(set(legacy) - set(pretrained))
     if unknown:
-        raise OptionError(LEGACY_MODEL_ARGS, f"{kind} backend: {LEGACY_MODEL_ARGS}: unknown key(s) {', '.join(unknown)}; {kind} accepts "
-                        f"{', '.join(pretrained)}")
+        raise OptionError(LEGACY_MODEL_ARGS, f"{kind} backend: {LEGACY_MODEL_ARGS}: unknown key(s) "
+                          f"{', '.join(unknown)}; {kind} accepts {', '.join(pretrained)}")
     return {**values, **legacy}
 
 
@@ -164,7 +164,7 @@ def parse_model_args(given: str | Mapping[str, Any] | None, *, kind: str | None 
     """``KEY=VALUE,...`` (or a TOML table of them) as typed options: each key an option of some registered
     backend (``kind``'s own first), its value read as that option's class declares it
     (``timeout=30`` -> 30.0, ``trust_remote_code=true`` -> True). One UserError naming the key otherwise."""
-    from robusteval.config import did_you_mean, type_problem
+    from robusteval.config import did_you_mean
     from robusteval.models.options import value_from_text
 
     if not given:
@@ -197,10 +197,7 @@ def parse_model_args(given: str | Mapping[str, Any] | None, *, kind: str | None 
             typed = value_from_text(value, hint_type) if isinstance(value, str) else value
         except ValueError as exc:
             raise UserError(f"{what}: {key}: {exc} ({backend} backend)") from None
-        problem = type_problem(typed, hint_type)
-        choices = option_fields(cls)[key].metadata.get("choices")
-        if problem is None and choices and typed is not None and typed not in choices:
-            problem = f"{typed!r} is not one of {', '.join(map(str, choices))}{did_you_mean(str(typed), choices)}"
+        problem = value_problem(cls, key, typed)
         if problem is not None:
             raise UserError(f"{what}: {key}: {problem} ({backend} backend)")
         out[key] = typed
