@@ -49,10 +49,10 @@ BAD_CALLS: list[tuple[str, Callable[[Ctx], Any], str]] = [
      r"you mean rate\?\)$"),
     # load_model
     ("batch size as text", lambda c: rv.load_model("hf:/no/such/model", batch_size="8"),
-     r"^load_model\(\): batch_size: expected a whole number, got '8'$"),
+     r"^load_model\(\): batch_size: expected a whole number, got '8' \(hf backend\)$"),
     ("spec that is no string", lambda c: rv.load_model(42), r"^load_model\(\): spec: expected a model spec string"),
     ("misspelt model option", lambda c: rv.load_model("hf:/no/such/model", dtpye="bfloat16"),
-     r"^unknown model option dtpye \(did you mean dtype\?\)"),
+     r"^load_model\(\): unknown model option dtpye \(did you mean dtype\?\) for the hf backend; hf options: "),
     # pipelines
     ("misspelt keyword", lambda c: rv.evaluate(rv.EvalConfig(c.data), "hf:/no/such/model", c.out, batch_sise=8),
      r"^evaluate\(\): unknown argument 'batch_sise' \(did you mean batch_size\?\); arguments: config, backend, "

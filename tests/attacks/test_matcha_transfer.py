@@ -111,7 +111,7 @@ def target_spec(tiny_trained_dir: Path) -> Iterator[str]:
 
 def transfer_args(source: Path, spec: str, out: Path, *extra: str) -> list[str]:
     return ["transfer", "--from", str(source), "--model", spec, "--temperature", "0.7", "--max-new-tokens", "16",
-            "--max-concurrency", "1", "--out", str(out), *extra]  # fmt: skip
+            "--model-args", "max_concurrency=1", "--out", str(out), *extra]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

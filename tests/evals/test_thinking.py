@@ -165,7 +165,7 @@ def test_the_thinking_switch_reaches_the_template_and_the_identity(tiny_thinking
     assert "thinking" not in describe_model(f"hf:{tiny_thinking_dir}")
     with pytest.raises(UserError, match="has no enable_thinking switch"):
         load_backend(f"hf:{tiny_trained_dir}", thinking="on")
-    with pytest.raises(UserError, match="use on or off"):
+    with pytest.raises(UserError, match=r"thinking: 'maybe' is not one of on, off"):
         load_backend(f"hf:{tiny_thinking_dir}", thinking="maybe")
 
 

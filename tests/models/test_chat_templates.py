@@ -200,9 +200,10 @@ def test_openai_backend_sends_messages_to_chat_completions(tmp_path: Path) -> No
 def test_endpoint_option_reaches_the_backend_and_the_model_identity() -> None:
     parser = argparse.ArgumentParser()
     add_backend_options(parser)
-    assert backend_options(parser.parse_args([]))["endpoint"] == "completions"
-    options = backend_options(parser.parse_args(["--endpoint", "auto"]))
+    assert "endpoint" not in backend_options(parser.parse_args([]))  # unset: the class's default
+    options = backend_options(parser.parse_args(["--model-args", "endpoint=auto"]))
     assert options["endpoint"] == "auto"
+    assert backend_options(parser.parse_args(["--endpoint", "auto"])) == options  # the replaced flag
     spec = "openai:m@http://127.0.0.1:1/v1"
     assert describe_model(spec, **options)["endpoint"] == "auto"
     assert describe_model(spec, **backend_options(parser.parse_args([])))["endpoint"] == "completions"
@@ -210,3 +211,5 @@ def test_endpoint_option_reaches_the_backend_and_the_model_identity() -> None:
         assert be.config.endpoint == "auto" and be.identity["endpoint"] == "auto"
     with pytest.raises(SystemExit):
         parser.parse_args(["--endpoint", "responses"])
+    with pytest.raises(UserError, match=r"^--model-args: endpoint: 'responses' is not one of completions, chat, auto"):
+        backend_options(parser.parse_args(["--model-args", "endpoint=responses"]))

@@ -67,7 +67,11 @@ def test_parse_retry_after_seconds_and_http_date() -> None:
 
 
 def test_spec_string_options_and_bad_endpoint() -> None:
-    backend = load_backend("openai:m@http://127.0.0.1:9/v1/", max_concurrency="2", timeout="5", dtype="auto")
+    # Values are typed where they are read (--model-args, a study file): a string for a number is refused here.
+    with pytest.raises(UserError, match=r"^load_model\(\): max_concurrency: expected a whole number, got '2' "
+                       r"\(openai backend\)$"):
+        load_backend("openai:m@http://127.0.0.1:9/v1/", max_concurrency="2")
+    backend = load_backend("openai:m@http://127.0.0.1:9/v1/", max_concurrency=2, timeout=5, dtype="auto")
     attempts: list[str] = []
     backend._client.post = lambda url, **kwargs: attempts.append(url)  # type: ignore[method-assign]
     # Nothing listens on port 9: isinstance (which reads every protocol attribute before Python 3.12) and
@@ -80,7 +84,7 @@ def test_spec_string_options_and_bad_endpoint() -> None:
     assert attempts == []
     with pytest.raises(UserError, match="endpoint"):
         load_backend("openai:m@http://127.0.0.1:9/v1", endpoint="responses")
-    with pytest.raises(UserError, match="logprobs 'maybe'"):
+    with pytest.raises(UserError, match=r"logprobs: 'maybe' is not one of auto, echo, prompt_logprobs, off"):
         load_backend("openai:m@http://127.0.0.1:9/v1", logprobs="maybe")
 
 

@@ -106,8 +106,8 @@ def test_a_run_is_not_resumed_with_another_estimator(tiny_nli_dir: Path, pairs: 
     assert main(attack_args(echo_server, template, pairs, out, "--limit", "1")) == 0
     assert summary(out)["confidence"] == "logprob"
     capsys.readouterr()
-    # Same run identity (--api-logprobs is not part of it), but auto now resolves to sample.
-    assert main(attack_args(echo_server, template, pairs, out, "--limit", "2", "--api-logprobs", "off")) == 2
+    # Same run identity (logprobs is not part of it), but auto now resolves to sample.
+    assert main(attack_args(echo_server, template, pairs, out, "--limit", "2", "--model-args", "logprobs=off")) == 2
     err = capsys.readouterr().err.strip()
     assert "attacked with confidence logprob" in err and "now gives sample" in err and len(err.splitlines()) == 1
     assert len(records(out, "wordimportance")) == 1

@@ -58,13 +58,16 @@ def add_model_options(parser: argparse.ArgumentParser, *, required: bool = True)
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
-    """How models are run (dtype, device, batching, API settings), for every model a command loads."""
+    """How models are run, for every model a command loads: the common options as flags (``--dtype``, ...), each
+    backend's own as ``--model-args KEY=VALUE,...`` (declared once, in its options class:
+    :mod:`robusteval.models.options`). The flags those replaced are accepted for one release, hidden."""
     group = parser.add_argument_group("model backend")
     group.add_argument("--dtype", default="auto", help="hf: auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16")
     group.add_argument("--device", default="auto", help="hf: auto, cpu, cuda, cuda:1, …")
     group.add_argument("--model-args", default=None, metavar="KEY=VALUE,…",
-                       help="hf: from_pretrained options: revision, trust_remote_code, attn_implementation, "
-                       "device_map, low_cpu_mem_usage (recorded in the run identity)")
+                       help="the backend's own options, e.g. hf: decoder=static,revision=abc,trust_remote_code=true; "
+                       "openai: timeout=30,max_concurrency=64,endpoint=chat,logprobs=off "
+                       "(every option per backend: docs/backends.md)")
     group.add_argument("--batch-size", type=int, default=8,
                        help="examples per batch: rows per forward and generation (hf); attack matcha attacks "
                             "this many examples together, in lock-step (same outcomes as 1)")
@@ -72,34 +75,35 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="hf: the most memory this process should hold (4GB, 4GiB, 512MB); attack batches and "
                        "scoring chunks are planned to fit it and the memory available (default: what the host or "
                        "the device has free)")
-    group.add_argument("--decoder", default="auto", choices=("auto", "static", "dynamic"),
-                       help="hf: auto = a static KV cache with a compiled CUDA-graph step on a GPU where the model "
-                       "allows it (compiled once at load), the dynamic cache elsewhere; dynamic = never compile")
-    group.add_argument("--max-concurrency", type=int, default=8, help="openai: parallel requests")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
-    group.add_argument("--request-timeout", type=float, default=60.0, help="openai: seconds per request")
-    group.add_argument("--retry-for", type=float, default=120.0, metavar="SECONDS",
-                       help="openai: how long a failing request (server down, 429, 5xx, timeout) is retried, the "
-                       "requests in flight waiting on one shared backoff; the run stops only when one request "
-                       "has failed this long (not part of the run identity: change it when resuming)")
-    group.add_argument("--endpoint", default="completions", choices=("completions", "chat", "auto"),
-                       help="openai: where text prompts go: /completions, /chat/completions (as one user message), "
-                       "or auto (chat after a 404 on /completions); --chat conversations always use chat. Recorded "
-                       "in the run identity")
-    group.add_argument("--api-logprobs", default="auto", choices=("auto", "echo", "prompt_logprobs", "off"),
-                       help="openai: how prompts are scored for soft labels, log-prob confidence and log-prob judges: "
-                       "auto = probe the server once (echo+logprobs on /completions, then vLLM's prompt_logprobs) and "
-                       "fall back to sampled labels / generated verdicts when it offers neither; off = never score")
     group.add_argument("--thinking", default=None, choices=("on", "off"),
                        help="a reasoning model's thinking switch: passed to its chat template as enable_thinking "
                        "(hf; refused where the template has none) or as chat_template_kwargs (openai, vLLM); "
                        "unset: the template's default (recorded in the run identity when set)")
-    group.add_argument("--reasoning-effort", default=None, choices=("minimal", "low", "medium", "high"),
-                       help="openai: sent as reasoning_effort to reasoning APIs (recorded in the run identity)")
-    group.add_argument("--max-tokens-field", default="max_tokens", choices=("max_tokens", "max_completion_tokens"),
-                       help="openai: the request field the generation budget goes in (reasoning APIs take "
-                       "max_completion_tokens: trace and reply together; recorded in the run identity)")
+    for flag, field in _replaced_flags().items():
+        group.add_argument(flag, default=None, action=_ReplacedFlag, help=argparse.SUPPRESS, metavar=field.name,
+                           choices=field.metadata.get("choices"))
     add_executor_options(parser)
+
+
+def _replaced_flags() -> dict[str, Any]:
+    """``{flag: option field}`` of the backend flags ``--model-args`` replaced, of every registered backend."""
+    from robusteval.models.options import option_fields, replaced_flags
+    from robusteval.models.registry import backend_options_classes
+
+    return {flag: option_fields(options_type)[name] for options_type in backend_options_classes().values()
+            for flag, name in replaced_flags(options_type).items()}
+
+
+class _ReplacedFlag(argparse.Action):
+    """A backend flag that ``--model-args`` replaced: its value is taken as that option, with a one-line notice."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        import sys
+
+        print(f"notice: {option_string} is deprecated and goes in the next release; use --model-args "
+              f"{self.metavar}={values}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
@@ -147,26 +151,24 @@ def executor_from_args(args: argparse.Namespace) -> Any:
     return make_executor(name, address=address, workers=workers)
 
 
-def backend_options(args: argparse.Namespace) -> dict[str, Any]:
-    from robusteval.models.identity import parse_model_args
+#: The common options' flags (their dests are the options' names).
+_COMMON_FLAGS = ("dtype", "device", "batch_size", "max_memory", "thinking")
 
-    return {
-        "dtype": args.dtype,
-        "device": args.device,
-        "model_args": parse_model_args(getattr(args, "model_args", None)),
-        "batch_size": args.batch_size,
-        "decoder": getattr(args, "decoder", "auto"),
-        "max_concurrency": args.max_concurrency,
-        "api_key_env": args.api_key_env,
-        "timeout": args.request_timeout,
-        "retry_for": getattr(args, "retry_for", 120.0),
-        "endpoint": getattr(args, "endpoint", "completions"),
-        "logprobs": getattr(args, "api_logprobs", "auto"),
-        "reasoning_effort": getattr(args, "reasoning_effort", None),
-        "max_tokens_field": getattr(args, "max_tokens_field", "max_tokens"),
-        "thinking": getattr(args, "thinking", None),
-        "max_memory": getattr(args, "max_memory", None),
-    }
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``load_model`` keywords of a command's flags: the common flags, ``--model-args`` typed by the backends'
+    options classes and the replaced flags still given (``--model-args`` wins). Checked here, before any model
+    loads: an option no backend takes, or a value that is not of its kind, is one line naming it."""
+    from robusteval.models.registry import parse_model_args
+
+    options = {name: getattr(args, name) for name in _COMMON_FLAGS if hasattr(args, name)}
+    kind = str(getattr(args, "model", None) or "").partition(":")[0] or None
+    for flag, field in _replaced_flags().items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
+        if value is not None:
+            options.update(parse_model_args({field.name: value}, kind=kind, what=flag))
+    options.update(parse_model_args(getattr(args, "model_args", None), kind=kind))
+    return options
 
 
 def build_backend(spec: str, args: argparse.Namespace, **overrides: Any) -> Any:

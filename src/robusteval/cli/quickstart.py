@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-memory", default=None, metavar="SIZE",
                         help="the most memory to hold (4GB, 4GiB): attack batches are planned to fit it")
     add_threads_option(parser)
-    parser.set_defaults(func=run, max_concurrency=8, api_key_env="OPENAI_API_KEY", request_timeout=60.0)
+    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """The small contract between model backends and everything that uses a model.
 
 Attacks, evaluators and judges talk to a :class:`Backend`; they never import a concrete backend.
-A backend declares what it can do in ``capabilities``; a caller that needs more than ``generate``
+A backend declares what it can do in ``capabilities`` and, as a class, in ``declared`` (:class:`Capabilities`:
+whether it scores many requests at once, takes a prefix and messages, asks its server); a caller that needs more than ``generate``
 checks with :func:`require` and fails early with a sentence instead of deep inside torch.
 
 ``capabilities`` never does I/O (``isinstance(x, Backend)`` reads it before Python 3.12). Whether a backend can
@@ -23,6 +24,31 @@ from robusteval.errors import UserError
 GENERATE: Final = "generate"
 LOGPROBS: Final = "logprobs"  # teacher-forced log-probabilities of a continuation
 WHITEBOX: Final = "whitebox"  # tokenizer, embedding matrix, forward from embeddings, gradients, prefix KV cache
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend class declares about itself (its class attribute ``declared``), read instead of looking for
+    methods or reading signatures. A backend that declares nothing is served through the base protocol alone.
+
+    ``offers``: the capability names it has without I/O (its ``capabilities``, before any probe);
+    ``scores_many``: it has ``continuation_logprobs_many`` (many score requests at once);
+    ``scores_in_context``: its ``continuation_logprobs`` takes ``prefix=`` and ``messages=``;
+    ``asks_server``: ``resolve_capabilities()`` may learn more from its server (an API backend's probe)."""
+
+    offers: frozenset[str] = frozenset({GENERATE})
+    scores_many: bool = False
+    scores_in_context: bool = False
+    asks_server: bool = False
+
+
+def declared_capabilities(backend: object) -> Capabilities:
+    """``backend.declared`` (see :class:`Capabilities`), or, for a backend that declares nothing, its
+    ``capabilities`` through the base protocol alone."""
+    declared = getattr(backend, "declared", None)
+    if isinstance(declared, Capabilities):
+        return declared
+    return Capabilities(frozenset(getattr(backend, "capabilities", ()) or (GENERATE,)))
 
 
 #: One chat turn, OpenAI style: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
@@ -221,13 +247,14 @@ class WhiteBoxBackend(LogprobBackend, Protocol):
 
 def score_requests(backend: Backend, requests: Sequence[ScoreRequest]) -> list[list[float]]:
     """``continuation_logprobs`` of every request, in order: one ``continuation_logprobs_many`` call where the
-    backend has it, else one ``continuation_logprobs`` call per request (passing ``prefix`` and ``messages`` only
-    when set, so a backend of the base protocol's two-argument form is served too)."""
+    backend declares it (:class:`Capabilities`), else one ``continuation_logprobs`` call per request (passing
+    ``prefix`` and ``messages`` only when set, so a backend of the base protocol's two-argument form is served
+    too)."""
     requests = list(requests)
     if not requests:
         return []
-    many = getattr(backend, "continuation_logprobs_many", None)
-    if callable(many):
+    if declared_capabilities(backend).scores_many:
+        many = backend.continuation_logprobs_many  # type: ignore[attr-defined]
         return [[float(x) for x in scores] for scores in many(requests)]
     score = backend.continuation_logprobs  # type: ignore[attr-defined]
     out = []
@@ -242,10 +269,12 @@ def score_requests(backend: Backend, requests: Sequence[ScoreRequest]) -> list[l
 
 
 def resolve_capabilities(backend: Backend) -> frozenset[str]:
-    """What ``backend`` can do, asking its server where the backend must (an API backend's probe, once per
-    backend: ``backend.resolve_capabilities()``); ``backend.capabilities`` for every other backend."""
-    resolve = getattr(backend, "resolve_capabilities", None)
-    return frozenset(resolve() if callable(resolve) else backend.capabilities)
+    """What ``backend`` can do, asking its server where the backend declares it must (``asks_server``: an API
+    backend's probe, once per backend: ``backend.resolve_capabilities()``); ``backend.capabilities`` for every
+    other backend."""
+    if declared_capabilities(backend).asks_server:
+        return frozenset(backend.resolve_capabilities())  # type: ignore[attr-defined]
+    return frozenset(backend.capabilities)
 
 
 def can_score(backend: Backend) -> bool:

@@ -25,12 +25,13 @@ its public names are re-exported here:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from robusteval.errors import UserError
-from robusteval.models.base import GENERATE, LOGPROBS, WHITEBOX
+from robusteval.models.base import GENERATE, LOGPROBS, WHITEBOX, Capabilities
 from robusteval.models.context import context_length
 from robusteval.models.decode import DecodedRow, DynamicDecoder, HFDecoding
 from robusteval.models.hf_forward import PaddedBatch, PrefixCache, cache_argument, mask_budget, returned_cache
@@ -43,9 +44,11 @@ from robusteval.models.hf_loading import (
     resolve_device,
     resolve_dtype,
 )
+from robusteval.models.hf_options import DECODERS, HFOptions
 from robusteval.models.hf_scoring import HFScoring, logit_budget
 from robusteval.models.memory_plan import parse_size
-from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
+from robusteval.models.options import from_pretrained
+from robusteval.models.registry import ModelSpec, register_backend, resolve_options
 from robusteval.progress import status
 
 if TYPE_CHECKING:
@@ -72,14 +75,12 @@ __all__ = [
     "returned_cache",
 ]
 
-#: ``HFBackend(decoder=...)``: see :meth:`HFBackend._static_engine`.
-DECODERS = ("auto", "static", "dynamic")
-
 
 class HFBackend(HFScoring, HFDecoding):
     """A transformers causal LM with generation, log-prob scoring and white-box access."""
 
-    capabilities = frozenset({GENERATE, LOGPROBS, WHITEBOX})
+    declared = Capabilities(frozenset({GENERATE, LOGPROBS, WHITEBOX}), scores_many=True, scores_in_context=True)
+    capabilities = declared.offers
 
     def __init__(self, model: Any, tokenizer: Any, name: str, *, batch_size: int = 8, use_prefix_cache: bool = True,
                  decoder: str = "auto", step_compile: str = "auto"):
@@ -190,38 +191,28 @@ class HFBackend(HFScoring, HFDecoding):
         return f"HFBackend({self.name!r}, device={self.device}, dtype={self.dtype})"
 
 
-@register_backend("hf")
-def build_hf_backend(
-    spec: ModelSpec,
-    *,
-    dtype: str = "auto",
-    device: str = "auto",
-    batch_size: int = 8,
-    prefix_cache: bool = True,
-    model_args: dict[str, Any] | None = None,
-    decoder: str = "auto",
-    step_compile: str = "auto",
-    thinking: str | None = None,
-    max_memory: str | int | None = None,
-    **other_backends: Any,
-) -> HFBackend:
-    """``decoder``: ``auto`` (a static KV cache with a CUDA-graph step on cuda where the model allows it, the
-    dynamic cache elsewhere), ``static`` or ``dynamic``; ``step_compile``: how the static step is compiled
-    (:data:`~robusteval.models.static_decode.COMPILE_MODES`). The static step is compiled here, at load time.
-    ``thinking``: ``on``/``off`` is passed to the chat template as ``enable_thinking`` (refused for a template
-    without that switch). ``other_backends``: the openai backend's options, ignored (one option set fits every
-    spec); others are typos. ``max_memory`` (``4GB``): the most this process should hold; attack batches and
+@register_backend("hf", summary="transformers causal LMs: local folders, hub ids, GGUF files")
+def build_hf_backend(spec: ModelSpec, options: HFOptions | None = None, **keywords: Any) -> HFBackend:
+    """The ``hf`` backend of ``spec`` under ``options`` (:class:`~robusteval.models.hf_options.HFOptions`; or as
+    ``keywords``, checked as ``load_model``'s). The static decode step is compiled here, at load time.
+    ``thinking`` ``on``/``off`` is passed to the chat template as ``enable_thinking`` (refused for a template
+    without that switch). ``max_memory`` (``4GB``): the most this process should hold; attack batches and
     scoring chunks are planned under it (:mod:`~robusteval.models.memory_plan`)."""
-    check_backend_options(spec, other_backends)
-    limit = parse_size(max_memory) if max_memory is not None else None
-    check_thinking_option(thinking)
-    model, tokenizer = load_hf_model(spec.target, dtype=dtype, device=device, model_args=model_args)
+    if options is None or keywords:
+        resolved = resolve_options(spec, {**(dataclasses.asdict(options) if options else {}), **keywords})
+        options = resolved if isinstance(resolved, HFOptions) else HFOptions()
+    limit = parse_size(options.max_memory) if options.max_memory is not None else None
+    check_thinking_option(options.thinking)
+    model, tokenizer = load_hf_model(spec.target, dtype=options.dtype, device=options.device,
+                                     model_args=from_pretrained(options))
+    thinking = options.thinking
     if thinking is not None and "enable_thinking" not in str(getattr(tokenizer, "chat_template", "") or ""):
         raise UserError(f"--thinking {thinking}: the chat template of hf:{spec.target} has no enable_thinking "
                         "switch; leave --thinking out (use --reasoning to say how its traces are written)")
     torch.set_grad_enabled(True)
-    backend = HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=batch_size, use_prefix_cache=prefix_cache,
-                        decoder=decoder, step_compile=step_compile)
+    backend = HFBackend(model, tokenizer, f"hf:{spec.target}", batch_size=options.batch_size,
+                        use_prefix_cache=options.prefix_cache, decoder=options.decoder,
+                        step_compile=options.step_compile)
     if thinking is not None:
         backend.chat_template_kwargs = {"enable_thinking": thinking == "on"}
     backend.max_memory = limit

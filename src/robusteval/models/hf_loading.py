@@ -16,6 +16,8 @@ from typing import Any
 import torch
 
 from robusteval.errors import BackendError, UserError
+from robusteval.models.hf_options import HFOptions
+from robusteval.models.options import option_fields
 from robusteval.paths import cache_root
 from robusteval.progress import status
 
@@ -108,7 +110,7 @@ def convert_gguf(gguf_path: Path) -> Path:
 
 
 #: ``--model-args`` keys passed to ``from_pretrained`` (the tokenizer gets the first two).
-MODEL_ARGS = ("revision", "trust_remote_code", "attn_implementation", "device_map", "low_cpu_mem_usage")
+MODEL_ARGS = tuple(name for name, field in option_fields(HFOptions).items() if field.metadata.get("from_pretrained"))
 
 
 def load_hf_model(target: str, *, dtype: str = "auto", device: str = "auto",

@@ -14,7 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from robusteval.models.registry import ModelSpec, check_backend_options, model_host, parse_spec
+from robusteval.errors import UserError
+from robusteval.models.options import CommonOptions, from_pretrained, recorded
+from robusteval.models.registry import ModelSpec, model_host, parse_spec, resolve_options
 
 #: Bytes of a weights file read for its fingerprint (safetensors and GGUF keep their index in the header).
 _HEAD_BYTES = 16 << 20
@@ -50,60 +52,36 @@ def weights_fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
-def parse_model_args(text: str | None) -> dict[str, Any]:
-    """``revision=abc,trust_remote_code=true,attn_implementation=sdpa`` -> a dict with typed values."""
-    from robusteval.errors import UserError
-
-    args: dict[str, Any] = {}
-    for part in (p.strip() for p in (text or "").split(",")):
-        if not part:
-            continue
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise UserError(f"model args: '{part}' is not KEY=VALUE")
-        lowered = value.strip().lower()
-        typed: Any = value.strip()
-        if lowered in ("true", "false"):
-            typed = lowered == "true"
-        elif lowered.lstrip("-").isdigit():
-            typed = int(lowered)
-        args[key.strip()] = typed
-    return args
-
-
 def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
-    """The normalised identity of ``spec`` under ``options`` (dtype, device, model_args, endpoint, ...), as the
-    machines that will run it resolve it: here, or a distributed executor's workers (``device auto`` is the
+    """The normalised identity of ``spec`` under ``options`` (dtype, device, endpoint, ...: ``load_model``'s), as
+    the machines that will run it resolve it: here, or a distributed executor's workers (``device auto`` is the
     workers' GPU even when this process has none)."""
-    check_backend_options(spec, options)
+    try:
+        resolve_options(spec, options)
+    except UserError as exc:
+        raise UserError(f"describe_model(): {exc}") from None
     host = model_host()
     return describe_here(spec, **options) if host is None else host.describe_model(spec, options)
 
 
 def describe_here(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
-    """:func:`describe_model` resolved in this process."""
+    """:func:`describe_model` resolved in this process: what the spec names, then the options the backend's
+    options class records in the identity (:func:`~robusteval.models.options.recorded`)."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    resolved = resolve_options(parsed, options)
     if parsed.kind == "hf":
-        return _describe_hf(parsed, options)
+        return _describe_hf(parsed, resolved)
     if parsed.kind == "openai":
-        described = {"backend": "openai", "model": parsed.target, "base_url": parsed.base_url,
-                     "endpoint": options.get("endpoint") or parsed.options.get("endpoint") or "completions"}
-        # Only when asked for, so every identity made before these options stays as it was.
-        effort = options.get("reasoning_effort") or parsed.options.get("reasoning_effort")
-        field = options.get("max_tokens_field") or parsed.options.get("max_tokens_field") or "max_tokens"
-        thinking = options.get("thinking") or parsed.options.get("thinking")
-        return {**described, **({"reasoning_effort": effort} if effort else {}),
-                **({"thinking": thinking} if thinking else {}),
-                **({"max_tokens_field": field} if field != "max_tokens" else {})}
-    return {"backend": parsed.kind, "target": parsed.target}
+        return {"backend": "openai", "model": parsed.target, "base_url": parsed.base_url, **recorded(resolved)}
+    return {"backend": parsed.kind, "target": parsed.target, **recorded(resolved)}
 
 
-def _describe_hf(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
+def _describe_hf(spec: ModelSpec, options: CommonOptions) -> dict[str, Any]:
     from robusteval.models.hf import resolve_device, resolve_dtype
 
-    device = resolve_device(options.get("device") or "auto")
-    dtype = resolve_dtype(options.get("dtype") or "auto", device)
-    model_args = dict(options.get("model_args") or {})
+    device = resolve_device(options.device)
+    dtype = resolve_dtype(options.dtype, device)
+    model_args = from_pretrained(options)
     path = Path(spec.target).expanduser()
     identity: dict[str, Any] = {"backend": "hf"}
     if path.exists():
@@ -115,10 +93,8 @@ def _describe_hf(spec: ModelSpec, options: dict[str, Any]) -> dict[str, Any]:
     identity["dtype"] = str(dtype).removeprefix("torch.")
     identity["device"] = device.type
     if model_args:
-        identity["model_args"] = {k: model_args[k] for k in sorted(model_args)}
-    if options.get("thinking"):  # --thinking on|off: the chat template's switch (absent: its default)
-        identity["thinking"] = options["thinking"]
-    return identity
+        identity["model_args"] = model_args
+    return {**identity, **recorded(options)}  # thinking, when set
 
 
 def identity_key(identity: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ Design notes:
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
 import logging
@@ -46,23 +47,24 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import httpx
 
-from robusteval.errors import BackendError, UserError
+from robusteval.errors import BackendError
 from robusteval.models.base import (
     GENERATE,
     LOGPROBS,
+    Capabilities,
     Generation,
     GenerationRequest,
     Message,
     ScoreRequest,
     freeze_messages,
 )
-from robusteval.models.openai_scoring import LOGPROBS_MODES, PromptScorer, ScoringSupport
-from robusteval.models.registry import ModelSpec, check_backend_options, register_backend
+from robusteval.models.openai_options import OpenAIOptions
+from robusteval.models.openai_scoring import PromptScorer, ScoringSupport
+from robusteval.models.registry import ModelSpec, register_backend, resolve_options
 from robusteval.models.retry import Aborted, SharedBackoff
 from robusteval.progress import waiting
 
@@ -73,7 +75,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: version not supported", which will not change). Every other 4xx fails at once: retrying wastes quota.
 RETRYABLE_STATUS = frozenset({408, 409, 429} | set(range(500, 600)) - {501, 505})
 MAX_API_STOP = 4  # the OpenAI API rejects more than 4 stop sequences
-_ENDPOINTS = ("completions", "chat", "auto")
 _MESSAGE_LIMIT = 300
 _GENERATE_ONLY = frozenset({GENERATE})
 _SCORING = frozenset({GENERATE, LOGPROBS})
@@ -81,59 +82,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-REASONING_EFFORTS = ("minimal", "low", "medium", "high")
-MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
-
-
-@dataclass
-class OpenAIConfig:
-    """Backend options; every field can be given as a keyword to :func:`build_openai_backend`."""
-
-    api_key_env: str = "OPENAI_API_KEY"  # name of the env var holding the key; unset -> no auth header
-    max_concurrency: int = 8
-    timeout: float = 60.0  # seconds, per HTTP attempt
-    retry_for: float = 120.0  # seconds: a request is retried until this long after its first attempt
-    max_retries: int | None = None  # a cap on retries as well, or None: as many as retry_for allows
-    backoff_base: float = 0.5  # seconds; failed round n of the shared backoff waits up to base * 2**(n-1)
-    backoff_max: float = 30.0  # cap for backoff and for Retry-After
-    endpoint: str = "completions"  # "completions" | "chat" | "auto"
-    logprobs: str = "auto"  # prompt scoring: "auto" (probe), "echo", "prompt_logprobs" or "off"
-    reasoning_effort: str | None = None  # reasoning APIs: sent as ``reasoning_effort`` when set
-    max_tokens_field: str = "max_tokens"  # or "max_completion_tokens" (reasoning APIs: trace and reply together)
-    thinking: str | None = None  # "on"/"off": sent to chat requests as chat_template_kwargs.enable_thinking (vLLM)
-
-    def __post_init__(self) -> None:
-        # Options may arrive as strings from a CLI or YAML; coerce them to the declared types.
-        try:
-            self.max_concurrency = int(self.max_concurrency)
-            self.max_retries = None if self.max_retries is None else int(self.max_retries)
-            self.timeout = float(self.timeout)
-            self.retry_for = float(self.retry_for)
-            self.backoff_base = float(self.backoff_base)
-            self.backoff_max = float(self.backoff_max)
-        except (TypeError, ValueError) as exc:
-            raise UserError(f"openai backend: bad option value ({exc})") from None
-        if self.endpoint not in _ENDPOINTS:
-            raise UserError(f"openai backend: endpoint '{self.endpoint}': use one of {', '.join(_ENDPOINTS)}")
-        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
-            raise UserError(f"openai backend: reasoning_effort '{self.reasoning_effort}': use one of "
-                            f"{', '.join(REASONING_EFFORTS)}")
-        if self.thinking not in (None, "on", "off"):
-            raise UserError(f"openai backend: thinking '{self.thinking}': use on or off")
-        if self.max_tokens_field not in MAX_TOKENS_FIELDS:
-            raise UserError(f"openai backend: max_tokens_field '{self.max_tokens_field}': use one of "
-                            f"{', '.join(MAX_TOKENS_FIELDS)}")
-        if self.logprobs not in LOGPROBS_MODES:
-            raise UserError(f"openai backend: logprobs '{self.logprobs}': use one of {', '.join(LOGPROBS_MODES)}")
-        if self.max_concurrency < 1 or (self.max_retries is not None and self.max_retries < 0) or self.timeout <= 0:
-            raise UserError(
-                "openai backend: max_concurrency >= 1, max_retries >= 0 and timeout > 0 are required"
-            )
-        if not 0 <= self.retry_for < float("inf"):
-            raise UserError(f"openai backend: retry_for (--retry-for) {self.retry_for:g}: give the seconds a "
-                            "request may be retried, 0 or more (0: no retry)")
-        if not (0 < self.backoff_base < float("inf") and 0 < self.backoff_max < float("inf")):
-            raise UserError("openai backend: backoff_base and backoff_max must be seconds > 0")
+#: The backend's options (the fields of :class:`~robusteval.models.openai_options.OpenAIOptions`); the old name.
+OpenAIConfig = OpenAIOptions
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
@@ -221,10 +171,12 @@ class OpenAIBackend:
     """A :class:`~robusteval.models.base.Backend` that calls an OpenAI-compatible HTTP server, and a
     :class:`~robusteval.models.base.LogprobBackend` where the server returns prompt log-probs."""
 
-    def __init__(self, model: str, base_url: str, config: OpenAIConfig | None = None) -> None:
+    declared = Capabilities(_GENERATE_ONLY, scores_many=True, scores_in_context=True, asks_server=True)
+
+    def __init__(self, model: str, base_url: str, config: OpenAIOptions | None = None) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.config = config or OpenAIConfig()
+        self.config = config or OpenAIOptions()
         self.name = f"openai:{model}@{self.base_url}"
         # Private on purpose: read once from the environment, never printed (see __repr__ and _scrub).
         self.__api_key: str | None = os.environ.get(self.config.api_key_env) or None
@@ -486,20 +438,11 @@ class _SwitchToChat(Exception):
     """Internal signal: ``endpoint="auto"`` saw 404 on /completions; redo the request against chat."""
 
 
-_CONFIG_FIELDS = frozenset(f.name for f in fields(OpenAIConfig))
-
-
-@register_backend("openai")
-def build_openai_backend(spec: ModelSpec, **options: Any) -> OpenAIBackend:
-    """Build from ``openai:MODEL@URL``; options are the :class:`OpenAIConfig` fields.
-
-    Options meant for other backends (dtype, device, batch_size…) are ignored, as the hf backend does,
-    so one CLI can pass one option set to any model spec.
-    """
-    merged = {**spec.options, **options}
-    check_backend_options(spec, merged)
-    ignored = sorted(k for k in merged if k not in _CONFIG_FIELDS)
-    if ignored:
-        log.debug("openai backend: ignoring options %s", ", ".join(ignored))
-    config = OpenAIConfig(**{k: v for k, v in merged.items() if k in _CONFIG_FIELDS and v is not None})
-    return OpenAIBackend(spec.target, spec.base_url or DEFAULT_BASE_URL, config)
+@register_backend("openai", summary="OpenAI-compatible HTTP servers: the OpenAI API, vLLM, llama.cpp, Ollama")
+def build_openai_backend(spec: ModelSpec, options: OpenAIOptions | None = None, **keywords: Any) -> OpenAIBackend:
+    """Build from ``openai:MODEL@URL`` under ``options`` (:class:`~robusteval.models.openai_options.OpenAIOptions`;
+    or as ``keywords``, checked as ``load_model``'s: another backend's options, dtype or device, are ignored)."""
+    if options is None or keywords:
+        resolved = resolve_options(spec, {**(dataclasses.asdict(options) if options else {}), **keywords})
+        options = resolved if isinstance(resolved, OpenAIOptions) else OpenAIOptions()
+    return OpenAIBackend(spec.target, spec.base_url or DEFAULT_BASE_URL, options)

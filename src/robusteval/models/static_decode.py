@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from robusteval.models.hf_options import COMPILE_MODES
 from robusteval.progress import status
 
 # This module never imports models.hf or models.decode (which import it): the backend (an HFBackend), its padded
@@ -47,10 +48,9 @@ from robusteval.progress import status
 MIN_LENGTH_BUCKET = 256
 #: The cache length ``HFBackend.warm_up`` compiles for (prefix + prompt + new tokens of a typical run).
 WARM_UP_LENGTH = 1024
-#: How the step is compiled: ``auto`` is ``reduce-overhead`` (inductor + CUDA graphs) on cuda and ``off`` (the
+#: How the step is compiled (``COMPILE_MODES``, declared with the hf backend's options): ``auto`` is ``reduce-overhead`` (inductor + CUDA graphs) on cuda and ``off`` (the
 #: same static-cache code run eagerly) elsewhere; ``eager`` traces with dynamo but runs eagerly (proves the step
 #: is one graph, quickly); ``inductor`` compiles without CUDA graphs.
-COMPILE_MODES = ("auto", "off", "eager", "inductor", "reduce-overhead")
 #: Attention implementations whose masks the static path builds exactly (flash/flex take no 2-D padding holes
 #: over a static length, or break the graph).
 _ATTENTION_OK = ("sdpa", "eager")

@@ -33,7 +33,8 @@ from robusteval.studies.options import MissingOption, instantiate, negated_flags
 #: Keys of the file's top level, besides the tables registered methods read (``MethodSpec.study_table``:
 #: word-importance's ``[ors]``, the constants of its ORS).
 BASE_KEYS = ("title", "out", "batch_size", "models", "datasets", "methods")
-#: Keys of a ``[[models]]`` entry besides the load options (``robusteval.models.registry.BACKEND_OPTIONS``).
+#: Keys of a ``[[models]]`` entry besides the load options (the fields of the backend's options class,
+#: ``robusteval.models.options``: ``load_model``'s keywords and ``--model-args``' keys).
 MODEL_KEYS = ("spec", "name")
 #: Keys of a ``[methods.NAME]`` table besides the method's options.
 METHOD_KEYS = ("kind", "datasets")
@@ -234,7 +235,7 @@ def _resolve(value: str, folder: Path) -> str:
 
 
 def _models(where: TomlWhere, data: Mapping[str, Any], folder: Path) -> list[ModelEntry]:
-    from robusteval.models.registry import check_backend_options, parse_spec
+    from robusteval.models.registry import OptionError, parse_spec, resolve_options
     from robusteval.report.collect import short_model
     from robusteval.studies.sweep import slug
 
@@ -251,10 +252,11 @@ def _models(where: TomlWhere, data: Mapping[str, Any], folder: Path) -> list[Mod
         options = {k: v for k, v in entry.items() if k not in MODEL_KEYS}
         try:
             parsed = parse_spec(spec)
-            check_backend_options(spec, options)
+            resolve_options(spec, options)
+        except OptionError as exc:
+            raise where.error(str(exc), header=header, key=exc.option, occurrence=i, field=f"models[{i}]") from None
         except UserError as exc:
-            bad = next((k for k in options if k in str(exc)), "spec")
-            raise where.error(str(exc), header=header, key=bad, occurrence=i, field=f"models[{i}]") from None
+            raise where.error(str(exc), header=header, key="spec", occurrence=i, field=f"models[{i}]") from None
         if parsed.kind == "hf" and parsed.target.startswith((".", "~")):
             spec = f"hf:{_resolve(parsed.target, folder)}"
         # Default: the model's short name as reports show it (``llama-3-8b``, ``run-1/checkpoint-500``).

@@ -71,5 +71,5 @@ class Echo:
 
 
 @register_backend("echo", summary="answers the same word to everything (plugin)")
-def _echo(spec: Any, **options: Any) -> Echo:
+def _echo(spec: Any, options: Any) -> Echo:
     return Echo(spec.target)
