@@ -1,7 +1,9 @@
-"""Running the real CLI in a subprocess, killing it mid-run, and reading a run directory."""
+"""Running the real CLI (in a subprocess, or in-process), killing it mid-run, and reading a run directory."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -10,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from robusteval.store import DB_NAME, SUMMARY_NAME
@@ -25,8 +28,38 @@ ENV = {
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """The console program in a subprocess: for what only a process shows (its exit status, what it imports at
+    startup, signals, kills, a crash's output). Each call pays an interpreter's start and the imports (1-5 s)."""
     return subprocess.run([sys.executable, "-m", "robusteval.cli.main", *args], capture_output=True, text=True,
                           env=ENV, timeout=timeout)
+
+
+#: The warnings Python's default filters hide from a program's stderr.
+_HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+def cli_inproc(*args: str) -> subprocess.CompletedProcess[str]:
+    """The same command through ``main(argv)`` in this process, its stdout and stderr captured: what :func:`cli`
+    returns (returncode, stdout, stderr) without a new interpreter. ``main`` returns the exit code the console
+    script exits with (an argparse error's SystemExit gives its code), and prints the same lines. Warnings raised
+    meanwhile are written to the captured stderr, as the console script's default filters would show them (so
+    a check that an error is one line still sees a stray warning)."""
+    from robusteval.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+          warnings.catch_warnings(record=True) as caught):
+        warnings.simplefilter("default")
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # argparse's usage errors and --help; a message exits 1, as the interpreter does
+            code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+            if not isinstance(stop.code, int | None):
+                print(stop.code, file=err)
+    for w in caught:
+        if not issubclass(w.category, _HIDDEN_WARNINGS):
+            err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
+    return subprocess.CompletedProcess(["robusteval", *args], code, out.getvalue(), err.getvalue())
 
 
 def units(out: Path, stage: str | None = None) -> list[tuple[str, str, float]]:
