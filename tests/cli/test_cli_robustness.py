@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.datafiles import write_ocnli
-from helpers.runs import cli, records, run_and_kill, summary, units
+from helpers.runs import cli_inproc, records, run_and_kill, summary, units
 from helpers.servers import serve_transformers
 from helpers.shared import needs_modules, shared_file
 from robusteval.cli.main import main
@@ -74,10 +74,10 @@ def test_perturb_writes_a_faithful_copy(ocnli: Path, tmp_path: Path, capsys: pyt
 
 def test_perturb_bad_method_and_missing_translator(synthetic_ocnli: Path, tmp_path: Path) -> None:
     data = str(synthetic_ocnli)
-    result = cli("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method", "C-nope",
+    result = cli_inproc("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method", "C-nope",
                  "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2 and "unknown perturbation method 'C-nope'" in result.stderr
-    result = cli("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method",
+    result = cli_inproc("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method",
                  "S-backtranslation", "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2 and "--translator" in result.stderr
 
@@ -256,23 +256,23 @@ def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, synthetic_ocnli: Path,
     template = tiny_nli_dir / "template.json"
     model = f"hf:{tiny_nli_dir}"
     data = synthetic_ocnli
-    result = cli(*attack_args(model, template, data, tmp_path / "a", "C-homophone")[:-2], "--rates", "0,2",
+    result = cli_inproc(*attack_args(model, template, data, tmp_path / "a", "C-homophone")[:-2], "--rates", "0,2",
                  "--out", str(tmp_path / "a"))
     assert result.returncode == 2 and "--rates" in result.stderr and "Traceback" not in result.stderr
-    result = cli(*robustness_args(tiny_nli_dir, data, tmp_path / "b", "Adv=/no/such.jsonl"))
+    result = cli_inproc(*robustness_args(tiny_nli_dir, data, tmp_path / "b", "Adv=/no/such.jsonl"))
     assert result.returncode == 2 and "/no/such.jsonl" in result.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "question": "q", "answer": "neutral", "answer_type": "label"}\n{"id": \n', "utf-8")
-    result = cli(*robustness_args(tiny_nli_dir, data, tmp_path / "c", f"Adv={bad}"))
+    result = cli_inproc(*robustness_args(tiny_nli_dir, data, tmp_path / "c", f"Adv={bad}"))
     assert result.returncode == 2 and f"{bad}:2" in result.stderr
     assert not (tmp_path / "c").exists()  # checked before the model loads and the run directory is claimed
     for args in (robustness_args(tiny_nli_dir, data, tmp_path / "d", "C-nope"),
                  attack_args(model, template, data, tmp_path / "d", "W-nope")):
-        result = cli(*args)
+        result = cli_inproc(*args)
         assert result.returncode == 2 and "unknown perturbation method" in result.stderr
         assert not (tmp_path / "d").exists()  # refused before the model loads and --out is claimed
     (tmp_path / "not-a-run").mkdir()
-    result = cli("ors", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "ors"))
+    result = cli_inproc("ors", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "ors"))
     assert result.returncode == 2 and "summary.json" in result.stderr
 
 
