@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.datafiles import write_ocnli
-from helpers.runs import cli_inproc, records, run_and_kill, summary, units
+from helpers.runs import cli_inproc, record_computed, records, run_and_kill, summary, units
 from helpers.servers import serve_transformers
 from helpers.shared import needs_modules, shared_file
 from robusteval.cli.main import main
@@ -126,14 +126,18 @@ def test_robustness_summary_matches_stored_answers(tiny_nli_dir: Path, ocnli: Pa
 
 
 def test_robustness_resumes_after_sigkill(tiny_nli_dir: Path, synthetic_ocnli: Path, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "killed"
     args = robustness_args(tiny_nli_dir, synthetic_ocnli, out, "C-homophone,C-pinyin", "--batch-size", "1", limit=16)
     stored = run_and_kill(args, out, stage="classify", at_least=5, logs=tmp_path)
     created = {key: at for _, key, at in stored}
+    computed = record_computed(monkeypatch)
     assert main(args) == 0, capsys.readouterr().err
     final = units(out)
-    assert {key: at for _, key, at in final if key in created} == created  # kept, not recomputed
+    assert {key: at for _, key, at in final if key in created} == created  # kept
+    assert computed and not set(computed) & {row[:2] for row in stored}  # and not computed again
+    classified = {row[:2] for row in final if row[0] == "classify"}
+    assert classified == {row[:2] for row in stored if row[0] == "classify"} | {u for u in computed if u[0] == "classify"}
     clean = tmp_path / "clean"
     assert main(robustness_args(tiny_nli_dir, synthetic_ocnli, clean, "C-homophone,C-pinyin", "--batch-size", "1",
                                 limit=16)) == 0
@@ -310,6 +314,8 @@ def test_perturb_resumes_after_sigkill(tiny_llama_dir: Path, synthetic_ocnli: Pa
         real_rmtree(path)
 
     monkeypatch.setattr(shutil, "rmtree", capture_then_remove)
+    computed = record_computed(monkeypatch)
     assert main(args) == 0
     assert len(seen) == 64 and {k: at for k, at in seen.items() if k in created} == created
+    assert {key for _, key in computed} == set(seen) - set(created)  # only the missing batch was computed
     assert not work.exists() and len(out.read_text("utf-8").splitlines()) == 64

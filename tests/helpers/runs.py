@@ -14,6 +14,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from robusteval.store import DB_NAME, SUMMARY_NAME
 
@@ -121,6 +122,23 @@ def run_and_kill(args: list[str], out: Path, *, stage: str, at_least: int, logs:
     assert proc.returncode == -signal.SIGKILL
     assert not (out / SUMMARY_NAME).exists()
     return units(out)
+
+
+def record_computed(monkeypatch: Any) -> list[tuple[str, str]]:
+    """From now on, every (stage, key) this process hands to computation (``runner.compute_units``): what a
+    resumed run computed again. Its stored rows cannot say: storing a record equal to the stored one writes
+    nothing, so a recomputed unit keeps its creation time."""
+    from robusteval import runner
+
+    computed: list[tuple[str, str]] = []
+    real = runner.compute_units
+
+    def recording(store: Any, stage: str, items: Any, keys: Any, *args: Any, **kwargs: Any) -> Any:
+        computed.extend((stage, key) for key in keys)
+        return real(store, stage, items, keys, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "compute_units", recording)
+    return computed
 
 
 #: Fields that measure a run rather than say what it computed: they differ between any two runs.
