@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import robusteval as rv
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 from robusteval.config import ConfigError
 from robusteval.errors import UserError
 from robusteval.perturbations.pipeline import PerturbConfig
@@ -96,7 +96,7 @@ def test_checks_that_read_the_data_come_before_the_model_loads(data: rv.DataSpec
 
 def test_the_command_line_refuses_the_same_before_loading(tmp_path: Path) -> None:
     questions = str(_yesno(tmp_path / "q.jsonl"))
-    done = cli("robustness", "--model", NO_MODEL, "--dataset", "jsonl", "--data-file", questions, "--answer-type",
+    done = cli_inproc("robustness", "--model", NO_MODEL, "--dataset", "jsonl", "--data-file", questions, "--answer-type",
                "label", "--sets", "C-keyboard,C-swpa", "--out", str(tmp_path / "run"))
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()

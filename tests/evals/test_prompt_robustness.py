@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import robusteval as rv
-from helpers.runs import cli, summary, units
+from helpers.runs import cli_inproc, summary, units
 from robusteval.data.example import example_fields
 from robusteval.data.loaders import load_dataset
 from robusteval.evals.classification import ClassificationTemplate, LabelClassifier, predicted_label
@@ -199,7 +199,7 @@ def test_bad_values_are_refused_before_the_model_loads(tmp_path: Path) -> None:
     with pytest.raises(rv.ConfigError, match="methods: perturbation method 'C-homophone' perturbs zh text"):
         rv.prompt_robustness(_config(data, methods="C-homophone"), "hf:/no/such/model", tmp_path / "x")
     assert not (tmp_path / "x").exists()
-    result = cli("prompt-robustness", "--model", "hf:/no/such/model", "--dataset", "jsonl", "--data-file", str(data),
+    result = cli_inproc("prompt-robustness", "--model", "hf:/no/such/model", "--dataset", "jsonl", "--data-file", str(data),
                  "--answer-type", "label", "--methods", "C-swpa", "--out", str(tmp_path / "y"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--methods: unknown perturbation method 'C-swpa' (did you mean C-swap?)" in result.stderr
@@ -209,7 +209,7 @@ def test_bad_values_are_refused_before_the_model_loads(tmp_path: Path) -> None:
 def test_cli_prints_one_table_with_n_and_intervals(tiny_llama_dir: Path, tmp_path: Path) -> None:
     data = _data(tmp_path / "q.jsonl")
     out = tmp_path / "run"
-    result = cli("prompt-robustness", "--model", f"hf:{tiny_llama_dir}", "--dataset", "jsonl", "--data-file",
+    result = cli_inproc("prompt-robustness", "--model", f"hf:{tiny_llama_dir}", "--dataset", "jsonl", "--data-file",
                  str(data), "--answer-type", "label", "--methods", "C-swap,C-keyboard", "--prompts-per-method", "2",
                  "--target", "exemplars", "--label-mode", "soft", "--bootstrap", "100", "--out", str(out))
     assert result.returncode == 0, result.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers.runs import cli, summary
+from helpers.runs import cli_inproc, summary
 from robusteval.report.rates import run_rates
 from robusteval.runs import load_run
 
@@ -25,7 +25,7 @@ def test_soft_labels_claim_no_unparsed_labels(tiny_llama_dir: Path, tmp_path: Pa
     printed: dict[str, str] = {}
     for mode in ("hard", "soft"):
         runs[mode] = out = tmp_path / mode
-        done = cli("robustness", "--model", f"hf:{tiny_llama_dir}", "--dataset", "jsonl", "--data-file", str(data),
+        done = cli_inproc("robustness", "--model", f"hf:{tiny_llama_dir}", "--dataset", "jsonl", "--data-file", str(data),
                    "--answer-type", "label", "--sets", "C-swap", "--label-mode", mode, "--bootstrap", "20",
                    "--out", str(out))
         assert done.returncode == 0, done.stderr

@@ -1,7 +1,9 @@
-"""Running the real CLI in a subprocess, killing it mid-run, and reading a run directory."""
+"""Running the real CLI (in a subprocess, or in-process), killing it mid-run, and reading a run directory."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -10,7 +12,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 from robusteval.store import DB_NAME, SUMMARY_NAME
 
@@ -25,8 +29,38 @@ ENV = {
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """The console program in a subprocess: for what only a process shows (its exit status, what it imports at
+    startup, signals, kills, a crash's output). Each call pays an interpreter's start and the imports (1-5 s)."""
     return subprocess.run([sys.executable, "-m", "robusteval.cli.main", *args], capture_output=True, text=True,
                           env=ENV, timeout=timeout)
+
+
+#: The warnings Python's default filters hide from a program's stderr.
+_HIDDEN_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+def cli_inproc(*args: str) -> subprocess.CompletedProcess[str]:
+    """The same command through ``main(argv)`` in this process, its stdout and stderr captured: what :func:`cli`
+    returns (returncode, stdout, stderr) without a new interpreter. ``main`` returns the exit code the console
+    script exits with (an argparse error's SystemExit gives its code), and prints the same lines. Warnings raised
+    meanwhile are written to the captured stderr, as the console script's default filters would show them (so
+    a check that an error is one line still sees a stray warning)."""
+    from robusteval.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+          warnings.catch_warnings(record=True) as caught):
+        warnings.simplefilter("default")
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # argparse's usage errors and --help; a message exits 1, as the interpreter does
+            code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+            if not isinstance(stop.code, int | None):
+                print(stop.code, file=err)
+    for w in caught:
+        if not issubclass(w.category, _HIDDEN_WARNINGS):
+            err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
+    return subprocess.CompletedProcess(["robusteval", *args], code, out.getvalue(), err.getvalue())
 
 
 def units(out: Path, stage: str | None = None) -> list[tuple[str, str, float]]:
@@ -88,6 +122,23 @@ def run_and_kill(args: list[str], out: Path, *, stage: str, at_least: int, logs:
     assert proc.returncode == -signal.SIGKILL
     assert not (out / SUMMARY_NAME).exists()
     return units(out)
+
+
+def record_computed(monkeypatch: Any) -> list[tuple[str, str]]:
+    """From now on, every (stage, key) this process hands to computation (``runner.compute_units``): what a
+    resumed run computed again. Its stored rows cannot say: storing a record equal to the stored one writes
+    nothing, so a recomputed unit keeps its creation time."""
+    from robusteval import runner
+
+    computed: list[tuple[str, str]] = []
+    real = runner.compute_units
+
+    def recording(store: Any, stage: str, items: Any, keys: Any, *args: Any, **kwargs: Any) -> Any:
+        computed.extend((stage, key) for key in keys)
+        return real(store, stage, items, keys, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "compute_units", recording)
+    return computed
 
 
 #: Fields that measure a run rather than say what it computed: they differ between any two runs.

@@ -1,12 +1,10 @@
-"""``robusteval judges audit``: the shipped labelled set, the figures for every offline judge (CLI in a
-subprocess), a model judge audited as a resumable run, and one-line errors for bad labelled files."""
+"""``robusteval judges audit``: the shipped labelled set, the figures for every offline judge (through the
+CLI's ``main``), a model judge audited as a resumable run, and one-line errors for bad labelled files."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pytest
 
 import robusteval
 from helpers.datafiles import write_jsonl
+from helpers.runs import cli_inproc
 from robusteval.errors import UserError
 from robusteval.judges import JUDGE_STAGE
 from robusteval.judges.audit import AuditConfig, audit_judge, load_labelled
@@ -23,14 +22,12 @@ from robusteval.metrics.stats import wilson_interval
 from robusteval.store import SUMMARY_NAME, RunStore
 
 LABELLED = Path(__file__).resolve().parents[1] / "data" / "judge_audit.jsonl"
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 GOOD = {"id": "a", "question": "Tom has 3 apples and buys 5. How many?", "answer": "8",
         "reference_cot": "3 + 5 = 8.", "perturbed_cot": "5 + 3 = 8.", "label": "correct", "category": "reordered steps"}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "robusteval.cli.main", "judges", "audit", *args],
-                          capture_output=True, text=True, env=ENV, timeout=300)
+    return cli_inproc("judges", "audit", *args)
 
 
 def test_the_labelled_set_is_large_balanced_and_varied() -> None:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from helpers.browser import open_report
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 from robusteval.data.example import Example
 from robusteval.perturbations import Protection, build_perturbation
 from robusteval.perturbations.dataset import perturb_examples
@@ -43,7 +43,7 @@ def progress(page) -> str:  # type: ignore[no-untyped-def]
 def test_keys_label_the_export_round_trips_and_hostile_text_stays_text(tmp_path: Path) -> None:
     data = perturbed_file(tmp_path / "perturbed.jsonl")
     page_path, store = tmp_path / "review.html", tmp_path / "labels.jsonl"
-    made = cli("perturb", "review", str(data), "--n", "6", "--seed", "2", "--out", str(page_path),
+    made = cli_inproc("perturb", "review", str(data), "--n", "6", "--seed", "2", "--out", str(page_path),
                "--store", str(store))
     assert made.returncode == 0, made.stderr
     assert "C-delete 1/1, C-swap 5/12" in made.stdout
@@ -80,12 +80,12 @@ def test_keys_label_the_export_round_trips_and_hostile_text_stays_text(tmp_path:
     labels = read_export(exported)
     assert [(lab.key, lab.label) for lab in labels] == [(keys[0], "same"), (keys[1], "changed"),
                                                          (keys[2], "same"), (keys[4], "same")]
-    read = cli("perturb", "labels", str(exported), "--store", str(store))
+    read = cli_inproc("perturb", "labels", str(exported), "--store", str(store))
     assert read.returncode == 0, read.stderr
     assert "4 new labels, 0 relabelled" in read.stdout
     assert LabelStore(store).labelled_keys() == {keys[0], keys[1], keys[2], keys[4]}
     # The next page never asks a reviewed edit again.
-    again = cli("perturb", "review", str(data), "--n", "50", "--out", str(tmp_path / "next.html"),
+    again = cli_inproc("perturb", "review", str(data), "--n", "50", "--out", str(tmp_path / "next.html"),
                 "--store", str(store))
     assert again.returncode == 0, again.stderr
     assert "4 already labelled, left out" in again.stdout

@@ -11,7 +11,7 @@ import pytest
 
 import robusteval as rv
 from helpers.reportstores import matcha_store, robustness_store
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 from helpers.shared import needs_modules
 from robusteval.errors import UserError
 from robusteval.report.compare import UNRANKED, Leaderboard
@@ -89,7 +89,7 @@ def test_soft_and_hard_label_runs_are_not_ranked_together(tmp_path: Path) -> Non
     assert boards[1].apart == "not comparable with the other groups: label_mode=hard"
     assert [(board.rows[0]["label_mode"], board.rows[0]["unparsed"]) for board in boards] == [
         ("soft", "original 0/20, C-pinyin 0/20"), ("hard", "original 0/20, C-pinyin 20/20")]
-    done = cli("runs", "compare", str(soft), str(hard), "--max-interval-width", "1")
+    done = cli_inproc("runs", "compare", str(soft), str(hard), "--max-interval-width", "1")
     assert done.returncode == 0, done.stderr
     assert "(comparable group 2 of 2)" in done.stdout and "label_mode=hard" in done.stdout
     assert "C-pinyin 20/20" in done.stdout
@@ -113,13 +113,13 @@ def test_data_content_and_success_rule_separate_groups_the_seed_does_not(tmp_pat
 def test_every_number_has_its_n_and_interval_in_csv_and_latex(matcha_runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "board.csv"
     runs = [str(matcha_runs[m]) for m in ("one-rated", "mostly-kept")]
-    assert cli("runs", "compare", *runs, "--format", "csv", "--output", str(out)).returncode == 0
+    assert cli_inproc("runs", "compare", *runs, "--format", "csv", "--output", str(out)).returncode == 0
     rows = {row["model"]: row for row in csv.DictReader(out.open(encoding="utf-8"))}
     one = rows["one-rated"]
     assert (one["n"], one["n_attacked"], one["ur_n"], one["acc_n"]) == ("5", "1", "1", "5")
     assert (float(one["ur"]), float(one["ur_ci_low"]), float(one["ur_ci_high"])) == (1.0, pytest.approx(0.2065, abs=1e-4), 1.0)
     assert one["rank"] == "-" and one[UNRANKED] == "n_attacked = 1 < 10" and one["group"] == rows["mostly-kept"]["group"]
-    latex = cli("runs", "compare", *runs, "--format", "latex")
+    latex = cli_inproc("runs", "compare", *runs, "--format", "latex")
     assert latex.returncode == 0, latex.stderr
     assert r"\toprule" in latex.stdout and r"\bottomrule" in latex.stdout
     # one-rated's UR over its n_attacked of 1, then mostly-kept's over 40 (the n column before the rates)
@@ -132,13 +132,13 @@ def test_thresholds_out_of_range_are_one_line(matcha_runs: dict[str, Path]) -> N
         rv.compare_runs([matcha_runs["one-rated"]], max_width=0)
     with pytest.raises(UserError, match="min_n -1: give a whole number"):
         rv.compare_runs([matcha_runs["one-rated"]], min_n=-1)
-    done = cli("runs", "compare", str(matcha_runs["one-rated"]), "--max-interval-width", "50")
+    done = cli_inproc("runs", "compare", str(matcha_runs["one-rated"]), "--max-interval-width", "50")
     assert done.returncode == 2 and "--max-interval-width 50.0: give a share" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_runs_show_prints_each_rate_with_its_n_and_interval(matcha_runs: dict[str, Path]) -> None:
-    done = cli("runs", "show", str(matcha_runs["one-rated"]), "--json")
+    done = cli_inproc("runs", "show", str(matcha_runs["one-rated"]), "--json")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     rates = shown["rates"]
@@ -150,7 +150,7 @@ def test_runs_show_prints_each_rate_with_its_n_and_interval(matcha_runs: dict[st
     assert shown["outcomes"] == "changed 0 + broken 0 + intact 1 + unjudged 0 + clean wrong 0 = 1"
     assert shown["left_out"] == {"skip_reasons": {"no answer in the clean completion": 4},
                                  "outside_among_judged": {"unjudged": 0, "clean_cot_wrong": 0}, "unjudged_reasons": {}}
-    shown = json.loads(cli("runs", "show", str(matcha_runs["none-rated"]), "--json").stdout)
+    shown = json.loads(cli_inproc("runs", "show", str(matcha_runs["none-rated"]), "--json").stdout)
     assert shown["left_out"]["skip_reasons"] == {"no answer in the clean completion": 5}
 
 
@@ -178,5 +178,5 @@ def test_results_frame_is_one_tidy_row_per_run_and_metric(matcha_runs: dict[str,
     assert set(frame[frame.method == "robustness"].label_mode) == {"soft", "hard"}
     pinyin = frame[(frame.run == str(hard)) & (frame.metric == "acc[C-pinyin]")].iloc[0]
     assert (pinyin.value, pinyin.n, pinyin.n_unparsed) == (0.75, 20, 5)
-    shown = json.loads(cli("runs", "show", str(hard), "--json").stdout)["rates"]
+    shown = json.loads(cli_inproc("runs", "show", str(hard), "--json").stdout)["rates"]
     assert shown["acc[C-pinyin]"] == "75.0 % [53.1, 88.8], n = 20 (hard labels, 5 unparsed (counted wrong))"

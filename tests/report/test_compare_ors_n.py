@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import robusteval as rv
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 
 
 def test_the_ors_board_has_each_models_n_from_ors_json(nli_runs: dict[str, Path], tmp_path: Path) -> None:
@@ -19,10 +19,10 @@ def test_the_ors_board_has_each_models_n_from_ors_json(nli_runs: dict[str, Path]
     assert "n" in board.columns and board.columns.index("n") < board.columns.index("ors")
     assert sorted(str(row["n"]) for row in board.rows) == sorted(expected.values())
     out = tmp_path / "board.csv"
-    assert cli("runs", "compare", str(nli_runs["ors"]), "--format", "csv", "--output", str(out)).returncode == 0
+    assert cli_inproc("runs", "compare", str(nli_runs["ors"]), "--format", "csv", "--output", str(out)).returncode == 0
     rows = [row for row in csv.DictReader(out.open(encoding="utf-8")) if row.get("ors")]
     assert sorted(row["n"] for row in rows) == sorted(expected.values())
-    shown = cli("runs", "compare", str(nli_runs["ors"]))
+    shown = cli_inproc("runs", "compare", str(nli_runs["ors"]))
     assert shown.returncode == 0
     header = next(line for line in shown.stdout.splitlines() if "ORS" in line and "beta" in line)
     assert " n " in header  # the column's heading, beside beta and ORS

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.reportstores import matcha_store
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 from robusteval.errors import UserError
 from robusteval.report.latex import compare_latex, parse_renames
 
@@ -84,7 +84,7 @@ def test_digits(study: Path) -> None:
 
 def test_cli_flags_and_bad_values_are_one_line(study: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.tex"
-    done = cli(
+    done = cli_inproc(
         "runs",
         "compare",
         str(study),
@@ -106,12 +106,12 @@ def test_cli_flags_and_bad_values_are_one_line(study: Path, tmp_path: Path) -> N
         (["--rename", "tiny-random"], "--rename 'tiny-random': expected OLD=NEW"),
         (["--digits", "9"], "--digits 9: give a whole number from 0 to 6"),
     ):
-        bad = cli("runs", "compare", str(study), "--format", "latex", *flags)
+        bad = cli_inproc("runs", "compare", str(study), "--format", "latex", *flags)
         assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
-    table = cli("runs", "compare", str(study), "--digits", "2")
+    table = cli_inproc("runs", "compare", str(study), "--digits", "2")
     assert table.returncode == 2 and "--digits is for --format latex" in table.stderr
     tex = tmp_path / "p.tex"  # the pairwise tests as LaTeX take --rename and --digits too
-    pairs = cli("runs", "compare", str(study), "--pairwise", str(tex), "--rename", "tiny-random=TR")
+    pairs = cli_inproc("runs", "compare", str(study), "--pairwise", str(tex), "--rename", "tiny-random=TR")
     assert pairs.returncode == 0, pairs.stderr
     assert "TR" in tex.read_text(encoding="utf-8")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers.reportstores import DETERMINISTIC, authors_summary, denominator, matcha_store
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 from helpers.tex import compile_tables, table_environments
 from robusteval.report.latex import compare_latex, escape, pairwise_latex
 from robusteval.report.latex_tex import Style, TexTable, render
@@ -96,7 +96,7 @@ def test_authors_counting_shows_both_denominators_each_with_its_rates(tmp_path: 
 
 def test_pairwise_file_is_written_as_latex_or_csv_with_format_latex(study: Path, tmp_path: Path) -> None:
     tex, table = tmp_path / "pairs.tex", tmp_path / "tables.tex"
-    done = cli("runs", "compare", str(study), "--format", "latex", "--output", str(table), "--pairwise", str(tex))
+    done = cli_inproc("runs", "compare", str(study), "--format", "latex", "--output", str(table), "--pairwise", str(tex))
     assert done.returncode == 0, done.stderr
     assert f"pairwise tests as LaTeX to {tex}" in done.stderr
     pairs = tex.read_text(encoding="utf-8")
@@ -104,7 +104,7 @@ def test_pairwise_file_is_written_as_latex_or_csv_with_format_latex(study: Path,
     compile_tables(pairs, tmp_path / "pairs")
     compile_tables(table.read_text(encoding="utf-8"), tmp_path / "tables")
     as_csv = tmp_path / "pairs.csv"
-    done = cli("runs", "compare", str(study), "--format", "latex", "--output", str(table), "--pairwise", str(as_csv))
+    done = cli_inproc("runs", "compare", str(study), "--format", "latex", "--output", str(table), "--pairwise", str(as_csv))
     assert done.returncode == 0 and "as CSV" in done.stderr
     assert {row["model_a"] for row in csv.DictReader(as_csv.open(encoding="utf-8"))} == {"alpha_7b/model"}
 

@@ -17,7 +17,7 @@ import pytest
 import robusteval as rv
 from helpers.reportpage import Page
 from helpers.reportstores import DETERMINISTIC, UNGATED, authors_summary, denominator, matcha_store
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 from helpers.shared import needs_modules
 from robusteval.attacks.matcha.attack import MatchaAttack
 from robusteval.metrics.formatting import format_rate
@@ -146,7 +146,7 @@ def test_runs_of_different_countings_are_never_ranked_together(runs: dict[str, P
 
 def test_runs_compare_prints_and_writes_the_flags_and_both_denominators(runs: dict[str, Path], tmp_path: Path
                                                                         ) -> None:
-    done = cli("runs", "compare", *map(str, runs.values()), "--max-interval-width", "1")
+    done = cli_inproc("runs", "compare", *map(str, runs.values()), "--max-interval-width", "1")
     assert done.returncode == 0, done.stderr
     text = done.stdout
     assert "(comparable group 1 of 2)" in text and "config.counting=authors" in text
@@ -156,7 +156,7 @@ def test_runs_compare_prints_and_writes_the_flags_and_both_denominators(runs: di
     assert "secondary view, not the headline" in text and "WR % among judged" in text
     assert "⚑: a flagged rate" in text and "n_attacked" in text
     out = tmp_path / "board.csv"
-    assert cli("runs", "compare", *map(str, runs.values()), "--format", "csv", "--output", str(out)).returncode == 0
+    assert cli_inproc("runs", "compare", *map(str, runs.values()), "--format", "csv", "--output", str(out)).returncode == 0
     rows = {row["model"]: row for row in csv.DictReader(out.open(encoding="utf-8"))}
     assert rows["ours-flagged"]["flags"].startswith("⚑ reasoning judged") and rows["ours-plain"]["flags"] == ""
     assert (rows["ours-flagged"]["n_unjudged"], rows["ours-plain"]["n_unjudged"]) == ("3", "0")
@@ -169,7 +169,7 @@ def test_runs_compare_prints_and_writes_the_flags_and_both_denominators(runs: di
 
 
 def test_runs_show_marks_flagged_rates_and_gives_both_denominators(runs: dict[str, Path]) -> None:
-    shown = json.loads(cli("runs", "show", str(runs["authors-a"]), "--json").stdout)
+    shown = json.loads(cli_inproc("runs", "show", str(runs["authors-a"]), "--json").stdout)
     assert shown["counting"] == "authors"
     assert shown["flags"] == ["⚑ reasoning judged by deterministic checkers only (arith)",
                               "⚑ semantic gate: none (edits unchecked)"]
@@ -178,11 +178,11 @@ def test_runs_show_marks_flagged_rates_and_gives_both_denominators(runs: dict[st
     assert shown["rates"]["ur[ours]"] == f"{_pct(8, 11)} ⚑, n_attacked (ours) = 11 {flags}"
     assert shown["rates"]["clean_cot_wrong_rate[ours]"] == f"{_pct(2, 11)} ⚑, n_attacked (ours) = 11 {flags}"
     assert shown["rates"]["acc"].endswith(", n = 12")
-    flagged = json.loads(cli("runs", "show", str(runs["ours-flagged"]), "--json").stdout)
+    flagged = json.loads(cli_inproc("runs", "show", str(runs["ours-flagged"]), "--json").stdout)
     assert flagged["rates"]["unjudged_rate"].startswith(f"{_pct(3, 12)} ⚑, n_attacked = 12")
     assert flagged["outcomes"] == "changed 0 + broken 1 + intact 6 + unjudged 3 + clean wrong 2 = 12"
     assert flagged["left_out"]["unjudged_reasons"] == UNJUDGED["unjudged_reasons"]
-    plain = json.loads(cli("runs", "show", str(runs["ours-plain"]), "--json").stdout)
+    plain = json.loads(cli_inproc("runs", "show", str(runs["ours-plain"]), "--json").stdout)
     assert (plain["counting"], plain["flags"]) == ("ours", [])
     assert plain["rates"]["ur"] == f"{_pct(9, 12)}, n_attacked = 12"
 

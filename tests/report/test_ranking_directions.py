@@ -13,7 +13,7 @@ import pytest
 import robusteval as rv
 from helpers.reportpage import Page
 from helpers.reportstores import matcha_store
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 
 #: The MATCHA leaderboard's title: its ranking direction in words.
 TITLE = "MATCHA: higher UR (answer and reasoning survive) ranks first"
@@ -45,7 +45,7 @@ def test_runs_compare_ranks_higher_ur_first_then_lower_sr(runs: list[Path], tmp_
     assert [(row["ur"].value, row["sr"].value) for row in board.rows] == [  # type: ignore[union-attr]
         (0.75, 0.15), (0.5, 0.2), (0.5, 0.4), (0.2, 0.05)]
     # The terminal prints the same order under the same words, and the CSV the same ranks.
-    done = cli("runs", "compare", *map(str, runs))
+    done = cli_inproc("runs", "compare", *map(str, runs))
     assert done.returncode == 0, done.stderr
     assert TITLE in done.stdout
     # the leaderboard, not the secondary view (among the judged) nor the tests under it
@@ -53,7 +53,7 @@ def test_runs_compare_ranks_higher_ur_first_then_lower_sr(runs: list[Path], tmp_
     lines = [line for line in board_text.splitlines() if any(f" {m} " in line for m in EXPECTED)]
     assert [next(m for m in EXPECTED if f" {m} " in line) for line in lines] == EXPECTED
     out = tmp_path / "board.csv"
-    assert cli("runs", "compare", *map(str, runs), "--format", "csv", "--output", str(out)).returncode == 0
+    assert cli_inproc("runs", "compare", *map(str, runs), "--format", "csv", "--output", str(out)).returncode == 0
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert [(row["rank"], row["model"]) for row in rows] == [(str(i), m) for i, m in enumerate(EXPECTED, 1)]
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import robusteval as rv
-from helpers.runs import cli
+from helpers.runs import cli_inproc
 
 QUESTIONS = "".join(f'{{"id": "q{i}", "question": "What is {i} + {i}?", "answer": "{2 * i}"}}\n' for i in range(4))
 
@@ -19,7 +19,7 @@ def test_a_folder_of_eval_runs_reports_their_accuracy_with_n_and_interval(tiny_l
     data_file.write_text(QUESTIONS, encoding="utf-8")
     config = rv.EvalConfig(rv.DataSpec("jsonl", data_file, answer_type="number"), max_new_tokens=4)
     summary = rv.evaluate(config, rv.load_model(f"hf:{tiny_llama_dir}"), tmp_path / "runs" / "eval")
-    result = cli("report", str(tmp_path / "runs"), "--out", str(tmp_path / "report.html"))
+    result = cli_inproc("report", str(tmp_path / "runs"), "--out", str(tmp_path / "report.html"))
     assert result.returncode == 0, result.stderr[-2000:]
     page = html.unescape((tmp_path / "report.html").read_text(encoding="utf-8"))
     section = page[page.index('<section id="evals">'):]

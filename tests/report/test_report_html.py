@@ -16,7 +16,7 @@ import pytest
 
 import robusteval as rv
 from helpers.reportpage import Page
-from helpers.runs import cli, summary
+from helpers.runs import cli_inproc, summary
 from robusteval.errors import UserError
 from robusteval.runs import load_run
 
@@ -103,7 +103,7 @@ def test_robustness_examples_hold_both_labels(page: Page, all_runs: dict[str, Pa
 
 def test_leaderboards_agree_with_runs_compare_csv(all_runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "board.csv"
-    done = cli("runs", "compare", *map(str, all_runs.values()), "--format", "csv", "--output", str(out))
+    done = cli_inproc("runs", "compare", *map(str, all_runs.values()), "--format", "csv", "--output", str(out))
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     varmath = [r for r in rows if r["method"] == "variants" and r["instances"] == "instances.jsonl"]
@@ -112,15 +112,15 @@ def test_leaderboards_agree_with_runs_compare_csv(all_runs: dict[str, Path], tmp
         assert float(row["strict"]) == summary(Path(row["run"]))["strict"]
         # Three example problems are too few to rank by default: shown, with the reason.
         assert (row["rank"], row["unranked_because"]) == ("-", "n_problems = 3 < 10")
-    done = cli("runs", "compare", *map(str, all_runs.values()), "--format", "csv", "--output", str(out),
+    done = cli_inproc("runs", "compare", *map(str, all_runs.values()), "--format", "csv", "--output", str(out),
                "--min-n", "1", "--max-interval-width", "1")
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     varmath = [r for r in rows if r["method"] == "variants" and r["instances"] == "instances.jsonl"]
     best = min(varmath, key=lambda r: int(r["rank"]))
     assert float(best["strict"]) == max(float(r["strict"]) for r in varmath)
-    table = cli("runs", "compare", *map(str, all_runs.values()))
+    table = cli_inproc("runs", "compare", *map(str, all_runs.values()))
     assert table.returncode == 0 and "VAR-MATH: higher strict score ranks first" in table.stdout
-    latex = cli("runs", "compare", *map(str, all_runs.values()), "--format", "latex")
+    latex = cli_inproc("runs", "compare", *map(str, all_runs.values()), "--format", "latex")
     assert latex.returncode == 0, latex.stderr
     # The paper layout a table follows is for robusteval's reader: a % comment, never in a caption.
     comments = [line for line in latex.stdout.splitlines() if line.startswith("%")]
@@ -167,7 +167,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
                            ([str(empty)], "not a run directory"), ([str(damaged)], str(damaged)),
                            ([str(bad_sweep)], "field 'runs[0]': expected an object, got string"),
                            ([str(bad_ors)], "field 'ors': expected an object, got array")):
-        done = cli("report", *args, "--out", str(tmp_path / "r.html"))
+        done = cli_inproc("report", *args, "--out", str(tmp_path / "r.html"))
         assert done.returncode == 2, done.stderr
         assert expected in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "r.html").exists()
@@ -240,7 +240,7 @@ def test_a_bad_out_is_refused_before_any_run_is_read(tmp_path: Path) -> None:
                           (blocker / "deeper" / "r.html", f"{blocker} is not a directory")):
         with pytest.raises(UserError, match=f"--out {re.escape(str(out))}: {re.escape(expected)}"):
             rv.report([missing], out=out)
-    done = cli("report", str(missing), "--out", str(blocker / "r.html"))
+    done = cli_inproc("report", str(missing), "--out", str(blocker / "r.html"))
     assert done.returncode == 2 and "is not a directory" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 

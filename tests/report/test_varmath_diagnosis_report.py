@@ -14,7 +14,7 @@ import pytest
 
 import robusteval as rv
 from helpers.reportpage import Page
-from helpers.runs import cli, summary
+from helpers.runs import cli_inproc, summary
 from robusteval.models import load_backend
 from robusteval.store import write_jsonl_atomic
 from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate_variants, instantiate
@@ -89,7 +89,7 @@ def test_the_report_shows_the_diagnosis_of_summary_json(runs: dict[str, Path], t
 
 def test_runs_compare_and_runs_show_carry_the_diagnosis(runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "board.csv"
-    done = cli("runs", "compare", str(runs["with"]), str(runs["paired"]), str(runs["original"]), "--format", "csv",
+    done = cli_inproc("runs", "compare", str(runs["with"]), str(runs["paired"]), str(runs["original"]), "--format", "csv",
                "--output", str(out))
     assert done.returncode == 0, done.stderr
     rows = {Path(r["run"]).name: r for r in csv.DictReader(out.open(encoding="utf-8"))}
@@ -102,11 +102,11 @@ def test_runs_compare_and_runs_show_carry_the_diagnosis(runs: dict[str, Path], t
         assert float(row["share_original_only"]) == pytest.approx(1 / 3) and row["share_original_only_n"] == "3"
         assert float(row["share_robust_ci_high"]) == pytest.approx(stored["categories"]["robust"]["ci95"][1])
     assert rows["original"]["diagnosis"] == "-"  # a run on the original problems: nothing to diagnose
-    table = cli("runs", "compare", str(runs["with"]), str(runs["original"]))
+    table = cli_inproc("runs", "compare", str(runs["with"]), str(runs["original"]))
     assert table.returncode == 0, table.stderr
     assert "diagnosis" in table.stdout and "mostly memorisation" in table.stdout and "original only %" in table.stdout
     assert "variants, not original %" not in table.stdout  # a category nobody fell in is not a column
-    show = cli("runs", "show", str(runs["with"]), "--json")
+    show = cli_inproc("runs", "show", str(runs["with"]), "--json")
     rates = json.loads(show.stdout)["rates"]
     assert rates["drop[strict,relative]"].endswith("n_with_original = 3 (mostly memorisation)")
     assert rates["share[original only]"].startswith("33.3 % [") and "n_problems = 3" in rates["share[original only]"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import robusteval as rv
-from helpers.runs import cli, summary
+from helpers.runs import cli_inproc, summary
 from robusteval.models import load_backend
 from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate_variants, instantiate
 
@@ -48,7 +48,7 @@ def test_higher_strict_ranks_first(runs: list[Path], tmp_path: Path) -> None:
     assert board.title == TITLE
     assert [(row["rank"], row["run"]) for row in board.rows] == [("1", str(runs[1])), ("2", str(runs[0]))]
     out = tmp_path / "board.csv"
-    done = cli("runs", "compare", *map(str, runs), "--min-n", "1", "--max-interval-width", "1", "--format", "csv",
+    done = cli_inproc("runs", "compare", *map(str, runs), "--min-n", "1", "--max-interval-width", "1", "--format", "csv",
                "--output", str(out))
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(out.open(encoding="utf-8")))

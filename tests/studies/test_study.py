@@ -16,7 +16,7 @@ import pytest
 
 import robusteval as rv
 from helpers.datafiles import gsm8k_records, write_jsonl, write_ocnli
-from helpers.runs import cli, run_and_kill, units
+from helpers.runs import cli_inproc, run_and_kill, units
 from helpers.shared import needs_modules
 from helpers.studies import MATH, YESNO, write_study
 from robusteval.cli.main import main
@@ -166,7 +166,7 @@ def test_killed_study_resumes_every_cell_without_recomputing(tiny_llama_dir: Pat
     stored = run_and_kill(["study", str(study_file)], killed, stage="answer_first", at_least=3, logs=tmp_path)
     finished = {c: (units(out / model / c), (out / model / c / SUMMARY_NAME).stat().st_mtime_ns)
                 for c in ("variants/var", "robustness/yn")}
-    resumed = cli("study", str(study_file))
+    resumed = cli_inproc("study", str(study_file))
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"study [1/3] {model}/variants/var: finished earlier, not recomputed" in resumed.stderr
     assert f"study [3/3] {model}/eval/math: running" in resumed.stderr

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers.runs import cli, summary
+from helpers.runs import cli_inproc, summary
 from robusteval.store import write_jsonl_atomic
 from robusteval.variants import InstantiateConfig, instantiate
 from robusteval.variants.checks import original_instance
@@ -30,7 +30,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _eval(model: Path, instances: Path, out: Path, *extra: str) -> Any:
-    return cli("variants", "eval", "--model", f"hf:{model}", "--instances", str(instances), "--out", str(out),
+    return cli_inproc("variants", "eval", "--model", f"hf:{model}", "--instances", str(instances), "--out", str(out),
                "--max-new-tokens", "12", *extra)
 
 
