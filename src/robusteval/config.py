@@ -83,6 +83,19 @@ def identity_fields(config: Any) -> dict[str, Any]:
     return out
 
 
+def reference_value(value: Any) -> str:
+    """A setting's value as a ``--config`` file writes it (TOML: ``true``, ``"gold"``, ``0.25``), for the config
+    reference; None: unset."""
+    import json
+
+    return "unset" if value is None else f"`{json.dumps(list(value) if isinstance(value, tuple) else value)}`"
+
+
+def reference_cell(text: str) -> str:
+    """``text`` as one cell of a markdown table (one line, ``|`` escaped; empty: ``-``)."""
+    return " ".join(text.split()).replace("|", "\\|") or "-"
+
+
 # ------------------------------------------------------------------------------------------ validation
 def flag_of(field: dataclasses.Field[Any]) -> str:
     """The command-line flag of a config field: its ``flag``, the ``negate`` switch of a default-True bool, or

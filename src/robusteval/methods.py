@@ -85,6 +85,12 @@ class MethodSpec:
     package: str = ""
     #: The study file's top-level table its ``study_columns`` read (None: it reads none).
     study_table: StudyTable | None = None
+    #: The configs of its other commands, for docs/config-reference.md: (command, ``"module:Class"``).
+    configs: tuple[tuple[str, str], ...] = ()
+    #: ``"module:function"``: more of the config reference (markdown; MATCHA's presets), None: none.
+    reference: str | None = None
+    #: Stages whose units depend only on the model, the data and the prompt: a sweep reuses them across points.
+    shared_stages: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for metric, direction in self.headlines:

@@ -30,7 +30,6 @@ COMMAND_MODULES = (
     "robusteval.cli.quickstart",
     "robusteval.cli.eval_cmd",
     "robusteval.cli.attack",
-    "robusteval.cli.transfer",
     "robusteval.cli.sweep",
     "robusteval.cli.study",
     "robusteval.cli.perturb",

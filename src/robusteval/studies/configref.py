@@ -8,8 +8,6 @@ Regenerate: ``python -m robusteval.studies.configref docs/config-reference.md``.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import json
 import sys
 import types
 import typing
@@ -17,17 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import CONFIG_KEY, MORE, flag_of
+from robusteval.config import CONFIG_KEY, MORE, flag_of, reference_cell, reference_value
 
-#: The configs of the commands that are not methods of a study: (command, "module:ClassName").
-OTHER_CONFIGS = (
-    ("transfer", "robusteval.attacks.matcha.transfer:TransferConfig"),
-    ("ors", "robusteval.evals.ors:OrsConfig"),
-    ("prompt-robustness", "robusteval.evals.prompt_robustness.config:PromptRobustnessConfig"),
-    ("prompt-robustness --mode search", "robusteval.evals.prompt_robustness.config:PromptSearchConfig"),
-    ("prompt-robustness --mode spread", "robusteval.evals.prompt_robustness.config:PromptSpreadConfig"),
-    ("perturb", "robusteval.perturbations.pipeline:PerturbConfig"),
-)
+#: The configs of the commands that belong to no method (a method's other commands are its ``MethodSpec.configs``):
+#: (command, "module:ClassName").
+OTHER_CONFIGS = (("perturb", "robusteval.perturbations.pipeline:PerturbConfig"),)
 
 HEADER = """# Config reference
 
@@ -67,15 +59,10 @@ def _type_name(annotation: Any) -> str:
 
 def _default(field: dataclasses.Field[Any]) -> str:
     if field.default is not dataclasses.MISSING:
-        return _value(field.default)
+        return reference_value(field.default)
     if field.default_factory is not dataclasses.MISSING:
         return "see its keys"
     return "required"
-
-
-def _value(value: Any) -> str:
-    """A value as a ``--config`` file writes it (TOML: ``true``, ``"gold"``, ``0.25``); None: unset."""
-    return "unset" if value is None else f"`{json.dumps(list(value) if isinstance(value, tuple) else value)}`"
 
 
 def _flag(field: dataclasses.Field[Any], command_line: bool) -> str:
@@ -90,10 +77,6 @@ def _flag(field: dataclasses.Field[Any], command_line: bool) -> str:
     return f"`{flag}`"
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|") or "-"
-
-
 def _rows(config_type: type, part: str = "", command_line: bool = True) -> Iterator[str]:
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):
@@ -103,34 +86,16 @@ def _rows(config_type: type, part: str = "", command_line: bool = True) -> Itera
             inner = hints[field.name]
             yield from _rows(inner, inner.__name__, command_line and bool(field.metadata.get("cli", True)))
             continue
-        yield (f"| `{field.name}` | {_cell(_type_name(hints[field.name]))} | {_cell(_default(field))} | "
-               f"{_flag(field, command_line)} | {_cell(part)} | {_cell(field.metadata.get('help', ''))} |")
+        yield (f"| `{field.name}` | {reference_cell(_type_name(hints[field.name]))} | {reference_cell(_default(field))} | "
+               f"{_flag(field, command_line)} | {reference_cell(part)} | {reference_cell(field.metadata.get('help', ''))} |")
 
 
 def config_section(title: str, config_type: type) -> str:
     """One config's section: its keys in declaration order, nested configs' keys inline."""
-    doc = _cell((config_type.__doc__ or "").strip().split("\n\n")[0])
+    doc = reference_cell((config_type.__doc__ or "").strip().split("\n\n")[0])
     lines = [f"## {title}", "", f"`{config_type.__module__}.{config_type.__name__}`: {doc}", "",
              "| key | type | default | flag | part of | help |", "|---|---|---|---|---|---|", *_rows(config_type)]
     return "\n".join(lines) + "\n"
-
-
-def presets_section() -> str:
-    """MATCHA's presets: what each sets (per dataset and level on top)."""
-    from robusteval.attacks.matcha.config_presets import PRESETS
-
-    lines = ["## MATCHA presets (`--preset`, `preset = \"...\"`)", "",
-             "A preset fills the settings a run leaves unset; a flag, a `--config` key or a study key wins. The run "
-             "identity records the values, not the preset's name.", ""]
-    for name, preset in PRESETS.items():
-        lines += [f"### `{name}`", "", _cell(preset["help"]), "", "| key | value | where |", "|---|---|---|"]
-        lines += [f"| `{key}` | {_value(value)} | every dataset |" for key, value in preset["values"].items()]
-        for scope, tables in (("dataset", preset["datasets"]), ("level", preset["levels"])):
-            for which, values in tables.items():
-                lines += [f"| `{key}` | {_value(value)} | {scope} {which} |"
-                          for key, value in values.items()]
-        lines.append("")
-    return "\n".join(lines)
 
 
 def sections() -> list[tuple[str, type]]:
@@ -142,15 +107,19 @@ def sections() -> list[tuple[str, type]]:
         method = get_method(name)
         if method is not None:
             out.append((f"method `{name}`", method.config_type))
-    for command, ref in OTHER_CONFIGS:
-        module, _, cls = ref.partition(":")
-        out.append((f"command `{command}`", getattr(importlib.import_module(module), cls)))
+    from robusteval.methods import load_reference, methods
+
+    others = [*(pair for spec in methods() for pair in spec.configs), *OTHER_CONFIGS]
+    out += [(f"command `{command}`", load_reference(ref, f"config of {command}")) for command, ref in others]
     return out
 
 
 def reference() -> str:
     """The whole reference, as docs/config-reference.md holds it."""
-    parts = [HEADER, presets_section(), *(config_section(title, config) for title, config in sections())]
+    from robusteval.methods import load_reference, methods
+
+    more = [load_reference(spec.reference, f"method {spec.name} reference")() for spec in methods() if spec.reference]
+    parts = [HEADER, *more, *(config_section(title, config) for title, config in sections())]
     return "\n".join(parts)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.errors import UserError
+from robusteval.methods import method_named
 from robusteval.metrics.matcha import MATCHA_RATES
 from robusteval.metrics.stats import mean_std
 from robusteval.progress import status
@@ -30,8 +31,6 @@ from robusteval.store import RunStore, write_text_atomic
 
 #: Summary fields averaged over seeds.
 METRICS = MATCHA_RATES
-#: Stages whose units depend only on the model, data and prompt: reused across points.
-SHARED_STAGES = {"matcha": ("matcha_clean",)}
 
 
 def parse_grid(items: Sequence[str], config_type: type) -> dict[str, list[Any]]:
@@ -141,7 +140,8 @@ def sweep(
         raise UserError("--seeds: give at least one seed")
     plan = points(grid or {})
     root = Path(out)
-    shared = SHARED_STAGES.get(attack_name, ())
+    method = method_named(attack_name)
+    shared = method.shared_stages if method is not None else ()  # units that depend only on model, data and prompt
     examples = config.data.load()
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []

@@ -84,3 +84,20 @@ def preset_help() -> str:
     """The ``--preset`` flag's help: each preset in one line."""
     return "; ".join(f"{name}: {preset['help']}" for name, preset in PRESETS.items()) + (
         ". A flag or --config key wins over the preset; the run identity records the resolved values")
+
+
+def presets_reference() -> str:
+    """The presets' part of docs/config-reference.md: what each sets (per dataset and level on top)."""
+    from robusteval.config import reference_cell, reference_value
+
+    lines = ["## MATCHA presets (`--preset`, `preset = \"...\"`)", "",
+             "A preset fills the settings a run leaves unset; a flag, a `--config` key or a study key wins. The run "
+             "identity records the values, not the preset's name.", ""]
+    for name, preset in PRESETS.items():
+        lines += [f"### `{name}`", "", reference_cell(preset["help"]), "", "| key | value | where |", "|---|---|---|"]
+        lines += [f"| `{key}` | {reference_value(value)} | every dataset |" for key, value in preset["values"].items()]
+        for scope, tables in (("dataset", preset["datasets"]), ("level", preset["levels"])):
+            for which, values in tables.items():
+                lines += [f"| `{key}` | {reference_value(value)} | {scope} {which} |" for key, value in values.items()]
+        lines.append("")
+    return "\n".join(lines)

@@ -12,10 +12,12 @@ register_method(MethodSpec(
     section="matcha", runner="robusteval.attacks.matcha.study_method:study_method", results=f"{RESULTS}:RESULTS",
     # WR (attacked examples whose answer the insertions changed): lower is more robust, the answer survived.
     stages=("robusteval.attacks.matcha.run", "robusteval.attacks.matcha.pipeline"),
-    headlines=(("sr", "lower"), ("ur", "higher"), ("wr", "lower")), order=20))
+    headlines=(("sr", "lower"), ("ur", "higher"), ("wr", "lower")), order=20,
+    reference="robusteval.attacks.matcha.config_presets:presets_reference", shared_stages=("matcha_clean",)))
 
 register_method(MethodSpec(
     name="transfer", command="transfer",
     summary="MATCHA's successful perturbations replayed on another model: the transfer rate",
     section="matcha", results=f"{RESULTS}:TRANSFER_RESULTS", stages=("robusteval.attacks.matcha.transfer",),
+    cli="robusteval.cli.transfer", configs=(("transfer", "robusteval.attacks.matcha.transfer:TransferConfig"),),
     order=25))

@@ -20,6 +20,7 @@ register_method(MethodSpec(
     cli="robusteval.cli.ors",
     headlines=(("asr[max]", "lower"),),
     order=50,
+    configs=(("ors", f"{_PACKAGE}.ors:OrsConfig"),),
     # The constants of ors.OrsConfig a study may set in its [ors] table.
     study_table=StudyTable("ors", ("q", "eta", "beta_cap"), check=f"{_PACKAGE}.ors:check_study_options"),
 ))

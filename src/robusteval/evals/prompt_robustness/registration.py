@@ -33,6 +33,7 @@ register_method(MethodSpec(
     cli=_CLI,
     stages=(f"{_PACKAGE}.generate",),
     headlines=(("pdr", "lower"), ("acc[clean]", "higher")),
+    configs=(("prompt-robustness", f"{_PACKAGE}.config:PromptRobustnessConfig"),),
     order=60,
 ))
 
@@ -46,6 +47,7 @@ register_method(MethodSpec(
     cli=_CLI,
     stages=(f"{_PACKAGE}.search",),
     headlines=(("acc[found]", "higher"), ("drop", "lower")),
+    configs=(("prompt-robustness --mode search", f"{_PACKAGE}.config:PromptSearchConfig"),),
     order=61,
 ))
 
@@ -58,5 +60,6 @@ register_method(MethodSpec(
     results=f"{_PACKAGE}.results:SPREAD",
     cli=_CLI,
     headlines=(("worst_case", "higher"), ("spread", "lower")),
+    configs=(("prompt-robustness --mode spread", f"{_PACKAGE}.config:PromptSpreadConfig"),),
     order=62,
 ))
