@@ -173,9 +173,10 @@ def entry_of(module: str) -> str:
 
 
 #: Modules of a method's package that sit in a higher layer than their package: a method's ``results`` module (or
-#: package) shows its runs (``robusteval.methods``), so it is in the results layer and nothing of its own package
-#: below that layer may import it.
-SUBLAYERS = {"results": "results"}
+#: package) shows its runs (``robusteval.methods``), so it is in the results layer; its ``study_method`` module
+#: gives the study its ``Method`` (the spec's runner), so it is in the studies layer. Nothing of its own package
+#: below that layer may import them.
+SUBLAYERS = {"results": "results", "study_method": "studies"}
 
 
 def layer_of(module: str) -> int:

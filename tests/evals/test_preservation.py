@@ -16,7 +16,7 @@ import pytest
 from helpers.datafiles import write_ocnli
 from helpers.tex import compile_tables
 from robusteval.data.spec import DataSpec
-from robusteval.evals.preservation import attach_labels
+from robusteval.evals.robustness.preservation import attach_labels
 from robusteval.evals.robustness import OUTCOME_STAGE, RobustnessConfig, robustness
 from robusteval.metrics.stats import wilson_interval
 from robusteval.models import load_backend
@@ -169,7 +169,7 @@ def test_robustness_labels_option_and_rerun_keep_them(labelled_run: dict[str, An
 
 
 def test_preservation_names_the_runs_stage_and_command() -> None:
-    import robusteval.evals.preservation as preservation
+    import robusteval.evals.robustness.preservation as preservation
     import robusteval.evals.robustness as robustness_module
 
     assert (preservation.OUTCOME_STAGE, preservation.COMMAND) == (robustness_module.OUTCOME_STAGE,

@@ -17,7 +17,7 @@ import robusteval as rv
 from helpers.reportpage import Page
 from helpers.reportstores import SKIP_REASONS, matcha_store
 from helpers.runs import records, summary
-from robusteval.report import perturbed
+from robusteval.evals.robustness.results import section as perturbed
 from robusteval.report.charts import bar_chart
 from robusteval.report.highlight import text_block
 from robusteval.report.html import block_html

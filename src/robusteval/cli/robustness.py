@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for name, entry in summary["sets"].items():  # --min-similarity: what the gate did, naming its measure
         if "similarity" in entry:
             print(f"{name}: {similarity_line(entry['similarity'])}")
-    from robusteval.evals.preservation import preservation_lines
+    from robusteval.evals.robustness.preservation import preservation_lines
 
     for line in preservation_lines(summary, with_preserved=False):  # --labels: every label's share per set
         print(line)

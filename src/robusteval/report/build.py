@@ -63,8 +63,8 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
 
 
 #: The section that shows a run of each command (a study's leaderboard links each cell there).
-SECTION_OF = {"eval": "evals", "attack matcha": "matcha", "transfer": "matcha", "variants eval": "varmath",
-              "robustness": "robustness", "attack wordimportance": "hardlabel", "ors": "hardlabel"}
+SECTION_OF = {"attack matcha": "matcha", "transfer": "matcha",
+              "attack wordimportance": "hardlabel", "ors": "hardlabel"}
 
 
 def section_of(command: object) -> str:
@@ -75,14 +75,10 @@ def section_of(command: object) -> str:
 
 def sections(inputs: Inputs) -> list[Section]:
     from robusteval.report.compare import comparison_section
-    from robusteval.report.evals import evals_section
     from robusteval.report.hardlabel import wordimportance_section
     from robusteval.report.matcha import matcha_section
-    from robusteval.report.perturbed import robustness_section
-    from robusteval.report.varmath import variants_section
 
-    found = [build(inputs) for build in (evals_section, matcha_section, variants_section, robustness_section,
-                                         wordimportance_section)]
+    found = [build(inputs) for build in (matcha_section, wordimportance_section)]
     for spec in methods():  # the registered methods' sections, in their order
         results = spec.load_results()
         if results is not None and results.section is not None:

@@ -17,17 +17,15 @@ from typing import Any
 
 from robusteval.attacks.wordimportance.pipeline import COMMAND as WORDIMPORTANCE  # noqa: F401
 from robusteval.errors import DataError, UserError
-from robusteval.evals.robustness import COMMAND as ROBUSTNESS  # noqa: F401
 from robusteval.report.model import Browser, Filter
 from robusteval.runs import Run, load_run
 from robusteval.store import DB_NAME
-from robusteval.variants.pipeline import COMMAND as VARIANTS  # noqa: F401
 
 SWEEP_NAME = "sweep.json"
 ORS_NAME = "ors.json"
 
-# The command each method's runs record in their identity: VARIANTS, ROBUSTNESS and WORDIMPORTANCE come from
-# their pipelines (imported above); MATCHA's pipeline imports torch (tests/report/test_report_constants.py pins
+# The command each method's runs record in their identity: WORDIMPORTANCE comes from
+# its pipeline (imported above); MATCHA's pipeline imports torch (tests/report/test_report_constants.py pins
 # it), and transfer's names its command only where it opens its run.
 MATCHA = "attack matcha"
 TRANSFER = "transfer"

@@ -25,21 +25,18 @@ call (:attr:`Leaderboard.comparisons`). Runs in different groups are not paired,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import methods
 from robusteval.metrics import matcha_summary
-from robusteval.report import hardlabel, matcha, perturbed, varmath
+from robusteval.report import hardlabel, matcha
 from robusteval.report.collect import (
     MATCHA,
-    ROBUSTNESS,
     TRANSFER,
-    VARIANTS,
     WORDIMPORTANCE,
     Inputs,
     OrsResult,
@@ -49,11 +46,12 @@ from robusteval.report.collect import (
     nothing_to_show,
 )
 from robusteval.report.comparability import comparability_key, key_hash, ors_key, why_apart
-from robusteval.report.evals import COMMAND as EVAL
-from robusteval.report.evals import eval_accuracy
 from robusteval.report.model import Note, Num, Section, Table
 from robusteval.report.pairing import ROW_COLUMNS, Comparison, comparison_row, holm_table, pairwise
 from robusteval.runs import Run
+
+if TYPE_CHECKING:
+    from robusteval.report.latex_tex import TexTable
 
 Row = dict[str, Num | str]
 
@@ -209,12 +207,6 @@ def _matcha_rows(run: Run) -> list[Row]:
              "flags": matcha_summary.flags_line(summary)}]
 
 
-def _eval_rows(run: Run) -> list[Row]:
-    """An answer-first eval run: its accuracy over the examples answered (n), as ``runs show`` gives it."""
-    return [{"model": model_name(run), "dataset": dataset_name(run), "n": str((run.summary or {}).get("n")),
-             "acc": eval_accuracy(run)}]
-
-
 def _transfer_rows(run: Run) -> list[Row]:
     summary = run.summary or {}
     over = matcha.transfer_denominator(summary)
@@ -227,55 +219,6 @@ def _transfer_rows(run: Run) -> list[Row]:
                             runs=(str(run.path),), percent=True)
                 for column, key in (("wr", "wr"), ("unjudged", "unjudged_rate")) if key in summary},
              "outcomes": matcha_summary.categories_text(summary) if matcha_summary.is_over_attacked(summary) else ""}]
-
-
-def _variants_rows(run: Run, others: Sequence[Run] = ()) -> list[Row]:
-    """A VAR-MATH run's scores and its diagnosis (paired with the original run among ``others`` when it stored
-    none): the label, the relative strict drop (paired interval, n = problems with an original) and every
-    category's share (Wilson interval, n = problems)."""
-    summary = run.summary or {}
-    diagnosis = varmath.diagnosis_of(run, others)
-    return [{"model": model_name(run), "instances": Path(str(summary.get("instances") or "?")).name,
-             "n_problems": str(summary.get("n_problems")), "strict": varmath.accuracy(run, "strict"),
-             "loose": varmath.accuracy(run, "loose"), "diagnosis": varmath.diagnosis_label(diagnosis),
-             "strict_drop": varmath.drop(diagnosis, "strict", "relative", run),
-             **{f"share_{name}": varmath.category_share(diagnosis, name, run) for name in varmath.SHOWN_CATEGORIES}}]
-
-
-def unparsed_text(summary: Mapping[str, Any]) -> str:
-    """A robustness run's unread labels per set, ``original 0/10, C-pinyin 10/10`` (they count as wrong)."""
-    counts = summary.get("n_unparsed") or {}
-    # The original first, then the sets in the run's order (summary.json may hold the counts sorted by name).
-    names = dict.fromkeys([perturbed.ORIGINAL, *(summary.get("sets") or {}), *counts])
-    return ", ".join(f"{name} {counts[name]}/{summary.get('n')}" for name in names if name in counts) or "not recorded"
-
-
-def preservation_text(run: Run) -> str:
-    """Each labelled set's accuracy and measured preservation, ``C-homophone: acc 58.3% [32.0, 80.7] n=12,
-    same meaning 6/10 = 60% [31, 83]`` ("; " between sets; "" where no edit is labelled)."""
-    from robusteval.metrics.formatting import format_rate
-
-    summary = run.summary or {}
-    parts = []
-    for name, entry in (summary.get("sets") or {}).items():
-        shown = perturbed.preservation(run, name)
-        if shown:
-            acc = format_rate(entry.get("acc"), entry.get("acc_ci95"), scale=100, digits=1, unit="%",
-                              n=summary.get("n"))
-            parts.append(f"{name}: acc {acc}, {shown}")
-    return "; ".join(parts)
-
-
-def _robustness_rows(run: Run) -> list[Row]:
-    summary = run.summary or {}
-    row: Row = {"model": model_name(run), "dataset": dataset_name(run), "sets": str(summary.get("sets_spec")),
-                "label_mode": str(summary.get("label_mode") or "?"), "n": str(summary.get("n")),
-                "unparsed": unparsed_text(summary),
-                "acc_original": perturbed.accuracy(run, perturbed.ORIGINAL), "rb_index": perturbed.rb_index(run),
-                "preservation": preservation_text(run)}
-    if summary.get("preserved_only"):  # beside the headline RB-index, never in its place
-        row["rb_index_preserved"] = perturbed.preserved_rb_index(run)
-    return [row]
 
 
 def _wordimportance_rows(run: Run) -> list[Row]:
@@ -312,11 +255,16 @@ class Board:
     #: (column, the runs' name for the number, the better direction) of each number every pair is tested on;
     #: ``asr[top]``: the success rate at the run's largest α
     tested: tuple[tuple[str, str, str], ...] = ()
+    #: headings of its own columns (beside the common :data:`HEADINGS`)
+    headings: Mapping[str, str] = field(default_factory=dict)
+    #: ``tex(leaderboard, inputs, table)``: its paper tables for ``runs compare --format latex`` from the
+    #: leaderboard's generic ``table`` (more notes, per-set or per-category tables); None: that table alone
+    tex: Callable[[Leaderboard, Inputs, TexTable], list[TexTable]] | None = None
+    #: its columns a paper's table leaves out (said in notes or tables of its own)
+    tex_hidden: frozenset[str] = frozenset()
 
 
 BOARDS = (
-    Board("eval", EVAL, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
-          (("acc", True),), _eval_rows, ("acc", "n"), tested=(("acc", "acc", "higher"),)),
     Board("matcha", MATCHA, "MATCHA: higher UR (answer and reasoning survive) ranks first",
           ("dataset", "level", "variant", "counting", "n", "n_attacked", "n_rated", "n_unjudged", "acc", "ur", "sr",
            "wr", "unjudged", "clean_wrong", "outcomes", "n_attacked_ours", "ur_ours", "sr_ours", "wr_ours",
@@ -329,16 +277,6 @@ BOARDS = (
            "outcomes"), (("transfer_rate", False),),
           _transfer_rows, ("transfer_rate", "n_original_correct"),
           tested=(("transfer_rate", "transfer_rate", "lower"),)),
-    Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
-          ("instances", "n_problems", "strict", "loose", "diagnosis", "strict_drop",
-           *(f"share_{name}" for name in varmath.SHOWN_CATEGORIES)), (("strict", True), ("loose", True)),
-          _variants_rows, ("strict", "n_problems"), paired=True,
-          tested=(("strict", "strict", "higher"), ("loose", "loose", "higher"))),
-    Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first",
-          ("dataset", "sets", "label_mode", "n", "unparsed", "acc_original", "rb_index", "rb_index_preserved",
-           "preservation"), (("rb_index", False),),
-          _robustness_rows, ("rb_index", "n"),
-          tested=(("rb_index", "rb_index", "lower"), ("acc_original", "acc[original]", "higher"))),
     Board("wordimportance", WORDIMPORTANCE, "Hard-label attacks: lower success rate at the largest α ranks first",
           ("dataset", "method", "rate", "n_attacked", "asr", "queries_per_success"), (("asr", False),),
           _wordimportance_rows, ("asr", "n_attacked"), tested=(("asr", "asr[top]", "lower"),)),
@@ -437,20 +375,37 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
 
 
 #: Column headings in the page and the terminal (the CSV keeps the plain names).
-HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours": "UR % (ours)",
+COMMON_HEADINGS = {"acc": "ACC %", "ur": "UR %", "sr": "SR %", "wr": "WR %", "ur_ours": "UR % (ours)",
             "sr_ours": "SR % (ours)", "wr_ours": "WR % (ours)", "n_attacked_ours": "n_attacked (ours)",
             "unjudged": "unjudged %", "clean_wrong": "clean wrong %", "unjudged_ours": "unjudged % (ours)",
             "clean_wrong_ours": "clean wrong % (ours)", "outcomes_ours": "outcomes (ours)",
             "n_rated": "n_rated (old: UR/SR/WR's n)", "n_judged": "n_judged (secondary)",
             "ur_judged": "UR % among judged", "sr_judged": "SR % among judged", "wr_judged": "WR % among judged",
             "transfer_rate": "transfer rate %",
-            "n_transferred": "transferred", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
-            "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
-            "rb_index_preserved": "RB-index over meaning-preserving edits %",
-            "preservation": "accuracy and same meaning (labelled edits) per set",
-            "strict_drop": "strict drop %",
-            **{f"share_{name}": f"{varmath.CATEGORY_NAMES[name]} %" for name in varmath.SHOWN_CATEGORIES},
+            "n_transferred": "transferred", "asr": "ASR %",
             "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}
+
+
+
+class Headings(Mapping[str, str]):
+    """Column headings: the common ones, then those each leaderboard kind declares (``Board.headings``), read
+    when asked (a registered method's board is loaded only then)."""
+
+    def _all(self) -> dict[str, str]:
+        return {**{column: text for board in all_boards() for column, text in board.headings.items()},
+                **COMMON_HEADINGS}
+
+    def __getitem__(self, column: str) -> str:
+        return COMMON_HEADINGS[column] if column in COMMON_HEADINGS else self._all()[column]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+HEADINGS = Headings()
 
 
 def comparison_section(inputs: Inputs) -> Section:

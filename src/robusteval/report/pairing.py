@@ -25,21 +25,17 @@ from robusteval.metrics.significance import (
     PairedTest,
     holm_adjusted,
     paired_test,
-    rb_index,
     share,
 )
-from robusteval.report.collect import MATCHA, ROBUSTNESS, TRANSFER, VARIANTS, WORDIMPORTANCE
+from robusteval.report.collect import MATCHA, TRANSFER, WORDIMPORTANCE
 from robusteval.report.comparability import comparability_key
-from robusteval.report.evals import COMMAND as EVAL
 from robusteval.runs import Run
 from robusteval.seeding import derive_seed
 
 #: The stages holding one outcome row per example, by the command that writes them.
 STAGES = {
-    EVAL: "answer_first",
     MATCHA: "matcha_outcome",
     TRANSFER: "transfer_outcome",
-    ROBUSTNESS: "robustness_outcome",
     WORDIMPORTANCE: "wordimportance",
 }
 #: The outcome each MATCHA rate counts; every attacked example is in their denominator (an unjudged one, or one
@@ -94,54 +90,6 @@ def _transfer(run: Run, metric: str, value: float | None) -> Outcomes | None:
     return _share(rows, value)
 
 
-def _robustness(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    by_set: dict[str, dict[str, dict[str, Any]]] = {}
-    for i, r in _records(run, STAGES[ROBUSTNESS]):
-        by_set.setdefault(str(r.get("set")), {})[i] = r
-    sets = (run.summary or {}).get("sets") or {}
-    # The original's outcomes from a set the summary has (a store may keep rows of sets a re-run dropped).
-    first = next((by_set[name] for name in sets if name in by_set), None)
-    if first is None:
-        return None
-    if metric == "acc[original]":
-        return _share({i: (bool(r.get("correct_original")), True) for i, r in first.items()}, value)
-    if metric.startswith("acc[") and metric[4:-1] in by_set:
-        return _share({i: (bool(r.get("correct")), True) for i, r in by_set[metric[4:-1]].items()}, value)
-    if metric != "rb_index":
-        return None
-    # The sets the index averages: every set, or (where the run leaves out sets that changed no text) those
-    # that changed one; the rows must reproduce the run's index either way.
-    candidates = [list(sets), [name for name, entry in sets.items() if (entry or {}).get("n_changed", 1)]]
-    for names in candidates:
-        if names and all(name in by_set for name in names):
-            rows = {
-                i: (
-                    float(bool(r.get("correct_original"))),
-                    *(float(bool(by_set[name].get(i, {}).get("correct"))) for name in names),
-                )
-                for i, r in first.items()
-            }
-            outcomes = Outcomes(rows, rb_index, value)
-            if outcomes.reproduces():
-                return outcomes
-    return None
-
-
-def _variants(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    if metric not in ("strict", "loose"):
-        return None
-    problems = (run.summary or {}).get("problems") or []
-    return Outcomes(
-        {
-            str(p["problem"]): (float(p[metric]), 1.0)
-            for p in problems
-            if isinstance(p, Mapping) and "problem" in p
-        },
-        share,
-        value,
-    )
-
-
 def _wordimportance(run: Run, metric: str, value: float | None) -> Outcomes | None:
     if not metric.startswith("asr["):
         return None
@@ -153,20 +101,9 @@ def _wordimportance(run: Run, metric: str, value: float | None) -> Outcomes | No
     return _share(rows, value)
 
 
-def _eval(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    if metric != "acc":
-        return None
-    return _share(
-        {i: (bool(r.get("correct")), not r.get("skipped")) for i, r in _records(run, STAGES[EVAL])}, value
-    )
-
-
 READERS = {
-    EVAL: _eval,
     MATCHA: _matcha,
     TRANSFER: _transfer,
-    ROBUSTNESS: _robustness,
-    VARIANTS: _variants,
     WORDIMPORTANCE: _wordimportance,
 }
 

@@ -166,7 +166,7 @@ def print_robustness_tables(summary: Mapping[str, Any], *, label_mode: str, titl
          "unparsed": unparsed.get(name)}
         for name, entry in sets.items()
     ]
-    from robusteval.evals.preservation import preservation_text
+    from robusteval.evals.robustness.preservation import preservation_text
 
     labelled = [name for name, entry in sets.items() if entry.get("preservation")]
     for row in rows[1:]:  # measured preservation beside the accuracy, where a person labelled the set's edits

@@ -16,9 +16,8 @@ from __future__ import annotations
 from robusteval.registry import Registry
 
 #: The modules that register a stage (imported when :data:`STAGES` is first read).
-_STAGE_MODULES = ("robusteval.judges.base", "robusteval.evals.classification", "robusteval.evals.answer_first",
-                  "robusteval.evals.robustness",
-                  "robusteval.evals.prompt_robustness.generate", "robusteval.evals.prompt_robustness.search", "robusteval.perturbations.dataset", "robusteval.variants.pipeline",
+_STAGE_MODULES = ("robusteval.judges.base", "robusteval.evals.classification",
+                  "robusteval.evals.prompt_robustness.generate", "robusteval.evals.prompt_robustness.search", "robusteval.perturbations.dataset",
                   "robusteval.attacks.matcha.run", "robusteval.attacks.matcha.pipeline",
                   "robusteval.attacks.matcha.transfer", "robusteval.attacks.wordimportance.pipeline")
 #: Stage name -> itself, every stage a run store may hold (``Run.records`` tells a misspelt name from a stage a
