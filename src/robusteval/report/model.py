@@ -1,6 +1,6 @@
 """The typed model of an HTML report: sections made of tables, charts, notes and example browsers.
 
-Section builders (``report/matcha.py``, ``variants.py``, ``robustness.py``, ``hardlabel.py``, ``compare.py``)
+Section builders (``report/matcha.py``, ``hardlabel.py``, ``compare.py``, a registered method's ``results``)
 turn loaded runs into these objects; ``report/html.py`` renders them. Every number shown is a :class:`Num`,
 which carries what it was computed from (n, its 95% interval, the run directory): the page prints the interval
 and n in the number's cell (so they survive a screenshot or print), adds the run on hover, and a test compares
