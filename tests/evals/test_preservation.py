@@ -16,8 +16,9 @@ import pytest
 from helpers.datafiles import write_ocnli
 from helpers.tex import compile_tables
 from robusteval.data.spec import DataSpec
-from robusteval.evals.robustness.preservation import attach_labels
 from robusteval.evals.robustness import OUTCOME_STAGE, RobustnessConfig, robustness
+from robusteval.evals.robustness.preservation import attach_labels
+from robusteval.evals.robustness.results.terminal import print_robustness_tables
 from robusteval.metrics.stats import wilson_interval
 from robusteval.models import load_backend
 from robusteval.models.tiny import tiny_nli_pairs
@@ -27,7 +28,6 @@ from robusteval.report.build import build_report
 from robusteval.report.compare import compare_runs
 from robusteval.report.latex import compare_latex
 from robusteval.report.rates import run_rates
-from robusteval.report.tables import print_robustness_tables
 from robusteval.runs import load_run
 from robusteval.store import RunStore
 from robusteval.studies.leaderboard import direction, labelled_metrics
@@ -169,8 +169,8 @@ def test_robustness_labels_option_and_rerun_keep_them(labelled_run: dict[str, An
 
 
 def test_preservation_names_the_runs_stage_and_command() -> None:
-    import robusteval.evals.robustness.preservation as preservation
     import robusteval.evals.robustness as robustness_module
+    import robusteval.evals.robustness.preservation as preservation
 
     assert (preservation.OUTCOME_STAGE, preservation.COMMAND) == (robustness_module.OUTCOME_STAGE,
                                                                   robustness_module.COMMAND)
