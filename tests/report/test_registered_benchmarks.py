@@ -109,3 +109,23 @@ def test_a_variants_run_round_trips(all_runs: dict[str, Path]) -> None:
     # Its diagnosis shares (the variants paired with their original run) get a paper table of their own.
     tex = compare_latex([run.path, all_runs["original"]])
     assert "problems per diagnosis category" in tex
+
+
+def test_a_study_reads_relative_set_files_from_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The robustness runner's ``named_paths``: a ``NAME=FILE`` set's file is read from the study's folder, like
+    its other paths, wherever the study is run from."""
+    from helpers.studies import YESNO
+    from robusteval.studies.plan import load_study
+
+    folder = tmp_path / "study"
+    (folder / "sets").mkdir(parents=True)
+    (folder / "sets" / "mine.jsonl").write_text(Path(YESNO).read_text(encoding="utf-8"), encoding="utf-8")
+    (folder / "study.toml").write_text(
+        '[[models]]\nspec = "hf:unused"\n[datasets.yn]\ndataset = "jsonl"\n'
+        f'data_file = "{YESNO}"\nanswer_type = "label"\nlimit = 2\n'
+        '[methods.robustness]\ndatasets = ["yn"]\nsets = ["C-swap", "mine=sets/mine.jsonl"]\n', encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    (cell,) = load_study(folder / "study.toml").cells
+    assert cell.config.sets == f"C-swap,mine={folder / 'sets' / 'mine.jsonl'}"
