@@ -250,7 +250,7 @@ class Board:
     rows: Callable[..., list[Row]]  # rows(run), or rows(run, others) when ``paired``
     #: (column, what its n counts) of the number that must be precise enough to rank; None: not a rate (ORS)
     gate: tuple[str, str] | None
-    #: rows(run, the method's other runs): VAR-MATH pairs a variants run with its original run
+    #: rows(run, the method's other runs): a run read beside another of its method (a variants run and its original)
     paired: bool = False
     #: (column, the runs' name for the number, the better direction) of each number every pair is tested on;
     #: ``asr[top]``: the success rate at the run's largest α

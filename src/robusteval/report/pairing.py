@@ -1,6 +1,7 @@
 """Paired tests between models: each run's per-example outcomes behind a number, joined on the example id.
 
-:func:`run_outcomes` reads, from a run's stored units (or, for VAR-MATH, its summary's per-problem scores), the
+:func:`run_outcomes` reads, from a run's stored units (or its summary's per-problem scores; a registered method's
+``MethodResults.outcomes``), the
 per-example values that make one of its numbers (the ``report.rates`` names: ``acc``, ``ur``, ``sr``, ``wr``,
 ``acc[original]``, ``acc[<set>]``, ``rb_index``, ``strict``, ``loose``, ``asr[<α>]``, ``transfer_rate``).
 :func:`pairwise` tests every pair of models of one column (:func:`robusteval.metrics.significance.paired_test`)
