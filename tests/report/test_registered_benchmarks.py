@@ -129,3 +129,11 @@ def test_a_study_reads_relative_set_files_from_its_folder(tmp_path: Path, monkey
     monkeypatch.chdir(elsewhere)
     (cell,) = load_study(folder / "study.toml").cells
     assert cell.config.sets == f"C-swap,mine={folder / 'sets' / 'mine.jsonl'}"
+
+
+def test_the_study_leaderboard_reads_each_method_number_as_the_method_says() -> None:
+    from robusteval.studies.leaderboard import direction
+
+    assert direction("strict", "higher") == "higher is better"  # a VAR-MATH score is an accuracy
+    assert direction("rb_index", "lower") == "lower is more robust"
+    assert direction("same[C-swap]", "higher") == "share of the labelled edits judged same meaning, no score"

@@ -8,8 +8,8 @@ study leaderboard iterate the registry and call these; none of them names a meth
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -56,3 +56,9 @@ class MethodResults:
     #: ``study_columns(runs by study model, out_dir, options)``: leaderboard columns computed over all of a study's
     #: cells of one (method, dataset) at once, written under ``out_dir``; ``options`` is the study's table for it.
     study_columns: Callable[[dict[str, Run], Path, dict[str, object]], list[ExtraColumn]] | None = None
+    #: ``study_extras(each cell's rates)``: study leaderboard columns beside the headlines, (metric, better) each,
+    #: that describe the method's inputs rather than score a model (never tested).
+    study_extras: Callable[[list[list[Rate]]], list[tuple[str, str]]] | None = None
+    #: How a study leaderboard column of its numbers reads, by metric (the whole name, or the name before ``[``),
+    #: ``{better}`` standing for the column's direction (default: "{better} is more robust").
+    readings: Mapping[str, str] = field(default_factory=dict)

@@ -45,4 +45,6 @@ def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
     )
 
 
-RESULTS = MethodResults(rates=rates, outcomes=outcomes, boards=(BOARD,), section=varmath.variants_section)
+#: The scores are accuracies: "higher is better", never "more robust" (the drop says how robust).
+RESULTS = MethodResults(rates=rates, outcomes=outcomes, boards=(BOARD,), section=varmath.variants_section,
+                        readings={"strict": "{better} is better", "loose": "{better} is better"})

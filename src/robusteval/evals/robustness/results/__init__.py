@@ -70,4 +70,21 @@ def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
     return None
 
 
-RESULTS = MethodResults(rates=rates, outcomes=outcomes, boards=(BOARD,), section=perturbed.robustness_section)
+#: Numbers about the perturbed sets, not the model: the share of a set's labelled edits judged same meaning.
+MEASURED = "same"
+#: The RB-index over the edits labelled same meaning (``--preserved-only``), beside the headline.
+PRESERVED_RB = "rb_index[preserved]"
+
+
+def labelled_metrics(cells: list[list[Rate]]) -> list[tuple[str, str]]:
+    """The preservation columns some run of the method holds (``same[SET]`` per labelled set, then the
+    preserved-only RB-index), in the runs' order: a column only where some cell has labels."""
+    names = list(dict.fromkeys(rate.metric for run in cells for rate in run))
+    return [*((name, "higher") for name in names if name.split("[", 1)[0] == MEASURED),
+            *((name, "lower") for name in names if name == PRESERVED_RB)]
+
+
+RESULTS = MethodResults(rates=rates, outcomes=outcomes, boards=(BOARD,), section=perturbed.robustness_section,
+                        study_extras=labelled_metrics,
+                        readings={MEASURED: "share of the labelled edits judged same meaning, no score",
+                                  PRESERVED_RB: "{better} is more robust; over the edits labelled same meaning only"})
