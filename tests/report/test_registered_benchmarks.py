@@ -6,10 +6,14 @@ method, and its results contract reading real stored runs on the tiny models (``
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import robusteval
 from robusteval.data.spec import DataSpec
 from robusteval.evals.answer_first import EvalConfig, evaluate
 from robusteval.evals.robustness import robustness_info
@@ -137,3 +141,14 @@ def test_the_study_leaderboard_reads_each_method_number_as_the_method_says() -> 
     assert direction("strict", "higher") == "higher is better"  # a VAR-MATH score is an accuracy
     assert direction("rb_index", "lower") == "lower is more robust"
     assert direction("same[C-swap]", "higher") == "share of the labelled edits judged same meaning, no score"
+
+
+def test_their_stages_are_known_in_a_fresh_process() -> None:
+    """The stage registry learns each method's stages from its registration (``MethodSpec.stages``), in a process
+    that imported none of the pipelines (a run store's ``Run.records`` tells a stage from a misspelt name)."""
+    code = ("import json, sys\nfrom robusteval.store.stages import STAGES\n"
+            "print(json.dumps(sorted(entry.name for entry in STAGES)))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(robusteval.__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert {"answer_first", "robustness_outcome", "variants_generation"} <= set(json.loads(out.stdout))

@@ -6,4 +6,4 @@ register_method(MethodSpec(
     name="eval", command="eval", summary="answer-first accuracy on questions with gold answers",
     section="evals", runner="robusteval.evals.answer_first.study_method:method",
     results="robusteval.evals.answer_first.results:RESULTS", cli="robusteval.cli.eval_cmd",
-    stages=("robusteval.evals.answer_first",), headlines=(("acc", "higher"),), order=10))
+    stages=("robusteval.evals.answer_first.pipeline",), headlines=(("acc", "higher"),), order=10))

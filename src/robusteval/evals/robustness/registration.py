@@ -7,5 +7,5 @@ register_method(MethodSpec(
     summary="perturbed benchmarks: accuracy on perturbed copies of a classification set, RB-index",
     section="robustness", runner="robusteval.evals.robustness.study_method:method",
     results="robusteval.evals.robustness.results:RESULTS", cli="robusteval.cli.robustness",
-    stages=("robusteval.evals.robustness",), headlines=(("rb_index", "lower"), ("acc[original]", "higher")),
+    stages=("robusteval.evals.robustness.pipeline",), headlines=(("rb_index", "lower"), ("acc[original]", "higher")),
     order=40))
