@@ -211,7 +211,7 @@ def test_an_unexpected_error_writes_a_crash_log(tiny_llama_dir: Path, tmp_path: 
     args = eval_args(f"hf:{tiny_llama_dir}", data, tmp_path / "out")
     launcher = (
         "import sys\n"
-        "import robusteval.evals.answer_first as af\n"
+        "import robusteval.evals.answer_first.pipeline as af\n"
         "def broken(*a, **k):\n"
         "    raise ZeroDivisionError('planted fault')\n"
         "af.accuracy_summary = broken\n"

@@ -15,8 +15,8 @@ from robusteval.cli.main import build_parser, command_modules
 # Heavy third-party packages and the modules that run a method; none is needed to print a help.
 HEAVY = ("numpy", "torch", "transformers", "rich", "sympy", "httpx")
 PIPELINES = ("robusteval.attacks.matcha.pipeline", "robusteval.attacks.matcha.transfer",
-             "robusteval.attacks.wordimportance.pipeline", "robusteval.evals.answer_first",
-             "robusteval.evals.robustness", "robusteval.perturbations.pipeline", "robusteval.lifecycle",
+             "robusteval.attacks.wordimportance.pipeline", "robusteval.evals.answer_first.pipeline",
+             "robusteval.evals.robustness.pipeline", "robusteval.perturbations.pipeline", "robusteval.lifecycle",
              "robusteval.judges.base")
 
 _LAUNCHER = """\

@@ -16,8 +16,10 @@ import pytest
 from helpers.datafiles import write_ocnli
 from helpers.tex import compile_tables
 from robusteval.data.spec import DataSpec
-from robusteval.evals.preservation import attach_labels
 from robusteval.evals.robustness import OUTCOME_STAGE, RobustnessConfig, robustness
+from robusteval.evals.robustness.preservation import attach_labels
+from robusteval.evals.robustness.results import RESULTS
+from robusteval.evals.robustness.results.terminal import print_robustness_tables
 from robusteval.metrics.stats import wilson_interval
 from robusteval.models import load_backend
 from robusteval.models.tiny import tiny_nli_pairs
@@ -27,10 +29,9 @@ from robusteval.report.build import build_report
 from robusteval.report.compare import compare_runs
 from robusteval.report.latex import compare_latex
 from robusteval.report.rates import run_rates
-from robusteval.report.tables import print_robustness_tables
 from robusteval.runs import load_run
 from robusteval.store import RunStore
-from robusteval.studies.leaderboard import direction, labelled_metrics
+from robusteval.studies.leaderboard import direction
 
 SETS = ("C-homophone", "C-pinyin")
 
@@ -138,11 +139,12 @@ def test_preservation_on_every_surface(labelled_run: dict[str, Any], tmp_path: P
     assert homophone in page and pinyin in page and "RB-index over meaning-preserving edits" in page
     # The study leaderboard's columns: one per labelled set, read as no score, and the preserved-only RB-index.
     rates = run_rates(load_run(run))
-    assert labelled_metrics([rates]) == [("same[C-homophone]", "higher"), ("same[C-pinyin]", "higher"),
+    assert RESULTS.study_extras is not None and RESULTS.study_extras([rates]) == [("same[C-homophone]", "higher"), ("same[C-pinyin]", "higher"),
                                          ("rb_index[preserved]", "lower")]
     same = next(rate for rate in rates if rate.metric == "same[C-homophone]")
     assert (same.num.value, same.num.n, same.denominator) == (7 / 8, 8, "labelled edits")
     assert "no score" in direction("same[C-homophone]", "higher")
+    assert direction("rb_index[preserved]", "lower") == "lower is more robust; over the edits labelled same meaning only"
 
 
 def test_robustness_labels_option_and_rerun_keep_them(labelled_run: dict[str, Any], tmp_path: Path) -> None:
@@ -169,8 +171,8 @@ def test_robustness_labels_option_and_rerun_keep_them(labelled_run: dict[str, An
 
 
 def test_preservation_names_the_runs_stage_and_command() -> None:
-    import robusteval.evals.preservation as preservation
     import robusteval.evals.robustness as robustness_module
+    import robusteval.evals.robustness.preservation as preservation
 
     assert (preservation.OUTCOME_STAGE, preservation.COMMAND) == (robustness_module.OUTCOME_STAGE,
                                                                   robustness_module.COMMAND)

@@ -20,7 +20,7 @@ from helpers.runs import records, summary
 from robusteval.attacks.matcha.results.examples import semantic_rows, semantic_summary, token_texts
 from robusteval.attacks.matcha.results.reasons import not_attacked
 from robusteval.attacks.wordimportance.results.section import ORIGINAL_WRONG, wordimportance_skip_reason
-from robusteval.report import perturbed
+from robusteval.evals.robustness.results import section as perturbed
 from robusteval.report.charts import bar_chart
 from robusteval.report.highlight import text_block
 from robusteval.report.html import block_html

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-import robusteval.evals.robustness as robustness
+import robusteval.evals.robustness.pipeline as robustness
 from robusteval.data.example import Example
 
 

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from robusteval.report.varmath import STAGE, problem_items
+from robusteval.variants.results.section import STAGE, problem_items
 
 
 class StubRun:
@@ -48,7 +48,7 @@ def test_many_instances_take_linear_time(tmp_path: Path) -> None:
 
 
 def test_a_damaged_jsonl_beside_the_run_gives_the_rows_before_the_damage(tmp_path: Path) -> None:
-    from robusteval.report.varmath import _read_jsonl
+    from robusteval.variants.results.section import _read_jsonl
 
     path = tmp_path / "graded.jsonl"
     path.write_text('{"id": "a"}\n\n{"id": "b"}\n{broken\n{"id": "c"}\n', encoding="utf-8")

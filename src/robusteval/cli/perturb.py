@@ -160,8 +160,8 @@ def run_labels(args: argparse.Namespace) -> int:
     else:
         print("\n".join(preservation_lines(rates)) or "no labels yet")
     for run_dir in args.run:
-        from robusteval.evals.preservation import attach_labels
-        from robusteval.evals.preservation import preservation_lines as run_lines
+        from robusteval.evals.robustness.preservation import attach_labels
+        from robusteval.evals.robustness.preservation import preservation_lines as run_lines
 
         summary = attach_labels(run_dir, args.store or args.exports[0],
                                 preserved_only=True if args.preserved_only else None)

@@ -52,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from robusteval.attacks.base import get_attack
     from robusteval.attacks.matcha.results.terminal import format_matcha_example, pick_example
+    from robusteval.evals.robustness.results.terminal import print_robustness_tables
     from robusteval.metrics.stats import wilson_interval
     from robusteval.models.embedded import embedded_model_spec
     from robusteval.peak import describe, peak_memory
@@ -59,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
         format_rate,
         print_exclusions,
         print_flags,
-        print_robustness_tables,
         print_summary_table,
     )
     from robusteval.runs import load_run

@@ -46,9 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.evals.robustness import RobustnessConfig, robustness, robustness_identity, robustness_info
+    from robusteval.evals.robustness.results.terminal import print_robustness_tables
     from robusteval.lifecycle import open_run
     from robusteval.perturbations.similarity import similarity_line
-    from robusteval.report.tables import print_robustness_tables
 
     config = config_from_args(RobustnessConfig, args)
     examples = config.data.load()  # bad data, set files and methods fail here, before the model loads
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for name, entry in summary["sets"].items():  # --min-similarity: what the gate did, naming its measure
         if "similarity" in entry:
             print(f"{name}: {similarity_line(entry['similarity'])}")
-    from robusteval.evals.preservation import preservation_lines
+    from robusteval.evals.robustness.preservation import preservation_lines
 
     for line in preservation_lines(summary, with_preserved=False):  # --labels: every label's share per set
         print(line)

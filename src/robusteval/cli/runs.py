@@ -280,11 +280,11 @@ def compare_runs(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
         else:
-            from robusteval.report.compare import headings
+            from robusteval.report.compare import HEADINGS
             from robusteval.report.model import Num
             from robusteval.report.tables import format_num, print_summary_table
 
-            names = headings()
+            names = dict(HEADINGS)
             for board in boards:
                 columns = board.shown
                 if not any(row.get(columns[-1]) for row in board.rows):  # every row ranked: no reasons column

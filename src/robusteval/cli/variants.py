@@ -258,10 +258,10 @@ def run_score(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from robusteval.cli.eval_cmd import print_reply_counts
     from robusteval.lifecycle import open_run
-    from robusteval.report.tables import print_diagnosis
     from robusteval.store import SUMMARY_NAME
     from robusteval.variants.configs import VariantsEvalConfig
     from robusteval.variants.pipeline import check_originals, evaluate_variants, variants_eval_identity
+    from robusteval.variants.results.terminal import print_diagnosis
 
     config = config_from_args(VariantsEvalConfig, args)
     config.check()

@@ -8,7 +8,7 @@ VAR-MATH, perturbed benchmarks, hard-label attacks with ORS) and the comparison 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from robusteval.config import path_list
@@ -59,30 +59,21 @@ def run_cards(inputs: Inputs) -> list[RunCard]:
     return cards
 
 
-#: The section that shows a run of each command (a study's leaderboard links each cell there).
-SECTION_OF = {"eval": "evals", "variants eval": "varmath", "robustness": "robustness"}
-
-
 def section_of(command: object) -> str:
     """The id of the report section that shows a run of ``command`` ("" : none)."""
     spec = method_of_command(command)
-    return spec.section if spec is not None else SECTION_OF.get(str(command), "")
+    return spec.section if spec is not None else ""
 
 
 def sections(inputs: Inputs) -> list[Section]:
+    """Each registered method's section where it has runs (in the methods' order), then the comparison."""
     from robusteval.report.compare import comparison_section
-    from robusteval.report.evals import evals_section
-    from robusteval.report.perturbed import robustness_section
-    from robusteval.report.varmath import variants_section
 
-    # The sections of the methods not yet registered, at their methods' order among the registered ones.
-    builders: list[tuple[int, Callable[[Inputs], Section | None]]] = [
-        (10, evals_section), (30, variants_section), (40, robustness_section)]
-    for spec in methods():  # the registered methods' sections, in their order
+    found = []
+    for spec in methods():
         results = spec.load_results()
         if results is not None and results.section is not None:
-            builders.append((spec.order, results.section))
-    found = [build(inputs) for _, build in sorted(builders, key=lambda pair: pair[0])]
+            found.append(results.section(inputs))
     present = [s for s in found if s is not None]
     if not present:
         raise nothing_to_show(inputs, "report: nothing to show")

@@ -17,19 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robusteval.errors import DataError, UserError
-from robusteval.evals.robustness import COMMAND as ROBUSTNESS  # noqa: F401
 from robusteval.report.model import Browser, Filter
 from robusteval.runs import Run, load_run
 from robusteval.store import DB_NAME
-from robusteval.variants.pipeline import COMMAND as VARIANTS  # noqa: F401
 
 if TYPE_CHECKING:
     from robusteval.report.method_results import ResultFile, StoredResult
 
 SWEEP_NAME = "sweep.json"
 
-# The command each method's runs record in their identity: VARIANTS and ROBUSTNESS come from their pipelines
-# (imported above); a registered method's from its registration (``robusteval.methods``).
 
 
 @dataclass(frozen=True)

@@ -25,30 +25,25 @@ call (:attr:`Leaderboard.comparisons`). Runs in different groups are not paired,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import methods
-from robusteval.report import perturbed, varmath
 from robusteval.report.collect import (
-    ROBUSTNESS,
-    VARIANTS,
     Inputs,
     collect,
-    dataset_name,
-    model_name,
     nothing_to_show,
 )
 from robusteval.report.comparability import comparability_key, key_hash, why_apart
-from robusteval.report.evals import COMMAND as EVAL
-from robusteval.report.evals import eval_accuracy
 from robusteval.report.model import Note, Num, Section, Table
 from robusteval.report.pairing import ROW_COLUMNS, Comparison, comparison_row, holm_table, pairwise
 from robusteval.runs import Run
+
+if TYPE_CHECKING:
+    from robusteval.report.latex_tex import TexTable
 
 Row = dict[str, Num | str]
 
@@ -171,59 +166,6 @@ def _ranked(rows: list[Row], order: Sequence[tuple[str, bool]], gate: tuple[str,
 # One row per run (per model of an ORS result); every number is the section builder's own Num, so the report's
 # tables and the leaderboards show the same value with the same n and interval.
 
-def _eval_rows(run: Run) -> list[Row]:
-    """An answer-first eval run: its accuracy over the examples answered (n), as ``runs show`` gives it."""
-    return [{"model": model_name(run), "dataset": dataset_name(run), "n": str((run.summary or {}).get("n")),
-             "acc": eval_accuracy(run)}]
-
-
-def _variants_rows(run: Run, others: Sequence[Run] = ()) -> list[Row]:
-    """A VAR-MATH run's scores and its diagnosis (paired with the original run among ``others`` when it stored
-    none): the label, the relative strict drop (paired interval, n = problems with an original) and every
-    category's share (Wilson interval, n = problems)."""
-    summary = run.summary or {}
-    diagnosis = varmath.diagnosis_of(run, others)
-    return [{"model": model_name(run), "instances": Path(str(summary.get("instances") or "?")).name,
-             "n_problems": str(summary.get("n_problems")), "strict": varmath.accuracy(run, "strict"),
-             "loose": varmath.accuracy(run, "loose"), "diagnosis": varmath.diagnosis_label(diagnosis),
-             "strict_drop": varmath.drop(diagnosis, "strict", "relative", run),
-             **{f"share_{name}": varmath.category_share(diagnosis, name, run) for name in varmath.SHOWN_CATEGORIES}}]
-
-
-def unparsed_text(summary: Mapping[str, Any]) -> str:
-    """A robustness run's unread labels per set, ``original 0/10, C-pinyin 10/10`` (they count as wrong)."""
-    counts = summary.get("n_unparsed") or {}
-    # The original first, then the sets in the run's order (summary.json may hold the counts sorted by name).
-    names = dict.fromkeys([perturbed.ORIGINAL, *(summary.get("sets") or {}), *counts])
-    return ", ".join(f"{name} {counts[name]}/{summary.get('n')}" for name in names if name in counts) or "not recorded"
-
-
-def preservation_text(run: Run) -> str:
-    """Each labelled set's accuracy and measured preservation, ``C-homophone: acc 58.3% [32.0, 80.7] n=12,
-    same meaning 6/10 = 60% [31, 83]`` ("; " between sets; "" where no edit is labelled)."""
-    from robusteval.metrics.formatting import format_rate
-
-    summary = run.summary or {}
-    parts = []
-    for name, entry in (summary.get("sets") or {}).items():
-        shown = perturbed.preservation(run, name)
-        if shown:
-            acc = format_rate(entry.get("acc"), entry.get("acc_ci95"), scale=100, digits=1, unit="%",
-                              n=summary.get("n"))
-            parts.append(f"{name}: acc {acc}, {shown}")
-    return "; ".join(parts)
-
-
-def _robustness_rows(run: Run) -> list[Row]:
-    summary = run.summary or {}
-    row: Row = {"model": model_name(run), "dataset": dataset_name(run), "sets": str(summary.get("sets_spec")),
-                "label_mode": str(summary.get("label_mode") or "?"), "n": str(summary.get("n")),
-                "unparsed": unparsed_text(summary),
-                "acc_original": perturbed.accuracy(run, perturbed.ORIGINAL), "rb_index": perturbed.rb_index(run),
-                "preservation": preservation_text(run)}
-    if summary.get("preserved_only"):  # beside the headline RB-index, never in its place
-        row["rb_index_preserved"] = perturbed.preserved_rb_index(run)
-    return [row]
 
 
 @dataclass(frozen=True)
@@ -239,12 +181,12 @@ class Board:
     rows: Callable[..., list[Row]]  # rows(run), or rows(run, others) when ``paired``
     #: (column, what its n counts) of the number that must be precise enough to rank; None: not a rate (ORS)
     gate: tuple[str, str] | None
-    #: rows(run, the method's other runs): VAR-MATH pairs a variants run with its original run
+    #: rows(run, the method's other runs): a run read beside another of its method (a variants run and its original)
     paired: bool = False
     #: (column, the runs' name for the number, the better direction) of each number every pair is tested on;
     #: ``asr[top]``: the success rate at the run's largest α
     tested: tuple[tuple[str, str, str], ...] = ()
-    #: headings of its own columns in the page and the terminal (:func:`headings`)
+    #: headings of its own columns (beside the common ones: :data:`HEADINGS` reads both)
     headings: Mapping[str, str] = field(default_factory=dict)
     #: its columns shown only where some row fills them (runs made before a column was recorded leave it empty)
     optional: frozenset[str] = frozenset()
@@ -253,30 +195,18 @@ class Board:
     #: ``metric_of(run, tested name)``: the run's own name for a tested number, where the tested name stands for
     #: one of several (word-importance's ``asr[top]``: the success rate at the run's largest α)
     metric_of: Callable[[Any, str], str] | None = None
+    #: ``tex(leaderboard, inputs, table)``: its paper tables for ``runs compare --format latex`` from the
+    #: leaderboard's generic ``table`` (more notes, per-set or per-category tables); None: that table alone
+    tex: Callable[[Leaderboard, Inputs, TexTable], list[TexTable]] | None = None
+    #: its columns a paper's table leaves out (said in notes or tables of its own)
+    tex_hidden: frozenset[str] = frozenset()
 
-
-BOARDS = (
-    Board("eval", EVAL, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
-          (("acc", True),), _eval_rows, ("acc", "n"), tested=(("acc", "acc", "higher"),)),
-    Board("variants", VARIANTS, "VAR-MATH: higher strict score ranks first",
-          ("instances", "n_problems", "strict", "loose", "diagnosis", "strict_drop",
-           *(f"share_{name}" for name in varmath.SHOWN_CATEGORIES)), (("strict", True), ("loose", True)),
-          _variants_rows, ("strict", "n_problems"), paired=True,
-          tested=(("strict", "strict", "higher"), ("loose", "loose", "higher"))),
-    Board("robustness", ROBUSTNESS, "Perturbed benchmarks: lower RB-index ranks first",
-          ("dataset", "sets", "label_mode", "n", "unparsed", "acc_original", "rb_index", "rb_index_preserved",
-           "preservation"), (("rb_index", False),),
-          _robustness_rows, ("rb_index", "n"),
-          tested=(("rb_index", "rb_index", "lower"), ("acc_original", "acc[original]", "higher"))),
-)
 
 
 def all_boards() -> tuple[Board, ...]:
-    """Every leaderboard kind: the registered methods' (in their order), then the ones not yet registered."""
-    registered = tuple(board for spec in methods() if (results := spec.load_results()) is not None
-                       for board in results.boards)
-    taken = {board.method for board in registered}
-    return (*registered, *(board for board in BOARDS if board.method not in taken))
+    """Every leaderboard kind: the registered methods' boards, in the methods' order."""
+    return tuple(board for spec in methods() if (results := spec.load_results()) is not None
+                 for board in results.boards)
 
 
 def check_thresholds(max_width: float, min_n: int, *, names: tuple[str, str] = ("max_width", "min_n")) -> None:
@@ -326,7 +256,7 @@ def _pairs(board: Board, rows: Sequence[Row], sources: Sequence[Any]) -> list[Co
             own = board.metric_of(run, metric) if board.metric_of is not None else metric
             runs.append((shown, run, own, num.value if isinstance(num, Num) else None))
         percent = all(isinstance(row.get(column), Num) and row[column].percent for _, _, row in named)  # type: ignore[union-attr]
-        out += pairwise(f"{board.method} {headings().get(column, column)}", metric, better, runs, percent=percent)
+        out += pairwise(f"{board.method} {HEADINGS.get(column, column)}", metric, better, runs, percent=percent)
     return out
 
 
@@ -362,18 +292,29 @@ def compare_runs(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
 
 
 #: Column headings in the page and the terminal (the CSV keeps the plain names).
-HEADINGS = {"acc": "ACC %", "n_problems": "problems", "strict": "strict %", "loose": "loose %",
-            "acc_original": "original accuracy %", "rb_index": "RB-index %", "asr": "ASR %",
-            "rb_index_preserved": "RB-index over meaning-preserving edits %",
-            "preservation": "accuracy and same meaning (labelled edits) per set",
-            "strict_drop": "strict drop %",
-            **{f"share_{name}": f"{varmath.CATEGORY_NAMES[name]} %" for name in varmath.SHOWN_CATEGORIES},
-            "queries_per_success": "queries/success", "ors": "ORS", UNRANKED: "not ranked because"}
+#: Headings every method's columns share (a method's own are its boards' ``headings``).
+COMMON_HEADINGS = {"acc": "ACC %", UNRANKED: "not ranked because"}
 
 
-def headings() -> dict[str, str]:
-    """Every column's heading: :data:`HEADINGS` and each board's own (:attr:`Board.headings`)."""
-    return {**HEADINGS, **{column: text for board in all_boards() for column, text in board.headings.items()}}
+class Headings(Mapping[str, str]):
+    """Column headings: the common ones, then those each leaderboard kind declares (``Board.headings``), read
+    when asked (a registered method's board is loaded only then)."""
+
+    def _all(self) -> dict[str, str]:
+        return {**{column: text for board in all_boards() for column, text in board.headings.items()},
+                **COMMON_HEADINGS}
+
+    def __getitem__(self, column: str) -> str:
+        return COMMON_HEADINGS[column] if column in COMMON_HEADINGS else self._all()[column]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+HEADINGS = Headings()
 
 
 def comparison_section(inputs: Inputs) -> Section:
@@ -387,7 +328,7 @@ def comparison_section(inputs: Inputs) -> Section:
         if len(board.models) < 2:
             continue
         columns = board.shown
-        names = headings()
+        names = dict(HEADINGS)
         section.add(Table(board.title, [names.get(c, c) for c in columns],
                           [[row.get(c, "") for c in columns] for row in board.rows],
                           note=f"comparability key {board.group}" + (f"; {board.apart}" if board.apart else "")))

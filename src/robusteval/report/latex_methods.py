@@ -2,10 +2,9 @@
 
 * A method whose results give paper tables of their own (:attr:`MethodResults.latex
   <robusteval.report.method_results.MethodResults.latex>`, e.g. MATCHA's Tables 1-3) shows those instead.
-* Every method: its leaderboards, rows best first. What every row shares (the dataset, the sets, the label
-  mode, β) is said in the caption, not repeated in a column; the rank order and why a row is not ranked too. The
-  per-set numbers of a perturbed benchmark (accuracy, unparsed labels) and VAR-MATH's diagnosis shares get tables
-  of their own, one column per set or category.
+* Every other method: its leaderboards, rows best first. What every row shares (the dataset, the sets, the label
+  mode, β) is said in the caption, not repeated in a column; the rank order and why a row is not ranked too. A
+  leaderboard kind may add notes and tables of its own (``Board.tex``: one column per set or category).
 * The pairwise tests of every leaderboard: the difference with its interval, n, the test, p and Holm's p (bold
   where the pair differs).
 """
@@ -15,18 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from robusteval.metrics.formatting import NO_INTERVAL
-from robusteval.report import perturbed
-from robusteval.report.collect import ROBUSTNESS, Inputs, model_name
-from robusteval.report.compare import UNRANKED, Leaderboard, headings
+from robusteval.report.collect import Inputs
+from robusteval.report.compare import HEADINGS, UNRANKED, Leaderboard, all_boards
 from robusteval.report.latex_tex import Heading, Tex, TexTable
 from robusteval.report.model import Cell, Num
 from robusteval.report.pairing import Comparison, p_text
-from robusteval.runs import Run
 
 #: Leaderboard columns a paper's table never shows: the rank (rows are in rank order; the caption says so), why a
 #: row is not ranked (the caption), the run's directory, and what other tables or the caption hold.
-HIDDEN = frozenset({"rank", UNRANKED, "run", "flags", "outcomes", "outcomes_ours", "unparsed", "label_mode",
-                    "preservation"})
+HIDDEN = frozenset({"rank", UNRANKED, "run", "flags", "outcomes", "outcomes_ours"})
 #: Headings in LaTeX where the terminal's would read badly.
 TEX_HEADINGS: dict[str, Heading] = {
     "n": Tex("$n$"), "n_attacked": Tex(r"$n_{\mathrm{att}}$"), "n_original_correct": "originally correct",
@@ -39,30 +35,27 @@ TEX_HEADINGS: dict[str, Heading] = {
 def heading(column: str) -> Heading:
     if column in TEX_HEADINGS:
         return TEX_HEADINGS[column]
-    return headings().get(column, column).replace(" %", " (%)")
+    return HEADINGS.get(column, column).replace(" %", " (%)")
 
 
-def _runs_by_path(inputs: Inputs, command: str) -> dict[str, Run]:
-    return {str(run.path): run for run in inputs.of(command)}
 
 
 # ----------------------------------------------------------------------------------------------- leaderboards
 
 def board_tables(board: Leaderboard, inputs: Inputs) -> list[TexTable]:
-    """``board`` as a paper's table (rows best first), with its per-set or per-category table where it has one."""
-    columns = [c for c in board.shown if c not in HIDDEN and not c.startswith("share_")]
+    """``board`` as a paper's table (rows best first), with its per-set or per-category table where it has one
+    (its kind's ``tex``)."""
+    kind = next((b for b in all_boards() if b.method == board.method), None)
+    hidden = HIDDEN | (kind.tex_hidden if kind is not None else frozenset())
+    columns = [c for c in board.shown if c not in hidden and not c.startswith("share_")]
     rows = list(board.rows)
     notes: list[str] = []
     for column in [c for c in columns if c != "model"]:
         values = {str(row.get(column, "")) for row in rows}
         if not any(isinstance(row.get(column), Num) for row in rows) and len(values) == 1 and not _count(column):
-            name = {"rate": "α", "beta": "β"}.get(column, headings().get(column, column))
+            name = {"rate": "α", "beta": "β"}.get(column, HEADINGS.get(column, column))
             notes.append(f"{name}: {next(iter(values))}.")
             columns.remove(column)
-    modes = {str(row.get("label_mode")) for row in rows if row.get("label_mode")}
-    if modes:
-        notes.append("Label mode: " + ", ".join(f"{m} ({perturbed.LABEL_MODES.get(m, m)})" for m in sorted(modes))
-                     + ".")
     title, _, order = board.title.partition(": ")
     unranked = [f"{row['model']} ({row[UNRANKED]})" for row in rows if row.get(UNRANKED)]
     notes.insert(0, f"Rows ranked: {order.split(' (comparable group')[0]}."
@@ -73,52 +66,11 @@ def board_tables(board: Leaderboard, inputs: Inputs) -> list[TexTable]:
     comments = [f"comparability key {board.group}", *([board.apart] if board.apart else [])]
     main = TexTable(caption, [heading(c) for c in columns], [[row.get(c, "") for c in columns] for row in rows],
                     notes=notes, comments=comments)
-    out = [main]
-    shares = [c for c in board.shown if c.startswith("share_")]
-    if shares:
-        out.append(TexTable(f"{title}: problems per diagnosis category (%)", ["Model", *(heading(c) for c in shares)],
-                            [[row["model"], *(row.get(c, "") for c in shares)] for row in rows],
-                            notes=[f"n: the problems of each model ({caption}).", "Each number: value [95% Wilson "
-                                   "interval]."], comments=comments))
-    if board.method == "robustness":
-        out += _set_tables(board, inputs, comments)
-    return out
+    return kind.tex(board, inputs, main) if kind is not None and kind.tex is not None else [main]
 
 
 def _count(column: str) -> bool:
     return column == "n" or column.startswith("n_")
-
-
-def _set_tables(board: Leaderboard, inputs: Inputs, comments: Sequence[str]) -> list[TexTable]:
-    """A perturbed benchmark's accuracy on each set, one column per set, and its unparsed labels when some
-    answer had none."""
-    by_path = _runs_by_path(inputs, ROBUSTNESS)
-    runs = [by_path[str(row["run"])] for row in board.rows if str(row.get("run")) in by_path]
-    names = [perturbed.ORIGINAL, *perturbed.set_names(runs)]
-    out = [TexTable("Perturbed benchmarks: accuracy (%) on the original and on each perturbed set",
-                    ["Model", *names], [[model_name(run), *(perturbed.accuracy(run, n) for n in names)]
-                                        for run in runs],
-                    notes=["Each number: value [95% interval]."], comments=comments)]
-    counts = [[model_name(run), str((run.summary or {}).get("n")),
-               *("" if perturbed.unparsed(run, n) is None else str(perturbed.unparsed(run, n)) for n in names)]
-              for run in runs]
-    if perturbed.labelled(runs):  # measured preservation, where a person labelled the sets' edits
-        labelled = [name for name in names[1:] if any(perturbed.preservation(run, name) for run in runs)]
-        out.append(TexTable("Perturbed benchmarks: accuracy (%) and measured meaning preservation per set",
-                            ["Model", *(f"{name}: {part}" for name in labelled
-                                        for part in ("accuracy", "same meaning"))],
-                            [[model_name(run), *(cell for name in labelled
-                                                 for cell in (perturbed.accuracy(run, name),
-                                                              perturbed.preservation(run, name).removeprefix(
-                                                                  "same meaning ")))]
-                             for run in runs],
-                            notes=["Same meaning: of the set's edits a person labelled, those judged to keep the "
-                                   "meaning, k/n = share [Wilson 95% interval]; each edit counted once, with its "
-                                   "last label.", "Accuracy: value [95% interval]."], comments=comments))
-    if any(c not in ("", "0") for row in counts for c in row[2:]):
-        out.append(TexTable("Perturbed benchmarks: answers without a readable label, per set (counted wrong)",
-                            ["Model", Tex("$n$"), *names], counts, comments=comments))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- pairwise tests

@@ -9,7 +9,7 @@ study leaderboard iterate the registry and call these; none of them names a meth
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -100,3 +100,9 @@ class MethodResults:
     result_files: Sequence[ResultFile] = ()
     #: Metrics of its study columns that are not shares (metric -> how a paper table shows it: not x100).
     formats: Mapping[str, NumberFormat] | None = None
+    #: ``study_extras(each cell's rates)``: study leaderboard columns beside the headlines, (metric, better) each,
+    #: that describe the method's inputs rather than score a model (never tested).
+    study_extras: Callable[[list[list[Rate]]], list[tuple[str, str]]] | None = None
+    #: How a study leaderboard column of its numbers reads, by metric (the whole name, or the name before ``[``),
+    #: ``{better}`` standing for the column's direction (default: "{better} is more robust").
+    readings: Mapping[str, str] = field(default_factory=dict)

@@ -1,6 +1,7 @@
 """Paired tests between models: each run's per-example outcomes behind a number, joined on the example id.
 
-:func:`run_outcomes` reads, from a run's stored units (or, for VAR-MATH, its summary's per-problem scores), the
+:func:`run_outcomes` reads, from a run's stored units (or its summary's per-problem scores; a registered method's
+``MethodResults.outcomes``), the
 per-example values that make one of its numbers (the ``report.rates`` names: ``acc``, ``ur``, ``sr``, ``wr``,
 ``acc[original]``, ``acc[<set>]``, ``rb_index``, ``strict``, ``loose``, ``asr[<α>]``, ...); a registered
 method's results give their own (:attr:`~robusteval.report.method_results.MethodResults.outcomes`).
@@ -24,24 +25,15 @@ from robusteval.metrics.significance import (
     PairedTest,
     holm_adjusted,
     paired_test,
-    rb_index,
     share,
 )
-from robusteval.report.collect import ROBUSTNESS, VARIANTS
 from robusteval.report.comparability import comparability_key
-from robusteval.report.evals import COMMAND as EVAL
 from robusteval.runs import Run
 from robusteval.seeding import derive_seed
 
-#: The stages holding one outcome row per example, by the command that writes them.
-STAGES = {
-    EVAL: "answer_first",
-    ROBUSTNESS: "robustness_outcome",
-}
 
-
-def _records(run: Run, stage: str) -> list[tuple[str, dict[str, Any]]]:
-    """(example id, record) of every unit of ``stage``."""
+def stage_records(run: Run, stage: str) -> list[tuple[str, dict[str, Any]]]:
+    """(example id, record) of every unit of ``stage`` (what a method's outcome reader builds on)."""
     if stage not in run.stages:
         return []
     return [
@@ -50,90 +42,20 @@ def _records(run: Run, stage: str) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _share(rows: Mapping[str, tuple[bool, bool]], value: float | None) -> Outcomes:
+def share_outcomes(rows: Mapping[str, tuple[bool, bool]], value: float | None) -> Outcomes:
     """(outcome, counted) per example: a share of the counted examples (an outcome outside them counts 0)."""
     return Outcomes(
         {i: (float(hit and counted), float(counted)) for i, (hit, counted) in rows.items()}, share, value
     )
 
-
-def _robustness(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    by_set: dict[str, dict[str, dict[str, Any]]] = {}
-    for i, r in _records(run, STAGES[ROBUSTNESS]):
-        by_set.setdefault(str(r.get("set")), {})[i] = r
-    sets = (run.summary or {}).get("sets") or {}
-    # The original's outcomes from a set the summary has (a store may keep rows of sets a re-run dropped).
-    first = next((by_set[name] for name in sets if name in by_set), None)
-    if first is None:
-        return None
-    if metric == "acc[original]":
-        return _share({i: (bool(r.get("correct_original")), True) for i, r in first.items()}, value)
-    if metric.startswith("acc[") and metric[4:-1] in by_set:
-        return _share({i: (bool(r.get("correct")), True) for i, r in by_set[metric[4:-1]].items()}, value)
-    if metric != "rb_index":
-        return None
-    # The sets the index averages: every set, or (where the run leaves out sets that changed no text) those
-    # that changed one; the rows must reproduce the run's index either way.
-    candidates = [list(sets), [name for name, entry in sets.items() if (entry or {}).get("n_changed", 1)]]
-    for names in candidates:
-        if names and all(name in by_set for name in names):
-            rows = {
-                i: (
-                    float(bool(r.get("correct_original"))),
-                    *(float(bool(by_set[name].get(i, {}).get("correct"))) for name in names),
-                )
-                for i, r in first.items()
-            }
-            outcomes = Outcomes(rows, rb_index, value)
-            if outcomes.reproduces():
-                return outcomes
-    return None
-
-
-def _variants(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    if metric not in ("strict", "loose"):
-        return None
-    problems = (run.summary or {}).get("problems") or []
-    return Outcomes(
-        {
-            str(p["problem"]): (float(p[metric]), 1.0)
-            for p in problems
-            if isinstance(p, Mapping) and "problem" in p
-        },
-        share,
-        value,
-    )
-
-
-def _eval(run: Run, metric: str, value: float | None) -> Outcomes | None:
-    if metric != "acc":
-        return None
-    return _share(
-        {i: (bool(r.get("correct")), not r.get("skipped")) for i, r in _records(run, STAGES[EVAL])}, value
-    )
-
-
-READERS = {
-    EVAL: _eval,
-    ROBUSTNESS: _robustness,
-    VARIANTS: _variants,
-}
-
-
-#: What a method's own outcome reader builds on: (example id, record) of every unit of a stage, and (outcome,
-#: counted) per example as a share of the counted ones.
-stage_records = _records
-share_outcomes = _share
-
-
 def run_outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
     """The per-example outcomes behind the run's number ``metric`` (shown as ``value``); None where the run keeps
     none for it."""
     results = results_of_command(run.command)
-    if results is not None:
-        return results.outcomes(run, metric, value) if results.outcomes is not None and run.summary else None
-    reader = READERS.get(str(run.command))
-    return reader(run, metric, value) if reader is not None and run.summary else None
+    if results is None or results.outcomes is None or not run.summary:
+        return None
+    outcomes: Outcomes | None = results.outcomes(run, metric, value)
+    return outcomes
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,7 @@ from robusteval.config import path_list
 from robusteval.errors import UserError
 from robusteval.methods import results_of_command
 from robusteval.metrics.stats import wilson_interval
-from robusteval.report import perturbed, varmath
 from robusteval.report.collect import (
-    ROBUSTNESS,
-    VARIANTS,
     collect,
     dataset_name,
     model_name,
@@ -61,35 +58,13 @@ def run_rates(run: Run) -> list[Rate]:
     results = results_of_command(run.command)
     if results is not None:
         return list(results.rates(run))
-    command = run.command
-    if command == VARIANTS:
-        rates = [Rate(m, varmath.accuracy(run, m), "n_problems") for m in ("strict", "loose")]
-        diagnosis = varmath.diagnosis_of(run)
-        if diagnosis is None:  # a run on the original problems
-            return rates
-        # The drop from the original problems (paired interval) and every category's share of the problems.
-        label = varmath.diagnosis_label(diagnosis)
-        rates += [Rate(f"drop[{score},{kind}]", varmath.drop(diagnosis, score, kind, run), "n_with_original",
-                       note=label if (score, kind) == ("strict", "relative") else "")
-                  for score in ("loose", "strict") for kind in ("absolute", "relative")]
-        return rates + [Rate(f"share[{varmath.CATEGORY_NAMES[name]}]", varmath.category_share(diagnosis, name, run),
-                             "n_problems", extra={"diagnosis": label}) for name in varmath.SHOWN_CATEGORIES]
-    if command == ROBUSTNESS:
-        names = [perturbed.ORIGINAL, *(summary.get("sets") or {})]
-        mode, unparsed = summary.get("label_mode") or "?", summary.get("n_unparsed") or {}
-        # Wherever an accuracy is shown, its label mode and the labels that could not be read (counted wrong).
-        rates = [Rate(f"acc[{name}]", perturbed.accuracy(run, name),
-                      note=f"{mode} labels" if mode == "soft" else  # scored, never parsed
-                      f"{mode} labels, {unparsed.get(name, '?')} unparsed (counted wrong)",
-                      extra={"n_unparsed": unparsed.get(name)}) for name in names]
-        rates.append(Rate("rb_index", perturbed.rb_index(run)))
-        # Measured preservation (labels attached to the run): each labelled set's share judged same meaning.
-        rates += [Rate(f"same[{name}]", perturbed.preservation_num(run, name), "labelled edits")
-                  for name in names[1:] if perturbed.preservation(run, name)]
-        if summary.get("preserved_only"):
-            rates.append(Rate("rb_index[preserved]", perturbed.preserved_rb_index(run), "kept examples"))
-        return rates
-    if "acc" in summary:  # answer-first eval and any other run with an accuracy
+    return accuracy_rates(run)
+
+
+def accuracy_rates(run: Run) -> list[Rate]:
+    """A run's accuracy over n, with its interval (any run whose summary has an ``acc``; none otherwise)."""
+    summary = run.summary or {}
+    if "acc" in summary:
         return [Rate("acc", _with_interval(Num(summary.get("acc"), n=summary.get("n"), ci=summary.get("acc_ci95"),
                                                runs=(str(run.path),), percent=True)))]
     return []

@@ -16,9 +16,7 @@ from __future__ import annotations
 from robusteval.registry import Registry
 
 #: The modules that register a stage (imported when :data:`STAGES` is first read).
-_STAGE_MODULES = ("robusteval.judges.base", "robusteval.evals.classification", "robusteval.evals.answer_first",
-                  "robusteval.evals.robustness",
-                  "robusteval.perturbations.dataset", "robusteval.variants.pipeline")
+_STAGE_MODULES = ("robusteval.judges.base", "robusteval.evals.classification", "robusteval.perturbations.dataset")
 #: Stage name -> itself, every stage a run store may hold (``Run.records`` tells a misspelt name from a stage a
 #: run has no unit of yet); ``meta["cache"]``: computes read and write it as a cache.
 def _stage_modules() -> list[str]:

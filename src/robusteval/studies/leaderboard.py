@@ -33,6 +33,7 @@ from typing import Any
 
 from robusteval.errors import UserError
 from robusteval.methods import MethodSpec, method_named
+from robusteval.methods import methods as registered_methods
 from robusteval.metrics.formatting import clean_number
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.metrics.significance import PairedTest
@@ -47,36 +48,34 @@ from robusteval.studies.plan import StudyPlan, run_dir
 CSV_NAME = "leaderboard.csv"
 JSON_NAME = "leaderboard.json"
 PAIRWISE_NAME = "pairwise.csv"
-#: Numbers that are accuracies: "higher is better", never "more robust" (a clean accuracy measures no robustness).
-ACCURACIES = ("acc", "strict", "loose")
+#: Numbers that are accuracies: "higher is better", never "more robust" (a clean accuracy measures no robustness);
+#: a method's own read as its results say (``MethodResults.readings``).
+ACCURACIES = ("acc",)
 #: MATCHA's categories beside UR/SR/WR (answer kept but unjudged; clean reasoning already judged wrong): shares of
 #: the same attacked examples, shown where some run has one so each model's categories add up, but no score.
 CATEGORY_SHARES = ("unjudged_rate", "clean_cot_wrong_rate")
 
 
-#: Numbers about the perturbed sets, not the model: the share of a set's labelled edits judged same meaning.
-MEASURED = {"same": "share of the labelled edits judged same meaning, no score"}
-#: The RB-index over the edits labelled same meaning (``--preserved-only``), beside the headline.
-PRESERVED_RB = "rb_index[preserved]"
-
-
-def labelled_metrics(rates: Iterable[Sequence[Rate]]) -> list[tuple[str, str]]:
-    """The preservation columns some run of the method holds (``same[SET]`` per labelled set, then the
-    preserved-only RB-index), in the runs' order: a column only where some cell has labels."""
-    names = list(dict.fromkeys(rate.metric for run in rates for rate in run))
-    return [*((name, "higher") for name in names if name.split("[", 1)[0] in MEASURED),
-            *((name, "lower") for name in names if name == PRESERVED_RB)]
+def method_reading(metric: str) -> str | None:
+    """How a registered method says its number ``metric`` reads (``MethodResults.readings``, by the whole name,
+    then by the name before ``[``; ``{better}``: the column's direction); None where none says."""
+    for spec in registered_methods():
+        results = spec.load_results()
+        readings = results.readings if results is not None else {}
+        for key in (metric, metric.split("[", 1)[0]):
+            if key in readings:
+                return str(readings[key])
+    return None
 
 
 def direction(metric: str, better: str) -> str:
     """How a column reads: ``higher is better`` for an accuracy, else ``lower is more robust`` (or higher); a
-    category share of MATCHA's attacked examples reads as such."""
+    category share of MATCHA's attacked examples reads as such, a method's own number as the method says."""
     if metric.split("[", 1)[0] in CATEGORY_SHARES:
         return "share of the attacked, no score"
-    if metric.split("[", 1)[0] in MEASURED:
-        return MEASURED[metric.split("[", 1)[0]]
-    if metric == PRESERVED_RB:
-        return f"{better} is more robust; over the edits labelled same meaning only"
+    reading = method_reading(metric)
+    if reading is not None:
+        return reading.format(better=better)
     if metric.split("[", 1)[0] in ACCURACIES:
         return f"{better} is better"
     return f"{better} is more robust"
@@ -239,7 +238,11 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
         headlines = method.headlines or tuple((r.metric, "higher") for r in
                                               (run_rates(next(iter(runs.values()))) if runs else []))
         rates = {model: run_rates(run) for model, run in runs.items()}
-        measured = labelled_metrics(rates.values())
+        spec = method_named(method.name)
+        own = spec.load_results() if spec is not None else None
+        # Numbers about the method's inputs beside its headlines (its ``study_extras``): shown, never tested.
+        extras = own.study_extras if own is not None else None
+        measured = extras(list(rates.values())) if extras is not None else []
         for metric, better in [*_with_denominators(headlines, rates.values()), *measured]:
             # "acc[original]" -> "acc@original": brackets are markup to the terminal table and noise in a CSV
             name = f"{method_name}:{dataset}:{metric.replace('[', '@').rstrip(']')}"
@@ -264,8 +267,6 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
             board.columns.append(Column(name, method_name, dataset, metric, better, denominator,
                                         next(iter(hashes)) if len(hashes) == 1 else "",
                                         "; ".join(part for part in (note, legend) if part)))
-        spec = method_named(method.name)
-        own = spec.load_results() if spec is not None else None
         if spec is not None and own is not None and own.study_columns is not None and runs:
             _add_columns(board, plan, root, method_name, dataset, runs, spec, own.study_columns)
     board.comparisons = holm_table(board.comparisons)

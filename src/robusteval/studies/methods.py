@@ -2,9 +2,9 @@
 
 A :class:`Method` says which config dataclass its options fill, which datasets it reads (``qa``: questions with
 gold answers; ``label``: classification; ``instances``: VAR-MATH instance files), how its run identity is made
-(before any model loads) and which pipeline runs it. ``eval``, ``robustness`` and ``variants`` are listed here;
-every registered attack is one through :data:`robusteval.attacks.base.ATTACKS`, and every registered method with a
-runner (:mod:`robusteval.methods`).
+(before any model loads) and which pipeline runs it. A registered method (:mod:`robusteval.methods`) gives its
+own through its spec's ``runner``; every registered attack (``matcha``, ``wordimportance``, ...) is one through
+:data:`robusteval.attacks.base.ATTACKS`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class Method:
     #: ``run_info(config, batch_size)``: what the run records beside its identity, where it records more than
     #: the limit and the batch size (as the method's command records it).
     run_info: Callable[[Any, int], dict[str, Any]] | None = None
+    #: Options holding comma-separated ``NAME=FILE`` entries: a study file's relative FILEs are read from its
+    #: folder, like its other paths.
+    named_paths: tuple[str, ...] = ()
 
     def examples(self, config: Any) -> list[Any]:
         """What the cell reads, loaded and checked now (a bad file fails before any model loads)."""
@@ -43,36 +46,8 @@ class Method:
         """What the run records beside its identity (as the method's command records it)."""
         if self.run_info is not None:
             return self.run_info(config, batch_size)
-        if self.name == "robustness":
-            from robusteval.evals.robustness import robustness_info
-
-            return robustness_info(config, batch_size)
         limit = config.limit if self.data_kind == "instances" else config.data.limit
         return {"limit": limit, "batch_size": batch_size}
-
-
-def _eval() -> Method:
-    from robusteval.evals.answer_first import EvalConfig, eval_identity, evaluate
-
-    return Method("eval", EvalConfig, "qa", eval_identity,
-                  lambda c, b, s, load, bs: evaluate(c, b, s, batch_size=bs), (("acc", "higher"),))
-
-
-def _robustness() -> Method:
-    from robusteval.evals.robustness import RobustnessConfig, robustness, robustness_identity
-
-    return Method("robustness", RobustnessConfig, "label", robustness_identity,
-                  lambda c, b, s, load, bs: robustness(c, b, s, load_model=load, batch_size=bs),
-                  (("rb_index", "lower"), ("acc[original]", "higher")))
-
-
-def _variants() -> Method:
-    from robusteval.variants.configs import VariantsEvalConfig
-    from robusteval.variants.pipeline import evaluate_variants, variants_eval_identity
-
-    return Method("variants", VariantsEvalConfig, "instances", lambda c, model, _: variants_eval_identity(c, model),
-                  lambda c, b, s, load, bs: evaluate_variants(c, b, s, batch_size=bs),
-                  (("strict", "higher"), ("loose", "higher")))
 
 
 #: Headlines of the registered attacks not yet registered as methods (others show every rate ``report.rates``
@@ -91,14 +66,11 @@ def attack_method(name: str) -> Method:
                   ATTACK_HEADLINES.get(name, ()))
 
 
-_BUILTIN = {"eval": _eval, "robustness": _robustness, "variants": _variants}
-
-
 def method_names() -> list[str]:
     from robusteval.attacks.base import attack_names
 
     registered = [spec.name for spec in methods() if spec.runner is not None]
-    return list(dict.fromkeys([*registered, *_BUILTIN, *attack_names()]))
+    return list(dict.fromkeys([*registered, *attack_names()]))
 
 
 def get_method(name: str) -> Method | None:
@@ -109,8 +81,6 @@ def get_method(name: str) -> Method | None:
     if spec is not None and spec.runner is not None:
         method: Method = spec.load_runner()
         return replace(method, headlines=spec.headlines) if spec.headlines else method
-    if name in _BUILTIN:
-        return _BUILTIN[name]()
     if name in attack_names():
         return attack_method(name)
     return None

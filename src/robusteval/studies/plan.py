@@ -343,8 +343,9 @@ def _build(where: TomlWhere, method: Method, fields: Mapping[str, tuple[tuple[st
         for part in path:
             node = node.setdefault(part, {})
         node[name] = typed
-    if method.name == "robustness" and "sets" in tree:  # set files (NAME=FILE) are paths too
-        tree["sets"] = ",".join(_resolve_set(s, folder) for s in _split(tree["sets"]))
+    for name in method.named_paths:  # NAME=FILE entries: their files are paths too
+        if name in tree:
+            tree[name] = ",".join(_resolve_set(s, folder) for s in _split(tree[name]))
     try:
         return instantiate(method.config_type, tree)
     except ConfigError as exc:

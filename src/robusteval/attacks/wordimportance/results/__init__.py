@@ -12,7 +12,7 @@ from robusteval.attacks.wordimportance.results.ors import ORS_FILE, study_column
 from robusteval.attacks.wordimportance.results.section import success_rate, wordimportance_section
 from robusteval.metrics.significance import Outcomes
 from robusteval.report.method_results import MethodResults, NumberFormat
-from robusteval.report.pairing import _records, _share
+from robusteval.report.pairing import share_outcomes, stage_records
 from robusteval.report.rates import Rate
 from robusteval.runs import Run
 
@@ -29,10 +29,10 @@ def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
         return None
     rate = metric[4:-1]
     rows = {}
-    for i, r in _records(run, STAGE):
+    for i, r in stage_records(run, STAGE):
         attacked = r.get("status") != "skipped"
         rows[i] = (bool(attacked and ((r.get("per_rate") or {}).get(rate) or {}).get("success")), attacked)
-    return _share(rows, value)
+    return share_outcomes(rows, value)
 
 
 RESULTS = MethodResults(rates=run_rates, outcomes=outcomes, boards=BOARDS, section=wordimportance_section,

@@ -44,6 +44,7 @@ BOARDS = (
     Board("wordimportance", COMMAND, "Hard-label attacks: lower success rate at the largest α ranks first",
           ("dataset", "method", "rate", "n_attacked", "asr", "queries_per_success"), (("asr", False),),
           wordimportance_rows, ("asr", "n_attacked"), tested=(("asr", "asr[top]", "lower"),),
-          metric_of=tested_metric),
-    Board("ors", ORS, "ORS: higher score ranks first", ("beta", "n", "ors"), (("ors", True),), ors_rows, None),
+          metric_of=tested_metric, headings={"asr": "ASR %", "queries_per_success": "queries/success"}),
+    Board("ors", ORS, "ORS: higher score ranks first", ("beta", "n", "ors"), (("ors", True),), ors_rows, None,
+          headings={"ors": "ORS"}),
 )

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from robusteval.evals.robustness import COMMAND as ROBUSTNESS
 from robusteval.evals.robustness import OUTCOME_STAGE
 from robusteval.metrics.robustness import excluded_lines, index_note
 from robusteval.perturbations.dataset import PERTURB_STAGE as PERTURBED_STAGE
-from robusteval.report.collect import ROBUSTNESS, Inputs, run_label, runs_browser
+from robusteval.report.collect import Inputs, run_label, runs_browser
 from robusteval.report.highlight import perturbation_marks, text_block
 from robusteval.report.model import BarChart, Filter, Num, Section, Table
 from robusteval.runs import Run
@@ -82,7 +83,7 @@ def rb_index(run: Run) -> Num:
 def preservation(run: Run, name: str) -> str:
     """``same meaning 41/50 = 82% [69, 90]``: the share of set ``name``'s labelled edits a person judged the
     same, with n and its Wilson interval; "" where none of its edits is labelled."""
-    from robusteval.evals.preservation import preservation_text
+    from robusteval.evals.robustness.preservation import preservation_text
 
     entry = ((run.summary or {}).get("sets") or {}).get(name) or {}
     return preservation_text(entry.get("preservation") or {})

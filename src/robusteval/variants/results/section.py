@@ -30,10 +30,11 @@ from robusteval.metrics.varmath_diagnosis import (
     is_original_problems,
     originals_from_problems,
 )
-from robusteval.report.collect import VARIANTS, Inputs, model_name, run_label, runs_browser
+from robusteval.report.collect import Inputs, model_name, run_label, runs_browser
 from robusteval.report.highlight import text_block
 from robusteval.report.model import BarChart, Filter, Note, Num, Section, Table
 from robusteval.runs import Run
+from robusteval.variants.pipeline import COMMAND as VARIANTS
 from robusteval.variants.pipeline import STAGE
 
 GRADED = "graded.jsonl"

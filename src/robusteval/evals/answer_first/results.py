@@ -1,4 +1,6 @@
-"""The report's answer-first section: each ``robusteval eval`` run's accuracy, with n and its 95% interval.
+"""The answer-first eval's results (:class:`~robusteval.report.method_results.MethodResults`): its accuracy with n
+and its 95% interval (``runs show``), the per-example outcomes behind it (paired tests), its leaderboard and its
+report section.
 
 The number is the one ``runs show`` gives (:func:`robusteval.report.rates.run_rates`), so a study leaderboard's
 eval cells link here and find the same value.
@@ -8,12 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from robusteval.evals.answer_first import COMMAND, STAGE
+from robusteval.metrics.significance import Outcomes
 from robusteval.report.collect import Inputs, dataset_name, model_name
+from robusteval.report.compare import Board, Row
+from robusteval.report.method_results import MethodResults
 from robusteval.report.model import Num, Section, Table
-from robusteval.report.rates import run_rates
+from robusteval.report.pairing import share_outcomes, stage_records
+from robusteval.report.rates import accuracy_rates, run_rates
 from robusteval.runs import Run
-
-COMMAND = "eval"
 
 
 def eval_accuracy(run: Run) -> Num:
@@ -54,3 +59,22 @@ def evals_section(inputs: Inputs) -> Section | None:
         "run: the answer read from the first sentence of the model's reply, graded against the gold "
         "answer.",
     ).add(table)
+
+
+def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
+    """Each answered example right or wrong (a prompt too long for the model was not asked: outside n)."""
+    if metric != "acc":
+        return None
+    return share_outcomes({i: (bool(r.get("correct")), not r.get("skipped")) for i, r in stage_records(run, STAGE)}, value)
+
+
+def rows(run: Run) -> list[Row]:
+    """An answer-first eval run: its accuracy over the examples answered (n), as ``runs show`` gives it."""
+    return [{"model": model_name(run), "dataset": dataset_name(run), "n": str((run.summary or {}).get("n")),
+             "acc": eval_accuracy(run)}]
+
+
+BOARD = Board("eval", COMMAND, "Answer-first accuracy: higher accuracy ranks first", ("dataset", "n", "acc"),
+              (("acc", True),), rows, ("acc", "n"), tested=(("acc", "acc", "higher"),))
+
+RESULTS = MethodResults(rates=accuracy_rates, outcomes=outcomes, boards=(BOARD,), section=evals_section)

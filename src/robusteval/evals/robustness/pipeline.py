@@ -323,10 +323,10 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
 
 
 def with_preservation(config: RobustnessConfig, store: RunStore, summary: dict[str, Any]) -> dict[str, Any]:
-    """``summary`` with each set's measured preservation (:mod:`robusteval.evals.preservation`) from
+    """``summary`` with each set's measured preservation (:mod:`robusteval.evals.robustness.preservation`) from
     ``config.labels`` or, when not given, from the store the run's summary named before (if it is still there:
     re-running a run keeps its labels); unchanged without either."""
-    from robusteval.evals.preservation import LABELS_KEY, PRESERVED_KEY, attach_preservation
+    from robusteval.evals.robustness.preservation import LABELS_KEY, PRESERVED_KEY, attach_preservation
     from robusteval.seeding import derive_seed
 
     before = store.get_meta("summary") or {}

@@ -42,6 +42,8 @@ from robusteval.text.thinking import (
     truncation_summary,
 )
 
+#: The command its runs record in their identity.
+COMMAND = "eval"
 STAGE = register_stage("answer_first", summary="answer-first generations, graded")
 
 

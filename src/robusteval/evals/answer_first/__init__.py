@@ -1,0 +1,44 @@
+"""The answer-first eval (``robusteval eval``, ``rv.evaluate``): the pipeline (:mod:`.pipeline`), its study method
+(:mod:`.study`), its results (:mod:`.results`) and its registration (:mod:`.registration`).
+
+The pipeline's names are read from here as before, imported on first use, so reading the method registry
+(``robusteval --help``) loads no pipeline."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from robusteval.evals.answer_first.pipeline import (
+        COMMAND,
+        STAGE,
+        EvalConfig,
+        EvalSummary,
+        accuracy_summary,
+        answer_first_records,
+        eval_identity,
+        evaluate,
+        grade_completion,
+        read_completion,
+    )
+
+__all__ = [
+    "COMMAND",
+    "STAGE",
+    "EvalConfig",
+    "EvalSummary",
+    "accuracy_summary",
+    "answer_first_records",
+    "eval_identity",
+    "evaluate",
+    "grade_completion",
+    "read_completion",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The pipeline's ``name``, imported on first use (the registration beside it stays light)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(importlib.import_module("robusteval.evals.answer_first.pipeline"), name)

@@ -1,0 +1,44 @@
+"""Perturbed benchmarks and the RB-index (``robusteval robustness``, ``rv.robustness``): the pipeline
+(:mod:`.pipeline`), labelled preservation (:mod:`.preservation`), its study method (:mod:`.study`), its results
+(:mod:`.results`) and its registration (:mod:`.registration`).
+
+The pipeline's names are read from here as before, imported on first use, so reading the method registry
+(``robusteval --help``) loads no pipeline."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from robusteval.evals.robustness.pipeline import (
+        CLASSIFY_STAGE,
+        COMMAND,
+        OUTCOME_STAGE,
+        RobustnessConfig,
+        RobustnessSummary,
+        SetSpec,
+        build_summary,
+        parse_sets,
+        perturbed_sets,
+        robustness,
+        robustness_identity,
+        robustness_info,
+        set_drift,
+        set_similarity,
+        store_outcomes,
+        with_preservation,
+    )
+
+__all__ = [
+    "CLASSIFY_STAGE", "COMMAND", "OUTCOME_STAGE", "RobustnessConfig", "RobustnessSummary", "SetSpec",
+    "build_summary", "parse_sets", "perturbed_sets", "robustness", "robustness_identity", "robustness_info",
+    "set_drift", "set_similarity", "store_outcomes", "with_preservation",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The pipeline's ``name``, imported on first use (the registration beside it stays light)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(importlib.import_module("robusteval.evals.robustness.pipeline"), name)
