@@ -83,38 +83,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def show_run(args: argparse.Namespace) -> int:
-    from robusteval.attacks.matcha.results.commands import MATCHA, TRANSFER
-    from robusteval.metrics.matcha_summary import (
-        FLAG,
-        categories_text,
-        counting,
-        flag_texts,
-        is_over_attacked,
-    )
+    from robusteval.methods import results_of_command
     from robusteval.report.rates import rates_block
     from robusteval.runs import load_run
 
     run = load_run(args.run_dir)
     summary = run.summary or {}
-    # Since rates are over every attacked example, nothing attacked is left out of them: the exclusions are what
-    # the secondary view (among the judged answers) leaves out.
-    excluded = ("outside_among_judged" if is_over_attacked(summary) and run.command in (MATCHA, TRANSFER)
-                else "exclusions")
+    results = results_of_command(run.command)
+    # The method's own entries: its outcomes by category, counting rules, flags, and what its exclusions are.
+    own = dict(results.show(run)) if results is not None and results.show is not None else {}
+    excluded = own.pop("exclusions_as", "exclusions")
     report = {
         "run_dir": str(run.path),
         "overview": run.overview(),
-        # Each headline number with its 95% interval and what its n counts (MATCHA's UR/SR/WR: n_attacked).
+        # Each headline number with its 95% interval and what its n counts.
         "rates": rates_block(run),
-        # MATCHA's attacked examples by outcome, summing to the rates' n.
-        **({"outcomes": categories_text(summary)} if run.command in (MATCHA, TRANSFER) and categories_text(summary)
-           else {}),
-        "left_out": {("exclusions" if k == "exclusions" and excluded == "exclusions" else
-                      excluded if k == "exclusions" else k): summary.get(k)
+        **({"outcomes": own.pop("outcomes")} if own.get("outcomes") else {}),
+        "left_out": {(excluded if k == "exclusions" else k): summary.get(k)
                      for k in ("skip_reasons", "exclusions", "n_unjudged", "unjudged_reasons")
                      if summary.get(k) is not None and not (k == "n_unjudged" and excluded != "exclusions")},
-        # A MATCHA run's counting rules and the flags its rates carry (each marked ⚑ in "rates").
-        **({"counting": counting(run.summary or {}), "flags": [f"{FLAG} {text}" for text in flag_texts(
-            run.summary or {})]} if run.command == MATCHA else {}),
+        **{k: v for k, v in own.items() if k != "outcomes"},
         "identity": run.identity,
         "info": run.info,
         "units": run.stages,
@@ -280,7 +268,7 @@ def compare_runs(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
         else:
-            from robusteval.report.compare import HEADINGS
+            from robusteval.report.compare import HEADINGS, board_kind
             from robusteval.report.model import Num
             from robusteval.report.tables import format_num, print_summary_table
 
@@ -291,34 +279,18 @@ def compare_runs(args: argparse.Namespace) -> int:
                     columns = columns[:-1]
                 rows = [{names.get(c, c): format_num(v) if isinstance(v, Num) else v for c, v in row.items()}
                         for row in board.rows]
-                # VAR-MATH's category shares and MATCHA's rates over our denominator (under the authors'
-                # counting) get a table of their own below: one table would fold every cell.
-                shares = [c for c in columns if c.startswith("share_")]
-                ours = [c for c in columns if c.endswith("_ours")]
-                judged = [c for c in columns if c.endswith("_judged")]
-                # MATCHA's other categories and the counts of every category (summing to n_attacked) get a table
-                # of their own too.
-                split = [c for c in columns if board.method == "matcha" and c in ("unjudged", "clean_wrong", "outcomes")]
-                # MATCHA's flags under the table, one line per flagged run (its rates marked ⚑ in the table).
-                main = [c for c in columns if c not in shares and c not in ours and c not in judged and c not in split
-                        and c != "flags"]
+                # Columns that would fold every cell of one table get tables of their own below (the kind's
+                # ``own_tables``); a row's flags go under the table, one line per flagged run.
+                kind = board_kind(board.method)
+                apart = kind.own_tables if kind is not None else ()
+                taken = {c for _, own in apart for c in own}
+                main = [c for c in columns if c not in taken and c != "flags"]
                 print_summary_table(board.title, rows, [names.get(c, c) for c in main], file=out)
-                if shares:
-                    print_summary_table("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
-                                        rows, [names.get(c, c) for c in ("rank", "model", *shares)], file=out)
-                if split:
-                    print_summary_table("every attacked example by outcome (UR, SR, WR above and these sum to 100 %; "
-                                        "the counts to n_attacked): % [95% interval]", rows,
-                                        [names.get(c, c) for c in ("rank", "model", *split)], file=out)
-                if ours:
-                    print_summary_table("the same runs over our denominator (counting: authors; the rates above are "
-                                        "over the authors' n_attacked): % [95% interval], n = n_attacked (ours)", rows,
-                                        [names.get(c, c) for c in ("rank", "model", *ours)], file=out)
-                if judged:
-                    print_summary_table("secondary view, not the headline: UR, SR, WR among the judged answers only "
-                                        "(abstentions and clean reasonings judged wrong left out): % [95% interval], "
-                                        "n = n_judged", rows,
-                                        [names.get(c, c) for c in ("rank", "model", *judged)], file=out)
+                for title, own in apart:
+                    present = [c for c in columns if c in own]
+                    if present:
+                        print_summary_table(title, rows, [names.get(c, c) for c in ("rank", "model", *present)],
+                                            file=out)
                 for row in board.rows:
                     if row.get("flags"):
                         print(f"{row['model']}: {row['flags']}", file=out)

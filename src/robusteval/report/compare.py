@@ -200,7 +200,15 @@ class Board:
     tex: Callable[[Leaderboard, Inputs, TexTable], list[TexTable]] | None = None
     #: its columns a paper's table leaves out (said in notes or tables of its own)
     tex_hidden: frozenset[str] = frozenset()
+    #: (title, columns) of terminal tables of their own after the main one (``runs compare``): columns that would
+    #: fold every cell of one table (MATCHA's other categories, VAR-MATH's category shares)
+    own_tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+
+
+def board_kind(method: str) -> Board | None:
+    """The leaderboard kind of ``method`` (a ``Leaderboard``'s ``method``)."""
+    return next((board for board in all_boards() if board.method == method), None)
 
 
 def all_boards() -> tuple[Board, ...]:

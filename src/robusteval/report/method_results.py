@@ -106,3 +106,7 @@ class MethodResults:
     #: How a study leaderboard column of its numbers reads, by metric (the whole name, or the name before ``[``),
     #: ``{better}`` standing for the column's direction (default: "{better} is more robust").
     readings: Mapping[str, str] = field(default_factory=dict)
+    #: ``show(run)``: its own entries of ``runs show`` (beside the rates): e.g. ``outcomes`` (the attacked examples
+    #: by category), ``counting`` and ``flags``, and ``exclusions_as``, the name under which the summary's
+    #: ``exclusions`` are shown (MATCHA's: what its secondary view leaves out).
+    show: Callable[[Run], dict[str, Any]] | None = None

@@ -36,9 +36,9 @@ from robusteval.attacks.matcha.thinking import (
 )
 from robusteval.attacks.matcha.token import TokenAttackConfig, edit_spans, token_attack_steps, word_boundaries
 from robusteval.data.answers import answers_match
+from robusteval.data.answers.completion import grade_completion, read_completion
 from robusteval.data.example import Example
 from robusteval.errors import UserError
-from robusteval.evals.answer_first import grade_completion, read_completion
 from robusteval.models import WHITEBOX, Backend, WhiteBoxBackend, require
 from robusteval.models.context import PROMPT_TOO_LONG
 from robusteval.models.identity import backend_key

@@ -34,8 +34,8 @@ from robusteval.config import (
     validated,
 )
 from robusteval.data.answers import answers_match
+from robusteval.data.answers.completion import read_completion
 from robusteval.errors import UserError
-from robusteval.evals.answer_first import read_completion
 from robusteval.judges import (
     REASONING,
     UNCLASSIFIED,

@@ -13,10 +13,8 @@ from robusteval.config import check_at_least, check_chat, field_check, nested, o
 from robusteval.data.answers import (
     MATH_GRADERS,
     check_math_grader,
-    extract_answer_first,
-    grade_answer,
-    split_answer_and_cot,
 )
+from robusteval.data.answers.completion import grade_completion
 from robusteval.data.answers.graders import MATH_GRADER_HELP
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
@@ -45,24 +43,6 @@ from robusteval.text.thinking import (
 #: The command its runs record in their identity.
 COMMAND = "eval"
 STAGE = register_stage("answer_first", summary="answer-first generations, graded")
-
-
-def read_completion(completion: str, answer_type: str) -> dict[str, Any]:
-    """The answer, the answer sentence and the chain of thought of an answer-first completion."""
-    answer_sentence, cot = split_answer_and_cot(completion)
-    return {
-        "predicted": extract_answer_first(completion, answer_type),
-        "answer_sentence": answer_sentence,
-        "cot": cot,
-    }
-
-
-def grade_completion(example: Example, completion: str, *, math_grader: str = "builtin") -> dict[str, Any]:
-    """:func:`read_completion` plus ``correct`` against the gold answer and the ``grader`` that decided it
-    (``math_grader`` judges number and math answers; see :func:`robusteval.data.answers.grade_answer`)."""
-    read = read_completion(completion, example.answer_type)
-    verdict = grade_answer(read["predicted"], example.answer, example.answer_type, grader=math_grader)
-    return {**read, "correct": verdict.correct, **verdict.detail()}
 
 
 def answer_first_records(

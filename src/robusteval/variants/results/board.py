@@ -48,4 +48,6 @@ BOARD = Board("variants", COMMAND, "VAR-MATH: higher strict score ranks first",
               headings={"n_problems": "problems", "strict": "strict %", "loose": "loose %",
                         "strict_drop": "strict drop %",
                         **{f"share_{name}": f"{varmath.CATEGORY_NAMES[name]} %" for name in varmath.SHOWN_CATEGORIES}},
-              tex=tex_tables)
+              tex=tex_tables,
+              own_tables=(("problems per diagnosis category, % [95% Wilson interval] (n = problems)",
+                           tuple(f"share_{name}" for name in varmath.SHOWN_CATEGORIES)),))

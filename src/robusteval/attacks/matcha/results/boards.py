@@ -92,7 +92,15 @@ MATCHA_BOARD = Board(
      "flags"),
     (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_attacked"),
     tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower")),
-    headings=HEADINGS, optional=OPTIONAL, zero_hidden=ZERO_HIDDEN)
+    headings=HEADINGS, optional=OPTIONAL, zero_hidden=ZERO_HIDDEN, own_tables=(
+        ("every attacked example by outcome (UR, SR, WR above and these sum to 100 %; the counts to n_attacked): "
+         "% [95% interval]", ("unjudged", "clean_wrong", "outcomes")),
+        ("the same runs over our denominator (counting: authors; the rates above are over the authors' "
+         "n_attacked): % [95% interval], n = n_attacked (ours)",
+         ("n_attacked_ours", "ur_ours", "sr_ours", "wr_ours", "unjudged_ours", "clean_wrong_ours", "outcomes_ours")),
+        ("secondary view, not the headline: UR, SR, WR among the judged answers only (abstentions and clean "
+         "reasonings judged wrong left out): % [95% interval], n = n_judged",
+         ("n_judged", "ur_judged", "sr_judged", "wr_judged"))))
 TRANSFER_BOARD = Board(
     "transfer", TRANSFER, "Transfer: lower transfer rate ranks first",
     ("source", "n_transferred", "n_original_correct", "n_unjudged", "transfer_rate", "wr", "unjudged",
