@@ -33,7 +33,6 @@ register_method(MethodSpec(
     cli=_CLI,
     stages=(f"{_PACKAGE}.generate",),
     headlines=(("pdr", "lower"), ("acc[clean]", "higher")),
-    configs=(("prompt-robustness", f"{_PACKAGE}.config:PromptRobustnessConfig"),),
     order=60,
 ))
 
@@ -47,7 +46,6 @@ register_method(MethodSpec(
     cli=_CLI,
     stages=(f"{_PACKAGE}.search",),
     headlines=(("acc[found]", "higher"), ("drop", "lower")),
-    configs=(("prompt-robustness --mode search", f"{_PACKAGE}.config:PromptSearchConfig"),),
     order=61,
 ))
 
@@ -60,6 +58,5 @@ register_method(MethodSpec(
     results=f"{_PACKAGE}.results:SPREAD",
     cli=_CLI,
     headlines=(("worst_case", "higher"), ("spread", "lower")),
-    configs=(("prompt-robustness --mode spread", f"{_PACKAGE}.config:PromptSpreadConfig"),),
     order=62,
 ))
