@@ -22,6 +22,7 @@ from robusteval.judges import (
 )
 from robusteval.judges.errortypes import ERROR_TYPES, ErrorTypeClassifier, parse_category
 from robusteval.models import GENERATE, LOGPROBS
+from robusteval.models.base import Capabilities
 from robusteval.store import RunStore
 
 Q = "Tom has 3 apples. He buys 5 more apples. How many apples does he have?"
@@ -118,6 +119,7 @@ class Scoring:
 
     name = "scoring"
     capabilities = frozenset({GENERATE, LOGPROBS})
+    declared = Capabilities(capabilities, scores_in_context=True)  # its continuation_logprobs takes both
 
     def __init__(self, scores: list[float]):
         self.scores = scores
@@ -135,6 +137,8 @@ class Scoring:
 
 class TwoArgumentScoring(Scoring):
     """The base protocol's form: no prefix, no chat."""
+
+    declared = Capabilities(frozenset({GENERATE, LOGPROBS}))
 
     def continuation_logprobs(self, prompt: str, continuations: Any) -> list[float]:  # type: ignore[override]
         return super().continuation_logprobs(prompt, continuations)

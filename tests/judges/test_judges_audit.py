@@ -19,6 +19,7 @@ from robusteval.judges import JUDGE_STAGE
 from robusteval.judges.audit import AuditConfig, audit_judge, load_labelled
 from robusteval.judges.errortypes import ERROR_TYPES
 from robusteval.metrics.stats import wilson_interval
+from robusteval.models.base import Capabilities
 from robusteval.store import SUMMARY_NAME, RunStore
 
 LABELLED = Path(__file__).resolve().parents[1] / "data" / "judge_audit.jsonl"
@@ -115,6 +116,7 @@ def test_without_a_run_directory_the_classifier_is_asked_once_per_item(tmp_path:
     class Scoring:
         name = "scoring"
         capabilities = frozenset({GENERATE, LOGPROBS})
+        declared = Capabilities(capabilities, scores_in_context=True)
 
         def generate(self, requests: Any) -> Any:
             raise AssertionError("not asked to generate")

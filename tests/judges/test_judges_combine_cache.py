@@ -24,6 +24,7 @@ from robusteval.judges import (
     with_cache,
 )
 from robusteval.judges.base import check_judge_spec
+from robusteval.models.base import Capabilities
 from robusteval.store import RunStore
 
 GOOD = ReasoningItem("q", "The answer is 8. 5 + 3 = 8.", "The answer is 8. 5 + 3 = 8.")
@@ -51,6 +52,7 @@ class Counting:
         self.inner = inner
         self.name = inner.name
         self.capabilities = inner.capabilities
+        self.declared = Capabilities(frozenset(inner.capabilities), scores_in_context=True)  # passes prefix= on
         self.calls = 0
 
     def generate(self, requests: Any) -> Any:

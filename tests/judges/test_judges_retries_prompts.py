@@ -27,6 +27,7 @@ from robusteval.judges import (
 )
 from robusteval.judges.errortypes import ErrorTypeClassifier
 from robusteval.judges.llm import NO, YES, load_prompt
+from robusteval.models.base import Capabilities
 
 ITEMS = [
     ReasoningItem("Janet has 16 eggs. She eats 3. How many are left?", "The answer is 13. 16 - 3 = 13.",
@@ -91,6 +92,7 @@ def test_the_logprob_path_never_re_asks_and_abstains_on_a_tie(tiny_backend: Any)
 
         name = tiny_backend.name
         capabilities = tiny_backend.capabilities
+        declared = Capabilities(frozenset(tiny_backend.capabilities), scores_in_context=True)
 
         def generate(self, requests: Any) -> Any:
             raise AssertionError("the log-prob path does not generate")

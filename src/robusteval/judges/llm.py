@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import json
 import math
 import re
@@ -53,6 +52,7 @@ from robusteval.models.base import (
     Message,
     ScoreRequest,
     can_score,
+    declared_capabilities,
     score_requests,
 )
 from robusteval.text.thinking import (
@@ -88,19 +88,6 @@ def parse_binary(text: str) -> bool | None:
     if match is None or match.group(0) not in ("0", "1"):
         return None
     return match.group(0) == "1"
-
-
-def _accepts(backend: Backend, name: str) -> bool:
-    """Whether the backend's ``continuation_logprobs`` takes the keyword ``name``."""
-    try:
-        params = inspect.signature(backend.continuation_logprobs).parameters  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
-def _accepts_prefix(backend: Backend) -> bool:
-    return _accepts(backend, "prefix")
 
 
 class BinaryLLMJudge:
@@ -162,8 +149,10 @@ class BinaryLLMJudge:
         self._head = Template(self.template_text[:first]).substitute({})
         self._body = Template(self.template_text[first:])
         self.uses_logprobs = can_score(backend)
-        self._scores_with_prefix = self.uses_logprobs and _accepts_prefix(backend)
-        if self.uses_chat_template and self.uses_logprobs and not _accepts(backend, "messages"):
+        # What the backend declares it scores in (a cached prefix, a chat conversation), never read from signatures.
+        in_context = declared_capabilities(backend).scores_in_context
+        self._scores_with_prefix = self.uses_logprobs and in_context
+        if self.uses_chat_template and self.uses_logprobs and not in_context:
             raise UserError(f"judge chat: {backend.name} cannot score a chat conversation; judge without the chat "
                             "template")
         if self.uses_logprobs and self.reasoning.kind == "harmony":
