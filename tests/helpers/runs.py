@@ -48,6 +48,10 @@ def cli_inproc(*args: str) -> subprocess.CompletedProcess[str]:
     from robusteval.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
+    # What a command sets for its own process (the thread count it chose: torch's and the OpenMP variables) is put
+    # back after it, as a subprocess's would vanish with it: the next test starts from the session's settings.
+    environ, torch = dict(os.environ), sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
     with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
           warnings.catch_warnings(record=True) as caught):
         warnings.simplefilter("default")
@@ -57,6 +61,11 @@ def cli_inproc(*args: str) -> subprocess.CompletedProcess[str]:
             code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
             if not isinstance(stop.code, int | None):
                 print(stop.code, file=err)
+        finally:
+            os.environ.clear()
+            os.environ.update(environ)
+            if torch is not None and threads is not None and torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
     for w in caught:
         if not issubclass(w.category, _HIDDEN_WARNINGS):
             err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
