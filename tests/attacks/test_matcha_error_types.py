@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from helpers.searchconfig import search_config
 from robusteval.cli.main import main
 from robusteval.judges import JUDGE_STAGE
 from robusteval.judges.errortypes import CATEGORIES
@@ -22,7 +23,7 @@ SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
 def attack(model_dir: Path, out: Path, *extra: str) -> list[str]:
     return ["attack", "matcha", "--model", f"hf:{model_dir}", "--dataset", "jsonl", "--data-file", SAMPLE,
             "--answer-type", "number", "--target-answer", "clean", "--judge", "arith+grounding",
-            "--semantic-judge", "none", "--limit", "6", "--steps", "1", "--max-new-tokens", "40", "--out", str(out),
+            "--semantic-judge", "none", "--limit", "6", *search_config(out, steps=1), "--max-new-tokens", "40", "--out", str(out),
             *extra]
 
 

@@ -111,9 +111,9 @@ def test_a_deprecated_flag_works_and_says_what_replaces_it_once(tmp_path: Path,
     config = config_of([*BASE, "--config", str(toml), "--steps", "3", "--no-random-start", "--min-correct", "2"])
     assert (config.steps, config.random_start, config.min_correct, config.topk_ratio) == (3, False, 2, 0.5)
     assert capsys.readouterr().err.splitlines() == [
-        "robusteval: --steps is deprecated; set steps in --config or use --preset paper|authors|fast",
-        "robusteval: --no-random-start is deprecated; set random_start = false in --config",
-        "robusteval: --min-correct is deprecated; set min_correct in --config",
+        "robusteval: --steps is deprecated (accepted until the next release): set steps in --config or use --preset paper|authors|fast",
+        "robusteval: --no-random-start is deprecated (accepted until the next release): set random_start = false in --config",
+        "robusteval: --min-correct is deprecated (accepted until the next release): set min_correct in --config",
     ]
     config_of([*BASE, "--config", str(toml)])
     assert capsys.readouterr().err == ""

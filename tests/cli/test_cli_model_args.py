@@ -34,7 +34,7 @@ def test_a_replaced_flag_runs_and_resumes_under_model_args(tiny_llama_dir: Path,
     data, out = write_gsm8k(tmp_path / "test.jsonl", 2), tmp_path / "run"
     assert main(eval_args(tiny_llama_dir, data, out, "--decoder", "dynamic")) == 0
     err = capsys.readouterr().err
-    assert "notice: --decoder is deprecated and goes in the next release; use --model-args decoder=dynamic" in err
+    assert "robusteval: --decoder is deprecated (accepted until the next release): use --model-args decoder=dynamic" in err
     done = units(out)
     assert done
     # The same settings through --model-args: the same identity, so the run resumes with nothing to redo.

@@ -18,6 +18,7 @@ import pytest
 import robusteval as rv
 from helpers.processes import descendants, kill_all, wait_gone
 from helpers.runs import ENV, cli, units
+from helpers.searchconfig import search_config
 from helpers.shared import needs_modules
 from robusteval.errors import environment_error
 
@@ -32,7 +33,7 @@ STOP_TARGET_S = 15
 def _args(model: Path, out: Path) -> list[str]:
     return ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", SAMPLE,
             "--answer-type", "number", "--level", "token", "--target-answer", "clean", "--judge", "arith",
-            "--semantic-judge", "none", "--limit", "10", "--steps", "5", "--max-new-tokens", "40",
+            "--semantic-judge", "none", "--limit", "10", *search_config(out, steps=5), "--max-new-tokens", "40",
             "--batch-size", "4", "--out", str(out), "--executor", "ray", "--workers", "2"]
 
 

@@ -25,6 +25,7 @@ import robusteval as rv
 from helpers.processes import descendants, kill_all, wait_gone
 from helpers.runs import ENV, cli, units
 from helpers.runs import stored_units as stored
+from helpers.searchconfig import search_config
 from helpers.shared import needs_modules
 from robusteval.cli.main import main
 from robusteval.executors import use_executor
@@ -187,7 +188,7 @@ def test_a_batch_that_kills_its_workers_is_the_one_named_not_the_batch_behind_it
 def _args(model: Path, out: Path, *extra: str) -> list[str]:
     return ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", SAMPLE,
             "--answer-type", "number", "--level", "token", "--target-answer", "clean", "--judge", "arith",
-            "--semantic-judge", "none", "--limit", "10", "--steps", "5", "--max-new-tokens", "40",
+            "--semantic-judge", "none", "--limit", "10", *search_config(out, steps=5), "--max-new-tokens", "40",
             "--batch-size", "4", "--out", str(out), *extra]
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from helpers.runs import ENV, units
+from helpers.searchconfig import search_config
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
 #: Seconds from the signal to the exit, under load (5 s on an idle machine; bench/signal_exit.py measures both).
@@ -34,7 +35,7 @@ def _args(model: Path, out: Path, tmp_path: Path, semantic_judge: str = "none") 
                     encoding="utf-8")
     return ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", str(data),
             "--answer-type", "number", "--level", "token", "--target-answer", "clean", "--judge", "arith",
-            "--semantic-judge", semantic_judge, "--limit", "600", "--steps", "5", "--max-new-tokens", "40",
+            "--semantic-judge", semantic_judge, "--limit", "600", *search_config(out, steps=5), "--max-new-tokens", "40",
             "--batch-size", "4", "--out", str(out)]
 
 

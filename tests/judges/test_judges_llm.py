@@ -19,6 +19,7 @@ from robusteval.judges import (
 )
 from robusteval.judges.llm import NO, YES, load_prompt
 from robusteval.models import GENERATE, Generation, GenerationRequest
+from robusteval.models.base import Capabilities
 
 ITEMS = [
     ReasoningItem(
@@ -237,6 +238,8 @@ def test_a_backend_without_the_batched_method_is_asked_once_per_item(tiny_backen
         def __init__(self) -> None:
             self.name = tiny_backend.name
             self.capabilities = tiny_backend.capabilities
+            # It scores with a cached prefix (declared, as a backend does), one request at a time.
+            self.declared = Capabilities(frozenset(tiny_backend.capabilities), scores_in_context=True)
             self.calls: list[tuple[str, str]] = []
 
         def generate(self, requests: Any) -> Any:

@@ -88,8 +88,8 @@ def test_a_replaced_flag_still_works_with_a_notice_and_is_hidden(capsys: pytest.
     old = backend_options(built.parse_args(["--model", OPENAI, "--request-timeout", "30", "--api-logprobs", "off"]))
     notices = capsys.readouterr().err.strip().splitlines()
     assert notices == [
-        "notice: --request-timeout is deprecated and goes in the next release; use --model-args timeout=30",
-        "notice: --api-logprobs is deprecated and goes in the next release; use --model-args logprobs=off",
+        "robusteval: --request-timeout is deprecated (accepted until the next release): use --model-args timeout=30",
+        "robusteval: --api-logprobs is deprecated (accepted until the next release): use --model-args logprobs=off",
     ]
     new = backend_options(built.parse_args(["--model", OPENAI, "--model-args", "timeout=30,logprobs=off"]))
     assert old == new and new["timeout"] == 30.0 and new["logprobs"] == "off"

@@ -9,7 +9,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from robusteval.cli.configflags import _REQUIRED, add_config_arguments, config_from_args, required_option
+from robusteval.cli.configflags import (
+    _REQUIRED,
+    add_config_arguments,
+    config_from_args,
+    deprecated_flag,
+    hide_flags,
+    required_option,
+)
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.seeding import DEFAULT_SEED
@@ -79,9 +86,12 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
                        help="a reasoning model's thinking switch: passed to its chat template as enable_thinking "
                        "(hf; refused where the template has none) or as chat_template_kwargs (openai, vLLM); "
                        "unset: the template's default (recorded in the run identity when set)")
-    for flag, field in _replaced_flags().items():
-        group.add_argument(flag, default=None, action=_ReplacedFlag, help=argparse.SUPPRESS, metavar=field.name,
-                           choices=field.metadata.get("choices"))
+    replaced = _replaced_flags()
+    for flag, field in replaced.items():
+        group.add_argument(flag, default=None, action=_ReplacedFlag, metavar=field.name,
+                           choices=field.metadata.get("choices"),
+                           help=f"deprecated: use --model-args {field.name}=VALUE")
+    hide_flags(parser, replaced)  # out of --help; --help-all lists them
     add_executor_options(parser)
 
 
@@ -101,8 +111,7 @@ class _ReplacedFlag(argparse.Action):
                  option_string: str | None = None) -> None:
         import sys
 
-        print(f"notice: {option_string} is deprecated and goes in the next release; use --model-args "
-              f"{self.metavar}={values}", file=sys.stderr)
+        print(deprecated_flag(str(option_string), f"use --model-args {self.metavar}={values}"), file=sys.stderr)
         setattr(namespace, self.dest, values)
 
 

@@ -120,13 +120,18 @@ def _deprecated(base: type[argparse.Action], notice: str) -> type[argparse.Actio
     return Deprecated
 
 
+def deprecated_flag(flag: str, instead: str) -> str:
+    """The one line a deprecated flag prints (every deprecated flag the same way): ``instead``, what to do."""
+    return f"robusteval: {flag} is deprecated (accepted until the next release): {instead}"
+
+
 def deprecation_notice(config_type: type, field: dataclasses.Field[Any], flag: str) -> str:
     """The line a deprecated flag prints: what replaces it, a ``--config`` key (and the presets that set it)."""
     key = f"{field.name} = false" if field.metadata.get("negate") else field.name
     setting = getattr(config_type, "presets_setting", None)
     presets = setting(field.name) if callable(setting) else []
     instead = f" or use --preset {'|'.join(presets)}" if presets else ""
-    return f"robusteval: {flag} is deprecated; set {key} in --config{instead}"
+    return deprecated_flag(flag, f"set {key} in --config{instead}")
 
 
 def _scalar_type(annotation: Any) -> Any:
