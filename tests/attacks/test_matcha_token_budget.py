@@ -46,4 +46,4 @@ def test_an_example_over_the_token_budget_is_skipped_with_its_reason(
 
 def test_the_budget_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "matcha.md").read_text(encoding="utf-8")
-    assert "--max-attack-tokens" in doc and f"{DEFAULT_ATTACK_TOKENS:,}" in doc
+    assert "`max_attack_tokens`" in doc and f"{DEFAULT_ATTACK_TOKENS:,}" in doc
