@@ -1,4 +1,4 @@
-"""Which examples change outcome between ``--success-check final`` and ``insertion-and-final`` (docs/matcha.md).
+"""Which examples change outcome between ``success_check = "final"`` and ``"insertion-and-final"`` (docs/matcha.md).
 
 Attacks the first 8 bundled math questions on the tiny trained Llama (the test suite's: seed 0, 200 steps) under
 both rules, seed by seed, with a reasoning judge that finds every perturbed reasoning wrong, so only the answers

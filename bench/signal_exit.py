@@ -91,9 +91,12 @@ class StalledServer:
 
 
 def attack_args(model: Path, data: Path, out: Path, limit: int) -> list[str]:
+    settings = out.parent / f"{out.name}.search.toml"  # MATCHA's search settings are --config keys
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("steps = 5\n", encoding="utf-8")
     return ["attack", "matcha", "--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", str(data),
             "--answer-type", "number", "--level", "token", "--target-answer", "clean", "--judge", "arith",
-            "--semantic-judge", "none", "--limit", str(limit), "--steps", "5", "--max-new-tokens", "40",
+            "--semantic-judge", "none", "--limit", str(limit), "--config", str(settings), "--max-new-tokens", "40",
             "--batch-size", "4", "--out", str(out)]
 
 

@@ -32,13 +32,20 @@ def questions(path: Path, n: int) -> Path:
     return path
 
 
+def search_settings(folder: Path) -> Path:
+    """MATCHA's search settings (``--config`` keys since their flags were deprecated)."""
+    path = folder / "search.toml"
+    path.write_text("steps = 3\nmin_correct = 0\n", encoding="utf-8")
+    return path
+
+
 def workloads(model: Path, data: Path, n: int) -> dict[str, list[str]]:
     common = ["--model", f"hf:{model}", "--dataset", "jsonl", "--data-file", str(data), "--device", "cpu"]
     return {
         "clean pass": ["eval", *common, "--max-new-tokens", "48", "--batch-size", "8"],
-        "token attack": ["attack", "matcha", *common, "--level", "token", "--attack-limit", str(n), "--steps", "3",
-                         "--max-new-tokens", "32", "--min-correct", "0", "--target-answer", "clean",
-                         "--batch-size", "4"],
+        "token attack": ["attack", "matcha", *common, "--level", "token", "--attack-limit", str(n),
+                         "--config", str(search_settings(data.parent)), "--max-new-tokens", "32",
+                         "--target-answer", "clean", "--batch-size", "4"],
     }
 
 
