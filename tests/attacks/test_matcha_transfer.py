@@ -34,15 +34,6 @@ SAMPLE = Path(str(resources.files("robusteval.data.samples") / "math.jsonl"))
 N_FORCED = 3
 
 
-@pytest.fixture(scope="module", autouse=True)
-def transfer_command() -> Iterator[None]:
-    """Make sure ``robusteval transfer`` is registered (a no-op once cli/main.py lists it)."""
-    with pytest.MonkeyPatch.context() as mp:
-        if "robusteval.cli.transfer" not in cli_main.COMMAND_MODULES:
-            mp.setattr(cli_main, "COMMAND_MODULES", (*cli_main.COMMAND_MODULES, "robusteval.cli.transfer"))
-        yield
-
-
 def copy_run(src: Path, dst: Path) -> Path:
     """A consistent copy of a run directory's database (WAL included)."""
     dst.mkdir(parents=True)

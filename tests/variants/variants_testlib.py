@@ -9,20 +9,13 @@ import pytest
 
 from helpers.shared import shared_file
 
-# Runs the CLI with the variants command registered, whether or not cli/main.py lists it yet.
-CLI_BOOTSTRAP = (
-    "import sys, robusteval.cli.main as m\n"
-    "if 'robusteval.cli.variants' not in m.COMMAND_MODULES:\n"
-    "    m.COMMAND_MODULES = (*m.COMMAND_MODULES, 'robusteval.cli.variants')\n"
-    "sys.exit(m.main(sys.argv[1:]))\n"
-)
+# Runs the CLI in a subprocess (the variants command is the registered VAR-MATH method's).
+CLI_BOOTSTRAP = "import sys, robusteval.cli.main as m\nsys.exit(m.main(sys.argv[1:]))\n"
 
 
 def run_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
     import robusteval.cli.main as cli
 
-    if "robusteval.cli.variants" not in cli.COMMAND_MODULES:
-        monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "robusteval.cli.variants"))
     return cli.main(argv)
 
 

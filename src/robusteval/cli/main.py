@@ -25,28 +25,25 @@ from robusteval.cli.common import _REQUIRED
 from robusteval.config import ConfigError
 from robusteval.errors import Terminated, UserError, environment_error, resume_hint, set_command
 
-# Order = order in `robusteval --help`.
+# Order = order in `robusteval --help`: these, with the registered methods' own commands (``MethodSpec.cli``, in
+# the methods' order) after ``attack``, and the tools that read runs last.
 COMMAND_MODULES = (
     "robusteval.cli.quickstart",
-    "robusteval.cli.eval_cmd",
+    "robusteval.cli.study",
     "robusteval.cli.attack",
     "robusteval.cli.sweep",
-    "robusteval.cli.study",
     "robusteval.cli.perturb",
-    "robusteval.cli.robustness",
-    "robusteval.cli.ors",
     "robusteval.cli.judges",
-    "robusteval.cli.variants",
-    "robusteval.cli.report",
-    "robusteval.cli.runs",
-    "robusteval.cli.doctor",
 )
+TOOL_MODULES = ("robusteval.cli.report", "robusteval.cli.runs", "robusteval.cli.doctor")
+
 
 def command_modules() -> list[str]:
-    """The commands' modules: the listed ones, then each registered method's own (``MethodSpec.cli``) not listed."""
+    """Every command's module, in ``--help``'s order (see :data:`COMMAND_MODULES`)."""
     from robusteval.methods import methods
 
-    return list(dict.fromkeys([*COMMAND_MODULES, *(spec.cli for spec in methods() if spec.cli)]))
+    first, rest = COMMAND_MODULES[:3], COMMAND_MODULES[3:]
+    return list(dict.fromkeys([*first, *(spec.cli for spec in methods() if spec.cli), *rest, *TOOL_MODULES]))
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
