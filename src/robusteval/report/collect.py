@@ -22,7 +22,7 @@ from robusteval.runs import Run, load_run
 from robusteval.store import DB_NAME
 
 if TYPE_CHECKING:
-    from robusteval.report.method_results import ResultFile, StoredResult
+    from robusteval.report.stored import ResultFile, StoredResult
 
 SWEEP_NAME = "sweep.json"
 

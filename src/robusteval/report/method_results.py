@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from robusteval.report.stored import ResultFile
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -19,8 +21,7 @@ if TYPE_CHECKING:
     from robusteval.report.collect import Inputs
     from robusteval.report.compare import Board
     from robusteval.report.latex_tex import TexTable
-    from robusteval.report.model import Num, Section
-    from robusteval.report.rates import Rate
+    from robusteval.report.model import Num, Rate, Section
     from robusteval.runs import Run
 
 
@@ -35,34 +36,6 @@ class ExtraColumn:
     source: str  # the directory of the result the numbers come from
     note: str = ""  # the column's note (what the number is, its interval)
     untested: str = ""  # why its pairs get no paired test ("" : they are tested like any other number)
-
-
-class StoredResult(Protocol):
-    """A result a method writes that is not a run (word-importance's ORS, ``ors.json``), as
-    :func:`robusteval.report.collect.collect` reads it: in ``Inputs.results``, shown by its method's section and
-    ranked by the board whose ``command`` is its ``kind``."""
-
-    @property
-    def path(self) -> Path: ...  # its file
-
-    @property
-    def kind(self) -> str: ...  # "ors": its board's ``command``, its run card's and results_frame's method
-
-    def key(self) -> dict[str, str]: ...  # its comparability key
-
-    def card(self) -> list[tuple[str, str]]: ...  # the fields of its card in the report
-
-    def rates(self) -> list[tuple[str, Rate]]: ...  # (model, number): its rows of ``results_frame``
-
-
-@dataclass(frozen=True)
-class ResultFile:
-    """A kind of result directory a method writes that is not a run: a directory holding ``name``."""
-
-    name: str  # the file that marks it ("ors.json")
-    #: ``load(directory, run directory -> the model name its caller gives that run)``: the result (a DataError
-    #: when the file is not one)
-    load: Callable[[Path, Mapping[str, str]], StoredResult]
 
 
 @dataclass(frozen=True)

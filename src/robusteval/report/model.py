@@ -9,7 +9,7 @@ the value with the run's summary.json.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,17 @@ class Num:
 
 
 Cell = Num | str
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One number of a run: ``metric`` (as the summary names it), the Num, and what its n counts."""
+
+    metric: str
+    num: Num
+    denominator: str = "n"
+    note: str = ""  # shown after the number (a robustness accuracy's label mode and unparsed labels)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more columns for results_frame
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ summary stores it, n, interval), so no surface can disagree with another. ``deno
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from robusteval.config import path_list
@@ -24,20 +24,9 @@ from robusteval.report.collect import (
     model_name,
 )
 from robusteval.report.comparability import comparability_key, key_hash
-from robusteval.report.model import Num
+from robusteval.report.model import Num, Rate
 from robusteval.report.tables import format_num
 from robusteval.runs import Run
-
-
-@dataclass(frozen=True)
-class Rate:
-    """One number of a run: ``metric`` (as the summary names it), the Num, and what its n counts."""
-
-    metric: str
-    num: Num
-    denominator: str = "n"
-    note: str = ""  # shown after the number (a robustness accuracy's label mode and unparsed labels)
-    extra: Mapping[str, Any] = field(default_factory=dict)  # more columns for results_frame
 
 
 def _with_interval(num: Num) -> Num:

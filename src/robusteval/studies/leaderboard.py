@@ -38,9 +38,8 @@ from robusteval.metrics.formatting import clean_number
 from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
 from robusteval.metrics.significance import PairedTest
 from robusteval.report.build import section_of
-from robusteval.report.model import Num
+from robusteval.report.model import Num, Rate
 from robusteval.report.pairing import Comparison, holm_table, p_text, pairwise, pairwise_csv
-from robusteval.report.rates import Rate
 from robusteval.report.tables import format_num
 from robusteval.store import write_text_atomic
 from robusteval.studies.plan import StudyPlan, run_dir

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from robusteval.metrics.significance import Outcomes, share
 from robusteval.report.method_results import MethodResults
-from robusteval.report.rates import Rate
+from robusteval.report.model import Rate
 from robusteval.runs import Run
 from robusteval.variants.results import section as varmath
 from robusteval.variants.results.board import BOARD

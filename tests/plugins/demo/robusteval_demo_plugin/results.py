@@ -9,8 +9,7 @@ from robusteval.metrics.significance import Outcomes, share
 from robusteval.report.collect import Inputs, dataset_name, model_name
 from robusteval.report.compare import Board, Row
 from robusteval.report.method_results import MethodResults
-from robusteval.report.model import Num, Section, Table
-from robusteval.report.rates import Rate
+from robusteval.report.model import Num, Rate, Section, Table
 from robusteval.runs import Run
 
 COMMAND = "first-word"

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from robusteval.attacks.matcha.results import section as matcha
 from robusteval.metrics import matcha_summary
-from robusteval.report.model import Num
-from robusteval.report.rates import Rate
+from robusteval.report.model import Num, Rate
 from robusteval.runs import Run
 
 

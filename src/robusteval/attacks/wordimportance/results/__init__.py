@@ -12,8 +12,8 @@ from robusteval.attacks.wordimportance.results.ors import ORS_FILE, study_column
 from robusteval.attacks.wordimportance.results.section import success_rate, wordimportance_section
 from robusteval.metrics.significance import Outcomes
 from robusteval.report.method_results import MethodResults, NumberFormat
+from robusteval.report.model import Rate
 from robusteval.report.pairing import share_outcomes, stage_records
-from robusteval.report.rates import Rate
 from robusteval.runs import Run
 
 

@@ -12,9 +12,9 @@ from typing import Any
 from robusteval.errors import DataError
 from robusteval.report.collect import _expect, _expect_number, _read_json, short_model
 from robusteval.report.comparability import _text
-from robusteval.report.method_results import ExtraColumn, ResultFile
-from robusteval.report.model import Num
-from robusteval.report.rates import Rate
+from robusteval.report.method_results import ExtraColumn
+from robusteval.report.model import Num, Rate
+from robusteval.report.stored import ResultFile
 from robusteval.runs import Run
 
 #: The file ``robusteval ors`` writes (``ors.OUTPUT_NAME``: tests/attacks/test_wordimportance_registration.py).

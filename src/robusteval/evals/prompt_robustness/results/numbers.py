@@ -22,8 +22,7 @@ import numpy as np
 
 from robusteval.evals.prompt_robustness.outcomes import decode
 from robusteval.metrics.significance import Outcomes, rb_index, share
-from robusteval.report.model import Num
-from robusteval.report.rates import Rate
+from robusteval.report.model import Num, Rate
 from robusteval.runs import Run
 
 CLEAN = "clean"

@@ -12,8 +12,8 @@ from robusteval.evals.robustness.results import section as perturbed
 from robusteval.evals.robustness.results.board import BOARD
 from robusteval.metrics.significance import Outcomes, rb_index
 from robusteval.report.method_results import MethodResults
+from robusteval.report.model import Rate
 from robusteval.report.pairing import share_outcomes, stage_records
-from robusteval.report.rates import Rate
 from robusteval.runs import Run
 
 
