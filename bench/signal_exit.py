@@ -21,18 +21,19 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers.stalled import StalledServer  # noqa: E402  (the stop-signal test's never-answering judge)
+
 SAMPLE = Path(str(resources.files("robusteval.data") / "samples" / "math.jsonl"))
 TARGETS = {"idle": 5.0, "busy": 15.0}
 SCENARIOS = ("clean", "attack", "ray", "judge", "study")
@@ -62,34 +63,6 @@ def stored(out: Path, stage: str | None = None) -> int:
     return total
 
 
-class StalledServer:
-    """A loopback HTTP server that accepts every connection, reads the request and never answers."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.requests = 0
-        self._held: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self._held.append(conn)
-            with contextlib.suppress(OSError):
-                conn.settimeout(5)
-                if conn.recv(65536):
-                    self.requests += 1
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self._held:
-            conn.close()
-
-
 def attack_args(model: Path, data: Path, out: Path, limit: int) -> list[str]:
     settings = out.parent / f"{out.name}.search.toml"  # MATCHA's search settings are --config keys
     settings.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +89,7 @@ def scenario(name: str, model: Path, work: Path) -> Iterator[tuple[list[str], Ca
         server = StalledServer()
         try:
             args = attack_args(model, data, out, 24)
-            args[args.index("--semantic-judge") + 1] = f"openai:judge@http://127.0.0.1:{server.port}/v1"
+            args[args.index("--semantic-judge") + 1] = f"openai:judge@{server.url}"
             yield args, lambda: server.requests >= 1, out
         finally:
             server.close()

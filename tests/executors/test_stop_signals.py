@@ -6,12 +6,9 @@ in test_ray_deaths.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from importlib import resources
@@ -21,6 +18,7 @@ import pytest
 
 from helpers.runs import ENV, units
 from helpers.searchconfig import search_config
+from helpers.stalled import StalledServer
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
 #: Seconds from the signal to the exit, under load (5 s on an idle machine; bench/signal_exit.py measures both).
@@ -81,33 +79,6 @@ def test_a_run_stopped_in_its_clean_pass_exits_at_once_and_keeps_what_it_stored(
     assert exit_code == code, output[-2000:]
     _one_stop_line(output, said)
     assert 1 <= _stored(out, "matcha_clean") < 600 and _stored(out, "matcha_attack") == 0
-
-
-class StalledServer:
-    """A loopback HTTP server that reads each request and never answers (the judge's HTTP wait never ends)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-        self.requests = 0
-        self.held: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-            with contextlib.suppress(OSError):
-                if conn.recv(65536):
-                    self.requests += 1
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
 
 
 def test_a_run_stopped_while_its_judge_waits_on_a_stalled_server_exits_at_once(
