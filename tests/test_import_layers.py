@@ -31,7 +31,7 @@ DOC = ROOT / "docs" / "architecture.md"
 #: Layers, lowest first: a module may import modules of its own layer or of a lower one. An entry is a top-level
 #: module or package of robusteval (``__init__``: the package's own ``__init__.py``, the public API).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("_version", "errors", "extras", "config", "registry", "methods", "paths", "seeding",
+    ("foundation", ("_version", "errors", "extras", "config", "registry", "methods", "lazy", "paths", "seeding",
                     "environment", "peak", "progress", "workers")),
     ("primitives", ("store", "text", "metrics")),
     ("data", ("data",)),

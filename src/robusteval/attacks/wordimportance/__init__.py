@@ -10,8 +10,9 @@ The figures (per-rate outcomes, the summary table) are :mod:`robusteval.metrics.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from robusteval.lazy import lazy_exports
 
 #: public name -> module; resolved on first use.
 _EXPORTS = {
@@ -40,9 +41,4 @@ if TYPE_CHECKING:
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -6,8 +6,9 @@ The pipeline's names are read from here as before, imported on first use, so rea
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from robusteval.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from robusteval.data.answers.completion import grade_completion, read_completion
@@ -36,10 +37,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The pipeline's ``name``, imported on first use (the registration beside it stays light)."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    if name in ("grade_completion", "read_completion"):  # kept here for callers from before they moved to data
-        return getattr(importlib.import_module("robusteval.data.answers.completion"), name)
-    return getattr(importlib.import_module("robusteval.evals.answer_first.pipeline"), name)
+#: The pipeline's names, imported on first use (the registration beside it stays light); the two that moved to
+#: ``data.answers.completion`` are still read here by callers from before.
+__getattr__ = lazy_exports(__name__, dict.fromkeys(("grade_completion", "read_completion"),
+                                                   "robusteval.data.answers.completion"),
+                           rest="robusteval.evals.answer_first.pipeline")

@@ -15,8 +15,9 @@ its three modes with the method registry (``prompt-robustness``, ``prompt-search
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from robusteval.lazy import lazy_exports
 
 #: public name -> module; resolved on first use.
 _EXPORTS = {
@@ -39,9 +40,4 @@ if TYPE_CHECKING:
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

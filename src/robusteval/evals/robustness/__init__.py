@@ -7,8 +7,9 @@ The pipeline's names are read from here as before, imported on first use, so rea
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from robusteval.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from robusteval.evals.robustness.pipeline import (
@@ -37,8 +38,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The pipeline's ``name``, imported on first use (the registration beside it stays light)."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return getattr(importlib.import_module("robusteval.evals.robustness.pipeline"), name)
+#: The pipeline's names, imported on first use (the registration beside it stays light).
+__getattr__ = lazy_exports(__name__, {}, rest="robusteval.evals.robustness.pipeline")
