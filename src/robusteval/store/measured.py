@@ -9,6 +9,7 @@ measurements."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 #: Top-level keys that are measurements of the invocation.
@@ -34,21 +35,21 @@ def keep_measurements(previous: Any, new: Any) -> Any:
         return new
     if _text(without_measurements(previous)) != _text(without_measurements(new)):
         return new
+    kept = _with_previous(new, previous, MEASURED)
+    old_environment, environment = previous.get("environment"), kept.get("environment")
+    if isinstance(old_environment, dict) and isinstance(environment, dict):
+        kept["environment"] = _with_previous(environment, old_environment, MEASURED_ENVIRONMENT)
+    return kept
+
+
+def _with_previous(new: dict[str, Any], previous: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``new`` whose ``keys`` are as ``previous`` has them (absent where it has none)."""
     kept = dict(new)
-    for key in MEASURED:
+    for key in keys:
         if key in previous:
             kept[key] = previous[key]
         else:
             kept.pop(key, None)
-    old_environment, environment = previous.get("environment"), kept.get("environment")
-    if isinstance(old_environment, dict) and isinstance(environment, dict):
-        environment = dict(environment)
-        for key in MEASURED_ENVIRONMENT:
-            if key in old_environment:
-                environment[key] = old_environment[key]
-            else:
-                environment.pop(key, None)
-        kept["environment"] = environment
     return kept
 
 
