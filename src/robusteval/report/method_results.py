@@ -35,7 +35,8 @@ class ExtraColumn:
     cells: dict[str, Num]  # study model name -> its number
     source: str  # the directory of the result the numbers come from
     note: str = ""  # the column's note (what the number is, its interval)
-    untested: str = ""  # why its pairs get no paired test ("" : they are tested like any other number)
+    #: why its pairs get no paired test (a number over every model's cells has no per-example outcomes to pair)
+    untested: str = "computed over every model's cells together: no per-example outcomes to pair"
 
 
 @dataclass(frozen=True)

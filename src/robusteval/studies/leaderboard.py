@@ -299,7 +299,7 @@ def _add_columns(board: StudyLeaderboard, plan: StudyPlan, root: Path, method_na
             Comparison(name, column.metric, column.better, a, b, column.source, column.source,
                        PairedTest("not tested", note=column.untested), percent=column.cells[a].percent,
                        label=_label(method_name, dataset, name))
-            for i, a in enumerate(models) for b in models[i + 1:]] if column.untested else []
+            for i, a in enumerate(models) for b in models[i + 1:]]
         board.sections[name] = spec.section
         board.columns.append(Column(name, method_name, dataset, column.metric, column.better, "", note=column.note))
 
