@@ -133,7 +133,7 @@ def test_a_spec_is_checked_and_a_command_belongs_to_one_method() -> None:
         MethodSpec("x", "x", "", "x", headlines=(("acc", "up"),))
     with METHODS.scoped():
         spec = register_method(MethodSpec("x-one", "x run", "", "x"))
-        assert spec.package == __name__.rpartition(".")[0] or spec.package == __name__
+        assert spec.package == (__name__.rpartition(".")[0] or __name__)  # the registering module's package
         with pytest.raises(ValueError, match="already method x-one"):
             register_method(MethodSpec("x-two", "x run", "", "x"))
         assert method_of_command("x run") is not None
