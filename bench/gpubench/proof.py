@@ -152,7 +152,8 @@ def static_caches(backend: HFBackend) -> dict[str, Any]:
                 if isinstance(tensor, torch.Tensor):
                     total += tensor.numel() * tensor.element_size()
     return {"bytes": total, "buckets": [list(k) for k in engine.caches], "decoder": backend.decoder,
-            "compile_mode": engine.compile_mode, "steps": engine.steps, "failed": engine.failed}
+            "compile_mode": engine.compile_mode, "steps": engine.steps, "failed": engine.failed,
+            "check_error": getattr(engine, "check_error", None)}
 
 
 def git_commit() -> str:

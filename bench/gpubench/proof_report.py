@@ -209,7 +209,9 @@ def markdown(data: dict[str, Any]) -> str:
     for key, cache in (data.get("static_caches") or {}).items():
         lines.append(f"Static decoder of the {key} backend: {cache.get('decoder')}, compile mode "
                      f"{cache.get('compile_mode')}, buckets (rows, slots) {cache.get('buckets')}, "
-                     f"{cache.get('steps')} compiled steps" + (f", FAILED: {cache['failed']}" if cache.get("failed") else "")
+                     f"{cache.get('steps')} compiled steps" + (f", self-check relative error {cache['check_error']:.3g}"
+                                                                if cache.get("check_error") is not None else "")
+                     + (f", FAILED: {cache['failed']}" if cache.get("failed") else "")
                      + ".")
     extras = _get(data, "attack", "runs") or {}
     for name, run in extras.items():

@@ -298,3 +298,39 @@ def test_a_static_path_that_disagrees_with_the_dynamic_cache_is_given_up_at_load
     assert len(lines) == 1 and "differ from the dynamic cache" in lines[0]
     requests = _requests(max_new_tokens=8)
     assert [g.text for g in backend.generate(requests)] == [g.text for g in dynamic.generate(requests)]
+
+
+def test_bf16_sized_noise_passes_the_self_check_and_a_lost_prefix_does_not(tiny_trained_dir: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an H100 a correct compiled bf16 step's logits differed from the dynamic cache's by 4.6% of the largest
+    logit (the noise tail of a 128k vocabulary) and the old max-difference check gave the static path up. Noise
+    of 4% RMS on every logit must pass; the relative error is kept; a lost prefix still fails."""
+    from robusteval.models import static_decode
+
+    generator = torch.Generator().manual_seed(0)
+    exact_step = StaticDecoder.step
+
+    def noisy_step(self: StaticDecoder, tokens: torch.Tensor) -> torch.Tensor:
+        logits = exact_step(self, tokens)
+        noise = torch.randn(logits.shape, generator=generator).to(logits)
+        return logits + 0.04 * logits.float().pow(2).mean(-1, keepdim=True).sqrt().to(logits) * noise
+
+    monkeypatch.setattr(StaticDecoder, "step", noisy_step)
+    backend = _backend(tiny_trained_dir, "static", step_compile="eager", warm_up=MIN_LENGTH_BUCKET)
+    engine = backend._static
+    assert engine.failed is None and backend.decoder == "static"
+    assert engine.check_error is not None and 0.02 < engine.check_error < static_decode.SELF_CHECK_TOLERANCE
+    # The same noise read as the largest difference against the largest logit (the old check) exceeded 2%.
+    batch = backend._padded(backend.bos_ids, [backend.encode("Q: 7 - 4 = ?\nA:")])
+    expected = backend.dynamic_decoder(batch).start()
+    decoder = StaticDecoder(backend, engine, batch, 16)
+    decoder.start()
+    got = decoder.step(torch.tensor([expected.argmax(-1).item()]))
+    reference = backend.dynamic_decoder(batch)
+    reference.start()
+    want = reference.step(torch.tensor([expected.argmax(-1).item()]))
+    assert float((got - want).abs().max()) > 0.02 * float(want.abs().max())
+
+    monkeypatch.setattr(StaticDecoder, "_copy_prefix", lambda self, prefix: None)
+    broken = _backend(tiny_trained_dir, "static", step_compile="eager", warm_up=MIN_LENGTH_BUCKET)
+    assert broken.decoder == "dynamic" and "relative L2" in (broken._static.failed or "")

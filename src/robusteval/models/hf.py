@@ -157,7 +157,12 @@ class HFBackend(HFScoring, HFDecoding):
         dynamic cache in that bucket (:func:`~robusteval.models.static_decode.self_check`: on a disagreement the
         backend decodes with the dynamic cache from then on, said in run.log). On the dynamic path on a GPU, a
         two-token decode of ``batch_size`` rows, so that CUDA's and cuBLAS's lazy start-up is paid here too."""
-        from robusteval.models.static_decode import WARM_UP_LENGTH, StaticDecoder, self_check
+        from robusteval.models.static_decode import (
+            SELF_CHECK_TOLERANCE,
+            WARM_UP_LENGTH,
+            StaticDecoder,
+            self_check,
+        )
 
         engine = self._static
         if engine is None or engine.failed is not None:
@@ -186,6 +191,9 @@ class HFBackend(HFScoring, HFDecoding):
         disagreement = self_check(self, engine, length) if engine.failed is None else None
         if disagreement is not None:
             engine.fail("self-check", ValueError(disagreement))
+        elif engine.failed is None and engine.check_error is not None:
+            status(f"{self.name}: the static decode step agrees with the dynamic cache (relative error "
+                   f"{engine.check_error:.2g}, limit {SELF_CHECK_TOLERANCE})")
 
     def __repr__(self) -> str:
         return f"HFBackend({self.name!r}, device={self.device}, dtype={self.dtype})"
