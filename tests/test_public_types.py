@@ -59,17 +59,35 @@ def test_the_package_is_marked_typed_and_doctor_checks_it() -> None:
     assert '"py.typed"' in pyproject  # package data: the wheel ships it
 
 
+#: A user's script: each line marked ``# E: <text>`` must be flagged by mypy with that text on that line, and no
+#: other line may be (the unmarked calls are right: a check that flagged everything would fail here).
+_USER_SCRIPT = """\
+from typing import Any
+
+import robusteval as rv
+from robusteval.models import load_backend
+
+config = rv.MatchaRunConfig(dataa=1)  # E: Unexpected keyword argument "dataa" for "MatchaRunConfig"
+model = rv.load_model(123)  # E: Argument 1 to "load_model" has incompatible type "int"
+data = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit="x")  # E: Argument "limit" to "DataSpec" has incompatible type "str"
+fine = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit=5)
+rv.load_model("hf:x", dtyp="bf16")  # E: Unexpected keyword argument "dtyp" for "load_model"; did you mean "dtype"?
+rv.load_model("hf:x", batch_size="8")  # E: Argument "batch_size" to "load_model" has incompatible type "str"; expected "int"
+rv.load_model("hf:x", decoder="statc")  # E: Argument "decoder" to "load_model" has incompatible type "Literal['statc']"
+rv.load_model("openai:m@http://h/v1", timeout="30")  # E: Argument "timeout" to "load_model" has incompatible type "str"
+load_backend("hf:x", trust_remote_cod=True)  # E: Unexpected keyword argument "trust_remote_cod" for "load_backend"
+rv.describe_model("hf:x", max_memory=[4])  # E: Argument "max_memory" to "describe_model" has incompatible type "list[int]"
+rv.load_model("hf:x", dtype="bfloat16", batch_size=4, max_memory="4GB", thinking="off", decoder="static",
+              revision="abc", trust_remote_code=True, device_map=0, timeout=30, endpoint="chat", model_args={})
+extra: dict[str, Any] = {"repeat": 2}  # a third-party backend's options
+rv.load_model("echo:x", **extra)
+rv.describe_model("openai:m@http://h/v1", reasoning_effort="low", max_retries=None)
+"""
+
+
 def test_mypy_flags_misuse_of_the_public_api(tmp_path: Path) -> None:
     user = tmp_path / "user.py"
-    user.write_text(
-        "import robusteval as rv\n"
-        "\n"
-        "config = rv.MatchaRunConfig(dataa=1)\n"
-        "model = rv.load_model(123)\n"
-        'data = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit="x")\n'
-        'fine = rv.DataSpec("gsm8k", "gsm8k/test.jsonl", limit=5)\n',
-        encoding="utf-8",
-    )
+    user.write_text(_USER_SCRIPT, encoding="utf-8")
     (tmp_path / "mypy.ini").write_text(_MYPY_INI, encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
@@ -77,9 +95,16 @@ def test_mypy_flags_misuse_of_the_public_api(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
         env={"MYPYPATH": str(PACKAGE.parent), "PATH": "/usr/bin:/bin"},
     )
-    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert result.returncode == 1, result.stdout + result.stderr
-    assert len(errors) == 3, errors
-    assert 'user.py:3: error: Unexpected keyword argument "dataa" for "MatchaRunConfig"' in errors[0]
-    assert 'user.py:4: error: Argument 1 to "load_model" has incompatible type "int"' in errors[1]
-    assert 'user.py:5: error: Argument "limit" to "DataSpec" has incompatible type "str"' in errors[2]
+    errors = {}
+    for line in result.stdout.splitlines():
+        if ": error:" in line:
+            number = int(line.split(":")[1])
+            assert number not in errors, result.stdout  # one error per misuse
+            errors[number] = line
+    expected = {number: line.split("# E: ")[1] for number, line in enumerate(_USER_SCRIPT.splitlines(), 1)
+                if "# E: " in line}
+    assert len(expected) == 9
+    assert sorted(errors) == sorted(expected), result.stdout
+    for number, text in expected.items():
+        assert text in errors[number], (text, errors[number])
