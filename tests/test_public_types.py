@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import robusteval
+from robusteval import variants
 from robusteval.doctor import PACKAGED
 
 PACKAGE = Path(robusteval.__file__).parent
@@ -28,9 +29,10 @@ follow_imports = skip
 """
 
 
-def _type_checking_imports() -> dict[str, tuple[str, str]]:
-    """name -> (module, attribute) of every import under ``if TYPE_CHECKING:`` in robusteval/__init__.py."""
-    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+def _type_checking_names(init: Path) -> dict[str, tuple[str, str]]:
+    """Public name -> (module, attribute) of what the ``if TYPE_CHECKING:`` block of ``init`` gives a checker:
+    its imports (``from M import A as N``), and ``N = _private`` assignments of a name imported privately."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
     found: dict[str, tuple[str, str]] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
@@ -38,17 +40,30 @@ def _type_checking_imports() -> dict[str, tuple[str, str]]:
                 if isinstance(statement, ast.ImportFrom) and statement.module:
                     for alias in statement.names:
                         found[alias.asname or alias.name] = (statement.module, alias.name)
-    return found
+                elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name):
+                    (target,) = statement.targets
+                    assert isinstance(target, ast.Name) and statement.value.id.startswith("_"), ast.dump(statement)
+                    found[target.id] = found[statement.value.id]
+    return {name: where for name, where in found.items() if not name.startswith("_")}
+
+
+def _type_checking_aliases(init: Path) -> list[ast.alias]:
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    return [a for s in block.body if isinstance(s, ast.ImportFrom) for a in s.names]
 
 
 def test_every_export_is_visible_to_type_checkers() -> None:
-    """The TYPE_CHECKING block and ``_EXPORTS`` name the same objects, so the two lists cannot drift."""
-    assert _type_checking_imports() == robusteval._EXPORTS
-    # Re-exported explicitly (``X as X``), as PEP 484 asks of a py.typed package.
-    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
-    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
-    aliases = [a for s in block.body if isinstance(s, ast.ImportFrom) for a in s.names]
-    assert aliases and all(a.asname == a.name for a in aliases)
+    """Each TYPE_CHECKING block and its package's ``_EXPORTS`` name the same objects, so they cannot drift."""
+    assert _type_checking_names(PACKAGE / "__init__.py") == {
+        **robusteval._EXPORTS, "variants": ("robusteval", "variants")}
+    assert _type_checking_names(PACKAGE / "variants" / "__init__.py") == {
+        name: (f"robusteval.variants.{module}", attribute)
+        for name, (module, attribute) in variants._EXPORTS.items()}
+    for init in (PACKAGE / "__init__.py", PACKAGE / "variants" / "__init__.py"):
+        # Re-exported explicitly (``X as X``), as PEP 484 asks of a py.typed package; another name: assigned.
+        aliases = _type_checking_aliases(init)
+        assert aliases and all(a.asname == a.name or (a.asname or "").startswith("_") for a in aliases), init
 
 
 def test_the_package_is_marked_typed_and_doctor_checks_it() -> None:
@@ -65,6 +80,7 @@ _USER_SCRIPT = """\
 from typing import Any
 
 import robusteval as rv
+from robusteval import variants
 from robusteval.models import load_backend
 
 config = rv.MatchaRunConfig(dataa=1)  # E: Unexpected keyword argument "dataa" for "MatchaRunConfig"
@@ -82,6 +98,12 @@ rv.load_model("hf:x", dtype="bfloat16", batch_size=4, max_memory="4GB", thinking
 extra: dict[str, Any] = {"repeat": 2}  # a third-party backend's options
 rv.load_model("echo:x", **extra)
 rv.describe_model("openai:m@http://h/v1", reasoning_effort="low", max_retries=None)
+rv.variants.ValidateConfig(templats="t.yaml")  # E: Unexpected keyword argument "templats" for "ValidateConfig"
+variants.evaluate_expr(2)  # E: Argument 1 has incompatible type "int"; expected "str"
+variants.evaluate_expr("1 + 2", {"x": 1})
+result = rv.study("study.toml", executor=3)  # E: Argument "executor" to "study" has incompatible type "int"
+result.leaderboard.rowz  # E: "StudyLeaderboard" has no attribute "rowz"
+rv.study({"models": []}, executor="inprocess")
 """
 
 
@@ -104,7 +126,7 @@ def test_mypy_flags_misuse_of_the_public_api(tmp_path: Path) -> None:
             errors[number] = line
     expected = {number: line.split("# E: ")[1] for number, line in enumerate(_USER_SCRIPT.splitlines(), 1)
                 if "# E: " in line}
-    assert len(expected) == 9
+    assert len(expected) == 13
     assert sorted(errors) == sorted(expected), result.stdout
     for number, text in expected.items():
         assert text in errors[number], (text, errors[number])
