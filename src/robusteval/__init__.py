@@ -78,8 +78,10 @@ _SUBMODULES = ("variants", "report")
 
 if TYPE_CHECKING:
     # What type checkers see (the package ships py.typed): every name of _EXPORTS, imported eagerly (``X as X``
-    # re-exports it). At run time they resolve lazily through __getattr__ below, which also serves the two
-    # submodules (typed as Any). tests/test_public_types.py keeps this block and _EXPORTS equal.
+    # re-exports it), and the submodule ``variants``. At run time they resolve lazily through __getattr__ below.
+    # ``report`` stays Any to a checker: typed as the function, ``robusteval.report.tables`` would be an error;
+    # typed as the module, ``rv.report(...)`` would. tests/test_public_types.py keeps this block and _EXPORTS equal.
+    from robusteval import variants as variants
     from robusteval.attacks.base import ATTACKS as ATTACKS
     from robusteval.attacks.base import register_attack as register_attack
     from robusteval.attacks.matcha.config import MatchaRunConfig as MatchaRunConfig

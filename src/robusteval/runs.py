@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robusteval.config import did_you_mean
 from robusteval.errors import DataError, UserError
 from robusteval.store import SUMMARY_NAME, RunStore, file_sha256
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ class Run:
                 return candidate
         return None
 
-    def to_dataframe(self, stage: str) -> Any:
+    def to_dataframe(self, stage: str) -> pd.DataFrame:
         """The records of ``stage`` as a pandas DataFrame (nested values stay Python objects)."""
         try:
             import pandas as pd

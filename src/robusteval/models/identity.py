@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from robusteval.errors import UserError
+from robusteval.models.load_options import LoadOptions
 from robusteval.models.options import CommonOptions, from_pretrained, recorded
 from robusteval.models.registry import ModelSpec, model_host, parse_spec, resolve_options
 
@@ -52,7 +53,7 @@ def weights_fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
-def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
+def describe_model(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> dict[str, Any]:
     """The normalised identity of ``spec`` under ``options`` (dtype, device, endpoint, ...: ``load_model``'s), as
     the machines that will run it resolve it: here, or a distributed executor's workers (``device auto`` is the
     workers' GPU even when this process has none)."""
@@ -61,7 +62,7 @@ def describe_model(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:
     except UserError as exc:
         raise UserError(f"describe_model(): {exc}") from None
     host = model_host()
-    return describe_here(spec, **options) if host is None else host.describe_model(spec, options)
+    return describe_here(spec, **options) if host is None else host.describe_model(spec, dict(options))
 
 
 def describe_here(spec: str | ModelSpec, **options: Any) -> dict[str, Any]:

@@ -7,11 +7,12 @@ Above :mod:`~robusteval.models.registry` (specs, the backend registry) and :mod:
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Unpack
 
 from robusteval.errors import UserError
 from robusteval.models.base import Backend
 from robusteval.models.identity import describe_here
+from robusteval.models.load_options import LoadOptions
 from robusteval.models.registry import (
     BACKENDS,
     LoadRecipe,
@@ -23,7 +24,7 @@ from robusteval.models.registry import (
 from robusteval.models.threads import apply_threads
 
 
-def load_model(spec: str | ModelSpec, **options: Any) -> Backend:
+def load_model(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> Backend:
     """Load a model from its spec (``hf:/path/or/hub-id``, ``hf:/path/model.gguf``, ``openai:MODEL@URL``):
     ``robusteval.load_model``. The defaults are the command line's.
 
@@ -34,6 +35,10 @@ def load_model(spec: str | ModelSpec, **options: Any) -> Backend:
     ``timeout``, ``max_concurrency``, ``endpoint``, ``logprobs``, ...); a third-party backend's are those of the
     class it registered. Each backend ignores another backend's options (one option set fits every spec); a name
     no backend takes, or a value of the wrong kind, is one error naming it and the backend, before anything loads.
+
+    Typed for type checkers as :class:`~robusteval.models.load_options.LoadOptions` (generated from those
+    classes): mypy flags a misspelt keyword or a value of the wrong type. A third-party backend's options go in
+    as ``**options`` of a ``dict[str, Any]``.
     """
     if not isinstance(spec, str | ModelSpec):
         raise UserError(f"load_model(): spec: expected a model spec string (hf:PATH, openai:MODEL@URL, ...), got "
@@ -41,7 +46,7 @@ def load_model(spec: str | ModelSpec, **options: Any) -> Backend:
     return load_backend(spec, **options)
 
 
-def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
+def load_backend(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> Backend:
     """Build a backend from a spec; ``options`` as :func:`load_model` takes them (an unknown one is an error).
 
     The backend carries its normalised identity as ``backend.identity`` (see :mod:`robusteval.models.identity`).
@@ -53,7 +58,7 @@ def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
     except UserError as exc:
         raise UserError(f"load_model(): {exc}") from None
     host = model_host()
-    return load_here(spec, **options) if host is None else host.load_model(spec, options)
+    return load_here(spec, **options) if host is None else host.load_model(spec, dict(options))
 
 
 def load_here(spec: str | ModelSpec, **options: Any) -> Backend:

@@ -56,6 +56,11 @@ def options_class(kind: str) -> type[CommonOptions]:
     return declared
 
 
+def builtin_options_classes() -> dict[str, type[CommonOptions]]:
+    """The built-in backends' options classes, by kind (whatever else is installed)."""
+    return {kind: options for kind, (_, options) in _BUILTIN.items()}
+
+
 def backend_options_classes() -> dict[str, type[CommonOptions]]:
     """Every registered backend's options class, by kind."""
     return {kind: options_class(kind) for kind in BACKENDS.names()}

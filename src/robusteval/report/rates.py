@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robusteval.config import path_list
 from robusteval.errors import UserError
@@ -27,6 +27,9 @@ from robusteval.report.comparability import comparability_key, key_hash
 from robusteval.report.model import Num, Rate
 from robusteval.report.tables import format_num
 from robusteval.runs import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _with_interval(num: Num) -> Num:
@@ -103,7 +106,7 @@ def results_rows(paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]
     return rows
 
 
-def results_frame(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> Any:
+def results_frame(run_dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> pd.DataFrame:
     """One tidy pandas DataFrame across runs and methods: a row per run x metric with its value, n (and what n
     counts), 95% interval, the run's comparability key (a short hash: rows with the same one may be compared)
     and the key's fields as columns. ``run_dirs`` are read as ``runs compare`` reads them (run, sweep and ORS

@@ -24,12 +24,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robusteval.errors import UserError, environment_error
 from robusteval.progress import log_to_file, status
 from robusteval.store import SUMMARY_NAME, RunLock, RunStore, write_text_atomic
 from robusteval.studies.plan import Cell, StudyPlan, load_study, run_dir
+
+if TYPE_CHECKING:
+    from robusteval.executors import Executor
+    from robusteval.studies.leaderboard import StudyLeaderboard
 
 STATE_NAME = "study.json"
 LOG_NAME = "study.log"
@@ -53,7 +57,7 @@ class CellResult:
 class StudyResult:
     out: Path
     cells: list[CellResult]
-    leaderboard: Any  # robusteval.studies.leaderboard.StudyLeaderboard
+    leaderboard: StudyLeaderboard
     report: Path | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -63,7 +67,7 @@ class StudyResult:
 
 
 def study(source: str | os.PathLike[str] | Mapping[str, Any], out: str | os.PathLike[str] | None = None, *,
-          executor: Any = None, report: bool = True) -> StudyResult:
+          executor: Executor | str | None = None, report: bool = True) -> StudyResult:
     """Run the study ``source`` (a TOML file, or its content as a dict) into ``out`` (default: the file's
     ``out``, else a folder named after the file); returns every cell's state, the leaderboard and the report.
 
@@ -78,7 +82,7 @@ def study(source: str | os.PathLike[str] | Mapping[str, Any], out: str | os.Path
 
 
 @contextmanager
-def _executor(executor: Any) -> Iterator[None]:
+def _executor(executor: Executor | str | None) -> Iterator[None]:
     from robusteval.executors import make_executor, use_executor
 
     if executor is None:

@@ -24,7 +24,7 @@ nothing here imports torch.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 #: public name -> (module, attribute); resolved on first use.
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -80,6 +80,63 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "load_templates": ("template", "load_templates"),
     "parse_template": ("template", "parse_template"),
 }
+
+if TYPE_CHECKING:
+    # What type checkers see: every name of _EXPORTS, imported eagerly (``X as X`` re-exports it); at run time
+    # they resolve lazily through __getattr__ below. tests/test_public_types.py keeps this block and _EXPORTS
+    # equal.
+    from robusteval.variants.authoring import CheckReport as CheckReport
+    from robusteval.variants.authoring import DraftReport as DraftReport
+    from robusteval.variants.authoring import check as check
+    from robusteval.variants.authoring import draft as draft
+    from robusteval.variants.checks import Check as Check
+    from robusteval.variants.configs import CheckConfig as CheckConfig
+    from robusteval.variants.configs import DraftConfig as DraftConfig
+    from robusteval.variants.configs import GradingConfig as GradingConfig
+    from robusteval.variants.configs import ImportConfig as ImportConfig
+    from robusteval.variants.configs import InstantiateConfig as InstantiateConfig
+    from robusteval.variants.configs import ScoreConfig as ScoreConfig
+    from robusteval.variants.configs import ValidateConfig as ValidateConfig
+    from robusteval.variants.configs import VariantsEvalConfig as VariantsEvalConfig
+    from robusteval.variants.drafting import TemplateDraft as TemplateDraft
+    from robusteval.variants.drafting import draft_template as draft_template
+    from robusteval.variants.drafting import drafts_yaml as drafts_yaml
+    from robusteval.variants.expr import ExprError as ExprError
+    from robusteval.variants.expr import evaluate as _evaluate_expr
+    from robusteval.variants.expr import parse_expr as parse_expr
+    from robusteval.variants.grading import VariantInstance as VariantInstance
+    from robusteval.variants.grading import grade as grade
+    from robusteval.variants.grading import load_instances as load_instances
+    from robusteval.variants.grading import load_predictions as load_predictions
+    from robusteval.variants.lint import Finding as Finding
+    from robusteval.variants.numbers import find_numbers as find_numbers
+    from robusteval.variants.pipeline import MATH_PROMPT as MATH_PROMPT
+    from robusteval.variants.pipeline import ImportReport as ImportReport
+    from robusteval.variants.pipeline import InstantiateResult as InstantiateResult
+    from robusteval.variants.pipeline import ScoreReport as ScoreReport
+    from robusteval.variants.pipeline import ValidationReport as ValidationReport
+    from robusteval.variants.pipeline import VariantScores as VariantScores
+    from robusteval.variants.pipeline import VariantsEvalSummary as VariantsEvalSummary
+    from robusteval.variants.pipeline import evaluate_variants as evaluate_variants
+    from robusteval.variants.pipeline import import_templates as import_templates
+    from robusteval.variants.pipeline import instantiate as instantiate
+    from robusteval.variants.pipeline import score as score
+    from robusteval.variants.pipeline import score_files as score_files
+    from robusteval.variants.pipeline import validate as validate
+    from robusteval.variants.pipeline import variants_eval_identity as variants_eval_identity
+    from robusteval.variants.sampler import CompatGenerator as CompatGenerator
+    from robusteval.variants.sampler import Instance as Instance
+    from robusteval.variants.sampler import instantiate as _instantiate_templates
+    from robusteval.variants.sampler import sample_native as sample_native
+    from robusteval.variants.template import Template as Template
+    from robusteval.variants.template import TemplateError as TemplateError
+    from robusteval.variants.template import load_template_file as load_template_file
+    from robusteval.variants.template import load_templates as load_templates
+    from robusteval.variants.template import parse_template as parse_template
+
+    # Exported under another name than the module's: assigned, so a strict checker sees them exported too.
+    evaluate_expr = _evaluate_expr
+    instantiate_templates = _instantiate_templates
 
 __all__ = sorted(_EXPORTS)
 
