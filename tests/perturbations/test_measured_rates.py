@@ -150,18 +150,26 @@ def test_perturb_warns_once_and_records_it(tmp_path: Path) -> None:
 
 @needs_modules("jieba", "pypinyin")
 def test_robustness_warns_once_and_records_it_beside_the_sets(tiny_nli_dir: Path, tmp_path: Path) -> None:
+    """Generated sets and a perturbed file (its method read from its lines): one line per method above the line,
+    each set's rate in summary.json, run.log and the report's accuracy cell."""
     data = write_ocnli(tmp_path / "dev.json", tiny_nli_pairs(8, seed=11))
+    synonyms = tmp_path / "syn.jsonl"
+    assert cli_inproc("perturb", "--dataset", "ocnli", "--data-file", str(data), "--method", "W-synonym",
+                      "--out", str(synonyms)).returncode == 0
     out = tmp_path / "rb"
     done = cli_inproc("robustness", "--model", f"hf:{tiny_nli_dir}", "--template", str(tiny_nli_dir / "template.json"),
-                      "--dataset", "ocnli", "--data-file", str(data), "--sets", "W-homophone,C-pinyin",
+                      "--dataset", "ocnli", "--data-file", str(data), "--sets", f"W-homophone,C-pinyin,syn={synonyms}",
                       "--bootstrap", "50", "--out", str(out))
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stdout.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and warnings[0].startswith("warning: W-homophone (zh): 13/22 = 59% [39, 77]")
+    assert len(warnings) == 2 and warnings[0].startswith("warning: W-homophone (zh): 13/22 = 59% [39, 77]")
+    assert warnings[1].startswith("warning: W-synonym (zh): 5/13 = 38% [18, 64]") and "read from a file" in warnings[1]
     sets = summary(out)["sets"]
     assert sets["W-homophone"]["measured_preservation"]["not_same"] == json.loads(json.dumps(proportion(13, 22)))
     assert sets["C-pinyin"]["measured_preservation"]["above_line"] is False
-    assert (out / "run.log").read_text(encoding="utf-8").count(warnings[0]) == 1
+    assert sets["syn"]["measured_preservation"]["method"] == "W-synonym"
+    log = (out / "run.log").read_text(encoding="utf-8")
+    assert all(log.count(line) == 1 for line in warnings)
     from robusteval.evals.robustness.results.section import accuracy
     from robusteval.runs import load_run
 

@@ -58,13 +58,15 @@ def _unconstrained(method: str) -> str:
         method, "--no-keep-pos")
 
 
-def measured_preservation(method: str, language: str, spec: Any = None) -> dict[str, Any]:
+def measured_preservation(method: str, language: str, spec: Any = None, *, from_file: bool = False
+                          ) -> dict[str, Any]:
     """The measured share of ``method``'s reviewed edits in ``language`` that were not judged the same meaning,
     for the constraints of ``spec`` (a :class:`~robusteval.perturbations.spec.PerturbationSpec`; None: the
     defaults). Keys: ``method``, ``language``, ``measured``; measured: ``setting`` (what the labelled edits
     were made with), ``n_labelled``, ``same`` and ``not_same`` (proportions with n and ci95), ``above_line``,
     ``differs`` (how this run's settings differ from the measured ones, or None), ``see``; not measured:
-    ``reason``."""
+    ``reason``. ``from_file``: the set was read from a perturbed file, whose constraint settings are not known
+    here (the defaults' rate, saying so)."""
     key = (method, language)
     base: dict[str, Any] = {"method": method, "language": language}
     if key not in MEASURED:
@@ -81,6 +83,8 @@ def measured_preservation(method: str, language: str, spec: Any = None) -> dict[
         setting, row = f"the defaults ({settings[0]})", rows["default"]
         if settings[1] != settings[0]:
             differs.append(f"this run uses {settings[1]}")
+    if from_file:
+        differs.append("the set was read from a file, made with settings this run cannot see")
     minimum = getattr(spec, "min_similarity", None)
     if minimum is not None and settings is not None and method.startswith("W-"):
         differs.append(f"measured without --min-similarity (this run: {minimum}; see the sweep in {DOCS})")

@@ -398,6 +398,14 @@ def set_drift(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[Exampl
     return out
 
 
+def file_method(examples: Sequence[Example]) -> str | None:
+    """The one perturbation method a perturbed file's changed examples name (``robusteval perturb`` records it
+    in each line), or None: no changed example, no method recorded, or several."""
+    methods = {((ex.meta or {}).get("perturbation") or {}).get("method") for ex in examples
+               if ((ex.meta or {}).get("perturbation") or {}).get("changed")}
+    return methods.pop() if len(methods) == 1 and None not in methods else None
+
+
 def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[str, list[Example]],
                   by_set: dict[str, list[dict[str, Any]]], *, soft: bool,
                   drift: dict[str, dict[str, Any]] | None = None,
@@ -427,10 +435,11 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
             summary["sets"][name]["drift"] = drift[name]
         if similarity and name in similarity:
             summary["sets"][name]["similarity"] = similarity[name]
-    for spec in plan.specs:  # a generated set: its method's measured share of reviewed edits not the same
-        if spec.method is not None and spec.name in summary["sets"]:
+    for spec in plan.specs:  # each set's method: its measured share of reviewed edits not the same meaning
+        method = spec.method or file_method(plan.file_sets.get(spec.name, []))
+        if method is not None and spec.name in summary["sets"]:
             summary["sets"][spec.name]["measured_preservation"] = measured_preservation(
-                spec.method, plan.language, config.perturbation)
+                method, plan.language, config.perturbation if spec.method else None, from_file=not spec.method)
     # The labels the accuracy counts that could not be read (counted wrong): soft labels are scored, never parsed,
     # so a soft run has none, whatever its generations held.
     summary["n_unparsed"] = {name: sum(1 for r in recs if predicted_label(r, mode) is None)
