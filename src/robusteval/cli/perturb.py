@@ -110,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
         from robusteval.perturbations.similarity import similarity_line
 
         print(similarity_line(result["similarity"]))
+    from robusteval.perturbations.measured import notice_line
+
+    notice = notice_line(result["measured_preservation"])
+    if notice:
+        print(notice)
     return 0
 
 

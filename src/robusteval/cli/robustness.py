@@ -63,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         if "similarity" in entry:
             print(f"{name}: {similarity_line(entry['similarity'])}")
     from robusteval.evals.robustness.preservation import preservation_lines
+    from robusteval.perturbations.measured import notice_lines
+
+    for line in notice_lines(entry["measured_preservation"] for entry in summary["sets"].values()
+                             if "measured_preservation" in entry):  # once per method, quoting its labelled sample
+        print(line)
 
     for line in preservation_lines(summary, with_preserved=False):  # --labels: every label's share per set
         print(line)

@@ -24,6 +24,7 @@ from robusteval.analysis.drift import summarise_drift
 from robusteval.config import field_check, nested, option, validated
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
+from robusteval.perturbations.measured import measured_preservation
 from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.similarity import measure_label, summarise_similarity
 from robusteval.perturbations.spec import ModelLoader, PerturbationSpec
@@ -63,6 +64,7 @@ class PerturbSummary(TypedDict):
     already_complete: bool  # the output was complete for these settings and was kept as it was
     drift: dict[str, Any]  # the lines' drift from their originals, summarised
     similarity: NotRequired[dict[str, Any]]  # with min_similarity: what the gate did (texts kept / fell back, with n)
+    measured_preservation: dict[str, Any]  # the method's measured share of reviewed edits not the same (measured.py)
 
 
 def perturb_identity(config: PerturbConfig, examples: Sequence[Example]) -> dict[str, Any]:
@@ -136,6 +138,7 @@ def perturb_dataset(config: PerturbConfig, out_path: str | os.PathLike[str], *,
         "already_complete": complete,
         "drift": summarise_drift([r["perturbation"].get("drift") for r in records],
                                  note=None if config.drift_embedding else EMBEDDING_OPT_IN),
+        "measured_preservation": measured_preservation(config.method, language, spec),
     }
     if spec.min_similarity is not None:
         summary["similarity"] = summarise_similarity(

@@ -285,6 +285,7 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
     ``load_model(spec)`` builds a translator for back-translated sets (default: ``load_backend``).
     """
     from robusteval.lifecycle import finish, run_identity, store_for
+    from robusteval.perturbations.measured import notice_lines
     from robusteval.perturbations.similarity import similarity_line
     from robusteval.progress import logger
     from robusteval.runner import run_units
@@ -318,6 +319,9 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
         for name, block in summary["sets"].items():  # into run.log (the CLI prints them under its table)
             if "similarity" in block:
                 logger.info("%s: %s", name, similarity_line(block["similarity"]))
+        for line in notice_lines(block["measured_preservation"] for block in summary["sets"].values()
+                                 if "measured_preservation" in block):
+            logger.info("%s", line)
         seeds = {"seed": config.seed, "bootstrap_seed": config.bootstrap_seed}
         return finish(run, summary, seeds=seeds, shape=RobustnessSummary)
 
@@ -394,6 +398,14 @@ def set_drift(config: RobustnessConfig, plan: _Plan, sets: dict[str, list[Exampl
     return out
 
 
+def file_method(examples: Sequence[Example]) -> str | None:
+    """The one perturbation method a perturbed file's changed examples name (``robusteval perturb`` records it
+    in each line), or None: no changed example, no method recorded, or several."""
+    methods = {((ex.meta or {}).get("perturbation") or {}).get("method") for ex in examples
+               if ((ex.meta or {}).get("perturbation") or {}).get("changed")}
+    return methods.pop() if len(methods) == 1 and None not in methods else None
+
+
 def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[str, list[Example]],
                   by_set: dict[str, list[dict[str, Any]]], *, soft: bool,
                   drift: dict[str, dict[str, Any]] | None = None,
@@ -401,6 +413,7 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
     """Accuracies, drops and RB-index from the stored answers (``by_set``: "original" and each set);
     ``drift`` (:func:`set_drift`) and ``similarity`` (:func:`set_similarity`) go into each set's entry."""
     from robusteval.metrics.robustness import robustness_summary
+    from robusteval.perturbations.measured import measured_preservation
     from robusteval.seeding import derive_seed
 
     examples = plan.examples
@@ -422,6 +435,11 @@ def build_summary(config: RobustnessConfig, model: str, plan: _Plan, sets: dict[
             summary["sets"][name]["drift"] = drift[name]
         if similarity and name in similarity:
             summary["sets"][name]["similarity"] = similarity[name]
+    for spec in plan.specs:  # each set's method: its measured share of reviewed edits not the same meaning
+        method = spec.method or file_method(plan.file_sets.get(spec.name, []))
+        if method is not None and spec.name in summary["sets"]:
+            summary["sets"][spec.name]["measured_preservation"] = measured_preservation(
+                method, plan.language, config.perturbation if spec.method else None, from_file=not spec.method)
     # The labels the accuracy counts that could not be read (counted wrong): soft labels are scored, never parsed,
     # so a soft run has none, whatever its generations held.
     summary["n_unparsed"] = {name: sum(1 for r in recs if predicted_label(r, mode) is None)

@@ -66,7 +66,7 @@ def accuracy(run: Run, name: str) -> Num:
                     f"{entry.get('drop')} {entry.get('drop_ci95')}",
                caveat="; ".join(filter(None, [label_caveat(run, [name]),
                                               "left out of the RB-index" if entry.get("in_index") is False else "",
-                                              preservation(run, name)])))
+                                              preservation(run, name), measured(entry)])))
 
 
 def rb_index(run: Run) -> Num:
@@ -87,6 +87,17 @@ def preservation(run: Run, name: str) -> str:
 
     entry = ((run.summary or {}).get("sets") or {}).get(name) or {}
     return preservation_text(entry.get("preservation") or {})
+
+
+def measured(entry: Mapping[str, Any]) -> str:
+    """The set's method measured on its labelled sample, where that is above one edit in ten or not measured
+    (``method's labelled sample: not same 5/13 = 38% [18, 64]``); "" otherwise or for a file set."""
+    from robusteval.perturbations.measured import preservation_text
+
+    block = entry.get("measured_preservation")
+    if not block or (block.get("measured") and not block.get("above_line")):
+        return ""
+    return f"method's labelled sample: {preservation_text(block)}"
 
 
 def preservation_num(run: Run, name: str) -> Num:
