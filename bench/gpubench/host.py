@@ -1,0 +1,125 @@
+"""Host work per lock-step round (issue 40): the wall time of each round of :func:`robusteval.attacks.matcha.lockstep.
+run_lockstep` and the host-device syncs made in it, counted on any machine (a CPU one included).
+
+A sync is a call that needs a tensor's value on the host: ``.item()``, ``.tolist()``, ``.cpu()``, ``.numpy()``,
+``float()``, ``int()``, ``bool()`` and ``operator.index`` of a tensor. On a GPU each of these on a device tensor
+waits for every kernel queued before it, and the GPU then idles while the host does the Python work that follows
+until it launches the next kernel. On a CPU they cost nothing, so the count is what tells them apart: it counts the
+calls on every tensor (host tensors too), an upper bound of a GPU run's syncs.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import robusteval
+
+#: The tensor methods whose call reads a value on the host (each a sync on a GPU).
+SYNCS = ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "__index__")
+_SRC = str(Path(robusteval.__file__).resolve().parents[1])
+
+
+@dataclass
+class Round:
+    """One lock-step round: what it served (the progress phase's text), its seconds and its syncs."""
+
+    phase: str
+    began: float
+    seconds: float = 0.0
+    syncs: int = 0
+
+    @property
+    def kinds(self) -> str:
+        """The requests it served, e.g. "8 gradient" or "2 gate, 6 score"."""
+        return self.phase.split(": ", 1)[-1]
+
+
+@dataclass
+class HostSyncs:
+    """Counts syncs per lock-step round while active (a context manager); ``sites`` counts them by (method, the
+    innermost robusteval line that made the call)."""
+
+    rounds: list[Round] = field(default_factory=list)
+    sites: Counter[tuple[str, str]] = field(default_factory=Counter)
+    outside: int = 0  # syncs while no lock-step ran (the clean pass, the final generation, the judges)
+    _active: bool = False
+    _saved: dict[str, Any] = field(default_factory=dict)
+
+    def __enter__(self) -> HostSyncs:
+        from robusteval.attacks.matcha import lockstep
+
+        for name in SYNCS:
+            self._saved[name] = getattr(torch.Tensor, name)
+            setattr(torch.Tensor, name, self._counting(name, self._saved[name]))
+        real_phase, real_run = lockstep.set_phase, lockstep._run
+        self._saved["set_phase"], self._saved["_run"] = real_phase, real_run
+
+        def phase(text: str) -> None:
+            if self._active:
+                self._close()
+                self.rounds.append(Round(text, time.perf_counter()))
+            real_phase(text)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            self._active = True
+            # Before the first round each attack runs up to its first request: counted as a round of its own.
+            self.rounds.append(Round("start: first steps", time.perf_counter()))
+            try:
+                return real_run(*args, **kwargs)
+            finally:
+                self._close()
+                self._active = False
+
+        lockstep.set_phase, lockstep._run = phase, run  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from robusteval.attacks.matcha import lockstep
+
+        for name in SYNCS:
+            setattr(torch.Tensor, name, self._saved[name])
+        lockstep.set_phase, lockstep._run = self._saved["set_phase"], self._saved["_run"]  # type: ignore[assignment]
+
+    def _close(self) -> None:
+        if self.rounds and not self.rounds[-1].seconds:
+            self.rounds[-1].seconds = time.perf_counter() - self.rounds[-1].began
+
+    def _counting(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if self._active and self.rounds and not self.rounds[-1].seconds:
+                self.rounds[-1].syncs += 1
+                self.sites[(name, _site())] += 1
+            else:
+                self.outside += 1
+            return real(tensor, *args, **kwargs)
+
+        call.__name__ = name
+        return call
+
+    def by_kind(self) -> dict[str, dict[str, float]]:
+        """Per kind of round (what it served, counts left out: "gradient", "gate, score"): rounds, mean ms, mean
+        syncs."""
+        groups: dict[str, list[Round]] = {}
+        for r in self.rounds:
+            kind = ", ".join(part.split(" ", 1)[-1] for part in r.kinds.split(", "))
+            groups.setdefault(kind, []).append(r)
+        return {kind: {"rounds": len(rs), "ms": 1000 * sum(r.seconds for r in rs) / len(rs),
+                       "syncs": sum(r.syncs for r in rs) / len(rs)} for kind, rs in sorted(groups.items())}
+
+
+def _site() -> str:
+    """The innermost frame of robusteval's source (else the innermost caller) that made the call."""
+    frames = traceback.extract_stack()[:-2]  # less this function and the counting wrapper
+    for frame in reversed(frames):
+        if frame.filename.startswith(_SRC):
+            return f"{frame.filename[len(_SRC) + 1:]}:{frame.lineno}"
+    last = frames[-1]
+    return f"{Path(last.filename).name}:{last.lineno}"
