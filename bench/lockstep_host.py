@@ -20,6 +20,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import statistics
 import sys
@@ -63,6 +64,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                              batch_size=args.batch_size)
         attack_s = time.perf_counter() - began
     rounds = counted.rounds
+    # What the attack decided, to compare runs of two commits: identical when only host work changed.
+    outcomes = {r["id"]: {k: r.get(k) for k in ("perturbed_question_ids", "steps", "perturbed_completion", "outcome")}
+                for r in rv.load_run(root / "run").records("matcha_outcome")}
     return {
         "examples": args.examples, "batch_size": args.batch_size, "steps": args.steps,
         "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(), "load_average": load,
@@ -71,6 +75,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "syncs_per_round": statistics.mean(r.syncs for r in rounds), "syncs_in_rounds": sum(r.syncs for r in rounds),
         "syncs_outside_rounds": counted.outside, "by_kind": counted.by_kind(),
         "sites": [{"method": m, "site": s, "calls": n} for (m, s), n in counted.sites.most_common(args.sites)],
+        "results_digest": hashlib.sha256(json.dumps(outcomes, sort_keys=True).encode()).hexdigest()[:16],
+        "outcomes": outcomes,
     }
 
 
@@ -93,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"attack {figures['attack_s']:.2f} s; {figures['rounds']} lock-step rounds, {figures['lockstep_s']:.2f} s: "
           f"{figures['ms_per_round']:.1f} ms and {figures['syncs_per_round']:.1f} host syncs per round "
           f"({figures['syncs_in_rounds']} in rounds, {figures['syncs_outside_rounds']} outside)")
+    print(f"results digest {figures['results_digest']} (perturbed ids, step losses and verdicts, completions)")
     for kind, row in figures["by_kind"].items():
         print(f"  {kind}: {row['rounds']} rounds, {row['ms']:.1f} ms, {row['syncs']:.1f} syncs each")
     for site in figures["sites"]:

@@ -50,7 +50,10 @@ class HostSyncs:
     rounds: list[Round] = field(default_factory=list)
     sites: Counter[tuple[str, str]] = field(default_factory=Counter)
     outside: int = 0  # syncs while no lock-step ran (the clean pass, the final generation, the judges)
+    #: Which tensors count (default: all); e.g. those a device audit places on its simulated accelerator
+    counts: Callable[[torch.Tensor], bool] | None = None
     _active: bool = False
+    _depth: int = 0
     _saved: dict[str, Any] = field(default_factory=dict)
 
     def __enter__(self) -> HostSyncs:
@@ -78,7 +81,7 @@ class HostSyncs:
                 self._close()
                 self._active = False
 
-        lockstep.set_phase, lockstep._run = phase, run  # type: ignore[assignment]
+        lockstep.set_phase, lockstep._run = phase, run
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -86,7 +89,7 @@ class HostSyncs:
 
         for name in SYNCS:
             setattr(torch.Tensor, name, self._saved[name])
-        lockstep.set_phase, lockstep._run = self._saved["set_phase"], self._saved["_run"]  # type: ignore[assignment]
+        lockstep.set_phase, lockstep._run = self._saved["set_phase"], self._saved["_run"]
 
     def _close(self) -> None:
         if self.rounds and not self.rounds[-1].seconds:
@@ -94,12 +97,19 @@ class HostSyncs:
 
     def _counting(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def call(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if self._active and self.rounds and not self.rounds[-1].seconds:
-                self.rounds[-1].syncs += 1
-                self.sites[(name, _site())] += 1
-            else:
-                self.outside += 1
-            return real(tensor, *args, **kwargs)
+            if self._depth:  # one read reaching here again (a torch function mode calls the method it intercepted)
+                return real(tensor, *args, **kwargs)
+            if self.counts is None or self.counts(tensor):
+                if self._active and self.rounds and not self.rounds[-1].seconds:
+                    self.rounds[-1].syncs += 1
+                    self.sites[(name, _site())] += 1
+                else:
+                    self.outside += 1
+            self._depth += 1
+            try:
+                return real(tensor, *args, **kwargs)
+            finally:
+                self._depth -= 1
 
         call.__name__ = name
         return call
