@@ -3,9 +3,9 @@
 The token attack at batch 8 (paper settings: 5 steps, insert 0.2, top-k 0.25, 1 candidate; judge arith, semantic
 judge none) on a random Llama-3-shaped model of tiny sizes with the real Llama-3 tokenizer (as ``gpu_bench.py
 --tiny``), answers forced (:func:`gpubench.common.forced_answers`). Reported: the lock-step rounds, their wall time
-and the host-device syncs made in them (:mod:`gpubench.host`), by kind of round, and the call sites of the syncs.
-On a CPU the wall time is the host's Python and the tiny model's compute together; the sync count is what a GPU
-would wait on.
+and the reads of tensor values made in them (:mod:`gpubench.host`), by kind of round; then, under the test suite's
+device audit (the model on a simulated accelerator), the reads of tensors on the device alone: the syncs a GPU would
+wait on, and their call sites. On a CPU the wall time is the host's Python and the tiny model's compute together.
 
     python bench/lockstep_host.py                     # 8 examples at batch 8, 16 new tokens
     python bench/lockstep_host.py --json host.json    # the figures as JSON too
@@ -19,6 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -42,7 +43,9 @@ import robusteval as rv
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Build the tiny model, store the clean pass, warm up on one example, then count the attack's rounds."""
+    """Build the tiny model, warm up on one example, then time the attack's rounds (every tensor read counted) and,
+    unless ``--no-audit``, run it again under the test suite's device audit (``tests/helpers/devices.py``: the model
+    on a simulated accelerator) counting only the reads of tensors on that accelerator: a GPU's syncs."""
     if args.threads:
         torch.set_num_threads(args.threads)
     tokenizer, _ = load_tokenizer(args.shape)
@@ -53,16 +56,29 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     settings = argparse.Namespace(steps=args.steps, max_new_tokens=args.max_new_tokens, seed=args.seed, data=None)
     data = write_examples(settings, args.examples, root / "examples.jsonl")
     config = matcha_config(settings, "token", args.examples, data)
+
+    def attack(run_dir: Path, counter: HostSyncs, audit: Any = None) -> float:
+        rv.attack_matcha(config, backend, run_dir, batch_size=args.batch_size)  # the clean pass alone
+        began = time.perf_counter()
+        with audit if audit is not None else contextlib.nullcontext(), counter:
+            rv.attack_matcha(dataclasses.replace(config, attack_limit=None), backend, run_dir,
+                             batch_size=args.batch_size)
+        return time.perf_counter() - began
+
     with forced_answers(4):
         rv.attack_matcha(dataclasses.replace(config, data=rv.DataSpec("gsm8k", str(data), limit=1),
                                              attack_limit=None), backend, root / "warm-up", batch_size=1)
-        rv.attack_matcha(config, backend, root / "run", batch_size=args.batch_size)  # the clean pass alone
         load = os.getloadavg()
-        began = time.perf_counter()
-        with HostSyncs() as counted:
-            rv.attack_matcha(dataclasses.replace(config, attack_limit=None), backend, root / "run",
-                             batch_size=args.batch_size)
-        attack_s = time.perf_counter() - began
+        counted = HostSyncs()
+        attack_s = attack(root / "run", counted)
+        device: HostSyncs | None = None
+        if args.audit:
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+            from helpers.devices import audit_devices
+
+            with audit_devices(backend) as audit:
+                device = HostSyncs(counts=audit.on_accelerator)
+                attack(root / "audited", device)
     rounds = counted.rounds
     # What the attack decided, to compare runs of two commits: identical when only host work changed.
     outcomes = {r["id"]: {k: r.get(k) for k in ("perturbed_question_ids", "steps", "perturbed_completion", "outcome")}
@@ -72,9 +88,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "max_new_tokens": args.max_new_tokens, "threads": torch.get_num_threads(), "load_average": load,
         "attack_s": attack_s, "rounds": len(rounds), "lockstep_s": sum(r.seconds for r in rounds),
         "ms_per_round": 1000 * statistics.mean(r.seconds for r in rounds),
-        "syncs_per_round": statistics.mean(r.syncs for r in rounds), "syncs_in_rounds": sum(r.syncs for r in rounds),
-        "syncs_outside_rounds": counted.outside, "by_kind": counted.by_kind(),
-        "sites": [{"method": m, "site": s, "calls": n} for (m, s), n in counted.sites.most_common(args.sites)],
+        "reads_per_round": statistics.mean(r.syncs for r in rounds), "reads_in_rounds": sum(r.syncs for r in rounds),
+        "by_kind": counted.by_kind(),
+        "device_syncs_per_round": None if device is None else statistics.mean(r.syncs for r in device.rounds),
+        "device_syncs_in_rounds": None if device is None else sum(r.syncs for r in device.rounds),
+        "device_uploads_per_round": None if device is None else statistics.mean(r.uploads for r in device.rounds),
+        "device_uploads_in_rounds": None if device is None else sum(r.uploads for r in device.rounds),
+        "device_by_kind": None if device is None else device.by_kind(),
+        "device_sites": [] if device is None else [{"method": m, "site": s, "calls": n}
+                                                   for (m, s), n in device.sites.most_common(args.sites)],
         "results_digest": hashlib.sha256(json.dumps(outcomes, sort_keys=True).encode()).hexdigest()[:16],
         "outcomes": outcomes,
     }
@@ -90,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: the 2 shared cores)")
     parser.add_argument("--sites", type=int, default=12, help="the call sites listed")
+    parser.add_argument("--audit", action=argparse.BooleanOptionalAction, default=True,
+                        help="also count the device syncs under the test suite's device audit (default: yes)")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the figures there too")
     args = parser.parse_args(argv)
     figures = measure(args)
@@ -97,13 +121,18 @@ def main(argv: list[str] | None = None) -> int:
           f"{figures['max_new_tokens']} new tokens, {figures['threads']} thread(s), load average before "
           f"{', '.join(f'{x:.2f}' for x in figures['load_average'])}")
     print(f"attack {figures['attack_s']:.2f} s; {figures['rounds']} lock-step rounds, {figures['lockstep_s']:.2f} s: "
-          f"{figures['ms_per_round']:.1f} ms and {figures['syncs_per_round']:.1f} host syncs per round "
-          f"({figures['syncs_in_rounds']} in rounds, {figures['syncs_outside_rounds']} outside)")
+          f"{figures['ms_per_round']:.1f} ms and {figures['reads_per_round']:.1f} reads of any tensor's value per round")
     print(f"results digest {figures['results_digest']} (perturbed ids, step losses and verdicts, completions)")
     for kind, row in figures["by_kind"].items():
-        print(f"  {kind}: {row['rounds']} rounds, {row['ms']:.1f} ms, {row['syncs']:.1f} syncs each")
-    for site in figures["sites"]:
-        print(f"  {site['calls']:5d} {site['method']} {site['site']}")
+        print(f"  {kind}: {row['rounds']} rounds, {row['ms']:.1f} ms, {row['syncs']:.1f} reads each")
+    if figures["device_syncs_per_round"] is not None:
+        print(f"under the device audit: {figures['device_syncs_per_round']:.1f} reads of device tensors and "
+              f"{figures['device_uploads_per_round']:.1f} copies to the device per round "
+              f"({figures['device_syncs_in_rounds']} and {figures['device_uploads_in_rounds']} in all)")
+        for kind, row in figures["device_by_kind"].items():
+            print(f"  {kind}: {row['rounds']} rounds, {row['syncs']:.1f} reads and {row['uploads']:.1f} copies each")
+        for site in figures["device_sites"]:
+            print(f"  {site['calls']:5d} {site['method']} {site['site']}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -24,6 +24,8 @@ import robusteval
 
 #: The tensor methods whose call reads a value on the host (each a sync on a GPU).
 SYNCS = ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "__index__")
+#: Where host data is copied to the device: (owner, name).
+UPLOADS = ((torch, "tensor"), (torch, "as_tensor"), (torch.Tensor, "to"))
 _SRC = str(Path(robusteval.__file__).resolve().parents[1])
 
 
@@ -34,7 +36,8 @@ class Round:
     phase: str
     began: float
     seconds: float = 0.0
-    syncs: int = 0
+    syncs: int = 0  # reads of a tensor's value on the host
+    uploads: int = 0  # copies from the host to the device (counted with ``counts`` only)
 
     @property
     def kinds(self) -> str:
@@ -45,7 +48,9 @@ class Round:
 @dataclass
 class HostSyncs:
     """Counts syncs per lock-step round while active (a context manager); ``sites`` counts them by (method, the
-    innermost robusteval line that made the call)."""
+    innermost attack line, else robusteval line, that made the call: :func:`_site`). Given ``counts`` (what is on the device), copies of host data to
+    the device are counted too (``torch.tensor``/``as_tensor`` made there, ``.to`` of a host tensor): on a GPU each
+    copy from ordinary host memory also waits for the kernels queued before it."""
 
     rounds: list[Round] = field(default_factory=list)
     sites: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -62,6 +67,10 @@ class HostSyncs:
         for name in SYNCS:
             self._saved[name] = getattr(torch.Tensor, name)
             setattr(torch.Tensor, name, self._counting(name, self._saved[name]))
+        if self.counts is not None:
+            for owner, name in UPLOADS:
+                self._saved[name] = getattr(owner, name)
+                setattr(owner, name, self._uploading(name, self._saved[name]))
         real_phase, real_run = lockstep.set_phase, lockstep._run
         self._saved["set_phase"], self._saved["_run"] = real_phase, real_run
 
@@ -74,7 +83,7 @@ class HostSyncs:
         def run(*args: Any, **kwargs: Any) -> Any:
             self._active = True
             # Before the first round each attack runs up to its first request: counted as a round of its own.
-            self.rounds.append(Round("start: first steps", time.perf_counter()))
+            self.rounds.append(Round("start: first steps (before round 1)", time.perf_counter()))
             try:
                 return real_run(*args, **kwargs)
             finally:
@@ -89,6 +98,9 @@ class HostSyncs:
 
         for name in SYNCS:
             setattr(torch.Tensor, name, self._saved[name])
+        if self.counts is not None:
+            for owner, name in UPLOADS:
+                setattr(owner, name, self._saved[name])
         lockstep.set_phase, lockstep._run = self._saved["set_phase"], self._saved["_run"]
 
     def _close(self) -> None:
@@ -114,22 +126,45 @@ class HostSyncs:
         call.__name__ = name
         return call
 
+    def _uploading(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(source: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return real(source, *args, **kwargs)
+            self._depth += 1
+            try:
+                out = real(source, *args, **kwargs)
+            finally:
+                self._depth -= 1
+            counts = self.counts
+            moved = (counts is not None and isinstance(out, torch.Tensor) and counts(out)
+                     and not (isinstance(source, torch.Tensor) and counts(source)))
+            if moved and self._active and self.rounds and not self.rounds[-1].seconds:
+                self.rounds[-1].uploads += 1
+                self.sites[(name, _site())] += 1
+            return out
+
+        call.__name__ = name
+        return call
+
     def by_kind(self) -> dict[str, dict[str, float]]:
         """Per kind of round (what it served, counts left out: "gradient", "gate, score"): rounds, mean ms, mean
         syncs."""
         groups: dict[str, list[Round]] = {}
         for r in self.rounds:
-            kind = ", ".join(part.split(" ", 1)[-1] for part in r.kinds.split(", "))
+            kind = ", ".join(part.split(" ", 1)[-1] if part[:1].isdigit() else part for part in r.kinds.split(", "))
             groups.setdefault(kind, []).append(r)
         return {kind: {"rounds": len(rs), "ms": 1000 * sum(r.seconds for r in rs) / len(rs),
-                       "syncs": sum(r.syncs for r in rs) / len(rs)} for kind, rs in sorted(groups.items())}
+                       "syncs": sum(r.syncs for r in rs) / len(rs), "uploads": sum(r.uploads for r in rs) / len(rs)}
+                for kind, rs in sorted(groups.items())}
 
 
 def _site() -> str:
-    """The innermost frame of robusteval's source (else the innermost caller) that made the call."""
+    """The innermost frame of an attack's source (robusteval/attacks/: the attack line that asked, through the
+    backend or not), else of robusteval's, else the innermost caller, that made the call."""
     frames = traceback.extract_stack()[:-2]  # less this function and the counting wrapper
-    for frame in reversed(frames):
-        if frame.filename.startswith(_SRC):
-            return f"{frame.filename[len(_SRC) + 1:]}:{frame.lineno}"
+    for root in (f"{_SRC}/robusteval/attacks/", _SRC):
+        for frame in reversed(frames):
+            if frame.filename.startswith(root):
+                return f"{frame.filename[len(_SRC) + 1:]}:{frame.lineno} in {frame.name}"
     last = frames[-1]
-    return f"{Path(last.filename).name}:{last.lineno}"
+    return f"{Path(last.filename).name}:{last.lineno} in {last.name}"

@@ -81,6 +81,14 @@ def test_a_token_attack_round_reads_the_device_once_per_kind_and_example(
         bound = (_requests(r.kinds, "gradient") > 0) + (_requests(r.kinds, "score") > 0) + _requests(
             r.kinds, "gradient")
         assert r.syncs <= bound, (r, counted.sites)
+    # Copies to the device made by the attack: each example's rows and current tokens in one per step (were three:
+    # the rows, the current tokens, the rows again to rank them), every score round's candidates in one (were one
+    # per example).
+    uploads = {site: n for (name, site), n in counted.sites.items() if name in ("tensor", "as_tensor", "to")}
+    steps = sum(_requests(r.kinds, "gradient") for r in rounds)
+    assert sum(n for site, n in uploads.items() if site.endswith("in token_attack_steps")) == steps, uploads
+    scored = sum(1 for r in rounds if _requests(r.kinds, "score"))
+    assert sum(n for site, n in uploads.items() if site.endswith("in _chunk_rows")) == scored, uploads
 
 
 def test_an_embedding_attack_round_reads_the_device_once(tiny_backend: Any, monkeypatch: pytest.MonkeyPatch

@@ -377,15 +377,27 @@ def _width(batch: Candidates) -> int:
 
 def _chunk_rows(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates],
                 chunk: Sequence[tuple[int, int]]) -> list[torch.Tensor]:
-    """The question embeddings [Lq, H] of a chunk's (objective, candidate) rows, each objective's consecutive
-    candidates embedded together."""
-    out: list[torch.Tensor] = []
+    """The question embeddings [Lq, H] of a chunk's (objective, candidate) rows; the token ids of all of them
+    embedded together (one copy to the device: each is a sync on a GPU)."""
+    out: list[torch.Tensor | None] = []
+    pending: list[tuple[int, list[int]]] = []  # (row, its ids) of the rows given as token ids
     for j, block, stop in _blocks(chunk):
         first, last = chunk[block][1], chunk[stop - 1][1]
         batch = questions[j]
-        out += list(batch[first : last + 1] if isinstance(batch, torch.Tensor)
-                    else objectives[j].embed_question(batch[first : last + 1]))
-    return out
+        if isinstance(batch, torch.Tensor):
+            out += list(batch[first : last + 1])
+            continue
+        for ids in batch[first : last + 1]:
+            pending.append((len(out), list(ids)))
+            out.append(None)
+    if pending:
+        flat = torch.tensor([t for _, ids in pending for t in ids], dtype=torch.long)
+        embedded = objectives[0].backend.embed(flat)  # under scores' no_grad
+        start = 0
+        for row, ids in pending:
+            out[row] = embedded[start : start + len(ids)]
+            start += len(ids)
+    return [t for t in out if t is not None]
 
 
 def _blocks(chunk: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int, int]]:

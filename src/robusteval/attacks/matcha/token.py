@@ -240,16 +240,20 @@ def token_attack_steps(
             record["replacement_positions"] = chosen_at
         else:
             rows = list(inserted)
-        positions = torch.tensor(rows, device=grad.device, dtype=torch.long)
+        ranks = config.variant not in ("gcg-suffix", "random-locs") and not theirs  # then rows are the inserted
+        # The rows, and (to rank them) their current tokens, sent to the device in one copy (each copy a sync).
+        sent = torch.tensor([*rows, *([ids[p] for p in inserted] if ranks else [])], dtype=torch.long)
+        sent = sent.to(grad.device)
+        positions = sent[: len(rows)]
         # One-hot gradient restricted to the scored rows/columns: g[i, v] = grad_i . e_v
         scores = grad[positions] @ allowed_vectors.T.to(grad.dtype)  # [rows, A]
         candidate_count = min(config.n_candidates, scores.shape[1])
         # Most negative gradient of -L_opt = largest first-order increase of L_opt.
         best_tokens = allowed[(-scores).topk(candidate_count, dim=1).indices]  # [rows, C]
         order = None
-        if config.variant not in ("gcg-suffix", "random-locs") and not theirs:
-            current = token_vectors(objective.backend, torch.tensor([ids[p] for p in inserted]))
-            order = corrected_order(grad, current, inserted, config.topk_ratio)
+        if ranks:
+            current = token_vectors(objective.backend, sent[len(rows) :])
+            order = corrected_order(grad, current, positions, config.topk_ratio)
         # The step's choices read on the host at once (one sync on a GPU, where each int() was one).
         top, ranked_rows = _on_host(best_tokens, order)
 
@@ -307,10 +311,12 @@ def corrected_positions(grad: torch.Tensor, current_vectors: torch.Tensor, inser
     return [int(i) for i in corrected_order(grad, current_vectors, inserted, topk_ratio).tolist()]
 
 
-def corrected_order(grad: torch.Tensor, current_vectors: torch.Tensor, inserted: Sequence[int],
+def corrected_order(grad: torch.Tensor, current_vectors: torch.Tensor, inserted: Sequence[int] | torch.Tensor,
                     topk_ratio: float) -> torch.Tensor:
-    """:func:`corrected_positions` as a tensor on ``grad``'s device, not yet read on the host."""
-    rows = torch.tensor(list(inserted), device=grad.device, dtype=torch.long)
+    """:func:`corrected_positions` as a tensor on ``grad``'s device, not yet read on the host (``inserted`` may be
+    there already)."""
+    rows = (inserted if isinstance(inserted, torch.Tensor)
+            else torch.tensor(list(inserted), device=grad.device, dtype=torch.long))
     current = (grad[rows] * current_vectors.to(grad.device, grad.dtype)).sum(-1)
     k = max(1, math.ceil(topk_ratio * len(inserted)))
     return current.topk(min(k, len(inserted))).indices
