@@ -4,31 +4,21 @@ the JSON it writes."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers.benches import load_bench_script
 from helpers.shared import needs_modules
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "gpu_bench.py"
 
 
 def load_bench(monkeypatch: pytest.MonkeyPatch) -> Any:
-    # The bench sets these at import (setdefault); set here so they are restored after the test.
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    monkeypatch.syspath_prepend(str(BENCH.parent))  # the gpubench package beside it
-    spec = importlib.util.spec_from_file_location("gpu_bench_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script(BENCH, monkeypatch)
 
 
 def positive(value: Any) -> bool:

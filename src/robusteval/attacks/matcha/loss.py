@@ -33,6 +33,7 @@ import torch
 #: Floats of vocabulary-sized scratch (a chunk's log-softmax, its target, their product) one chunk may hold: 16 Mi
 #: (64 MiB in float32), whatever the batch, so the loss costs the logits themselves plus a constant.
 CHUNK_FLOATS = 1 << 24
+_HOST = torch.device("cpu")
 
 
 def soft_cross_entropy(logits: torch.Tensor, reference_logits: torch.Tensor) -> torch.Tensor:
@@ -148,6 +149,24 @@ class LossTerms:
     total: torch.Tensor  # L_opt, shape [B]
     cot: torch.Tensor  # L_c
     answer: torch.Tensor  # L_a
+
+
+def host_terms(terms: Sequence[LossTerms]) -> list[LossTerms]:
+    """``terms`` with every tensor copied to the host in ONE device-to-host transfer (one sync on a GPU, where a
+    ``float()`` of each value would be one each): their values and dtypes unchanged (each widened to their common
+    dtype for the copy only, which every float dtype converts to and back exactly)."""
+    parts = [t for term in terms for t in (term.total, term.cot, term.answer)]
+    if all(t.device == _HOST for t in parts):  # already there (a CPU model)
+        return [LossTerms(term.total.detach(), term.cot.detach(), term.answer.detach()) for term in terms]
+    common = parts[0].dtype
+    for t in parts[1:]:
+        common = torch.promote_types(common, t.dtype)
+    flat = torch.cat([t.detach().reshape(-1).to(common) for t in parts]).cpu()
+    out, start = [], 0
+    for t in parts:
+        out.append(flat[start : start + t.numel()].reshape(t.shape).to(t.dtype))
+        start += t.numel()
+    return [LossTerms(*out[i : i + 3]) for i in range(0, len(out), 3)]
 
 
 def matcha_loss(

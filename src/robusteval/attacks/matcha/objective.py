@@ -12,24 +12,45 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
 
-from robusteval.attacks.matcha.loss import LossTerms, loss_weight, matcha_loss, position_sums, terms_of_sums
+from robusteval.attacks.matcha.loss import (
+    LossTerms,
+    host_terms,
+    loss_weight,
+    matcha_loss,
+    position_sums,
+    terms_of_sums,
+)
 from robusteval.models.base import WhiteBoxBackend
 
 _ORDINARY = re.compile(r" ?[A-Za-z]{2,14}")
+
+
+#: tokenizer -> (its length, :func:`ordinary_token_ids`), held weakly: a scan of the whole vocabulary (0.25 s for
+#: Llama 3's 128k entries) was made again by every run of the attack, every chunk of a resumed one.
+_WORDS: weakref.WeakKeyDictionary[Any, tuple[int, torch.Tensor]] = weakref.WeakKeyDictionary()
 
 
 def ordinary_token_ids(tokenizer) -> torch.Tensor:  # type: ignore[no-untyped-def]
     """Ids of tokens that decode to a plain word (optionally space-prefixed): what insertion may use.
 
     Special, control, byte, digit and punctuation tokens are excluded so perturbations stay ordinary text
-    and never change a number in the question.
+    and never change a number in the question. Scanned once per tokenizer (again if tokens were added to it); the
+    tensor is shared, never to be changed in place.
     """
+    known = _WORDS.get(tokenizer)
+    if known is None or known[0] != len(tokenizer):
+        known = (len(tokenizer), _ordinary_token_ids(tokenizer))
+        _WORDS[tokenizer] = known
+    return known[1]
+
+
+def _ordinary_token_ids(tokenizer) -> torch.Tensor:  # type: ignore[no-untyped-def]
     special = set(tokenizer.all_special_ids)
     vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
     words, spaced = [], []
@@ -57,21 +78,36 @@ def token_vectors(backend: WhiteBoxBackend, ids: torch.Tensor) -> torch.Tensor:
     return weight[ids.to(weight.device)] * backend.embed_scale
 
 
-#: (backend, allowed ids, their vectors) of the last :func:`shared_token_vectors` call, held weakly.
-_SHARED: list[tuple[Any, Any, torch.Tensor]] = []
+#: (weak references to the objects it was made for, the value) of the last call of each :func:`_last_of` cache.
+_Memo = list[tuple[tuple[Any, ...], Any]]
+#: (backend, allowed ids) -> their vectors, of the last :func:`shared_token_vectors` call, held weakly.
+_SHARED: _Memo = []
+#: (allowed ids,) -> their host list, of the last :func:`shared_host_ids` call, held weakly.
+_HOST_IDS: _Memo = []
+
+
+def _last_of(cache: _Memo, keys: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """``make()``, computed again only when ``keys`` are not the very objects of the cache's last call; the keys
+    are held weakly, and the value is let go with the last of them (unless a later call replaced it already)."""
+    if cache and all(ref() is key for ref, key in zip(cache[0][0], keys, strict=True)):
+        return cache[0][1]
+    value = make()
+    entry = (tuple(weakref.ref(key) for key in keys), value)
+    cache[:] = [entry]
+    weakref.finalize(keys[-1], lambda: cache.__setitem__(slice(None), [e for e in cache if e is not entry]))
+    return value
 
 
 def shared_token_vectors(backend: WhiteBoxBackend, allowed: torch.Tensor) -> torch.Tensor:
     """:func:`token_vectors` of the tokens insertion may use [A, H], computed once for every example attacked
     with the same backend and ``allowed`` tensor (a lock-step batch held one copy per example)."""
-    if _SHARED and _SHARED[0][0]() is backend and _SHARED[0][1]() is allowed:
-        return _SHARED[0][2]
-    vectors = token_vectors(backend, allowed)
-    entry = (weakref.ref(backend), weakref.ref(allowed), vectors)
-    _SHARED[:] = [entry]
-    # Let go of the vectors with the ids they were made for (unless a later call replaced them already).
-    weakref.finalize(allowed, lambda: _SHARED.__setitem__(slice(None), [e for e in _SHARED if e is not entry]))
-    return vectors
+    return cast(torch.Tensor, _last_of(_SHARED, (backend, allowed), lambda: token_vectors(backend, allowed)))
+
+
+def shared_host_ids(allowed: torch.Tensor) -> tuple[int, ...]:
+    """The ids of ``allowed`` on the host, read once for every example attacked with the same tensor (each example
+    of every batch copied the whole tensor from the device and built its list again)."""
+    return cast(tuple[int, ...], _last_of(_HOST_IDS, (allowed,), lambda: tuple(allowed.tolist())))
 
 
 @dataclass
@@ -178,14 +214,21 @@ class MatchaObjective:
     def terms(self, logits: torch.Tensor) -> LossTerms:
         """L_opt terms [B] of continuation logits [B, m, V]."""
         return matcha_loss(logits, self.reference_logits, self.reference.n_answer, self.lam, self.answer_norm,
-                           answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index)
+                           answer_start=self.reference.answer_start - self.scored_from,
+                           cot_index=self._cot_index_on(logits.device))
 
     def terms_of_sums(self, sums: torch.Tensor, dtype: torch.dtype) -> LossTerms:
         """L_opt terms [B] of the per-position sums [B, m] of continuation logits of ``dtype``
         (:func:`~robusteval.attacks.matcha.loss.position_sums` against :attr:`reference_logits`)."""
         return terms_of_sums(sums, self.reference.n_answer, self.lam, self.answer_norm,
-                             answer_start=self.reference.answer_start - self.scored_from, cot_index=self.cot_index,
-                             dtype=dtype)
+                             answer_start=self.reference.answer_start - self.scored_from,
+                             cot_index=self._cot_index_on(sums.device), dtype=dtype)
+
+    def _cot_index_on(self, device: torch.device) -> torch.Tensor | None:
+        """:attr:`cot_index` on ``device``, copied there once (each row of every round copied it: a sync on a GPU)."""
+        if self.cot_index is not None and self.cot_index.device != device:
+            self.cot_index = self.cot_index.to(device)
+        return self.cot_index
 
     # ------------------------------------------------------------------ attack primitives
     def embedding_gradient(self, question_ids: Sequence[int]) -> tuple[torch.Tensor, LossTerms]:
@@ -301,8 +344,8 @@ def _chunks(objectives: Sequence[MatchaObjective], rows: Sequence[int], question
 def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[torch.Tensor]
               ) -> list[tuple[torch.Tensor, LossTerms]]:
     """For each (objective, question embeddings [Lq_i, H]): d(-L_opt)/d(question embeddings) [Lq_i, H] and the
-    loss terms there, from padded forwards and backwards over as many rows as the logit budget allows (rows do
-    not interact, so the gradient of the summed losses is each row's own)."""
+    loss terms there (on the host, all read in one sync), from padded forwards and backwards over as many rows as
+    the logit budget allows (rows do not interact, so the gradient of the summed losses is each row's own)."""
     out: list[tuple[torch.Tensor, LossTerms]] = []
     for part in _chunks(objectives, range(len(objectives)), [q.shape[0] for q in question_embeds], gradient=True):
         chunk = objectives[part]
@@ -319,7 +362,8 @@ def gradients(objectives: Sequence[MatchaObjective], question_embeds: Sequence[t
             grads = torch.autograd.grad(-torch.stack([t.total[0] for t in terms]).sum(), leaves)
         out += [(g, LossTerms(t.total.detach()[0], t.cot.detach()[0], t.answer.detach()[0]))
                 for g, t in zip(grads, terms, strict=True)]
-    return out
+    # Every row's terms read on the host at once: the attacks log them (float()), one sync each on a GPU.
+    return [(g, t) for (g, _), t in zip(out, host_terms([t for _, t in out]), strict=True)]
 
 
 #: An objective's candidate questions: embeddings [C, Lq, H], or token ids (C lists of Lq), embedded a chunk at a
@@ -333,15 +377,27 @@ def _width(batch: Candidates) -> int:
 
 def _chunk_rows(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates],
                 chunk: Sequence[tuple[int, int]]) -> list[torch.Tensor]:
-    """The question embeddings [Lq, H] of a chunk's (objective, candidate) rows, each objective's consecutive
-    candidates embedded together."""
-    out: list[torch.Tensor] = []
+    """The question embeddings [Lq, H] of a chunk's (objective, candidate) rows; the token ids of all of them
+    embedded together (one copy to the device: each is a sync on a GPU)."""
+    out: list[torch.Tensor | None] = []
+    pending: list[tuple[int, list[int]]] = []  # (row, its ids) of the rows given as token ids
     for j, block, stop in _blocks(chunk):
         first, last = chunk[block][1], chunk[stop - 1][1]
         batch = questions[j]
-        out += list(batch[first : last + 1] if isinstance(batch, torch.Tensor)
-                    else objectives[j].embed_question(batch[first : last + 1]))
-    return out
+        if isinstance(batch, torch.Tensor):
+            out += list(batch[first : last + 1])
+            continue
+        for ids in batch[first : last + 1]:
+            pending.append((len(out), list(ids)))
+            out.append(None)
+    if pending:
+        flat = torch.tensor([t for _, ids in pending for t in ids], dtype=torch.long)
+        embedded = objectives[0].backend.embed(flat)  # under scores' no_grad
+        start = 0
+        for row, ids in pending:
+            out[row] = embedded[start : start + len(ids)]
+            start += len(ids)
+    return [t for t in out if t is not None]
 
 
 def _blocks(chunk: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int, int]]:
@@ -358,8 +414,9 @@ def _blocks(chunk: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int, int]]:
 
 @torch.no_grad()
 def scores(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates]) -> list[LossTerms]:
-    """L_opt terms [C_j] of each objective's equal-length candidate questions (:data:`Candidates`), all in padded
-    forwards over every candidate of every objective, chunked by the logit and mask budgets (:func:`_chunks`)."""
+    """L_opt terms [C_j] (on the host, all read in one sync) of each objective's equal-length candidate questions
+    (:data:`Candidates`), all in padded forwards over every candidate of every objective, chunked by the logit and
+    mask budgets (:func:`_chunks`)."""
     rows = [(j, c) for j, batch in enumerate(questions) for c in range(len(batch))]
     totals: list[list[torch.Tensor]] = [[] for _ in objectives]
     cots: list[list[torch.Tensor]] = [[] for _ in objectives]
@@ -376,6 +433,7 @@ def scores(objectives: Sequence[MatchaObjective], questions: Sequence[Candidates
             totals[j].append(terms.total)
             cots[j].append(terms.cot)
             answers[j].append(terms.answer)
-    return [LossTerms(torch.cat(t), torch.cat(c), torch.cat(a)) if t else
-            LossTerms(torch.empty(0), torch.empty(0), torch.empty(0))
-            for t, c, a in zip(totals, cots, answers, strict=True)]
+    # On the host, in one copy for every objective: the attacks rank and log them (tolist(), float()).
+    return host_terms([LossTerms(torch.cat(t), torch.cat(c), torch.cat(a)) if t else
+                       LossTerms(torch.empty(0), torch.empty(0), torch.empty(0))
+                       for t, c, a in zip(totals, cots, answers, strict=True)])

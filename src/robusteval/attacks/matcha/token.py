@@ -44,7 +44,12 @@ from robusteval.attacks.matcha.lockstep import (
     run_lockstep,
 )
 from robusteval.attacks.matcha.loss import LossTerms
-from robusteval.attacks.matcha.objective import MatchaObjective, shared_token_vectors, token_vectors
+from robusteval.attacks.matcha.objective import (
+    MatchaObjective,
+    shared_host_ids,
+    shared_token_vectors,
+    token_vectors,
+)
 
 #: Called with the perturbed question text; returns (accepted, verdict record).
 SemanticGate = Callable[[list[int]], tuple[bool, dict[str, Any]]]
@@ -163,7 +168,7 @@ def token_attack_steps(
     if config.variant not in VARIANTS:
         raise ValueError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
     decode = objective.backend.decode
-    allowed_ids = allowed.tolist()  # sampled on the host; the tensor goes where the scores are
+    allowed_ids = shared_host_ids(allowed)  # sampled on the host; the tensor goes where the scores are
     if config.insertion == "authors":
         n_insert = insertion_count(config.insert_ratio, len(question_ids) - config.trigger_tokens,
                                    config.trigger_tokens, config.first_slot)
@@ -235,26 +240,33 @@ def token_attack_steps(
             record["replacement_positions"] = chosen_at
         else:
             rows = list(inserted)
-        positions = torch.tensor(rows, device=grad.device, dtype=torch.long)
+        ranks = config.variant not in ("gcg-suffix", "random-locs") and not theirs  # then rows are the inserted
+        # The rows, and (to rank them) their current tokens, sent to the device in one copy (each copy a sync).
+        sent = torch.tensor([*rows, *([ids[p] for p in inserted] if ranks else [])], dtype=torch.long)
+        sent = sent.to(grad.device)
+        positions = sent[: len(rows)]
         # One-hot gradient restricted to the scored rows/columns: g[i, v] = grad_i . e_v
         scores = grad[positions] @ allowed_vectors.T.to(grad.dtype)  # [rows, A]
         candidate_count = min(config.n_candidates, scores.shape[1])
         # Most negative gradient of -L_opt = largest first-order increase of L_opt.
         best_tokens = allowed[(-scores).topk(candidate_count, dim=1).indices]  # [rows, C]
+        order = None
+        if ranks:
+            current = token_vectors(objective.backend, sent[len(rows) :])
+            order = corrected_order(grad, current, positions, config.topk_ratio)
+        # The step's choices read on the host at once (one sync on a GPU, where each int() was one).
+        top, ranked_rows = _on_host(best_tokens, order)
 
         if config.variant == "gcg-suffix":
-            proposals = _gcg_proposals(ids, inserted, best_tokens, k * candidate_count, rng)
+            proposals = _gcg_proposals(ids, inserted, top, k * candidate_count, rng)
         else:
             if theirs:
                 chosen = list(range(len(rows)))
             elif config.variant == "random-locs":
                 chosen = [int(i) for i in rng.choice(len(inserted), size=min(k, len(inserted)), replace=False)]
             else:
-                current = token_vectors(objective.backend, torch.tensor([ids[p] for p in inserted]))
-                chosen = corrected_positions(grad, current, inserted, config.topk_ratio)
-            proposals = [
-                (rows[i], int(token)) for i in chosen for token in best_tokens[i] if int(token) != ids[rows[i]]
-            ]
+                chosen = ranked_rows
+            proposals = [(rows[i], token) for i in chosen for token in top[i] if token != ids[rows[i]]]
         if not proposals:
             result.steps.append(record)
             continue
@@ -296,10 +308,28 @@ def corrected_positions(grad: torch.Tensor, current_vectors: torch.Tensor, inser
     indices into ``inserted`` of the ceil(k x len) largest one-hot gradients of -L_opt at each position's current
     token (``grad`` [span, H] over the span; ``current_vectors`` [len(inserted), H]: the embedding of each inserted
     position's current token, scaled as the model reads it, :func:`.objective.token_vectors`)."""
-    rows = torch.tensor(list(inserted), device=grad.device, dtype=torch.long)
+    return [int(i) for i in corrected_order(grad, current_vectors, inserted, topk_ratio).tolist()]
+
+
+def corrected_order(grad: torch.Tensor, current_vectors: torch.Tensor, inserted: Sequence[int] | torch.Tensor,
+                    topk_ratio: float) -> torch.Tensor:
+    """:func:`corrected_positions` as a tensor on ``grad``'s device, not yet read on the host (``inserted`` may be
+    there already)."""
+    rows = (inserted if isinstance(inserted, torch.Tensor)
+            else torch.tensor(list(inserted), device=grad.device, dtype=torch.long))
     current = (grad[rows] * current_vectors.to(grad.device, grad.dtype)).sum(-1)
     k = max(1, math.ceil(topk_ratio * len(inserted)))
-    return [int(i) for i in current.topk(min(k, len(inserted))).indices]
+    return current.topk(min(k, len(inserted))).indices
+
+
+def _on_host(best_tokens: torch.Tensor, order: torch.Tensor | None) -> tuple[list[list[int]], list[int]]:
+    """(``best_tokens`` [rows, C] as lists, ``order`` as a list, [] for None) in one device-to-host copy."""
+    if order is None:
+        return best_tokens.tolist(), []
+    flat = torch.cat([best_tokens.reshape(-1), order.to(best_tokens.device, best_tokens.dtype)]).tolist()
+    width = best_tokens.shape[1]
+    count = best_tokens.shape[0] * width
+    return [flat[r : r + width] for r in range(0, count, width)], flat[count:]
 
 
 def authors_positions(lead: torch.Tensor, embeddings: torch.Tensor, locations: Sequence[int],
@@ -383,13 +413,13 @@ def edit_spans(
 
 
 def _gcg_proposals(
-    ids: list[int], positions: list[int], best_tokens: torch.Tensor, count: int, rng: np.random.Generator
+    ids: list[int], positions: list[int], best_tokens: Sequence[Sequence[int]], count: int, rng: np.random.Generator
 ) -> list[tuple[int, int]]:
-    """``count`` random single swaps: a random suffix position, one of its top gradient tokens."""
+    """``count`` random single swaps: a random suffix position, one of its top gradient tokens ([rows][C] ids)."""
     proposals = set()
     for _ in range(count):
         row = int(rng.integers(0, len(positions)))
-        token = int(best_tokens[row, int(rng.integers(0, best_tokens.shape[1]))])
+        token = best_tokens[row][int(rng.integers(0, len(best_tokens[row])))]
         if token != ids[positions[row]]:
             proposals.add((positions[row], token))
     return sorted(proposals)
