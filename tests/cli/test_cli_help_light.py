@@ -75,8 +75,10 @@ def _help(*command: str) -> tuple[str, frozenset[str]]:
 
 
 def _heavy(modules: frozenset[str]) -> list[str]:
+    """The heavy packages (by their top-level name) and running modules among ``modules``."""
     running = pipelines()
-    return sorted(m for m in modules if m.split(".")[0] in HEAVY or m in running)
+    return sorted({m.split(".")[0] if m.split(".")[0] in HEAVY else m for m in modules
+                   if m.split(".")[0] in HEAVY or m in running})
 
 
 # A fast representative set (one per kind of command: the top level, an attack, a method's command, a command with
@@ -98,7 +100,9 @@ def test_every_command_and_subcommand_help_is_light() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:  # each a fresh interpreter: modules never accumulate
         helps = dict(zip(paths, pool.map(lambda path: _help(*path), paths), strict=True))
     heavy = {" ".join(path) or "(top level)": _heavy(modules) for path, (_, modules) in helps.items()}
-    assert not {path: loaded for path, loaded in heavy.items() if loaded}
+    heavy = {path: loaded for path, loaded in heavy.items() if loaded}
+    assert not heavy, "\n".join(f"robusteval {path} --help imported {', '.join(loaded)}"
+                                 for path, loaded in heavy.items())
     for path, (text, _) in helps.items():
         assert f"usage: robusteval {' '.join(path)}".strip() in " ".join(text.split())
 
