@@ -6,7 +6,6 @@ named command gets its full options."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from functools import cache
 
 import pytest
 
-from robusteval.cli.main import build_parser, command_modules
+from robusteval.cli.main import build_parser, command_modules, command_paths
 from robusteval.methods import methods
 
 # Heavy third-party packages; none is needed to print a help.
@@ -46,22 +45,6 @@ def pipelines() -> set[str]:
         if spec.runner:
             found.add(spec.runner.partition(":")[0])
     return found
-
-
-def command_paths() -> list[tuple[str, ...]]:
-    """Every command path: ``()`` (the top level), ``("attack",)``, ``("attack", "matcha")``, ``("perturb",
-    "review")``, …: each subparsers action of every parser, walked down to the last level."""
-    paths: list[tuple[str, ...]] = []
-
-    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
-        paths.append(path)
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    walk(sub, (*path, name))
-
-    walk(build_parser(), ())
-    return paths
 
 
 @cache
