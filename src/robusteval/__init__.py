@@ -44,7 +44,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "evaluate": ("robusteval.evals.answer_first", "evaluate"),
     "MatchaRunConfig": ("robusteval.attacks.matcha.config", "MatchaRunConfig"),
     "attack_matcha": ("robusteval.attacks.matcha.pipeline", "attack_matcha"),
-    "TransferConfig": ("robusteval.attacks.matcha.transfer", "TransferConfig"),
+    "TransferConfig": ("robusteval.attacks.matcha.transfer_config", "TransferConfig"),
     "transfer": ("robusteval.attacks.matcha.transfer", "transfer"),
     "RobustnessConfig": ("robusteval.evals.robustness", "RobustnessConfig"),
     "robustness": ("robusteval.evals.robustness", "robustness"),
@@ -56,10 +56,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "prompt_spread": ("robusteval.evals.prompt_robustness", "prompt_spread"),
     "WordImportanceRunConfig": ("robusteval.attacks.wordimportance.config", "WordImportanceRunConfig"),
     "attack_wordimportance": ("robusteval.attacks.wordimportance.pipeline", "attack_wordimportance"),
-    "OrsConfig": ("robusteval.attacks.wordimportance.ors", "OrsConfig"),
+    "OrsConfig": ("robusteval.attacks.wordimportance.ors_config", "OrsConfig"),
     "ors": ("robusteval.attacks.wordimportance.ors", "ors"),
     "PerturbationSpec": ("robusteval.perturbations.spec", "PerturbationSpec"),
-    "AuditConfig": ("robusteval.judges.audit", "AuditConfig"),
+    "AuditConfig": ("robusteval.judges.audit_config", "AuditConfig"),
     "audit_judge": ("robusteval.judges.audit", "audit_judge"),
     # many models x methods x datasets from one TOML file (docs/study.md)
     "study": ("robusteval.studies.study", "study"),
@@ -86,11 +86,11 @@ if TYPE_CHECKING:
     from robusteval.attacks.base import register_attack as register_attack
     from robusteval.attacks.matcha.config import MatchaRunConfig as MatchaRunConfig
     from robusteval.attacks.matcha.pipeline import attack_matcha as attack_matcha
-    from robusteval.attacks.matcha.transfer import TransferConfig as TransferConfig
     from robusteval.attacks.matcha.transfer import transfer as transfer
+    from robusteval.attacks.matcha.transfer_config import TransferConfig as TransferConfig
     from robusteval.attacks.wordimportance.config import WordImportanceRunConfig as WordImportanceRunConfig
-    from robusteval.attacks.wordimportance.ors import OrsConfig as OrsConfig
     from robusteval.attacks.wordimportance.ors import ors as ors
+    from robusteval.attacks.wordimportance.ors_config import OrsConfig as OrsConfig
     from robusteval.attacks.wordimportance.pipeline import (
         attack_wordimportance as attack_wordimportance,
     )
@@ -112,8 +112,8 @@ if TYPE_CHECKING:
     from robusteval.evals.robustness import robustness as robustness
     from robusteval.executors import make_executor as make_executor
     from robusteval.executors import use_executor as use_executor
-    from robusteval.judges.audit import AuditConfig as AuditConfig
     from robusteval.judges.audit import audit_judge as audit_judge
+    from robusteval.judges.audit_config import AuditConfig as AuditConfig
     from robusteval.lifecycle import open_run as open_run
     from robusteval.models.identity import describe_model as describe_model
     from robusteval.models.loading import load_model as load_model

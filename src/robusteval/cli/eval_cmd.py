@@ -21,7 +21,7 @@ HELP = "answer-first accuracy of a model on a dataset"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from robusteval.evals.answer_first import EvalConfig
+    from robusteval.evals.answer_first.config import EvalConfig
 
     parser = add_command(
         subparsers,

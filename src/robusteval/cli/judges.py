@@ -16,7 +16,7 @@ HELP = "check the reasoning judges against labelled chains of thought"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from robusteval.judges.audit import AuditConfig
+    from robusteval.judges.audit_config import AuditConfig
 
     group = subparsers.add_parser(
         COMMAND, help=HELP,

@@ -69,6 +69,22 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def command_paths(parser: argparse.ArgumentParser | None = None) -> list[tuple[str, ...]]:
+    """Every command path of ``parser`` (default: the full parser), each subparsers action of every parser walked
+    down to the last level: ``()`` for the top level, then ``("attack",)``, ``("attack", "matcha")``, …"""
+    paths: list[tuple[str, ...]] = []
+
+    def walk(sub: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+        paths.append(path)
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    walk(child, (*path, name))
+
+    walk(parser or build_parser(), ())
+    return paths
+
+
 def _command_named(argv: Sequence[str] | None) -> str | None:
     """The command a command line names: its first word that is not an option (the top level's options,
     --help, --version and --debug, take no value)."""

@@ -16,8 +16,8 @@ HELP = "ORS robustness score from word-importance attack runs (models x methods)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from robusteval.attacks.wordimportance.ors import OrsConfig
-    from robusteval.metrics.ors import RECONSTRUCTION_NOTE
+    from robusteval.attacks.wordimportance.ors_config import OrsConfig
+    from robusteval.metrics.ors_constants import RECONSTRUCTION_NOTE
 
     parser = add_command(
         subparsers,
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.attacks.wordimportance.ors import OrsConfig, ors
-    from robusteval.metrics.ors import RECONSTRUCTION_NOTE
+    from robusteval.metrics.ors_constants import RECONSTRUCTION_NOTE
     from robusteval.report.tables import format_rate, print_summary_table
 
     config = config_from_args(OrsConfig, args, runs=tuple(args.runs))

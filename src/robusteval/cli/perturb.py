@@ -30,7 +30,7 @@ HELP = "write a perturbed copy of a dataset (char/word/sentence-level noise)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from robusteval.data.loaders import dataset_kinds
-    from robusteval.perturbations.pipeline import PerturbConfig
+    from robusteval.perturbations.perturb_config import PerturbConfig
 
     short, lines = method_help()
     parser = add_command(

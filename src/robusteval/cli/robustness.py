@@ -22,7 +22,7 @@ HELP = "accuracy on perturbed copies of a dataset and the RB-index"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from robusteval.evals.robustness import RobustnessConfig
+    from robusteval.evals.robustness.config import RobustnessConfig
 
     parser = add_command(
         subparsers,

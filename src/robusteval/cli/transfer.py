@@ -25,7 +25,7 @@ HELP = "replay a MATCHA run's successful perturbed questions on another model"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from robusteval.attacks.matcha.transfer import TransferConfig
+    from robusteval.attacks.matcha.transfer_config import TransferConfig
 
     parser = add_command(
         subparsers,
@@ -46,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from robusteval.attacks.matcha.transfer import TransferConfig, model_label, transfer, transfer_identity
+    from robusteval.attacks.matcha.transfer import model_label, source_of, transfer, transfer_identity
+    from robusteval.attacks.matcha.transfer_config import TransferConfig
     from robusteval.lifecycle import open_run
     from robusteval.metrics.matcha_summary import categories, categories_text
     from robusteval.report.tables import format_rate, print_exclusions, print_summary_table
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(TransferConfig, args)
     if Path(args.out).resolve() == Path(config.source).resolve():
         raise UserError("--out must be a new directory, not the --from run")
-    source = config.load_source()  # a bad source run fails here, before the model loads
+    source = source_of(config)  # a bad source run fails here, before the model loads
     identity = transfer_identity(config, model_identity(args.model, args), source)
     info = {"source_run": str(Path(config.source).resolve()), "limit": config.limit, "batch_size": args.batch_size}
     load = (lambda: build_backend(args.model, args)) if source.items else None

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from robusteval.config import ConfigError, check_at_least, field_check, option, validated
 from robusteval.errors import DataError, UserError
+from robusteval.judges.audit_config import AuditConfig
 from robusteval.judges.base import REASONING, Judge, ReasoningItem, Verdict, build_judge, with_cache
 from robusteval.judges.errortypes import CATEGORIES, ERROR_TYPES, build_error_classifier, classify_errors
 from robusteval.lifecycle import public_entry
@@ -107,50 +107,6 @@ def load_labelled(path: str | os.PathLike[str]) -> list[LabelledItem]:
                                   str(fields["perturbed_cot"]), str(label), category, text("answer", required=False),
                                   text("note", required=False), line))
     return items
-
-
-@validated
-@dataclass(frozen=True)
-class AuditConfig:
-    """A judge audit: which judge, which labelled set, and the optional LLM error-type classifier."""
-
-    judge: str = option(metavar="SPEC", help="the judge to audit: arith, grounding, a model spec, A+B (wrong if "
-                        "either says wrong), vote:A,B,C")
-    labelled: str = option(metavar="FILE.jsonl", identity=False,
-                           help="labelled chains of thought (format: docs/judges.md); its content hash is in the "
-                           "run identity")
-    error_classifier: str | None = option(None, metavar="MODEL-SPEC",
-                                          help="an LLM that names the error type of flagged items no checker can; "
-                                          "also scored on its own on every incorrect item")
-    judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
-                              "(openai), the judge prompt as one user turn")
-    judge_prompt: str | None = option(None, metavar="FILE", identity=False,
-                                      help="a string.Template file replacing the LLM judges' built-in prompt "
-                                      "($question, $reference, $candidate; $candidate required; a literal $ is "
-                                      "$$); its content hash is in the run identity")
-    judge_retries: int | None = option(None, metavar="N", identity="when-set",
-                                       help="re-ask an LLM judge whose generated verdict cannot be read up to N "
-                                       "times (sampled), then count it as an abstention (default 0)")
-    judge_max_thinking_tokens: int | None = option(None, metavar="N", identity="when-set",
-                                                   help="a thinking LLM judge's trace budget before its generated "
-                                                   "verdict (its chat template names think tags; --judge-chat) "
-                                                   "(default 2048)")
-
-    def __post_init__(self) -> None:
-        from robusteval.judges.base import REASONING, check_judge_prompt, check_judge_spec
-        from robusteval.judges.errortypes import check_error_classifier_spec
-
-        with field_check(self, "judge"):
-            check_judge_spec(self.judge, task=REASONING)
-        with field_check(self, "judge_prompt"):
-            check_judge_prompt(self.judge_prompt, REASONING)
-        if self.judge_retries is not None and self.judge_retries < 0:
-            raise ConfigError(self, "judge_retries", f"{self.judge_retries} is negative; give 0 (ask once) or more")
-        check_at_least(self, "judge_max_thinking_tokens", 1)
-        with field_check(self, "error_classifier"):
-            check_error_classifier_spec(self.error_classifier)
-        if not os.path.isfile(self.labelled):
-            raise ConfigError(self, "labelled", f"no such file: {self.labelled}")
 
 
 def audit_identity(config: AuditConfig, labelled_sha256: str) -> dict[str, Any]:

@@ -26,24 +26,20 @@ from typing import Any
 
 import numpy as np
 
+from robusteval.metrics.ors_constants import (
+    BETA_CAP,
+    ETA_DEFAULT,
+    MIN_ATTACKED_DEFAULT,
+    Q_DEFAULT,
+    RECONSTRUCTION_NOTE,
+)
+from robusteval.metrics.ors_constants import (
+    SOURCE as SOURCE,  # read as metrics.ors.SOURCE (docs/ors.md)
+)
 from robusteval.metrics.stats import BOOTSTRAP, is_collapsed, wilson_interval, z_of_level
 
 #: The ORS fallback interval's method: the score's range over the Wilson intervals of its success rates.
 WILSON_RANGE = "wilson-rate-range"
-
-#: The method's source as the seed document gives it: title, office (国知局, China National Intellectual
-#: Property Administration, CNIPA) and date.
-SOURCE = "基于ORS面向硬标签输出深度学习模型鲁棒性评估方法 (国知局 / CNIPA, 2024-09-11)"
-
-Q_DEFAULT = 100.0
-ETA_DEFAULT = 10.0
-BETA_CAP = 100
-
-RECONSTRUCTION_NOTE = (
-    f"ORS formulas are robusteval's reconstruction of the OAD/ORS of {SOURCE}, which publishes no formulas: "
-    "lambda_ij = mean_k(q - beta*u_ij(alpha_k)), rs_ij = eta*lambda_ij/q, beta = (first z with "
-    "min_ij lambda_ij(z) <= 0) - 1, capped at 100."
-)
 
 
 def oad(success_rates_percent: Sequence[float], beta: float, q: float = Q_DEFAULT) -> float:
@@ -101,12 +97,6 @@ def ors_scores(
     rs = {m: {a: score_from_oad(v, eta, q) for a, v in attacks.items()} for m, attacks in lam.items()}
     mean = {m: sum(values.values()) / len(values) for m, values in rs.items() if values}
     return OrsResult(beta, lam, rs, mean)
-
-
-#: Below this many attacked examples in a (model, method) run, its ORS is flagged with a warning line: a success
-#: rate from fewer examples moves by more than 1/30 per example, which beta (up to 100) amplifies into points of
-#: score; with fewer than 30 the interval is wide and the score says little.
-MIN_ATTACKED_DEFAULT = 30
 
 
 def success_matrix(n_success_by_rate: Sequence[int], n_attacked: int) -> np.ndarray:

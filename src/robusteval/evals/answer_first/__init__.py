@@ -12,10 +12,10 @@ from robusteval.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from robusteval.data.answers.completion import grade_completion, read_completion
+    from robusteval.evals.answer_first.config import EvalConfig
     from robusteval.evals.answer_first.pipeline import (
         COMMAND,
         STAGE,
-        EvalConfig,
         EvalSummary,
         accuracy_summary,
         answer_first_records,
@@ -38,7 +38,8 @@ __all__ = [
 
 
 #: The pipeline's names, imported on first use (the registration beside it stays light); the two that moved to
-#: ``data.answers.completion`` are still read here by callers from before.
-__getattr__ = lazy_exports(__name__, dict.fromkeys(("grade_completion", "read_completion"),
-                                                   "robusteval.data.answers.completion"),
+#: ``data.answers.completion`` are still read here by callers from before; the config from its own module.
+__getattr__ = lazy_exports(__name__, {**dict.fromkeys(("grade_completion", "read_completion"),
+                                                      "robusteval.data.answers.completion"),
+                                      "EvalConfig": "robusteval.evals.answer_first.config"},
                            rest="robusteval.evals.answer_first.pipeline")

@@ -12,15 +12,13 @@ from typing import TYPE_CHECKING
 from robusteval.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from robusteval.evals.robustness.config import RobustnessConfig, SetSpec, parse_sets
     from robusteval.evals.robustness.pipeline import (
         CLASSIFY_STAGE,
         COMMAND,
         OUTCOME_STAGE,
-        RobustnessConfig,
         RobustnessSummary,
-        SetSpec,
         build_summary,
-        parse_sets,
         perturbed_sets,
         robustness,
         robustness_identity,
@@ -38,5 +36,8 @@ __all__ = [
 ]
 
 
-#: The pipeline's names, imported on first use (the registration beside it stays light).
-__getattr__ = lazy_exports(__name__, {}, rest="robusteval.evals.robustness.pipeline")
+#: The pipeline's names, imported on first use (the registration beside it stays light); the config's from its own
+#: module (building the command's options loads no pipeline).
+__getattr__ = lazy_exports(__name__, dict.fromkeys(("RobustnessConfig", "SetSpec", "parse_sets"),
+                                                   "robusteval.evals.robustness.config"),
+                           rest="robusteval.evals.robustness.pipeline")
