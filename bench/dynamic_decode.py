@@ -7,10 +7,11 @@ compiled, captured and given up at load). This script puts the three side by sid
 * ``raw``: a plain transformers loop (``DynamicCache``, last-position logits, greedy, the chosen ids read back
   each step), over the whole prompt;
 * ``dynamic``: ``HFBackend.decode_many`` with ``decoder="dynamic"`` (the prefix cached, the suffixes prefilled);
-* ``dynamic after failure`` (``--after-failure``): the same after a static engine was built, warmed up
-  (compiled: on a GPU with CUDA graphs, on a CPU traced by dynamo) and given up, the state a failed load-time
-  self-check leaves;
-* ``static``: ``decoder="static"`` (``step_compile`` auto: CUDA graphs on a GPU, run eagerly on a CPU).
+* ``static``: ``decoder="static"`` (``step_compile`` auto: CUDA graphs on a GPU, run eagerly on a CPU);
+* ``dynamic after failure`` and ``raw after failure`` (``--after-failure``): the same backend once its static
+  engine (compiled: on a GPU with CUDA graphs, on a CPU traced by dynamo) was given up, the state a failed
+  load-time self-check leaves, and the plain loop again in that process (if it slowed down too, the cost is
+  global, not the decoder's).
 
 ms/step comes from runs of N and N/2 new tokens (prefill and per-call costs cancel), the best of ``--repeats``;
 wall time, and on a CPU also the process's CPU time (other processes sharing the cores inflate wall time, not
@@ -153,18 +154,24 @@ def main(argv: list[str] | None = None) -> None:
         ids = torch.tensor([prefix + s for s in suffixes], device=device)
         runs: dict[str, Callable[[int], int]] = {"raw": raw_loop(model, dynamic._cache_kwarg, ids),
                                                  "dynamic": ours(dynamic, prefix, suffixes)}
-        if args.after_failure:
-            # On a CPU the step is traced by dynamo (run eagerly), so that something was compiled here too.
-            failed = backend(model, tokenizer, batch, "static", "auto" if device.type == "cuda" else "eager")
-            if failed._static is not None:
-                failed._static.fail("bench", RuntimeError("given up on purpose (--after-failure)"))
-            runs["dynamic after failure"] = ours(failed, prefix, suffixes)
-        if not args.no_static:
-            static = backend(model, tokenizer, batch, "static")
-            if static.decoder == "static":
-                runs["static"] = ours(static, prefix, suffixes)
         figures = {label: measure(run, args.max_new_tokens, args.repeats, device) for label, run in runs.items()}
-        counted = {label: operations(runs[label]) for label in ("raw", "dynamic")}
+        if not args.no_static or args.after_failure:
+            # One static engine per batch (one compilation): measured, then (--after-failure) given up.
+            # On a CPU with --after-failure its step is traced by dynamo (run eagerly), so something was compiled.
+            mode = "eager" if args.after_failure and device.type != "cuda" else "auto"
+            static = backend(model, tokenizer, batch, "static", mode)
+            if static.decoder == "static" and not args.no_static:
+                runs["static"] = ours(static, prefix, suffixes)
+                figures["static"] = measure(runs["static"], args.max_new_tokens, args.repeats, device)
+            if args.after_failure and static._static is not None:
+                static._static.fail("bench", RuntimeError("given up on purpose (--after-failure)"))
+                # The raw loop again: if it slowed down too, what the failure left is global, not the decoder's.
+                for label, run in (("dynamic after failure", ours(static, prefix, suffixes)),
+                                   ("raw after failure", runs["raw"])):
+                    runs[label] = run
+                    figures[label] = measure(run, args.max_new_tokens, args.repeats, device)
+        counted = {label: operations(runs[label]) for label in ("raw", "dynamic", "dynamic after failure")
+                   if label in runs}
         raw = figures["raw"]
         for label, got in figures.items():
             ops = counted.get(label)
