@@ -154,8 +154,9 @@ class HFDecoding(HFPromptLayout, HFForwards):
         active = list(range(size))
         for step in range(max_new_tokens):
             chosen = self._choose(logits, temperatures, top_ps, generators)
+            tokens = chosen.tolist()  # one read of the step's choices, not one per row
             for row in active:
-                token = int(chosen[row])
+                token = tokens[row]
                 if token in self.eos_ids:
                     finish[row] = "stop"
                     continue
@@ -238,7 +239,13 @@ class HFDecoding(HFPromptLayout, HFForwards):
 
 class DynamicDecoder:
     """Feeds a :class:`PaddedBatch` to the model and then one token per row per step, growing a DynamicCache
-    (the prefix's cache forked per row): exact for every model, sliding-window layers included."""
+    (the prefix's cache forked per row): exact for every model, sliding-window layers included.
+
+    A step costs what a plain transformers loop's does: one forward of one token per row. Rows without a padding
+    hole (all rows of one length: every batch of one row) pass no attention mask at all, as such a loop does: a
+    2-D mask of ones would be grown by a concatenation each step and read back on the host by transformers (to see
+    whether it can leave causality to SDPA), a device synchronisation per step on a GPU. Rows with holes pass the
+    2-D mask (or, for sliding-window models, the exact per-layer-type masks), grown by one column per step."""
 
     def __init__(self, backend: HFForwards, batch: PaddedBatch):
         self.backend = backend
@@ -252,32 +259,43 @@ class DynamicDecoder:
             from transformers import DynamicCache
 
             self.past = DynamicCache()
+        #: Whether a mask is fed at all: only padding holes (rows of different lengths) or per-layer-type masks
+        #: need one; otherwise every key is attended to causally, which is what the model does with no mask.
+        self.masked = backend.explicit_masks or min(batch.lengths) < max(batch.lengths)
         self.mask = batch.mask
         self.key_positions = batch.key_positions
         self.next_pos = batch.next_pos
+        self.forwards = 0  # model forwards run (start and steps; tests check one per step)
 
     def _run(self, **inputs: Any) -> torch.Tensor:
         backend = self.backend
         # Only the last position's logits are read: the LM head over a 128k vocabulary for every prompt position
         # would cost more than the rest of the prefill.
         out = backend.model(**inputs, **{backend._cache_kwarg: self.past}, use_cache=True, logits_to_keep=1)
+        self.forwards += 1
         self.past = returned_cache(out)
         return out.logits[:, -1, :]
 
     def start(self) -> torch.Tensor:
         """Logits [B, V] after the whole prompt."""
         batch = self.batch
-        attention = self.backend._attention(self.mask, self.key_positions, batch.embeds.shape[1])
+        attention = (self.backend._attention(self.mask, self.key_positions, batch.embeds.shape[1])
+                     if self.masked else None)
         return self._run(inputs_embeds=batch.embeds, attention_mask=attention, position_ids=batch.positions)
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits [B, V] after feeding ``tokens`` [B] (one per row)."""
-        device = self.backend.device
+        backend = self.backend
+        device = backend.device
         size = tokens.shape[0]
-        self.mask = torch.cat([self.mask, torch.ones(size, 1, dtype=torch.long, device=device)], dim=1)
-        self.key_positions = torch.cat([self.key_positions, self.next_pos.view(size, 1)], dim=1)
-        logits = self._run(input_ids=tokens.view(size, 1).to(device),
-                           attention_mask=self.backend._attention(self.mask, self.key_positions, 1),
-                           position_ids=self.next_pos.view(size, 1))
+        positions = self.next_pos.view(size, 1)
+        attention = None
+        if self.masked:
+            self.mask = torch.cat([self.mask, torch.ones(size, 1, dtype=torch.long, device=device)], dim=1)
+            if backend.explicit_masks:  # only the sliding-window masks read the keys' positions
+                self.key_positions = torch.cat([self.key_positions, positions], dim=1)
+            attention = backend._attention(self.mask, self.key_positions, 1)
+        logits = self._run(input_ids=tokens.view(size, 1).to(device), attention_mask=attention,
+                           position_ids=positions)
         self.next_pos = self.next_pos + 1
         return logits

@@ -321,15 +321,21 @@ def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
 
 @torch.no_grad()
 def self_check(backend: Any, engine: StaticEngine, length: int, steps: int = 3) -> str | None:
-    """Decode a short prompt after a cached prefix, two rows of different lengths, on the static path and on the
-    dynamic cache, feeding both the same tokens, in the cache bucket of ``length`` slots (the one warmed up: its
-    compiled graph is replayed); None when their logits agree at every step (the largest relative error is kept
-    in ``engine.check_error``), else why not.
+    """Decode a short prompt after a cached prefix on the static path and on the dynamic cache, feeding both the
+    same tokens, in the cache bucket of ``length`` slots (the one warmed up: its compiled graph is replayed); None
+    when their logits agree at every step (the largest relative error is kept in ``engine.check_error``), else
+    why not. Two rows of different lengths (a padding hole) where the engine's ``batch_size`` is at least 2, one
+    row otherwise: never more rows than ``batch_size``, which would build (and on a GPU compile and capture) a
+    second row bucket at load.
 
     The static path cannot be tested in CI (no GPU): this check runs where it runs, at load time, and a
     disagreement sends the backend back to the dynamic cache instead of decoding wrongly."""
     prefix = backend.bos_ids + backend.encode("Q: 2 + 3 = ?\nA: The answer is 5.\n\n")
-    batch = backend._padded(prefix, [backend.encode("Q: 7 - 4 = ?\nA:"), backend.encode("Q: 10 + 1 = ?\nA:")])
+    # Of clearly different lengths under any tokenizer (similar questions can encode to as many tokens).
+    rows = [backend.encode("Q: 7 - 4 = ?\nA:"),
+            backend.encode("Q: Tom has 10 apples and buys 1 more. How many apples does he have now?\nA:")]
+    rows = rows[: max(1, engine.batch_size)]
+    batch = backend._padded(prefix, rows)
     room = length - (len(prefix) if backend.use_prefix_cache else 0) - batch.embeds.shape[1]
     static, dynamic = StaticDecoder(backend, engine, batch, max(steps, room)), backend.dynamic_decoder(batch)
     expected, got = dynamic.start(), static.start()
