@@ -81,16 +81,17 @@ class MethodResults:
     #: ``{better}`` standing for the column's direction (default: "{better} is more robust").
     readings: Mapping[str, str] = field(default_factory=dict)
     #: ``show(run)``: its own entries of ``runs show`` (beside the rates): e.g. ``outcomes`` (the attacked examples
-    #: by category), ``counting`` and ``flags``, and ``exclusions_as``, the name under which the summary's
-    #: ``exclusions`` are shown (MATCHA's: what its secondary view leaves out).
+    #: by category), ``counting`` and ``flags``, and ``left_out``, what the run left out where it says so its own
+    #: way (MATCHA's: its unjudged examples, and what its secondary view leaves out); without it, the summary's
+    #: ``skip_reasons`` and ``exclusions``.
     show: Callable[[Run], dict[str, Any]] | None = None
     #: How the names of its summaries' ``exclusions`` read in a sentence under a run's table (``left out of the
     #: rates: 2 (<text> 2)``); a name no method gives reads as itself.
     exclusion_texts: Mapping[str, str] = field(default_factory=dict)
-    #: ``left_out(summary)``: the lines under a run's table saying what a summary of its left out (after the
+    #: ``left_out_lines(summary)``: the lines under a run's table saying what a summary of its left out (after the
     #: generic ``not attacked`` line of its ``skip_reasons``), where it reads its summary its own way; None for a
     #: summary it does not (the generic ``left out of the rates`` line then).
-    left_out: Callable[[Mapping[str, Any]], list[str] | None] | None = None
+    left_out_lines: Callable[[Mapping[str, Any]], list[str] | None] | None = None
     #: ``flag_texts(summary)``: the flags a summary carries as sentences (stored, and read from its numbers),
     #: printed under a run's table after the marker; () for none.
     flag_texts: Callable[[Mapping[str, Any]], Sequence[str]] | None = None

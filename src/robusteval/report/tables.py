@@ -33,15 +33,15 @@ def format_num(num: Num, *, unit: bool = False) -> str:
 def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
     """What a run left out and why, under its table: ``not attacked: 4 (no answer in the clean completion 4)``
     from the summary's ``skip_reasons``, then what is outside a rate's denominator (its ``exclusions``), or the
-    lines of a method that reads its summary its own way (``MethodResults.left_out``: MATCHA's, whose rates are
+    lines of a method that reads its summary its own way (``MethodResults.left_out_lines``: MATCHA's, whose rates are
     over every attacked example, says what its secondary view leaves out)."""
     out = file or sys.stdout
     reasons = summary.get("skip_reasons") or {}
     if reasons:
         detail = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
         print(f"not attacked: {sum(reasons.values())} ({detail})", file=out)
-    lines = next((found for results in _results() if results.left_out is not None
-                  and (found := results.left_out(summary)) is not None), None)
+    lines = next((found for results in _results() if results.left_out_lines is not None
+                  and (found := results.left_out_lines(summary)) is not None), None)
     if lines is None:
         excluded = {name: count for name, count in (summary.get("exclusions") or {}).items() if count}
         lines = [left_out_line(excluded)] if excluded else []

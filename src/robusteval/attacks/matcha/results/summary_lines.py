@@ -1,6 +1,6 @@
 """What a MATCHA or transfer summary left out, and its flags, as the lines under a run's table (the attack's and
 the transfer's terminal output, the quickstart): :attr:`MethodResults.left_out
-<robusteval.report.method_results.MethodResults.left_out>` and its ``exclusion_texts`` / ``flag_texts``."""
+<robusteval.report.method_results.MethodResults.left_out_lines>` and its ``exclusion_texts`` / ``flag_texts``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ MATCHA_EXCLUSIONS = {"clean_cot_wrong": "clean reasoning already judged wrong"}
 TRANSFER_EXCLUSIONS = {"original_wrong": "original question answered wrongly"}
 
 
-def left_out(summary: Mapping[str, Any]) -> list[str] | None:
+def left_out_lines(summary: Mapping[str, Any]) -> list[str] | None:
     """The lines saying what ``summary`` left out: over every attacked example, what its secondary view (among
     the judged answers) leaves out, each a category of its own in the headline; before that, its unjudged
     examples beside the generic line. None for a summary that counts no unjudged example (the generic line)."""
