@@ -105,5 +105,7 @@ class MethodResults:
     #: Headings of its leaderboard columns in a paper's table (``runs compare --format latex``), where the
     #: terminal's would read badly (``n_attacked`` -> ``$n_{\mathrm{att}}$``).
     tex_headings: Mapping[str, Heading] = field(default_factory=dict)
+    #: How its numbers are named in a study's paper table (``ur`` -> ``UR``; default: the metric's name).
+    metric_names: Mapping[str, str] = field(default_factory=dict)
     #: How a column of its reads in a paper table's notes where its one value moves there (``rate`` -> ``α``).
     tex_note_names: Mapping[str, str] = field(default_factory=dict)

@@ -30,9 +30,12 @@ RESULTS = MethodResults(rates=matcha_rates, outcomes=matcha_outcomes, boards=(MA
                         category_shares=CATEGORY_SHARES, denominators=tuple(DENOMINATOR_NAMES),
                         readings=dict.fromkeys(CATEGORY_SHARES, "share of the attacked, no score"),
                         tex_headings={"n_attacked": Tex(r"$n_{\mathrm{att}}$"), "n_unjudged": "unjudged",
-                                      "level": "Level"})
+                                      "level": "Level"},
+                        metric_names={"ur": "UR", "sr": "SR", "wr": "WR", "unjudged_rate": "unjudged",
+                                      "clean_cot_wrong_rate": "clean wrong"})
 #: Transfer runs are shown in MATCHA's section (no section of their own).
 TRANSFER_RESULTS = MethodResults(rates=transfer_rates, outcomes=transfer_outcomes, boards=(TRANSFER_BOARD,),
                                  show=transfer_show, exclusion_texts=TRANSFER_EXCLUSIONS,
                                  tex_headings={"n_original_correct": "originally correct", "n_unjudged": "unjudged",
-                                               "n_transferred": "transferred", "source": "Source"})
+                                               "n_transferred": "transferred", "source": "Source"},
+                                 metric_names={"transfer_rate": "transfer rate"})

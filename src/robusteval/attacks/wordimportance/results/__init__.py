@@ -41,4 +41,4 @@ RESULTS = MethodResults(rates=run_rates, outcomes=outcomes, boards=BOARDS, secti
                         formats={"ors": NumberFormat("ORS", digits=2)},
                         tex_headings={"n_attacked": Tex(r"$n_{\mathrm{att}}$"), "rate": Tex(r"$\alpha$"),
                                       "beta": Tex(r"$\beta$")},
-                        tex_note_names={"rate": "α", "beta": "β"})
+                        tex_note_names={"rate": "α", "beta": "β"}, metric_names={"asr": "ASR"})

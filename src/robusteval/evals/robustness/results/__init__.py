@@ -88,4 +88,4 @@ RESULTS = MethodResults(rates=rates, outcomes=outcomes, boards=(BOARD,), section
                         study_extras=labelled_metrics,
                         readings={MEASURED: "share of the labelled edits judged same meaning, no score",
                                   PRESERVED_RB: "{better} is more robust; over the edits labelled same meaning only"},
-                        tex_headings={"sets": "Sets"})
+                        tex_headings={"sets": "Sets"}, metric_names={"rb_index": "RB-index"})
