@@ -12,13 +12,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from robusteval.methods import methods
 from robusteval.metrics.formatting import NO_INTERVAL
 from robusteval.report.collect import Inputs
 from robusteval.report.compare import HEADINGS, UNRANKED, Leaderboard, all_boards
 from robusteval.report.latex_tex import Heading, Tex, TexTable
+from robusteval.report.method_results import merged
 from robusteval.report.model import Cell, Num
 from robusteval.report.pairing import Comparison, p_text
 
@@ -34,17 +33,10 @@ TEX_HEADINGS: dict[str, Heading] = {"n": Tex("$n$"), "model": "Model", "dataset"
 def heading(column: str) -> Heading:
     if column in TEX_HEADINGS:
         return TEX_HEADINGS[column]
-    own = _method_tex("tex_headings")
+    own = merged(lambda results: results.tex_headings)
     if column in own:
         return own[column]
     return HEADINGS.get(column, column).replace(" %", " (%)")
-
-
-def _method_tex(hook: str) -> dict[str, Any]:
-    """The registered methods' ``tex_headings`` or ``tex_note_names`` together (the first method's where two
-    give one column)."""
-    return {column: value for spec in reversed(methods()) if (results := spec.load_results()) is not None
-            for column, value in getattr(results, hook).items()}
 
 
 
@@ -62,7 +54,7 @@ def board_tables(board: Leaderboard, inputs: Inputs) -> list[TexTable]:
     for column in [c for c in columns if c != "model"]:
         values = {str(row.get(column, "")) for row in rows}
         if not any(isinstance(row.get(column), Num) for row in rows) and len(values) == 1 and not _count(column):
-            name = _method_tex("tex_note_names").get(column, HEADINGS.get(column, column))
+            name = merged(lambda results: results.tex_note_names).get(column, HEADINGS.get(column, column))
             notes.append(f"{name}: {next(iter(values))}.")
             columns.remove(column)
     title, _, order = board.title.partition(": ")

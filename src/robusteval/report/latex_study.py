@@ -11,7 +11,7 @@ from typing import Any
 
 from robusteval.methods import methods
 from robusteval.report.latex_tex import Heading, Tex, TexTable, escape
-from robusteval.report.method_results import NumberFormat
+from robusteval.report.method_results import NumberFormat, merged
 from robusteval.report.model import Cell, Num
 
 #: ``robusteval.studies.leaderboard.JSON_NAME`` (tests/report/test_latex_tables.py holds them equal).
@@ -37,11 +37,7 @@ def not_percent() -> dict[str, NumberFormat]:
 def metric_names() -> dict[str, str]:
     """metric -> how a study table's heading names it: the common ones, then the registered methods' (the first
     method's where two name one)."""
-    found: dict[str, str] = {}
-    for spec in reversed(methods()):
-        results = spec.load_results()
-        found.update(results.metric_names if results is not None else {})
-    return {**found, **_NAMES}
+    return {**merged(lambda results: results.metric_names), **_NAMES}
 
 
 def _heading(metric: str, reads: str, formats: dict[str, NumberFormat]) -> Heading:

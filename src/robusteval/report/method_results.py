@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from robusteval.report.stored import ResultFile
 
@@ -109,3 +109,19 @@ class MethodResults:
     metric_names: Mapping[str, str] = field(default_factory=dict)
     #: How a column of its reads in a paper table's notes where its one value moves there (``rate`` -> ``α``).
     tex_note_names: Mapping[str, str] = field(default_factory=dict)
+
+
+_V = TypeVar("_V")
+
+
+def registered_results() -> list[MethodResults]:
+    """Every registered method's results, in the methods' order (each method's ``results`` imported only now)."""
+    from robusteval.methods import methods
+
+    return [results for spec in methods() if (results := spec.load_results()) is not None]
+
+
+def merged(pick: Callable[[MethodResults], Mapping[str, _V]]) -> dict[str, _V]:
+    """One mapping of every registered method's (``pick(results)``: its ``exclusion_texts``, ``tex_headings``...),
+    the first method's entry where two give the same key."""
+    return {key: value for results in reversed(registered_results()) for key, value in pick(results).items()}

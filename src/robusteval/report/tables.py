@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
 
 from robusteval.metrics.formatting import format_rate
 from robusteval.metrics.matcha_summary import FLAG
+from robusteval.report.method_results import merged, registered_results
 from robusteval.report.model import Num
-
-if TYPE_CHECKING:
-    from robusteval.report.method_results import MethodResults
 
 stdout = Console()
 if not stdout.is_terminal:
@@ -40,7 +38,7 @@ def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) 
     if reasons:
         detail = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
         print(f"not attacked: {sum(reasons.values())} ({detail})", file=out)
-    lines = next((found for results in _results() if results.left_out_lines is not None
+    lines = next((found for results in registered_results() if results.left_out_lines is not None
                   and (found := results.left_out_lines(summary)) is not None), None)
     if lines is None:
         excluded = {name: count for name, count in (summary.get("exclusions") or {}).items() if count}
@@ -51,32 +49,19 @@ def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) 
 
 def left_out_line(excluded: Mapping[str, int]) -> str:
     """``left out of the rates: 2 (clean reasoning already judged wrong 2)``: each exclusion as its method's
-    ``exclusion_texts`` says it."""
-    texts = exclusion_texts()
+    ``exclusion_texts`` says it (a name no method gives as itself)."""
+    texts = merged(lambda results: results.exclusion_texts)
     detail = ", ".join(f"{texts.get(name, name)} {count}" for name, count in excluded.items())
     return f"left out of the rates: {sum(excluded.values())} ({detail})"
-
-
-def exclusion_texts() -> dict[str, str]:
-    """How every registered method's exclusions read in a sentence (``MethodResults.exclusion_texts``; the first
-    method's where two give one)."""
-    return {name: text for results in reversed(_results()) for name, text in results.exclusion_texts.items()}
 
 
 def print_flags(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
     """Under a run's table, each of its flags on a line: ``⚑ semantic gate: none (edits unchecked)`` (the
     table marks the flagged rates ⚑); the flags as the methods read them (``MethodResults.flag_texts``)."""
-    texts = [text for results in _results() if results.flag_texts is not None
+    texts = [text for results in registered_results() if results.flag_texts is not None
              for text in results.flag_texts(summary)]
     for text in dict.fromkeys(texts):
         print(f"{FLAG} {text}", file=file or sys.stdout)
-
-
-def _results() -> list[MethodResults]:
-    """Every registered method's results, in the methods' order (each module imported only now)."""
-    from robusteval.methods import methods
-
-    return [results for spec in methods() if (results := spec.load_results()) is not None]
 
 
 def format_value(value: Any) -> str:
