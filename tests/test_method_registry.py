@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,97 @@ def test_a_bad_reference_is_one_line() -> None:
         load_reference("robusteval.methods", "what")
     with pytest.raises(UserError, match="has no attribute 'nope'"):
         load_reference("robusteval.methods:nope", "what")
+
+
+# ------------------------------------------------------------------------------- one method's summary fields
+
+#: A literal that reads like a field of a summary or a column (``n_unjudged``, ``clean_cot_wrong_rate``).
+FIELD = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+#: The layers that show every method's runs: none of them may spell a field that only one method's results read.
+SURFACES = ("robusteval.report", "robusteval.studies", "robusteval.store", "robusteval.cli", "robusteval.runs",
+            "robusteval.lifecycle", "robusteval.methods")
+#: Layers below the methods that several methods share: a field one of them writes (a judge's ``false_equations``,
+#: a perturbed set's ``measured_preservation``) belongs to that layer, not to the one method that reads it.
+SHARED = ("robusteval.judges", "robusteval.perturbations", "robusteval.models", "robusteval.data",
+          "robusteval.store", "robusteval.executors")
+#: (module, field) pairs of a surface that still spell one method's field, each with why.
+FIELD_EXCEPTIONS = {
+    ("robusteval.cli.runs", "left_out"): "an entry of ``runs show`` that ``MethodResults.show`` may give (the "
+                                         "contract's word, MATCHA's the one method that gives it now)",
+    ("robusteval.report.build", "instances_sha256"): "an identity's hash of its input file, read by every "
+                                                       "method's cell link (VAR-MATH's instances file is one)",
+    ("robusteval.report.comparability", "instances_sha256"): "the identity's hashed input files (every method's)",
+    ("robusteval.report.collect", "source_dataset"): "a run's dataset, read from every summary that names it "
+                                                     "(a transfer names its source run's)",
+    ("robusteval.studies.sweep", "n_seeds"): "the sweep's own field (it writes it; MATCHA's section reads a sweep "
+                                             "table)",
+}
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def string_literals(path: Path) -> list[tuple[str, int]]:
+    """Every string literal of the module at ``path`` that is no docstring, with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = _docstrings(tree)
+    return [(node.value, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+
+
+def own_fields(files: dict[str, Path], packages: list[str]) -> dict[str, str]:
+    """field -> the one method package whose results read it: a field-like literal of its ``results`` modules that
+    no other method's package and no shared layer spells."""
+    literals = {module: {value for value, _ in string_literals(path)} for module, path in files.items()}
+    found: dict[str, str] = {}
+    for package in packages:
+        for module, values in literals.items():
+            if _inside(module, package) and ".results" in module[len(package):] + ".":
+                found.update((value, package) for value in values if FIELD.match(value))
+    for module, values in literals.items():
+        spellers = [p for p in packages if _inside(module, p)] or (["shared"] if module.startswith(SHARED) else [])
+        for value in values & found.keys():
+            if spellers and found[value] not in spellers:
+                found[value] = ""  # another method or a shared layer spells it too: no one method's
+    return {value: package for value, package in found.items() if package}
+
+
+def field_spellings(files: dict[str, Path], fields: dict[str, str], exempt: set[str]) -> list[str]:
+    """Where a surface module (not a method's, not ``exempt``) spells one method's field."""
+    return [f"{path.relative_to(SOURCE.parent)}:{line}: {value!r} (only {fields[value]} reads it)"
+            for module, path in files.items()
+            if module.startswith(SURFACES) and module not in exempt and not any(_inside(module, p) for p in fields.values())
+            for value, line in string_literals(path)
+            if value in fields and (module, value) not in FIELD_EXCEPTIONS]
+
+
+def test_no_surface_spells_a_field_only_one_method_reads() -> None:
+    specs = methods()
+    files = module_files()
+    fields = own_fields(files, sorted({spec.package for spec in specs}))
+    assert {"clean_cot_wrong_rate", "n_unjudged"} <= fields.keys()  # the rule sees MATCHA's own fields
+    exempt = {*ALLOWED, *(spec.cli for spec in specs if spec.cli)}
+    found = field_spellings(files, fields, exempt)
+    assert not found, (f"{len(found)} places in the shared layers spell one method's field (give the method a hook "
+                       "in its MethodResults instead):\n" + "\n".join(found))
+    stale = [pair for pair in FIELD_EXCEPTIONS if pair[0] not in files or pair[1] not in fields]
+    assert not stale, f"exceptions no longer needed: {stale}"
+
+
+def test_the_field_rule_sees_one_methods_fields_in_the_shared_layers(tmp_path: Path) -> None:
+    source = tmp_path / "robusteval"
+    for name, text in {"demo/results/rows.py": "KEYS = ('n_demo_only', 'n_shared', 'rate')\n",
+                       "other/results/rows.py": "KEYS = ('n_shared',)\n",
+                       "judges/x.py": "KEY = 'judge_field'\n",
+                       "demo/results/more.py": "KEY = 'judge_field'\n",
+                       "report/table.py": '"""n_demo_only in a docstring is prose."""\n'
+                                          "COLUMNS = ('n_shared', 'judge_field', 'rate')\nX = 'n_demo_only'\n"}.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text)
+    files = {".".join(("robusteval", *path.relative_to(source).with_suffix("").parts)): path
+             for path in sorted(source.rglob("*.py"))}
+    fields = own_fields(files, ["robusteval.demo", "robusteval.other"])
+    assert fields == {"n_demo_only": "robusteval.demo"}
+    table = files["robusteval.report.table"]
+    assert [value for value, _ in string_literals(table) if value in fields] == ["n_demo_only"]

@@ -90,18 +90,17 @@ def show_run(args: argparse.Namespace) -> int:
     run = load_run(args.run_dir)
     summary = run.summary or {}
     results = results_of_command(run.command)
-    # The method's own entries: its outcomes by category, counting rules, flags, and what its exclusions are.
+    # The method's own entries: its outcomes by category, counting rules, flags, and what it left out.
     own = dict(results.show(run)) if results is not None and results.show is not None else {}
-    excluded = own.pop("exclusions_as", "exclusions")
+    left_out = own.pop("left_out", None)
     report = {
         "run_dir": str(run.path),
         "overview": run.overview(),
         # Each headline number with its 95% interval and what its n counts.
         "rates": rates_block(run),
         **({"outcomes": own.pop("outcomes")} if own.get("outcomes") else {}),
-        "left_out": {(excluded if k == "exclusions" else k): summary.get(k)
-                     for k in ("skip_reasons", "exclusions", "n_unjudged", "unjudged_reasons")
-                     if summary.get(k) is not None and not (k == "n_unjudged" and excluded != "exclusions")},
+        "left_out": left_out if left_out is not None else {
+            k: summary.get(k) for k in ("skip_reasons", "exclusions") if summary.get(k) is not None},
         **{k: v for k, v in own.items() if k != "outcomes"},
         "identity": run.identity,
         "info": run.info,

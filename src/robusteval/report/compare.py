@@ -55,7 +55,7 @@ DEFAULT_MIN_N = 10
 #: The column that says why a row has no rank.
 UNRANKED = "unranked_because"
 #: Columns a table shows only where some row fills them (a board adds its own: :attr:`Board.optional`).
-OPTIONAL = frozenset({"preservation", "rb_index_preserved"})
+OPTIONAL: frozenset[str] = frozenset()
 #: Columns a table shows only where some row's number is not 0 (a board adds its own: :attr:`Board.zero_hidden`).
 ZERO_HIDDEN: frozenset[str] = frozenset()
 

@@ -17,24 +17,25 @@ from robusteval.metrics.formatting import NO_INTERVAL
 from robusteval.report.collect import Inputs
 from robusteval.report.compare import HEADINGS, UNRANKED, Leaderboard, all_boards
 from robusteval.report.latex_tex import Heading, Tex, TexTable
+from robusteval.report.method_results import merged
 from robusteval.report.model import Cell, Num
 from robusteval.report.pairing import Comparison, p_text
 
 #: Leaderboard columns a paper's table never shows: the rank (rows are in rank order; the caption says so), why a
-#: row is not ranked (the caption), the run's directory, and what other tables or the caption hold.
-HIDDEN = frozenset({"rank", UNRANKED, "run", "flags", "outcomes", "outcomes_ours"})
-#: Headings in LaTeX where the terminal's would read badly.
-TEX_HEADINGS: dict[str, Heading] = {
-    "n": Tex("$n$"), "n_attacked": Tex(r"$n_{\mathrm{att}}$"), "n_original_correct": "originally correct",
-    "n_unjudged": "unjudged", "n_problems": "problems", "n_transferred": "transferred", "rate": Tex(r"$\alpha$"),
-    "beta": Tex(r"$\beta$"), "model": "Model", "dataset": "Dataset", "method": "Method", "sets": "Sets",
-    "instances": "Instances", "diagnosis": "Diagnosis", "source": "Source", "level": "Level",
-}
+#: row is not ranked (the caption), the run's directory, and its flags (the notes); a leaderboard kind hides more
+#: of its own (``Board.tex_hidden``).
+HIDDEN = frozenset({"rank", UNRANKED, "run", "flags"})
+#: Headings in LaTeX where the terminal's would read badly, of the columns every method shares (a method's own:
+#: ``MethodResults.tex_headings``).
+TEX_HEADINGS: dict[str, Heading] = {"n": Tex("$n$"), "model": "Model", "dataset": "Dataset", "method": "Method"}
 
 
 def heading(column: str) -> Heading:
     if column in TEX_HEADINGS:
         return TEX_HEADINGS[column]
+    own = merged(lambda results: results.tex_headings)
+    if column in own:
+        return own[column]
     return HEADINGS.get(column, column).replace(" %", " (%)")
 
 
@@ -53,7 +54,7 @@ def board_tables(board: Leaderboard, inputs: Inputs) -> list[TexTable]:
     for column in [c for c in columns if c != "model"]:
         values = {str(row.get(column, "")) for row in rows}
         if not any(isinstance(row.get(column), Num) for row in rows) and len(values) == 1 and not _count(column):
-            name = {"rate": "α", "beta": "β"}.get(column, HEADINGS.get(column, column))
+            name = merged(lambda results: results.tex_note_names).get(column, HEADINGS.get(column, column))
             notes.append(f"{name}: {next(iter(values))}.")
             columns.remove(column)
     title, _, order = board.title.partition(": ")

@@ -11,7 +11,7 @@ from typing import Any
 
 from robusteval.methods import methods
 from robusteval.report.latex_tex import Heading, Tex, TexTable, escape
-from robusteval.report.method_results import NumberFormat
+from robusteval.report.method_results import NumberFormat, merged
 from robusteval.report.model import Cell, Num
 
 #: ``robusteval.studies.leaderboard.JSON_NAME`` (tests/report/test_latex_tables.py holds them equal).
@@ -19,9 +19,9 @@ LEADERBOARD = "leaderboard.json"
 #: Numbers a study's leaderboard holds that are not shares (shown as they are, not x100), besides the registered
 #: methods' (``MethodResults.formats``: word-importance's ORS).
 NOT_PERCENT = {"queries": NumberFormat("queries")}
-_NAMES = {"acc": "ACC", "ur": "UR", "sr": "SR", "wr": "WR", "rb_index": "RB-index", "strict": "strict",
-          "loose": "loose", "unjudged_rate": "unjudged", "clean_cot_wrong_rate": "clean wrong",
-          "transfer_rate": "transfer rate"}
+#: How the numbers every method may have are named in a study table's heading (a method's own: its
+#: ``MethodResults.metric_names``).
+_NAMES = {"acc": "ACC"}
 
 
 def not_percent() -> dict[str, NumberFormat]:
@@ -34,9 +34,15 @@ def not_percent() -> dict[str, NumberFormat]:
     return {**found, **NOT_PERCENT}
 
 
+def metric_names() -> dict[str, str]:
+    """metric -> how a study table's heading names it: the common ones, then the registered methods' (the first
+    method's where two name one)."""
+    return {**merged(lambda results: results.metric_names), **_NAMES}
+
+
 def _heading(metric: str, reads: str, formats: dict[str, NumberFormat]) -> Heading:
     base, _, at = metric.replace("[", "@").rstrip("]").partition("@")
-    name = _NAMES.get(base) or (formats[base].heading if base in formats else base.replace("asr", "ASR"))
+    name = metric_names().get(base) or (formats[base].heading if base in formats else base)
     name += f" ({at})" if at else ""
     arrow = r"$\uparrow$" if reads.startswith("higher") else r"$\downarrow$" if reads.startswith("lower") else ""
     return Tex(escape(name) + arrow)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from robusteval.report.stored import ResultFile
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from robusteval.metrics.significance import Outcomes
     from robusteval.report.collect import Inputs
     from robusteval.report.compare import Board
-    from robusteval.report.latex_tex import TexTable
+    from robusteval.report.latex_tex import Heading, TexTable
     from robusteval.report.model import Num, Rate, Section
     from robusteval.runs import Run
 
@@ -81,6 +81,47 @@ class MethodResults:
     #: ``{better}`` standing for the column's direction (default: "{better} is more robust").
     readings: Mapping[str, str] = field(default_factory=dict)
     #: ``show(run)``: its own entries of ``runs show`` (beside the rates): e.g. ``outcomes`` (the attacked examples
-    #: by category), ``counting`` and ``flags``, and ``exclusions_as``, the name under which the summary's
-    #: ``exclusions`` are shown (MATCHA's: what its secondary view leaves out).
+    #: by category), ``counting`` and ``flags``, and ``left_out``, what the run left out where it says so its own
+    #: way (MATCHA's: its unjudged examples, and what its secondary view leaves out); without it, the summary's
+    #: ``skip_reasons`` and ``exclusions``.
     show: Callable[[Run], dict[str, Any]] | None = None
+    #: How the names of its summaries' ``exclusions`` read in a sentence under a run's table (``left out of the
+    #: rates: 2 (<text> 2)``); a name no method gives reads as itself.
+    exclusion_texts: Mapping[str, str] = field(default_factory=dict)
+    #: ``left_out_lines(summary)``: the lines under a run's table saying what a summary of its left out (after the
+    #: generic ``not attacked`` line of its ``skip_reasons``), where it reads its summary its own way; None for a
+    #: summary it does not (the generic ``left out of the rates`` line then).
+    left_out_lines: Callable[[Mapping[str, Any]], list[str] | None] | None = None
+    #: ``flag_texts(summary)``: the flags a summary carries as sentences (stored, and read from its numbers),
+    #: printed under a run's table after the marker; () for none.
+    flag_texts: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
+    #: Its rates that are shares of its examples in categories beside its headlines (no score): the study
+    #: leaderboard gives one a column where some run has an example in it (so each model's categories add up).
+    #: Their reading is its ``readings``.
+    category_shares: Sequence[str] = ()
+    #: The other denominators its rates may be given over (a rate ``metric[<name>]`` beside ``metric``): the
+    #: study leaderboard gives each such rate a column beside its headline, in the headline's direction.
+    denominators: Sequence[str] = ()
+    #: Headings of its leaderboard columns in a paper's table (``runs compare --format latex``), where the
+    #: terminal's would read badly (``n_attacked`` -> ``$n_{\mathrm{att}}$``).
+    tex_headings: Mapping[str, Heading] = field(default_factory=dict)
+    #: How its numbers are named in a study's paper table (``ur`` -> ``UR``; default: the metric's name).
+    metric_names: Mapping[str, str] = field(default_factory=dict)
+    #: How a column of its reads in a paper table's notes where its one value moves there (``rate`` -> ``α``).
+    tex_note_names: Mapping[str, str] = field(default_factory=dict)
+
+
+_V = TypeVar("_V")
+
+
+def registered_results() -> list[MethodResults]:
+    """Every registered method's results, in the methods' order (each method's ``results`` imported only now)."""
+    from robusteval.methods import methods
+
+    return [results for spec in methods() if (results := spec.load_results()) is not None]
+
+
+def merged(pick: Callable[[MethodResults], Mapping[str, _V]]) -> dict[str, _V]:
+    """One mapping of every registered method's (``pick(results)``: its ``exclusion_texts``, ``tex_headings``...),
+    the first method's entry where two give the same key."""
+    return {key: value for results in reversed(registered_results()) for key, value in pick(results).items()}

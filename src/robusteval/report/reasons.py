@@ -2,7 +2,7 @@
 tables and the example browsers' "not attacked" items.
 
 A summary that counts them itself (``skip_reasons``: reason -> examples not attacked; ``exclusions``: name ->
-attacked examples left out of the rates, e.g. ``clean_cot_wrong``) is read as it is. Runs made before summaries
+attacked examples left out of the rates, e.g. MATCHA's clean reasonings judged wrong) is read as it is. Runs made before summaries
 counted them are counted here from their stored per-example records, the same way: each method gives its own
 count of its records (``records``) and its own rows of the attacked examples (``attacked``).
 """
@@ -46,16 +46,17 @@ def counts(value: Any) -> dict[str, int] | None:
     return {str(k): int(n) for k, n in value.items()}
 
 
-def not_attacked(run: Run, records: Callable[[Run], NotAttacked]) -> NotAttacked:
+def not_attacked(run: Run, records: Callable[[Run], NotAttacked],
+                 unnamed: Callable[[Mapping[str, Any]], dict[str, int]] | None = None) -> NotAttacked:
     """Why ``run`` left examples unattacked or unrated: the summary's own counts where it has them, else its
-    method's count of its stored records (``records``)."""
+    method's count of its stored records (``records``). ``unnamed(summary)``: the method's exclusions of a summary
+    that counts its skips but names no ``exclusions`` (one made before; none without it)."""
     summary = run.summary or {}
     skipped = counts(summary.get("skip_reasons"))
     if skipped is not None:
         excluded = counts(summary.get("exclusions"))
-        if excluded is None:  # a summary that has always counted this one exclusion (MATCHA's)
-            cot_wrong = summary.get("n_clean_cot_wrong")
-            excluded = {"clean_cot_wrong": cot_wrong} if isinstance(cot_wrong, int) and cot_wrong else {}
+        if excluded is None:
+            excluded = unnamed(summary) if unnamed is not None else {}
         # Summaries name every exclusion they know, counted or not: a zero is no row of the table.
         ordered = dict(sorted(((k, v) for k, v in skipped.items() if v), key=lambda item: -item[1]))
         return NotAttacked(ordered, {k: v for k, v in excluded.items() if v}, "summary")

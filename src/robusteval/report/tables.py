@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from robusteval.metrics.formatting import format_rate
-from robusteval.metrics.matcha import EXCLUSION_DEFINITIONS
-from robusteval.metrics.matcha_summary import FLAG, counting, flag_texts, is_over_attacked, unjudged_text
+from robusteval.metrics.matcha_summary import FLAG
+from robusteval.report.method_results import merged, registered_results
 from robusteval.report.model import Num
 
 stdout = Console()
@@ -30,51 +30,38 @@ def format_num(num: Num, *, unit: bool = False) -> str:
 
 def print_exclusions(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
     """What a run left out and why, under its table: ``not attacked: 4 (no answer in the clean completion 4)``
-    from the summary's ``skip_reasons``, and its ``exclusions``: for a MATCHA summary whose rates are over every
-    attacked example, what the secondary views leave out (each in the headline as a category of its own); for
-    others, what is outside a rate's denominator."""
+    from the summary's ``skip_reasons``, then what is outside a rate's denominator (its ``exclusions``), or the
+    lines of a method that reads its summary its own way (``MethodResults.left_out_lines``: MATCHA's, whose rates are
+    over every attacked example, says what its secondary view leaves out)."""
     out = file or sys.stdout
     reasons = summary.get("skip_reasons") or {}
     if reasons:
         detail = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
         print(f"not attacked: {sum(reasons.values())} ({detail})", file=out)
-    excluded = {name: count for name, count in (summary.get("exclusions") or {}).items() if count}
-    unjudged = unjudged_text(summary)
-    if is_over_attacked(summary):
-        others = {name: count for name, count in excluded.items() if name not in EXCLUSION_DEFINITIONS}
-        if others:
-            detail = ", ".join(f"{EXCLUSIONS.get(name, name)} {count}" for name, count in others.items())
-            print(f"left out of the rates: {sum(others.values())} ({detail})", file=out)
-        if unjudged and summary.get("n_unjudged"):
-            print(f"unjudged, answer kept but the reasoning judge abstained (a category of its own, in no verdict):"
-                  f" {unjudged}", file=out)
-        cot_wrong = excluded.get("clean_cot_wrong")
-        if cot_wrong and counting(summary) != "authors":
-            print(f"clean reasoning already judged wrong, answer kept (a category of its own): {cot_wrong}", file=out)
-        elif cot_wrong:
-            print(f"clean reasoning already judged wrong, answer kept: {cot_wrong} (in the authors' headline by "
-                  "their verdict; in our denominator a category of its own)", file=out)
-        if excluded.get("no_cot"):
-            print(f"outside our denominator, in the authors': {excluded['no_cot']} (no reasoning after the clean "
-                  "answer: our counting does not attack such an answer)", file=out)
-        return
-    if excluded:
-        detail = ", ".join(f"{EXCLUSIONS.get(name, name)} {count}" for name, count in excluded.items())
-        print(f"left out of the rates: {sum(excluded.values())} ({detail})", file=out)
-    if unjudged and summary.get("n_unjudged"):
-        print(f"left out of every rate, answer kept but the reasoning judge abstained: {unjudged}", file=out)
+    lines = next((found for results in registered_results() if results.left_out_lines is not None
+                  and (found := results.left_out_lines(summary)) is not None), None)
+    if lines is None:
+        excluded = {name: count for name, count in (summary.get("exclusions") or {}).items() if count}
+        lines = [left_out_line(excluded)] if excluded else []
+    for line in lines:
+        print(line, file=out)
+
+
+def left_out_line(excluded: Mapping[str, int]) -> str:
+    """``left out of the rates: 2 (clean reasoning already judged wrong 2)``: each exclusion as its method's
+    ``exclusion_texts`` says it (a name no method gives as itself)."""
+    texts = merged(lambda results: results.exclusion_texts)
+    detail = ", ".join(f"{texts.get(name, name)} {count}" for name, count in excluded.items())
+    return f"left out of the rates: {sum(excluded.values())} ({detail})"
 
 
 def print_flags(summary: Mapping[str, Any], *, file: TextIO | None = None) -> None:
     """Under a run's table, each of its flags on a line: ``⚑ semantic gate: none (edits unchecked)`` (the
-    table marks the flagged rates ⚑)."""
-    for text in flag_texts(summary):
+    table marks the flagged rates ⚑); the flags as the methods read them (``MethodResults.flag_texts``)."""
+    texts = [text for results in registered_results() if results.flag_texts is not None
+             for text in results.flag_texts(summary)]
+    for text in dict.fromkeys(texts):
         print(f"{FLAG} {text}", file=file or sys.stdout)
-
-
-#: How the summaries' exclusions read in a sentence.
-EXCLUSIONS = {"clean_cot_wrong": "clean reasoning already judged wrong",
-              "original_wrong": "original question answered wrongly"}
 
 
 def format_value(value: Any) -> str:

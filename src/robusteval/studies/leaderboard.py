@@ -9,11 +9,13 @@ one β for all of them), written under ``<out>/<its study table, else the method
 differ: :mod:`robusteval.report.comparability`, which holds MATCHA's counting) says so. A flagged number (a
 MATCHA rate whose reasoning judge is deterministic only, or whose edits no semantic gate checked) is marked
 ``⚑`` in the printed rows, its flags in the column's note, in ``leaderboard.json`` (each cell's ``flags``) and
-in the CSV (``<column>_flags``). Under the authors' counting a MATCHA headline's rate over our denominator
-(``ur[ours]``) gets a column beside it (``...:ur@ours``), with the same direction. MATCHA's rates are over every
-attacked example (``n_attacked``); where some model has unjudged answers (or clean reasonings judged wrong) their
-share gets a column too, so each model's categories add up to its n (and its cells carry the flag saying so). Accuracies read "higher is
-better" (a clean accuracy is not a robustness score), the other numbers "<direction> is more robust".
+in the CSV (``<column>_flags``). A headline's rate over another of its method's denominators
+(``MethodResults.denominators``: MATCHA under the authors' counting, ``ur[ours]``) gets a column beside it
+(``...:ur@ours``), with the same direction. Where some model has examples in one of a method's categories beside
+its headlines (``MethodResults.category_shares``: MATCHA's unjudged answers, clean reasonings judged wrong) their
+share gets a column too, so each model's categories add up to its n (and its cells carry the flag saying so).
+Accuracies read "higher is better" (a clean accuracy is not a robustness score), a method's own numbers as it
+says (``MethodResults.readings``), the other numbers "<direction> is more robust".
 
 Every pair of models is tested on each column (:mod:`robusteval.report.pairing`: McNemar or a paired bootstrap on
 the examples both runs hold, Holm-adjusted over the whole table): ``leaderboard.json``'s ``pairwise``,
@@ -29,13 +31,13 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robusteval.errors import UserError
 from robusteval.methods import MethodSpec, method_named
 from robusteval.methods import methods as registered_methods
 from robusteval.metrics.formatting import clean_number
-from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, FLAG
+from robusteval.metrics.matcha_summary import FLAG
 from robusteval.metrics.significance import PairedTest
 from robusteval.report.build import section_of
 from robusteval.report.model import Num, Rate
@@ -44,15 +46,15 @@ from robusteval.report.tables import format_num
 from robusteval.store import write_text_atomic
 from robusteval.studies.plan import StudyPlan, run_dir
 
+if TYPE_CHECKING:
+    from robusteval.report.method_results import MethodResults
+
 CSV_NAME = "leaderboard.csv"
 JSON_NAME = "leaderboard.json"
 PAIRWISE_NAME = "pairwise.csv"
 #: Numbers that are accuracies: "higher is better", never "more robust" (a clean accuracy measures no robustness);
 #: a method's own read as its results say (``MethodResults.readings``).
 ACCURACIES = ("acc",)
-#: MATCHA's categories beside UR/SR/WR (answer kept but unjudged; clean reasoning already judged wrong): shares of
-#: the same attacked examples, shown where some run has one so each model's categories add up, but no score.
-CATEGORY_SHARES = ("unjudged_rate", "clean_cot_wrong_rate")
 
 
 def method_reading(metric: str) -> str | None:
@@ -68,10 +70,9 @@ def method_reading(metric: str) -> str | None:
 
 
 def direction(metric: str, better: str) -> str:
-    """How a column reads: ``higher is better`` for an accuracy, else ``lower is more robust`` (or higher); a
-    category share of MATCHA's attacked examples reads as such, a method's own number as the method says."""
-    if metric.split("[", 1)[0] in CATEGORY_SHARES:
-        return "share of the attacked, no score"
+    """How a column reads: a method's own number as the method says (``MethodResults.readings``: a share of
+    MATCHA's attacked examples in a category as such), else ``higher is better`` for an accuracy, else ``lower is
+    more robust`` (or higher)."""
     reading = method_reading(metric)
     if reading is not None:
         return reading.format(better=better)
@@ -196,20 +197,21 @@ def _headline_rates(rates: Sequence[Rate], metric: str) -> Rate | None:
     return by_name.get(metric)
 
 
-def _with_denominators(headlines: Sequence[tuple[str, str]], rates: Iterable[Sequence[Rate]]
-                       ) -> list[tuple[str, str]]:
-    """The headlines, each followed by its rates over other denominators some run has (MATCHA under the
-    authors' counting: ``ur`` then ``ur[ours]``), in the headline's direction; after MATCHA's, its other
-    categories (unjudged...) where some run has an example in one, so each model's categories sum to its n."""
+def _with_denominators(headlines: Sequence[tuple[str, str]], rates: Iterable[Sequence[Rate]],
+                       own: MethodResults | None = None) -> list[tuple[str, str]]:
+    """The headlines, each followed by its rates over the method's other denominators some run has
+    (``own.denominators``: MATCHA under the authors' counting, ``ur`` then ``ur[ours]``), in the headline's
+    direction; after them, the method's category shares (``own.category_shares``: MATCHA's unjudged...) where
+    some run has an example in one, so each model's categories sum to its n."""
     rates = [list(run) for run in rates]
     names = {rate.metric for run in rates for rate in run}
     held = {rate.metric for run in rates for rate in run if rate.num.value}
-    metrics = {metric for metric, _ in headlines}
-    if {"ur", "sr", "wr"} <= metrics:
-        headlines = [*headlines, *((m, "lower") for m in CATEGORY_SHARES
-                                   if m in held or any(f"{m}[{d}]" in held for d in DENOMINATOR_NAMES))]
+    others = tuple(own.denominators) if own is not None else ()
+    shares = tuple(own.category_shares) if own is not None else ()
+    headlines = [*headlines, *((m, "lower") for m in shares
+                               if m in held or any(f"{m}[{d}]" in held for d in others))]
     return [(name, better) for metric, better in headlines
-            for name in (metric, *(f"{metric}[{d}]" for d in DENOMINATOR_NAMES if f"{metric}[{d}]" in names))]
+            for name in (metric, *(f"{metric}[{d}]" for d in others if f"{metric}[{d}]" in names))]
 
 
 def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> StudyLeaderboard:
@@ -242,7 +244,7 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
         # Numbers about the method's inputs beside its headlines (its ``study_extras``): shown, never tested.
         extras = own.study_extras if own is not None else None
         measured = extras(list(rates.values())) if extras is not None else []
-        for metric, better in [*_with_denominators(headlines, rates.values()), *measured]:
+        for metric, better in [*_with_denominators(headlines, rates.values(), own), *measured]:
             # "acc[original]" -> "acc@original": brackets are markup to the terminal table and noise in a CSV
             name = f"{method_name}:{dataset}:{metric.replace('[', '@').rstrip(']')}"
             denominator = ""

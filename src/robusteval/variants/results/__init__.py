@@ -47,4 +47,5 @@ def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
 
 #: The scores are accuracies: "higher is better", never "more robust" (the drop says how robust).
 RESULTS = MethodResults(rates=rates, outcomes=outcomes, boards=(BOARD,), section=varmath.variants_section,
-                        readings={"strict": "{better} is better", "loose": "{better} is better"})
+                        readings={"strict": "{better} is better", "loose": "{better} is better"},
+                        tex_headings={"n_problems": "problems", "instances": "Instances", "diagnosis": "Diagnosis"})

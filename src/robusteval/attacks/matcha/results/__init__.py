@@ -11,10 +11,31 @@ from robusteval.attacks.matcha.results.outcomes import matcha_outcomes, transfer
 from robusteval.attacks.matcha.results.rates import matcha_rates, transfer_rates
 from robusteval.attacks.matcha.results.section import matcha_section
 from robusteval.attacks.matcha.results.show import matcha_show, transfer_show
+from robusteval.attacks.matcha.results.summary_lines import (
+    MATCHA_EXCLUSIONS,
+    TRANSFER_EXCLUSIONS,
+    left_out_lines,
+)
+from robusteval.metrics.matcha_summary import DENOMINATOR_NAMES, flag_texts
+from robusteval.report.latex_tex import Tex
 from robusteval.report.method_results import MethodResults
 
+#: MATCHA's categories beside UR/SR/WR (answer kept but unjudged; clean reasoning already judged wrong): shares of
+#: the same attacked examples, shown where some run has one so each model's categories add up, but no score.
+CATEGORY_SHARES = ("unjudged_rate", "clean_cot_wrong_rate")
+
 RESULTS = MethodResults(rates=matcha_rates, outcomes=matcha_outcomes, boards=(MATCHA_BOARD,),
-                        section=matcha_section, latex=matcha_tables, comparability=matcha_key, show=matcha_show)
+                        section=matcha_section, latex=matcha_tables, comparability=matcha_key, show=matcha_show,
+                        exclusion_texts=MATCHA_EXCLUSIONS, left_out_lines=left_out_lines, flag_texts=flag_texts,
+                        category_shares=CATEGORY_SHARES, denominators=tuple(DENOMINATOR_NAMES),
+                        readings=dict.fromkeys(CATEGORY_SHARES, "share of the attacked, no score"),
+                        tex_headings={"n_attacked": Tex(r"$n_{\mathrm{att}}$"), "n_unjudged": "unjudged",
+                                      "level": "Level"},
+                        metric_names={"ur": "UR", "sr": "SR", "wr": "WR", "unjudged_rate": "unjudged",
+                                      "clean_cot_wrong_rate": "clean wrong"})
 #: Transfer runs are shown in MATCHA's section (no section of their own).
 TRANSFER_RESULTS = MethodResults(rates=transfer_rates, outcomes=transfer_outcomes, boards=(TRANSFER_BOARD,),
-                                 show=transfer_show)
+                                 show=transfer_show, exclusion_texts=TRANSFER_EXCLUSIONS,
+                                 tex_headings={"n_original_correct": "originally correct", "n_unjudged": "unjudged",
+                                               "n_transferred": "transferred", "source": "Source"},
+                                 metric_names={"transfer_rate": "transfer rate"})

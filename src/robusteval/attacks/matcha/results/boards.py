@@ -33,6 +33,8 @@ OPTIONAL = frozenset({"flags", "n_unjudged", "n_rated", "unjudged", "clean_wrong
 #: Columns shown only where some row's number is not 0 (a category no run holds an example of: the ``outcomes``
 #: column still counts it).
 ZERO_HIDDEN = frozenset({"unjudged", "clean_wrong", "unjudged_ours", "clean_wrong_ours"})
+#: Columns a paper's table leaves out: the counts by outcome (the rates beside them say the same).
+TEX_HIDDEN = frozenset({"outcomes", "outcomes_ours"})
 
 
 def _matcha_rows(run: Run) -> list[Row]:
@@ -92,7 +94,7 @@ MATCHA_BOARD = Board(
      "flags"),
     (("ur", True), ("sr", False)), _matcha_rows, ("ur", "n_attacked"),
     tested=(("acc", "acc", "higher"), ("ur", "ur", "higher"), ("sr", "sr", "lower"), ("wr", "wr", "lower")),
-    headings=HEADINGS, optional=OPTIONAL, zero_hidden=ZERO_HIDDEN, own_tables=(
+    headings=HEADINGS, optional=OPTIONAL, zero_hidden=ZERO_HIDDEN, tex_hidden=TEX_HIDDEN, own_tables=(
         ("every attacked example by outcome (UR, SR, WR above and these sum to 100 %; the counts to n_attacked): "
          "% [95% interval]", ("unjudged", "clean_wrong", "outcomes")),
         ("the same runs over our denominator (counting: authors; the rates above are over the authors' "
@@ -107,4 +109,4 @@ TRANSFER_BOARD = Board(
      "outcomes"), (("transfer_rate", False),),
     _transfer_rows, ("transfer_rate", "n_original_correct"),
     tested=(("transfer_rate", "transfer_rate", "lower"),), headings=HEADINGS, optional=OPTIONAL,
-    zero_hidden=ZERO_HIDDEN)
+    zero_hidden=ZERO_HIDDEN, tex_hidden=TEX_HIDDEN)

@@ -60,7 +60,13 @@ def _from_records(run: Run) -> NotAttacked:
 
 def not_attacked(run: Run) -> NotAttacked:
     """Why a MATCHA run left questions unattacked or unrated: its summary's counts, else counted from its rows."""
-    return counted(run, _from_records)
+    return counted(run, _from_records, _unnamed)
+
+
+def _unnamed(summary: Mapping[str, Any]) -> dict[str, int]:
+    """The exclusions of a summary made before they were named: it has always counted this one."""
+    cot_wrong = summary.get("n_clean_cot_wrong")
+    return {"clean_cot_wrong": cot_wrong} if isinstance(cot_wrong, int) and cot_wrong else {}
 
 
 def _attacked_rows(run: Run, found: NotAttacked) -> tuple[list[list[Num | str]], str]:

@@ -11,6 +11,7 @@ from robusteval.attacks.wordimportance.results.boards import BOARDS
 from robusteval.attacks.wordimportance.results.ors import ORS_FILE, study_columns
 from robusteval.attacks.wordimportance.results.section import success_rate, wordimportance_section
 from robusteval.metrics.significance import Outcomes
+from robusteval.report.latex_tex import Tex
 from robusteval.report.method_results import MethodResults, NumberFormat
 from robusteval.report.model import Rate
 from robusteval.report.pairing import share_outcomes, stage_records
@@ -37,4 +38,7 @@ def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
 
 RESULTS = MethodResults(rates=run_rates, outcomes=outcomes, boards=BOARDS, section=wordimportance_section,
                         study_columns=study_columns, result_files=(ORS_FILE,),
-                        formats={"ors": NumberFormat("ORS", digits=2)})
+                        formats={"ors": NumberFormat("ORS", digits=2)},
+                        tex_headings={"n_attacked": Tex(r"$n_{\mathrm{att}}$"), "rate": Tex(r"$\alpha$"),
+                                      "beta": Tex(r"$\beta$")},
+                        tex_note_names={"rate": "α", "beta": "β"}, metric_names={"asr": "ASR"})

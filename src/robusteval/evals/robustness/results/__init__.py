@@ -87,4 +87,5 @@ def labelled_metrics(cells: list[list[Rate]]) -> list[tuple[str, str]]:
 RESULTS = MethodResults(rates=rates, outcomes=outcomes, boards=(BOARD,), section=perturbed.robustness_section,
                         study_extras=labelled_metrics,
                         readings={MEASURED: "share of the labelled edits judged same meaning, no score",
-                                  PRESERVED_RB: "{better} is more robust; over the edits labelled same meaning only"})
+                                  PRESERVED_RB: "{better} is more robust; over the edits labelled same meaning only"},
+                        tex_headings={"sets": "Sets"}, metric_names={"rb_index": "RB-index"})

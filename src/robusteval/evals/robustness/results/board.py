@@ -102,4 +102,5 @@ BOARD = Board("robustness", COMMAND, "Perturbed benchmarks: lower RB-index ranks
               headings={"acc_original": "original accuracy %", "rb_index": "RB-index %",
                         "rb_index_preserved": "RB-index over meaning-preserving edits %",
                         "preservation": "accuracy and same meaning (labelled edits) per set"},
+              optional=frozenset({"preservation", "rb_index_preserved"}),
               tex=tex_tables, tex_hidden=frozenset({"unparsed", "label_mode", "preservation"}))
