@@ -57,7 +57,9 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-def _default(field: dataclasses.Field[Any]) -> str:
+def _default(field: dataclasses.Field[Any], defaults: dict[str, Any]) -> str:
+    if field.name in defaults:
+        return reference_value(defaults[field.name])
     if field.default is not dataclasses.MISSING:
         return reference_value(field.default)
     if field.default_factory is not dataclasses.MISSING:
@@ -77,16 +79,22 @@ def _flag(field: dataclasses.Field[Any], command_line: bool) -> str:
     return f"`{flag}`"
 
 
-def _rows(config_type: type, part: str = "", command_line: bool = True) -> Iterator[str]:
+def _rows(config_type: type, part: str = "", command_line: bool = True, block: dict[str, Any] | None = None
+          ) -> Iterator[str]:
+    """The rows of ``config_type``'s keys; ``block``: the metadata of a shared block's field (its keys read, its
+    config's defaults)."""
     hints = typing.get_type_hints(config_type)
+    keys, defaults = (block or {}).get("keys"), (block or {}).get("defaults") or {}
     for field in dataclasses.fields(config_type):
-        if not field.init:
+        if not field.init or (keys is not None and field.name not in keys):
             continue
         if field.metadata.get("nested"):
             inner = hints[field.name]
-            yield from _rows(inner, inner.__name__, command_line and bool(field.metadata.get("cli", True)))
+            yield from _rows(inner, inner.__name__, command_line and bool(field.metadata.get("cli", True)),
+                             dict(field.metadata))
             continue
-        yield (f"| `{field.name}` | {reference_cell(_type_name(hints[field.name]))} | {reference_cell(_default(field))} | "
+        yield (f"| `{field.name}` | {reference_cell(_type_name(hints[field.name]))} | "
+               f"{reference_cell(_default(field, defaults))} | "
                f"{_flag(field, command_line)} | {reference_cell(part)} | {reference_cell(field.metadata.get('help', ''))} |")
 
 

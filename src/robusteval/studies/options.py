@@ -14,15 +14,18 @@ from typing import Any
 from robusteval.config import describe_kinds, value_kinds
 
 
-def option_fields(config_type: type) -> dict[str, tuple[tuple[str, ...], Any]]:
+def option_fields(config_type: type, only: tuple[str, ...] | None = None) -> dict[str, tuple[tuple[str, ...], Any]]:
     """Every option of ``config_type`` by field name: (the nested configs leading to it, its annotation), nested
-    configs flattened as the command line flattens them. A default-True switch is also known by its flag
-    (``no_rank = true`` is ``rank = false``: :func:`negated_flags`)."""
+    configs flattened as the command line flattens them (of a shared block, the keys its config reads: ``only``).
+    A default-True switch is also known by its flag (``no_rank = true`` is ``rank = false``:
+    :func:`negated_flags`)."""
     out: dict[str, tuple[tuple[str, ...], Any]] = {}
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):
+        if only is not None and field.name not in only:
+            continue
         if field.metadata.get("nested"):
-            for name, (path, annotation) in option_fields(hints[field.name]).items():
+            for name, (path, annotation) in option_fields(hints[field.name], field.metadata.get("keys")).items():
                 out[name] = ((field.name, *path), annotation)
         elif field.metadata.get("cli", True):
             out[field.name] = ((), hints[field.name])

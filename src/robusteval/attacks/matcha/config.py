@@ -23,16 +23,17 @@ from robusteval.config import (
     WHEN_SET,
     ConfigError,
     check_at_least,
-    check_chat,
     check_choice,
     check_choices,
     check_positive,
     field_check,
+    fill_unset,
     nested,
     option,
     validated,
 )
 from robusteval.data.spec import DataSpec
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.text.thinking import DEFAULT_MAX_THINKING_TOKENS, ReasoningOptions
 
@@ -219,7 +220,7 @@ def is_paper_judge(atom: str) -> bool:
 
 @validated
 @dataclass(frozen=True)
-class MatchaRunConfig:
+class MatchaRunConfig(GenerationFields):
     """One MATCHA attack run: data, attack level and variant, judges, hyper-parameters (None: the paper's
     default for the dataset, see :data:`robusteval.attacks.matcha.config_presets.DATASET_DEFAULTS`).
 
@@ -318,15 +319,14 @@ class MatchaRunConfig:
                                      "original exceeds this before the semantic judge sees it (drift = 1 - cosine "
                                      "of all-MiniLM-L6-v2 embeddings with the drift extra, else the character "
                                      "edit ratio; the summary records which)")
-    max_new_tokens: int | None = option(None, help="generation budget per answer (a thinking target's reply; its "
-                                        "trace gets --max-thinking-tokens on top) (default "
-                                        f"{MAX_NEW_TOKENS})")
     reasoning_source: str | None = option(None, cli=MORE, choices=REASONING_SOURCES, identity=False,
                                           help="a thinking target: the reasoning attacked and judged: chain (default: "
                                           "the reasoning after the answer in the reply, the paper's quantity), trace "
                                           "(the thinking trace) or both; the answer is always read from the reply. "
                                           "In the run identity when the target thinks")
     thinking: ReasoningOptions = nested(default_factory=ReasoningOptions)
+    # The attacked model's prompt shape and budget (max_new_tokens unset: the preset's, else MAX_NEW_TOKENS).
+    generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens")
     success_check: str | None = option(None, cli=CONFIG_KEY, choices=SUCCESS_CHECKS,
                                        help="token level: when to generate and judge: final (once, after the last "
                                        "step: the paper's text) or insertion-and-final (also right after the "
@@ -336,10 +336,6 @@ class MatchaRunConfig:
     exemplars: str | None = option(None, metavar="math|yesno|PATH",
                                    help="in-context exemplars (default: built-in set matching the answer type; "
                                    "--preset paper needs a file, e.g. the Wei et al. sets)")
-    chat: bool = option(False, help="prompt the attacked model through its chat template (exemplars as earlier "
-                        "turns); the editable span is the question inside the user turn")
-    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer "
-                                       "first, then the reasoning)")
     sample: int | None = option(None, cli=CONFIG_KEY, help="attack a seeded random sample of N examples (after --limit); "
                                 "--preset paper samples 500 StrategyQA questions")
     # Not in the identity: the values it fills are (a preset run resumes under the same settings given one by one).
@@ -356,18 +352,15 @@ class MatchaRunConfig:
 
         check_choices(self)
         # frozen: the preset's values and the defaults of the settings a preset may set, filled once, here
-        for name, value in (*preset_values(self.preset, self.data.dataset, self.level).items(),
-                            ("max_new_tokens", MAX_NEW_TOKENS), ("max_redraws", MAX_REDRAWS)):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, value)
-        check_chat(self)
+        fill_unset(self, {"max_new_tokens": MAX_NEW_TOKENS, "max_redraws": MAX_REDRAWS,
+                          **preset_values(self.preset, self.data.dataset, self.level)})
         if self.reasoning_source is not None and self.thinking.reasoning == "none":
             raise ConfigError(self, "reasoning_source", "the target is read without a trace (reasoning none); "
                               "leave it unset")
         if self.thinking.reasoning == "harmony":
             raise ConfigError(self.thinking, "reasoning", "MATCHA attacks think-tag traces (harmony's channels are "
                               "special tokens the attack's text spans do not hold); use think-tags or none")
-        for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "max_new_tokens", "sample"):
+        for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "sample"):
             check_positive(self, name)
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
         for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),

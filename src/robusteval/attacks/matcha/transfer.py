@@ -25,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.config import (
-    check_at_least,
-    check_chat,
     check_choices,
     check_positive,
     field_check,
@@ -49,6 +47,7 @@ from robusteval.judges.errortypes import check_error_classifier_spec
 from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import (
     AnswerFirstPrompt,
@@ -452,28 +451,24 @@ def transfer_outcome(row: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------ pipeline
 @validated
 @dataclass(frozen=True)
-class TransferConfig:
+class TransferConfig(GenerationFields):
     """Replay a MATCHA run's successful perturbed questions on another model (``robusteval transfer``)."""
 
     # The source is identified by its own stored identity (the directory may move), the limit may grow.
     source: str = option(flag="--from", metavar="DIR", identity=False,
                          help="run directory of a token-level 'attack matcha' run (config key: source)")
-    temperature: float = option(0.7, help="sampling temperature (paper: 0.7)")
     seed: int = option(DEFAULT_SEED, help="sampling seed sent with every request")
     judge: str | None = option(None, metavar="SPEC|arith",
                                help="reasoning judge; unset: the source run's judge. arith, grounding, a model spec, A+B, "
                                "vote:A,B,C")
     limit: int | None = option(None, help="transfer the first N successes", identity=False)
-    max_new_tokens: int | None = option(None, help="generation budget; unset: the source run's")
     exemplars: str | None = option(None, metavar="math|yesno|PATH", identity=False,
                                    help="the source run's exemplar set, where it cannot be found by itself (must "
                                    "be the same; its prompt prefix hash is in the identity)")
     answer_type: str | None = option(None, choices=("number", "yesno", "math", "text", "label"),
                                      help="how answers are compared; unset: inferred from the source run")
-    chat: bool = option(False, help="prompt the target model through its chat template (hf) or /chat/completions "
-                        "(openai): a system prompt, the exemplars as earlier turns, the question as the last one")
-    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer first, "
-                                       "then the reasoning; '' for no system turn)")
+    generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", "temperature",
+                                                     temperature=0.7)
     judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
                               "(openai), the judge prompt as one user turn")
     error_classifier: str | None = option(None, metavar="MODEL-SPEC",
@@ -488,9 +483,6 @@ class TransferConfig:
         they are refused before a run directory is made (see MatchaRunConfig)."""
         check_choices(self)
         check_positive(self, "limit")
-        check_positive(self, "max_new_tokens")
-        check_at_least(self, "temperature", 0, optional=False)
-        check_chat(self)
         if self.judge is not None:
             with field_check(self, "judge"):
                 check_judge_spec(self.judge, task=REASONING)
@@ -533,7 +525,7 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
         if not source.items or backend is None:
             if source.items:
                 raise UserError("transfer: a model backend is needed: the source run has successes to replay")
-            summary = transfer_summary(source, [], model=None, temperature=config.temperature, seed=config.seed,
+            summary = transfer_summary(source, [], model=None, temperature=config.generation.sampling_temperature(), seed=config.seed,
                                        max_new_tokens=max_new_tokens, judges={"reasoning": judge_spec})
             return finish(run, summary, seeds={"seed": config.seed})
 
@@ -549,7 +541,7 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
         if classifier is not None:
             judge_names["error_classifier"] = classifier.name
         runner = TransferRunner(backend, run, source, reasoning_judge=judge_reasoning,
-                                temperature=config.temperature, seed=config.seed, max_new_tokens=max_new_tokens,
+                                temperature=config.generation.sampling_temperature(), seed=config.seed, max_new_tokens=max_new_tokens,
                                 batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
                                 error_classifier=classifier, reasoning=ReasoningOptions().resolve(backend))
         summary = runner.summary(runner.outcomes(), judge_names)

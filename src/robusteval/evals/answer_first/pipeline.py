@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
-from robusteval.config import check_at_least, check_chat, field_check, nested, option, validated
+from robusteval.config import field_check, nested, option, validated
 from robusteval.data.answers import (
     MATH_GRADERS,
     check_math_grader,
@@ -22,6 +22,7 @@ from robusteval.lifecycle import public_entry
 from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
 from robusteval.models.context import PROMPT_TOO_LONG, context_overflow, request_tokens
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.models.thinking import generate_thinking
 from robusteval.prompts.answer_first import AnswerFirstPrompt, check_exemplars, exemplars_for
@@ -138,25 +139,19 @@ def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ pipeline
 @validated
 @dataclass(frozen=True)
-class EvalConfig:
+class EvalConfig(GenerationFields):
     """``robusteval eval``: answer-first accuracy of one model on one dataset."""
 
     data: DataSpec = nested()
     exemplars: str | None = option(None, metavar="math|yesno|PATH",
                                    help="in-context exemplars (default: built-in set matching the answer type)")
-    max_new_tokens: int = option(256, help="generation budget per answer")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
-                        "a system prompt, the exemplars as earlier turns, the question as the last user turn")
-    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer "
-                                       "first, then the reasoning; '' for no system turn)")
+    generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", max_new_tokens=256)
     seed: int = option(DEFAULT_SEED, help="random seed (recorded; greedy decoding ignores it)")
     # In the identity: every stored answer holds its verdict, so one run directory never mixes graders.
     math_grader: str = option("builtin", choices=MATH_GRADERS, help=MATH_GRADER_HELP)
     thinking: ReasoningOptions = nested(default_factory=ReasoningOptions)
 
     def __post_init__(self) -> None:
-        check_chat(self)
-        check_at_least(self, "max_new_tokens", 1, optional=False)
         with field_check(self, "math_grader"):
             check_math_grader(self.math_grader)
         with field_check(self, "exemplars"):
@@ -210,7 +205,7 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
     reasoning = config.thinking.resolve(backend)
     identity = eval_identity(config, backend_identity(backend), examples)
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
-        records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
+        records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.generation.budget(),
                                        batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
                                        math_grader=config.math_grader, reasoning=reasoning, options=config.thinking)
         summary = {

@@ -13,7 +13,6 @@ from typing import Any
 from robusteval.config import (
     ConfigError,
     check_at_least,
-    check_chat,
     check_choices,
     field_check,
     nested,
@@ -24,6 +23,7 @@ from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.evals.classification import check_template_source
 from robusteval.evals.prompt_robustness.surfaces import TARGETS
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import PerturbationSpec
 from robusteval.seeding import DEFAULT_SEED
@@ -42,7 +42,7 @@ def parse_methods(text: str) -> list[str]:
 
 @validated
 @dataclass(frozen=True)
-class PromptRobustnessConfig:
+class PromptRobustnessConfig(GenerationFields):
     """``robusteval prompt-robustness``: one model as a classifier with the clean prompt and with k perturbed
     copies of one surface of it per method, on the same questions.
 
@@ -65,8 +65,7 @@ class PromptRobustnessConfig:
     template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
                                   help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
                                   "labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it (the target of --target system)")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs a backend that scores)")
@@ -80,7 +79,6 @@ class PromptRobustnessConfig:
         if not isinstance(self.methods, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "methods", ",".join(self.methods))
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "prompts_per_method", 1, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
         names = _checked_methods(self)
@@ -100,7 +98,7 @@ class PromptRobustnessConfig:
 
 @validated
 @dataclass(frozen=True)
-class PromptSearchConfig:
+class PromptSearchConfig(GenerationFields):
     """``robusteval prompt-robustness --mode search``: the word-importance search over the instruction's words,
     lowering the accuracy on a seeded search set under a query budget; the found prompt scored on the held-out
     examples (the rest of the data)."""
@@ -120,8 +118,7 @@ class PromptSearchConfig:
     template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
                                   help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
                                   "labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
     label_mode: str = option("hard", choices=("hard", "soft"),
                              help="hard: the search lowers the accuracy; soft: the mean probability of the true "
                              "labels (needs a backend that scores)")
@@ -133,7 +130,6 @@ class PromptSearchConfig:
         if not isinstance(self.methods, str):
             object.__setattr__(self, "methods", ",".join(self.methods))
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "budget", 1, optional=False)
         check_at_least(self, "search_size", 1, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
@@ -156,7 +152,7 @@ class PromptSearchConfig:
 
 @validated
 @dataclass(frozen=True)
-class PromptSpreadConfig:
+class PromptSpreadConfig(GenerationFields):
     """``robusteval prompt-robustness --mode spread``: the same examples asked with a set of equivalent prompts
     (from ``prompts_file`` and/or ``n_formats`` formats of FormatSpread's grammar); min, max, mean, spread and the
     worst case per example."""
@@ -170,8 +166,7 @@ class PromptSpreadConfig:
     template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
                                   help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
                                   "labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs a backend that scores)")
@@ -181,7 +176,6 @@ class PromptSpreadConfig:
 
     def __post_init__(self) -> None:
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "n_formats", 0, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
         if self.n_formats == 0 and not self.prompts_file:

@@ -19,7 +19,6 @@ from typing import Any, TypedDict
 from robusteval.config import (
     ConfigError,
     check_at_least,
-    check_chat,
     check_choices,
     field_check,
     nested,
@@ -40,6 +39,7 @@ from robusteval.evals.classification import (
 )
 from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.models.identity import backend_identity
 from robusteval.perturbations.base import Language
 from robusteval.perturbations.registry import check_method_name
@@ -87,7 +87,7 @@ def parse_sets(text: str) -> list[SetSpec]:
 
 @validated
 @dataclass(frozen=True)
-class RobustnessConfig:
+class RobustnessConfig(GenerationFields):
     """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.
 
     The sets, label mode and bootstrap only change the summary, not a stored unit, so a run directory can be
@@ -102,9 +102,7 @@ class RobustnessConfig:
                                          identity=False)
     template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
                                   help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
-                        "the template's text as one user turn")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
     max_thinking_tokens: int | None = thinking_budget_option()
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
@@ -129,7 +127,6 @@ class RobustnessConfig:
         if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "sets", ",".join(self.sets))
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "bootstrap", 0, optional=False)
         check_at_least(self, "max_thinking_tokens", 1)
         check_at_least(self, "min_changed", 0, optional=False)
