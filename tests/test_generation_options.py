@@ -143,3 +143,27 @@ def test_a_sweep_grid_names_a_generation_setting_flat_or_by_its_path() -> None:
 
     config = with_options(MatchaRunConfig(data=D), {"max_new_tokens": 64, "steps": 2, "seed": 3})
     assert (config.max_new_tokens, config.steps, config.seed) == (64, 2, 3)
+
+
+@pytest.mark.parametrize(("run", "hyper"), [
+    ({"steps": -1}, {"steps": -1}),
+    ({"epsilon": 0.0, "level": "embedding"}, {"eps_fraction": 0.0, "level": "embedding"}),
+    ({"level": "embedding", "variant": "gcg-suffix"}, {"level": "embedding", "variant": "gcg-suffix"}),
+    ({"level": "embedding", "success_check": "insertion-and-final"},
+     {"level": "embedding", "success_check": "insertion-and-final"}),
+    ({"replacement_gate": "corrected"}, {"replacement_gate": "corrected"}),
+    ({"replacement_positions": "authors", "counting": "authors", "level": "embedding"},
+     {"replacement_positions": "authors", "counting": "authors", "level": "embedding"}),
+])
+def test_matcha_hyperparameters_are_checked_in_one_place(run: dict[str, Any], hyper: dict[str, Any]) -> None:
+    """MatchaRunConfig refuses a bad hyper-parameter with MatchaConfig's own check, in its own field names (it
+    re-checked them itself, in other words)."""
+    from robusteval.attacks.matcha.config import MatchaConfig
+
+    with pytest.raises(ConfigError) as own:
+        MatchaConfig(**hyper)
+    with pytest.raises(ConfigError) as through:
+        MatchaRunConfig(data=D, **run)
+    assert through.value.config_type is MatchaRunConfig
+    assert through.value.problem == own.value.problem
+    assert through.value.field == {"eps_fraction": "epsilon"}.get(own.value.field, own.value.field)

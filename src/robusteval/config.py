@@ -328,7 +328,10 @@ def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]
         field = next(f for f in fields if f.name == block)
         inner = values.get(block)
         base = inner if isinstance(inner, hints[block]) else field.default_factory()  # type: ignore[operator]
-        values[block] = dataclasses.replace(base, **given)
+        try:
+            values[block] = dataclasses.replace(base, **given)
+        except ConfigError as exc:  # named as the caller named it: TransferConfig.temperature
+            raise ConfigError(config_type, exc.field, exc.problem) from None
     for field in fields:
         if field.name in values and field.metadata.get("keys") is not None:
             values[field.name] = _block_value(config_type, field, values[field.name], hints[field.name])

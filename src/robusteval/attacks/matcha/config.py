@@ -212,6 +212,10 @@ class MatchaConfig:
         return record
 
 
+#: MatchaConfig's fields that MatchaRunConfig names otherwise (the flags' names).
+RUN_FIELDS = {"eps_fraction": "epsilon"}
+
+
 def is_paper_judge(atom: str) -> bool:
     """Whether a judge spec's atom is the authors' LLM judge, GPT-3.5-turbo through the OpenAI API (IRD 323)."""
     kind, _, rest = atom.strip().partition(":")
@@ -360,11 +364,9 @@ class MatchaRunConfig(GenerationFields):
         if self.thinking.reasoning == "harmony":
             raise ConfigError(self.thinking, "reasoning", "MATCHA attacks think-tag traces (harmony's channels are "
                               "special tokens the attack's text spans do not hold); use think-tags or none")
-        for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "sample"):
-            check_positive(self, name)
+        check_positive(self, "sample")
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
-        for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
-                              ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0),
+        for name, minimum in (("min_correct", 0), ("attack_limit", 0), ("judge_retries", 0),
                               ("max_attack_tokens", 0), ("judge_max_thinking_tokens", 1)):
             check_at_least(self, name, minimum)
         if self.resolved_counting() == "authors":
@@ -379,23 +381,7 @@ class MatchaRunConfig(GenerationFields):
         if self.unreadable_verdicts == "authors-fallback" and self.resolved_counting() != "authors":
             raise ConfigError(self, "unreadable_verdicts", "authors-fallback counts what the authors' buggy fallback "
                               "reads; it is for {counting=authors} only (robusteval's counting abstains)")
-        if self.replacement_gate is not None and (self.resolved_counting() != "authors" or self.level != "token"):
-            raise ConfigError(self, "replacement_gate", "chooses between the authors' replacement gate and its "
-                              "correction: {counting=authors} at the token level only")
-        if self.replacement_positions is not None and (self.resolved_counting() != "authors"
-                                                       or self.level != "token"):
-            raise ConfigError(self, "replacement_positions", "chooses between the authors' replacement positions "
-                              "and their correction: {counting=authors} at the token level only")
-        if self.level == "embedding":
-            if self.variant not in ("full", "cot-loss-only"):
-                raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} "
-                                  "takes full or cot-loss-only")
-            if self.max_drift is not None:
-                raise ConfigError(self, "max_drift", "bounds the drift of perturbed question text; "
-                                  "{level=embedding} perturbs no text")
-            if self.success_check not in (None, "final"):
-                raise ConfigError(self, "success_check", f"{self.success_check} is for the token level "
-                                  "({level=embedding} inserts nothing)")
+        self._check_hyperparameters()
         with field_check(self, "judge"):
             check_judge_spec(self.judge, task=REASONING)
         with field_check(self, "semantic_judge"):
@@ -408,6 +394,16 @@ class MatchaRunConfig(GenerationFields):
             check_judge_prompt(self.semantic_judge_prompt, SEMANTIC)
         with field_check(self, "exemplars"):
             check_exemplars(self.exemplars)
+
+    def _check_hyperparameters(self) -> None:
+        """The attack's hyper-parameters checked where they are declared, :meth:`MatchaConfig.validate` (one place),
+        its refusals named in this config's fields (``eps_fraction`` is ``epsilon`` here)."""
+        try:
+            self.hyperparameters()
+        except ConfigError as exc:
+            if exc.config_type is not MatchaConfig:
+                raise
+            raise ConfigError(self, RUN_FIELDS.get(exc.field, exc.field), exc.problem) from None
 
     @staticmethod
     def presets_setting(name: str) -> list[str]:
@@ -462,8 +458,8 @@ class MatchaRunConfig(GenerationFields):
             drift_measure=drift_measure() if self.max_drift is not None else None,
             success_check=self.success_check or "final",
             counting=self.resolved_counting(),
-            replacement_gate=self.resolved_replacement_gate(),
-            replacement_positions=self.resolved_replacement_positions(),
+            replacement_gate=self.replacement_gate or self.resolved_replacement_gate(),  # set: MatchaConfig checks it
+            replacement_positions=self.replacement_positions or self.resolved_replacement_positions(),
             reasoning_source=(self.reasoning_source or DEFAULT_REASONING_SOURCE) if thinks else None,
             max_thinking_tokens=self.thinking_budget() if thinks else None,
         )
