@@ -167,3 +167,17 @@ def test_matcha_hyperparameters_are_checked_in_one_place(run: dict[str, Any], hy
     assert through.value.config_type is MatchaRunConfig
     assert through.value.problem == own.value.problem
     assert through.value.field == {"eps_fraction": "epsilon"}.get(own.value.field, own.value.field)
+
+
+@pytest.mark.parametrize("table", ["[methods.eval.generation]\nmax_new_tokens = 64\nchat = true\n",
+                                   "[methods.eval]\nmax_new_tokens = 64\nchat = true\n"])
+def test_a_study_file_takes_the_block_as_a_sub_table_or_flat(tmp_path: Path, table: str) -> None:
+    from robusteval.studies.plan import load_study
+
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"id": "1", "question": "1+1?", "answer": "2"}\n', encoding="utf-8")
+    study = tmp_path / "study.toml"
+    study.write_text(f'[[models]]\nspec = "hf:x"\n[datasets.d]\ndataset = "jsonl"\ndata_file = "{data}"\n'
+                     f'answer_type = "number"\n{table}', encoding="utf-8")
+    (cell,) = load_study(study).cells
+    assert cell.config.generation == GenerationOptions(chat=True, max_new_tokens=64)

@@ -40,6 +40,18 @@ def negated_flags(config_type: type) -> dict[str, str]:
             for field in dataclasses.fields(config_type) if field.metadata.get("negate")}
 
 
+def shared_blocks_flat(config_type: type, table: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's table with the sub-table of a shared block (``[methods.eval.generation]``) read as its flat keys."""
+    blocks = {f.name for f in dataclasses.fields(config_type) if f.metadata.get("flat")}
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict) and key.replace("-", "_") in blocks:
+            out.update(value)
+        else:
+            out[key] = value
+    return out
+
+
 class MissingOption(Exception):
     """A required field that no key gave (its name is the argument)."""
 
