@@ -27,6 +27,7 @@ from robusteval.evals.prompt_robustness.config import (
     PromptSpreadConfig,
 )
 from robusteval.evals.robustness.pipeline import RobustnessConfig
+from robusteval.judging import JUDGE_KEYS, JudgeOptions
 from robusteval.models.generation import GENERATION_KEYS, GenerationOptions
 from robusteval.studies.configref import sections
 from robusteval.studies.sweep import parse_grid
@@ -96,10 +97,11 @@ def _leaf_keys(config_type: type, only: tuple[str, ...] | None = None) -> list[s
 
 
 @pytest.mark.parametrize("title", [title for title, _ in sections()])
-def test_no_method_config_declares_a_generation_setting_itself_or_a_key_twice(title: str) -> None:
+def test_no_method_config_declares_a_generation_or_judge_setting_itself_or_a_key_twice(title: str) -> None:
     config_type = dict(sections())[title]
     own = {f.name for f in dataclasses.fields(config_type)}
-    assert not own & set(GENERATION_KEYS), f"{title}: declares {sorted(own & set(GENERATION_KEYS))} itself"
+    shared = set(GENERATION_KEYS) | set(JUDGE_KEYS)
+    assert not own & shared, f"{title}: declares {sorted(own & shared)} itself"
     twice = [key for key, n in Counter(_leaf_keys(config_type)).items() if n > 1]
     assert not twice, f"{title}: {twice} declared twice"
 
@@ -181,3 +183,27 @@ def test_a_study_file_takes_the_block_as_a_sub_table_or_flat(tmp_path: Path, tab
                      f'answer_type = "number"\n{table}', encoding="utf-8")
     (cell,) = load_study(study).cells
     assert cell.config.generation == GenerationOptions(chat=True, max_new_tokens=64)
+
+
+@pytest.mark.parametrize(("config_type", "other", "judging", "pinned"), [
+    (MatchaRunConfig, {"data": D}, {"judge": "arith+grounding", "semantic_judge": "none", "judge_chat": True,
+                                    "judge_retries": 2, "judge_max_thinking_tokens": 64}, "d1b2cb9b8a423082"),
+    (TransferConfig, {"source": "d"}, {"judge": "arith", "judge_chat": True}, "783b8b12dcc59ac8"),
+])
+def test_the_judge_block_flat_or_nested_keeps_the_identity_of_before(config_type: type, other: dict[str, Any],
+                                                                      judging: dict[str, Any], pinned: str) -> None:
+    nested = config_type(**other, judging=JudgeOptions(**judging))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        flat = config_type(**other, **judging)
+    assert flat == nested and _hash(nested) == pinned
+    assert flat.judge == judging["judge"] and flat.judge_chat is True
+
+
+def test_the_judge_block_checks_its_specs_once_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"^JudgeOptions.judge: "):
+        JudgeOptions(judge="nosuchkind:x")
+    with pytest.raises(ConfigError, match=r"^TransferConfig.semantic_judge: is not a setting of TransferConfig"):
+        TransferConfig(source="d", judging=JudgeOptions(semantic_judge="none"))
+    assert MatchaRunConfig(data=D).judging == JudgeOptions(judge="arith", semantic_judge="none")
+    assert TransferConfig(source="d").judge is None  # the source run's

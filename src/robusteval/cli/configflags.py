@@ -81,12 +81,17 @@ class _HelpAll(argparse.Action):
 CONFIG_REFERENCE = "docs/config-reference.md"
 
 
-def narrow_help(parser: argparse.ArgumentParser, hide: Iterable[str] = ()) -> None:
+def narrow_help(parser: argparse.ArgumentParser, hide: Iterable[str] = (), *, search: bool = True) -> None:
     """Leave the options ``hide`` out of ``parser``'s ``--help`` too, give it ``--help-all`` (every option) and
-    point its epilog at the config reference, which documents the settings ``--help`` leaves to ``--config``."""
+    point its epilog at the config reference, which documents the settings ``--help`` leaves to ``--config``
+    (``search``: the command has search settings and presets)."""
     hide_flags(parser, hide)
     parser.add_argument("--help-all", action=_HelpAll,
                         help="show every option, those this help leaves out (backend details, deprecated flags)")
+    if not search:
+        parser.epilog = ((parser.epilog or "") + f"\n\nevery key, its type, default and meaning: {CONFIG_REFERENCE}"
+                         ).lstrip()
+        return
     parser.epilog = ((parser.epilog or "") + "\n\nsearch settings (steps, ratios, ...): a --config TOML file or "
                      f"--preset; every key, its type,\ndefault and meaning: {CONFIG_REFERENCE}").lstrip()
 
@@ -198,7 +203,7 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, config_type: typ
         else:
             added.default = field.default
         if tier in (MORE, CONFIG_KEY):
-            _hide(target, added, added.help)
+            _hide(parser, added, added.help)  # the parser: a group of flags keeps no link to it
 
 
 def config_from_args(config_type: type[C], args: argparse.Namespace, only: tuple[str, ...] | None = None,

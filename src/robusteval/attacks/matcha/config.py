@@ -33,6 +33,7 @@ from robusteval.config import (
     validated,
 )
 from robusteval.data.spec import DataSpec
+from robusteval.judging import JUDGE_KEYS, JudgeFields, JudgeOptions, judge_block
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.text.thinking import DEFAULT_MAX_THINKING_TOKENS, ReasoningOptions
@@ -54,11 +55,10 @@ COUNTINGS = ("ours", "authors")
 AUTHORS_JUDGE_RETRIES = 10
 #: Their re-asks' temperature (``args.temperature``, default 0; our own re-asks sample at 0.7).
 AUTHORS_RETRY_TEMPERATURE = 0.0
-#: What a verdict still unreadable after the re-asks counts as: "abstain" (the example is counted apart, robusteval's
-#: default under both countings) or "authors-fallback" (--count authors only): "correct", as their local fallback
-#: reads every verdict (U 42-44, IRD 273-302: the first "Rating: " of the decoded prompt is the criteria prompt's
-#: worked example's "Rating: 1").
-UNREADABLE_VERDICTS = ("abstain", "authors-fallback")
+#: What a verdict still unreadable after the re-asks counts as (robusteval.judging.UNREADABLE_VERDICTS): "abstain"
+#: (the example is counted apart, robusteval's default under both countings) or "authors-fallback" (--count authors
+#: only): "correct", as their local fallback reads every verdict (U 42-44, IRD 273-302: the first "Rating: " of the
+#: decoded prompt is the criteria prompt's worked example's "Rating: 1").
 #: How a replacement is gated under --count authors at the token level: "authors", as their code does (IRD 612,
 #: 628-630: the judge is asked about two identical strings, the span before the step, so it never sees the
 #: replacement and accepts what it accepts of an unchanged question); "corrected": the span before the step against
@@ -224,7 +224,7 @@ def is_paper_judge(atom: str) -> bool:
 
 @validated
 @dataclass(frozen=True)
-class MatchaRunConfig(GenerationFields):
+class MatchaRunConfig(GenerationFields, JudgeFields):
     """One MATCHA attack run: data, attack level and variant, judges, hyper-parameters (None: the paper's
     default for the dataset, see :data:`robusteval.attacks.matcha.config_presets.DATASET_DEFAULTS`).
 
@@ -235,31 +235,7 @@ class MatchaRunConfig(GenerationFields):
     level: str = option("token", choices=("token", "embedding"), help="token or embedding level")
     variant: str = option("full", choices=VARIANTS,
                           help="full, or a baseline: random-insert, random-locs, cot-loss-only, gcg-suffix")
-    judge: str = option("arith", metavar="SPEC|arith",
-                        help="reasoning judge: arith, grounding, embedded, a model spec, A+B (wrong if either says "
-                        "wrong), vote:A,B,C")
-    semantic_judge: str = option("none", metavar="SPEC|none",
-                                 help="judge that must accept each token replacement as meaning-preserving")
-    judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
-                                      help="the reasoning LLM judge's prompt: a string.Template file with $question, "
-                                      "$reference and $candidate ($$ for a literal $); e.g. the MATCHA authors' "
-                                      "criteria prompt wrapped as docs/matcha.md shows")
-    semantic_judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
-                                               help="the semantic LLM judge's prompt: a string.Template file with "
-                                               "$original and $perturbed")
-    judge_retries: int | None = option(None, cli=CONFIG_KEY, metavar="N", identity=WHEN_SET,
-                                       help="re-ask an LLM judge whose verdict cannot be read up to N times (sampled "
-                                       "at temperature 0.7; under --count authors at temperature 0 with the same "
-                                       "prompt, as theirs, which re-asks without limit), then count it as "
-                                       "--unreadable-verdicts says (default: "
-                                       f"{AUTHORS_JUDGE_RETRIES} under --count authors, else 0)")
-    unreadable_verdicts: str | None = option(None, cli=CONFIG_KEY, choices=UNREADABLE_VERDICTS, metavar="abstain|authors-fallback",
-                                             identity=WHEN_SET,
-                                             help="an LLM verdict still unreadable after its re-asks: abstain (the "
-                                             "example is counted apart as unjudged; the default) or, under --count "
-                                             "authors, authors-fallback: read as 'correct', as the authors' local "
-                                             "fallback reads every verdict (their bug: it reads the prompt's "
-                                             "'Rating: 1')")
+    judging: JudgeOptions = judge_block(*JUDGE_KEYS, judge="arith", semantic_judge="none")
     replacement_gate: str | None = option(None, cli=CONFIG_KEY, choices=REPLACEMENT_GATES, metavar="authors|corrected",
                                           identity=WHEN_SET,
                                           help="--count authors, token level: how each replacement is gated: "
@@ -274,10 +250,6 @@ class MatchaRunConfig(GenerationFields):
         "int(k x inserted), ranked by the gradient at row i, the i-th prompt token, read at the vocabulary id equal "
         "to the i-th inserted location; the default there) or corrected (ranked by the gradient at each inserted "
         "position's current token, ceil(k x inserted) of them, as outside --count authors)")
-    judge_max_thinking_tokens: int | None = option(None, cli=MORE, metavar="N", identity=WHEN_SET,
-                                                   help="a thinking LLM judge's trace budget before its generated "
-                                                   "verdict (its chat template names think tags; --judge-chat) "
-                                                   "(default 2048)")
     counting: str | None = option(None, choices=COUNTINGS, flag="--count", metavar="ours|authors",
                                   identity=WHEN_SET,
                                   help="ours: the reasoning judge's verdict alone, over attacked examples whose clean "
@@ -285,12 +257,6 @@ class MatchaRunConfig(GenerationFields):
                                   "code step by step (kept answer AND (LLM judge 0 OR a false equation OR empty "
                                   "reasoning), their one-token-at-a-time insertions, every clean-correct question "
                                   "as the denominator); --preset paper's default. Default: ours")
-    judge_chat: bool = option(False, cli=MORE, help="ask LLM judges through their chat template (hf) or chat endpoint "
-                              "(openai), the judge prompt as one user turn")
-    error_classifier: str | None = option(None, cli=MORE, metavar="MODEL-SPEC",
-                                          help="an LLM that names the error type of successes no checker can "
-                                          "(arith: wrong calculation, grounding: wrong information or irrelevant "
-                                          "information); unset: those stay unclassified")
     target_answer: str = option("gold", choices=("gold", "clean", "auto"),
                                 help="gold: attack correctly answered questions; clean: keep the model's own "
                                 "answer; auto: gold when at least min_correct (--config) are answered correctly, else clean")
@@ -350,8 +316,6 @@ class MatchaRunConfig(GenerationFields):
     def __post_init__(self) -> None:
         """Refuse values that cannot run, in the config's own words (the CLI re-words them with flags), before
         any model loads: judge specs are part of the run identity."""
-        from robusteval.judges.base import REASONING, SEMANTIC, check_judge_prompt, check_judge_spec
-        from robusteval.judges.errortypes import check_error_classifier_spec
         from robusteval.prompts.answer_first import check_exemplars
 
         check_choices(self)
@@ -366,8 +330,7 @@ class MatchaRunConfig(GenerationFields):
                               "special tokens the attack's text spans do not hold); use think-tags or none")
         check_positive(self, "sample")
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
-        for name, minimum in (("min_correct", 0), ("attack_limit", 0), ("judge_retries", 0),
-                              ("max_attack_tokens", 0), ("judge_max_thinking_tokens", 1)):
+        for name, minimum in (("min_correct", 0), ("attack_limit", 0), ("max_attack_tokens", 0)):
             check_at_least(self, name, minimum)
         if self.resolved_counting() == "authors":
             # Their insertions land anywhere in the question and the answer trigger, their PGD perturbs both: a chat
@@ -382,16 +345,6 @@ class MatchaRunConfig(GenerationFields):
             raise ConfigError(self, "unreadable_verdicts", "authors-fallback counts what the authors' buggy fallback "
                               "reads; it is for {counting=authors} only (robusteval's counting abstains)")
         self._check_hyperparameters()
-        with field_check(self, "judge"):
-            check_judge_spec(self.judge, task=REASONING)
-        with field_check(self, "semantic_judge"):
-            check_judge_spec(self.semantic_judge, task=SEMANTIC)
-        with field_check(self, "error_classifier"):
-            check_error_classifier_spec(self.error_classifier)
-        with field_check(self, "judge_prompt"):
-            check_judge_prompt(self.judge_prompt, REASONING)
-        with field_check(self, "semantic_judge_prompt"):
-            check_judge_prompt(self.semantic_judge_prompt, SEMANTIC)
         with field_check(self, "exemplars"):
             check_exemplars(self.exemplars)
 
@@ -425,7 +378,7 @@ class MatchaRunConfig(GenerationFields):
         return AUTHORS_RETRY_TEMPERATURE if self.resolved_counting() == "authors" else None
 
     def resolved_unreadable(self) -> str:
-        """What a verdict still unreadable after its re-asks counts as (:data:`UNREADABLE_VERDICTS`)."""
+        """What a verdict still unreadable after its re-asks counts as (:data:`robusteval.judging.UNREADABLE_VERDICTS`)."""
         return self.unreadable_verdicts or "abstain"
 
     def resolved_replacement_gate(self) -> str | None:
@@ -483,7 +436,7 @@ class MatchaRunConfig(GenerationFields):
         loads or any run directory is made: judge specs are part of the run identity)."""
         from robusteval.judges.base import spec_atoms
 
-        judges = spec_atoms(self.judge)
+        judges = spec_atoms(self.judging.reasoning_spec())
         if answer_type == "yesno" and all(atom.strip() in OFFLINE_JUDGES for atom in judges):
             raise ConfigError(self, "judge", f"{self.judge} cannot judge yes/no reasoning: the offline checkers only "
                               "find false equations and ungrounded quantities, so every SR would be 0 by "
@@ -501,7 +454,7 @@ class MatchaRunConfig(GenerationFields):
                 atom.strip() in ("grounding", "none") for atom in judges):
             problems.append("{judge=MODEL-SPEC} or {judge=arith+MODEL-SPEC} (the paper's reasoning judge is an LLM, "
                             "with the arithmetic check OR-ed in)")
-        if self.semantic_judge.strip() == "none":
+        if self.judging.semantic_spec().strip() == "none":
             problems.append("{semantic_judge=MODEL-SPEC} (the paper gates every perturbation)")
         if problems:
             raise ConfigError(self, "preset", "paper needs " + "; ".join(problems))
@@ -520,7 +473,7 @@ class MatchaRunConfig(GenerationFields):
             out.append("robusteval's own exemplars, not Wei et al.'s")
         from robusteval.judges.base import spec_atoms
 
-        atoms = set(spec_atoms(self.judge))
+        atoms = set(spec_atoms(self.judging.reasoning_spec()))
         authors = hyper.counting == "authors"
         if not authors:
             out.append("outcomes counted by robusteval's rules (the reasoning judge alone, over attacked examples "
@@ -541,7 +494,7 @@ class MatchaRunConfig(GenerationFields):
         if "grounding" in atoms:
             out.append("reasoning judged by the grounding checker (quantities not from the question), not only an "
                        "LLM judge")
-        if self.semantic_judge.strip() == "none":
+        if self.judging.semantic_spec().strip() == "none":
             out.append("no semantic judge gates the perturbations")
         if hyper.target_answer == "clean" or self.target_answer == "auto":
             out.append("target answer may be the model's own clean answer, not the gold one")

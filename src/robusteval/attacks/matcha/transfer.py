@@ -35,15 +35,13 @@ from robusteval.data.answers import answers_match
 from robusteval.data.answers.completion import read_completion
 from robusteval.errors import UserError
 from robusteval.judges import (
-    REASONING,
     UNCLASSIFIED,
     Judge,
     ReasoningItem,
     attach_error_types,
     error_type_summary,
 )
-from robusteval.judges.base import check_judge_spec
-from robusteval.judges.errortypes import check_error_classifier_spec
+from robusteval.judging import JudgeFields, JudgeOptions, judge_block
 from robusteval.lifecycle import public_entry
 from robusteval.metrics.matcha import transfer_metrics
 from robusteval.models import Backend, GenerationRequest
@@ -451,16 +449,14 @@ def transfer_outcome(row: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------ pipeline
 @validated
 @dataclass(frozen=True)
-class TransferConfig(GenerationFields):
+class TransferConfig(GenerationFields, JudgeFields):
     """Replay a MATCHA run's successful perturbed questions on another model (``robusteval transfer``)."""
 
     # The source is identified by its own stored identity (the directory may move), the limit may grow.
     source: str = option(flag="--from", metavar="DIR", identity=False,
                          help="run directory of a token-level 'attack matcha' run (config key: source)")
     seed: int = option(DEFAULT_SEED, help="sampling seed sent with every request")
-    judge: str | None = option(None, metavar="SPEC|arith",
-                               help="reasoning judge; unset: the source run's judge. arith, grounding, a model spec, A+B, "
-                               "vote:A,B,C")
+    judging: JudgeOptions = judge_block("judge", "judge_chat", "error_classifier")
     limit: int | None = option(None, help="transfer the first N successes", identity=False)
     exemplars: str | None = option(None, metavar="math|yesno|PATH", identity=False,
                                    help="the source run's exemplar set, where it cannot be found by itself (must "
@@ -469,11 +465,6 @@ class TransferConfig(GenerationFields):
                                      help="how answers are compared; unset: inferred from the source run")
     generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", "temperature",
                                                      temperature=0.7)
-    judge_chat: bool = option(False, help="ask LLM judges through their chat template (hf) or chat endpoint "
-                              "(openai), the judge prompt as one user turn")
-    error_classifier: str | None = option(None, metavar="MODEL-SPEC",
-                                          help="an LLM that names the error type of successes no checker can; "
-                                          "unset: those stay unclassified")
 
     def __post_init__(self) -> None:
         self.validate()
@@ -483,11 +474,6 @@ class TransferConfig(GenerationFields):
         they are refused before a run directory is made (see MatchaRunConfig)."""
         check_choices(self)
         check_positive(self, "limit")
-        if self.judge is not None:
-            with field_check(self, "judge"):
-                check_judge_spec(self.judge, task=REASONING)
-        with field_check(self, "error_classifier"):
-            check_error_classifier_spec(self.error_classifier)
         with field_check(self, "exemplars"):
             check_exemplars(self.exemplars)
 
