@@ -324,7 +324,8 @@ def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]
     for block, given in flat.items():
         keywords = ", ".join(f"{k}=..." for k in given)
         warnings.warn(f"{config_type.__name__}({keywords}) is deprecated (accepted until the next release): give "
-                      f"{block}={_hints(config_type)[block].__name__}({keywords})", DeprecationWarning, stacklevel=4)
+                      f"{block}={_hints(config_type)[block].__name__}({keywords})", DeprecationWarning,
+                      stacklevel=3)  # shown at the line that called Config(...)
         field = next(f for f in fields if f.name == block)
         inner = values.get(block)
         base = inner if isinstance(inner, hints[block]) else field.default_factory()  # type: ignore[operator]
