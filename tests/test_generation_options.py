@@ -21,6 +21,7 @@ from robusteval.cli.main import parse_args
 from robusteval.config import ConfigError, identity_fields
 from robusteval.data.spec import DataSpec
 from robusteval.evals.answer_first.pipeline import EvalConfig
+from robusteval.evals.prompt_options import PROMPT_KEYS, PromptOptions
 from robusteval.evals.prompt_robustness.config import (
     PromptRobustnessConfig,
     PromptSearchConfig,
@@ -97,10 +98,10 @@ def _leaf_keys(config_type: type, only: tuple[str, ...] | None = None) -> list[s
 
 
 @pytest.mark.parametrize("title", [title for title, _ in sections()])
-def test_no_method_config_declares_a_generation_or_judge_setting_itself_or_a_key_twice(title: str) -> None:
+def test_no_method_config_declares_a_shared_setting_itself_or_a_key_twice(title: str) -> None:
     config_type = dict(sections())[title]
     own = {f.name for f in dataclasses.fields(config_type)}
-    shared = set(GENERATION_KEYS) | set(JUDGE_KEYS)
+    shared = set(GENERATION_KEYS) | set(JUDGE_KEYS) | set(PROMPT_KEYS)
     assert not own & shared, f"{title}: declares {sorted(own & shared)} itself"
     twice = [key for key, n in Counter(_leaf_keys(config_type)).items() if n > 1]
     assert not twice, f"{title}: {twice} declared twice"
@@ -207,3 +208,29 @@ def test_the_judge_block_checks_its_specs_once_naming_the_key() -> None:
         TransferConfig(source="d", judging=JudgeOptions(semantic_judge="none"))
     assert MatchaRunConfig(data=D).judging == JudgeOptions(judge="arith", semantic_judge="none")
     assert TransferConfig(source="d").judge is None  # the source run's
+
+
+@pytest.mark.parametrize(("config_type", "other", "prompt", "pinned"), [
+    (EvalConfig, {"data": D}, {"exemplars": "math"}, "47589992b8cdf10b"),
+    (MatchaRunConfig, {"data": D}, {"exemplars": "yesno"}, "365190d589b6f4fe"),
+    (TransferConfig, {"source": "d"}, {"exemplars": "math"}, "2855abaa9da314fe"),  # not recorded: its prefix hash is
+    (RobustnessConfig, {"data": D, "sets": "C-swap"}, {"template": "yesno"}, "23a82654aba23ae9"),
+])
+def test_the_prompt_block_flat_or_nested_keeps_the_identity_of_before(config_type: type, other: dict[str, Any],
+                                                                       prompt: dict[str, Any], pinned: str) -> None:
+    nested = config_type(**other, prompt=PromptOptions(**prompt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        flat = config_type(**other, **prompt)
+    assert flat == nested and _hash(nested) == pinned
+    for name, value in prompt.items():
+        assert getattr(flat, name) == value
+
+
+def test_the_prompt_block_checks_its_values_once_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"^PromptOptions.template: template nosuch: no such file"):
+        PromptOptions(template="nosuch")
+    with pytest.raises(ConfigError, match=r"^EvalConfig.exemplars: "):
+        EvalConfig(data=D, exemplars="nosuch")
+    with pytest.raises(ConfigError, match=r"^EvalConfig.template: is not a setting of EvalConfig"):
+        EvalConfig(data=D, prompt=PromptOptions(template="yesno"))

@@ -59,7 +59,7 @@ def option(default: Any = dataclasses.MISSING, *, help: str = "", flag: str | No
 
 
 def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = None, keys: Sequence[str] | None = None,
-           defaults: Mapping[str, Any] | None = None, flat: bool = False) -> Any:
+           defaults: Mapping[str, Any] | None = None, flat: bool = False, unrecorded: Sequence[str] = ()) -> Any:
     """A field holding another config (a DataSpec, ...): declare it first. Its fields become flags of the same
     command (``flags=False``: the command adds them itself). Required, unless ``default_factory`` builds a default
     (then keyword-only, so required fields may follow it: ``RobustnessConfig(data, sets)``).
@@ -67,9 +67,9 @@ def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = No
     A shared block (``models.generation.GenerationOptions``) names the ``keys`` this config reads (the others are
     refused when set, and are no flags, keys or identity fields of it), the config's ``defaults`` of the keys left
     unset (None), and ``flat``: the config's constructor still takes the block's keys as its own keywords, with a
-    deprecation notice (:func:`check_call`)."""
+    deprecation notice (:func:`check_call`); ``unrecorded``: its keys this config's identity leaves out."""
     metadata = {"cli": flags, "nested": True, "identity": True, "keys": tuple(keys) if keys is not None else None,
-                "defaults": dict(defaults or {}), "flat": flat}
+                "defaults": dict(defaults or {}), "flat": flat, "unrecorded": tuple(unrecorded)}
     if default_factory is None:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default_factory=default_factory, kw_only=True, metadata=metadata)
@@ -86,8 +86,8 @@ def identity_fields(config: Any) -> dict[str, Any]:
             continue
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             inner = value.identity() if hasattr(value, "identity") else identity_fields(value)
-            keys = field.metadata.get("keys")
-            out.update(inner if keys is None else {k: v for k, v in inner.items() if k in keys})
+            keys, unrecorded = field.metadata.get("keys"), field.metadata.get("unrecorded", ())
+            out.update({k: v for k, v in inner.items() if (keys is None or k in keys) and k not in unrecorded})
             continue
         out[field.name] = list(value) if isinstance(value, tuple) else value
     return out

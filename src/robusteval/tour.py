@@ -80,10 +80,11 @@ TITLES = {"matcha": "MATCHA token-level attack on 30 math word problems",
 
 def _matcha(out: Path, backend: Any, config: TourConfig, batch_size: int) -> dict[str, Any]:
     from robusteval.attacks.matcha.pipeline import MatchaRunConfig, attack_matcha
+    from robusteval.evals.prompt_options import PromptOptions
     from robusteval.judging import JudgeOptions
 
     run = MatchaRunConfig(
-        data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number"), exemplars="math",
+        data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number"), prompt=PromptOptions(exemplars="math"),
         target_answer="auto", min_correct=config.min_correct, attack_limit=config.attack_limit,
         topk_ratio=0.25, epsilon=0.005, generation=GenerationOptions(max_new_tokens=config.max_new_tokens),
         n_candidates=config.n_candidates, seed=config.seed,

@@ -28,10 +28,11 @@ Generated from the config classes by `python -m robusteval.studies.configref doc
 
 Every key below can be set in a `--config` TOML file (`key = value`, the flag's name with `_` or `-`) and, for
 a study's methods, as `methods.<method>.<key>` in the study file. Keys of a nested config (the data, the thinking
-format) are flat: `dataset = "gsm8k"`, not a table. The generation settings (part of `GenerationOptions`, one block
-every method shares; each method lists the keys it reads, with its defaults) are flat too, or a `[generation]` table
-(`[methods.<method>.generation]` in a study file); a sweep's `--grid` names them flat or as `generation.<key>`. The
-flag column says how the command line takes it:
+format) are flat: `dataset = "gsm8k"`, not a table. The shared blocks, declared once for every method
+(`GenerationOptions` as `generation`, `JudgeOptions` as `judging`, `PromptOptions` as `prompt`; each method lists
+the keys it reads, with its defaults), are flat too, or a table named after the block (`[generation]`;
+`[methods.<method>.generation]` in a study file); a sweep's `--grid` names their keys flat or as
+`generation.<key>`. The flag column says how the command line takes it:
 
 * `--flag`: shown by `--help`;
 * `--flag` (`--help-all`): accepted, shown by `--help-all` only (settings most runs leave alone);

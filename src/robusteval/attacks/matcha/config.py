@@ -26,13 +26,13 @@ from robusteval.config import (
     check_choice,
     check_choices,
     check_positive,
-    field_check,
     fill_unset,
     nested,
     option,
     validated,
 )
 from robusteval.data.spec import DataSpec
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.judging import JUDGE_KEYS, JudgeFields, JudgeOptions, judge_block
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.seeding import DEFAULT_SEED
@@ -224,7 +224,7 @@ def is_paper_judge(atom: str) -> bool:
 
 @validated
 @dataclass(frozen=True)
-class MatchaRunConfig(GenerationFields, JudgeFields):
+class MatchaRunConfig(GenerationFields, JudgeFields, PromptFields):
     """One MATCHA attack run: data, attack level and variant, judges, hyper-parameters (None: the paper's
     default for the dataset, see :data:`robusteval.attacks.matcha.config_presets.DATASET_DEFAULTS`).
 
@@ -303,9 +303,7 @@ class MatchaRunConfig(GenerationFields, JudgeFields):
                                        "insertions, stopping there on a success or a changed answer: the authors' "
                                        "implementation, which produced the published tables; --preset paper's "
                                        "default). Default: final")
-    exemplars: str | None = option(None, metavar="math|yesno|PATH",
-                                   help="in-context exemplars (default: built-in set matching the answer type; "
-                                   "--preset paper needs a file, e.g. the Wei et al. sets)")
+    prompt: PromptOptions = prompt_block("exemplars")
     sample: int | None = option(None, cli=CONFIG_KEY, help="attack a seeded random sample of N examples (after --limit); "
                                 "--preset paper samples 500 StrategyQA questions")
     # Not in the identity: the values it fills are (a preset run resumes under the same settings given one by one).
@@ -316,7 +314,6 @@ class MatchaRunConfig(GenerationFields, JudgeFields):
     def __post_init__(self) -> None:
         """Refuse values that cannot run, in the config's own words (the CLI re-words them with flags), before
         any model loads: judge specs are part of the run identity."""
-        from robusteval.prompts.answer_first import check_exemplars
 
         check_choices(self)
         # frozen: the preset's values and the defaults of the settings a preset may set, filled once, here
@@ -345,8 +342,6 @@ class MatchaRunConfig(GenerationFields, JudgeFields):
             raise ConfigError(self, "unreadable_verdicts", "authors-fallback counts what the authors' buggy fallback "
                               "reads; it is for {counting=authors} only (robusteval's counting abstains)")
         self._check_hyperparameters()
-        with field_check(self, "exemplars"):
-            check_exemplars(self.exemplars)
 
     def _check_hyperparameters(self) -> None:
         """The attack's hyper-parameters checked where they are declared, :meth:`MatchaConfig.validate` (one place),

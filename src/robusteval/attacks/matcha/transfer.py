@@ -27,13 +27,13 @@ from typing import Any
 from robusteval.config import (
     check_choices,
     check_positive,
-    field_check,
     option,
     validated,
 )
 from robusteval.data.answers import answers_match
 from robusteval.data.answers.completion import read_completion
 from robusteval.errors import UserError
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.judges import (
     UNCLASSIFIED,
     Judge,
@@ -50,7 +50,6 @@ from robusteval.models.identity import backend_identity, backend_key
 from robusteval.prompts.answer_first import (
     AnswerFirstPrompt,
     ExemplarSet,
-    check_exemplars,
     exemplar_style,
     load_exemplars,
 )
@@ -449,7 +448,7 @@ def transfer_outcome(row: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------ pipeline
 @validated
 @dataclass(frozen=True)
-class TransferConfig(GenerationFields, JudgeFields):
+class TransferConfig(GenerationFields, JudgeFields, PromptFields):
     """Replay a MATCHA run's successful perturbed questions on another model (``robusteval transfer``)."""
 
     # The source is identified by its own stored identity (the directory may move), the limit may grow.
@@ -458,9 +457,7 @@ class TransferConfig(GenerationFields, JudgeFields):
     seed: int = option(DEFAULT_SEED, help="sampling seed sent with every request")
     judging: JudgeOptions = judge_block("judge", "judge_chat", "error_classifier")
     limit: int | None = option(None, help="transfer the first N successes", identity=False)
-    exemplars: str | None = option(None, metavar="math|yesno|PATH", identity=False,
-                                   help="the source run's exemplar set, where it cannot be found by itself (must "
-                                   "be the same; its prompt prefix hash is in the identity)")
+    prompt: PromptOptions = prompt_block("exemplars", unrecorded=("exemplars",))
     answer_type: str | None = option(None, choices=("number", "yesno", "math", "text", "label"),
                                      help="how answers are compared; unset: inferred from the source run")
     generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", "temperature",
@@ -474,8 +471,6 @@ class TransferConfig(GenerationFields, JudgeFields):
         they are refused before a run directory is made (see MatchaRunConfig)."""
         check_choices(self)
         check_positive(self, "limit")
-        with field_check(self, "exemplars"):
-            check_exemplars(self.exemplars)
 
     def load_source(self) -> SourceRun:
         self.validate()

@@ -18,6 +18,7 @@ from robusteval.data.answers.completion import grade_completion
 from robusteval.data.answers.graders import MATH_GRADER_HELP
 from robusteval.data.example import Example
 from robusteval.data.spec import DataSpec
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.lifecycle import public_entry
 from robusteval.metrics.stats import proportion
 from robusteval.models import Backend, GenerationRequest
@@ -25,7 +26,7 @@ from robusteval.models.context import PROMPT_TOO_LONG, context_overflow, request
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.models.identity import backend_identity, backend_key
 from robusteval.models.thinking import generate_thinking
-from robusteval.prompts.answer_first import AnswerFirstPrompt, check_exemplars, exemplars_for
+from robusteval.prompts.answer_first import AnswerFirstPrompt, exemplars_for
 from robusteval.runner import run_units
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.store import RunStore, unit_key
@@ -139,12 +140,11 @@ def accuracy_summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ pipeline
 @validated
 @dataclass(frozen=True)
-class EvalConfig(GenerationFields):
+class EvalConfig(GenerationFields, PromptFields):
     """``robusteval eval``: answer-first accuracy of one model on one dataset."""
 
     data: DataSpec = nested()
-    exemplars: str | None = option(None, metavar="math|yesno|PATH",
-                                   help="in-context exemplars (default: built-in set matching the answer type)")
+    prompt: PromptOptions = prompt_block("exemplars")
     generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", max_new_tokens=256)
     seed: int = option(DEFAULT_SEED, help="random seed (recorded; greedy decoding ignores it)")
     # In the identity: every stored answer holds its verdict, so one run directory never mixes graders.
@@ -154,8 +154,6 @@ class EvalConfig(GenerationFields):
     def __post_init__(self) -> None:
         with field_check(self, "math_grader"):
             check_math_grader(self.math_grader)
-        with field_check(self, "exemplars"):
-            check_exemplars(self.exemplars)
 
 
 class EvalSummary(TypedDict):

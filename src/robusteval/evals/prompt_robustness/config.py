@@ -21,7 +21,7 @@ from robusteval.config import (
 )
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.evals.classification import check_template_source
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.evals.prompt_robustness.surfaces import TARGETS
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.registry import check_method_name
@@ -42,7 +42,7 @@ def parse_methods(text: str) -> list[str]:
 
 @validated
 @dataclass(frozen=True)
-class PromptRobustnessConfig(GenerationFields):
+class PromptRobustnessConfig(GenerationFields, PromptFields):
     """``robusteval prompt-robustness``: one model as a classifier with the clean prompt and with k perturbed
     copies of one surface of it per method, on the same questions.
 
@@ -62,10 +62,8 @@ class PromptRobustnessConfig(GenerationFields):
                          "--system-prompt), the answer-format line, or the few-shot exemplars' text")
     prompts_per_method: int = option(3, metavar="K", identity=False,
                                      help="perturbed prompts per method (each seeded on its own)")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
-                                  "labels, else text)")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
+    prompt: PromptOptions = prompt_block("template")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs a backend that scores)")
@@ -82,8 +80,6 @@ class PromptRobustnessConfig(GenerationFields):
         check_at_least(self, "prompts_per_method", 1, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
         names = _checked_methods(self)
-        with field_check(self, "template"):
-            check_template_source(self.template)
         if self.target == "system" and not self.system_prompt:
             raise ConfigError(self, "system_prompt", "{target=system} perturbs the system turn: give the system "
                               "prompt (with {chat=True})")
@@ -98,7 +94,7 @@ class PromptRobustnessConfig(GenerationFields):
 
 @validated
 @dataclass(frozen=True)
-class PromptSearchConfig(GenerationFields):
+class PromptSearchConfig(GenerationFields, PromptFields):
     """``robusteval prompt-robustness --mode search``: the word-importance search over the instruction's words,
     lowering the accuracy on a seeded search set under a query budget; the found prompt scored on the held-out
     examples (the rest of the data)."""
@@ -115,10 +111,8 @@ class PromptSearchConfig(GenerationFields):
     max_rate: float = option(0.3, help="search: largest share of the instruction's words changed")
     rank: bool = option(True, negate="--no-rank", help="search: baseline without the ranking stage (words in "
                         "text order)")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
-                                  "labels, else text)")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
+    prompt: PromptOptions = prompt_block("template")
     label_mode: str = option("hard", choices=("hard", "soft"),
                              help="hard: the search lowers the accuracy; soft: the mean probability of the true "
                              "labels (needs a backend that scores)")
@@ -139,8 +133,6 @@ class PromptSearchConfig(GenerationFields):
             raise ConfigError(self, "budget", f"{self.budget} queries cannot ask one prompt on the "
                               f"{{search_size={self.search_size}}} examples")
         names = _checked_methods(self)
-        with field_check(self, "template"):
-            check_template_source(self.template)
         if self.perturbation.perturb_fields:
             raise ConfigError(self.perturbation, "perturb_fields", "the prompt search changes the instruction, "
                               "never an example's fields")
@@ -152,7 +144,7 @@ class PromptSearchConfig(GenerationFields):
 
 @validated
 @dataclass(frozen=True)
-class PromptSpreadConfig(GenerationFields):
+class PromptSpreadConfig(GenerationFields, PromptFields):
     """``robusteval prompt-robustness --mode spread``: the same examples asked with a set of equivalent prompts
     (from ``prompts_file`` and/or ``n_formats`` formats of FormatSpread's grammar); min, max, mean, spread and the
     worst case per example."""
@@ -163,10 +155,8 @@ class PromptSpreadConfig(GenerationFields):
                                       "answer_field}")
     n_formats: int = option(12, metavar="N", help="spread: formats drawn from the grammar (separators, casing, "
                             "spacing, answer-field names; 0: the file's prompts only)")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
-                                  "labels, else text)")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
+    prompt: PromptOptions = prompt_block("template")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs a backend that scores)")
@@ -180,8 +170,6 @@ class PromptSpreadConfig(GenerationFields):
         check_at_least(self, "bootstrap", 0, optional=False)
         if self.n_formats == 0 and not self.prompts_file:
             raise ConfigError(self, "n_formats", "0 formats and no {prompts_file}: the spread has no prompts")
-        with field_check(self, "template"):
-            check_template_source(self.template)
 
 
 def _method_names(config: Any) -> list[str]:

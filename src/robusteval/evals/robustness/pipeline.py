@@ -31,12 +31,12 @@ from robusteval.errors import UserError
 from robusteval.evals.classification import (
     ClassificationTemplate,
     LabelClassifier,
-    check_template_source,
     example_fields,
     predicted_label,
     template_for,
     thinking_budget_option,
 )
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.lifecycle import public_entry
 from robusteval.models import Backend
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
@@ -87,7 +87,7 @@ def parse_sets(text: str) -> list[SetSpec]:
 
 @validated
 @dataclass(frozen=True)
-class RobustnessConfig(GenerationFields):
+class RobustnessConfig(GenerationFields, PromptFields):
     """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.
 
     The sets, label mode and bootstrap only change the summary, not a stored unit, so a run directory can be
@@ -100,8 +100,7 @@ class RobustnessConfig(GenerationFields):
     #: A comma-separated string (as on the command line) or a sequence of entries.
     sets: str | tuple[str, ...] = option(metavar="M1,M2,NAME=FILE", help="perturbed sets: method names or files",
                                          identity=False)
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no labels, else text)")
+    prompt: PromptOptions = prompt_block("template")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
     max_thinking_tokens: int | None = thinking_budget_option()
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
@@ -139,8 +138,6 @@ class RobustnessConfig(GenerationFields):
             for spec in specs:
                 if spec.method is not None:
                     check_method_name(spec.method)
-        with field_check(self, "template"):
-            check_template_source(self.template)
         self.perturbation.check_similarity_methods(self, [spec.method for spec in specs if spec.method])
 
     def set_specs(self) -> list[SetSpec]:
