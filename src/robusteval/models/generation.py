@@ -35,8 +35,10 @@ class GenerationOptions:
                                        "'' for no system turn)")
     max_new_tokens: int | None = option(None, metavar="N", help="generation budget per answer (a thinking target's "
                                         "reply; its trace gets --max-thinking-tokens on top)")
-    temperature: float | None = option(None, help="sampling temperature (0: greedy)")
-    top_p: float | None = option(None, help="nucleus sampling (1: off)")
+    temperature: float | None = option(None, help="sampling temperature (0: greedy; unset: the method's default, "
+                                       "variants eval: 0 for one sample per instance, 0.6 for several)")
+    top_p: float | None = option(None, help="nucleus sampling (1: off; unset: the method's default, variants eval: "
+                                 "1.0 for one sample per instance, 0.95 for several)")
 
     def __post_init__(self) -> None:
         check_chat(self)
