@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("models",)),
     ("prompts", ("prompts",)),
     ("execution", ("executors", "runner", "lifecycle", "runs")),
-    ("components", ("analysis", "perturbations", "judges")),
+    ("components", ("analysis", "perturbations", "judges", "judging")),
     ("pipelines", ("evals", "attacks", "variants")),
     ("results", ("report",)),
     ("studies", ("studies",)),

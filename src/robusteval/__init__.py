@@ -59,6 +59,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "OrsConfig": ("robusteval.attacks.wordimportance.ors_config", "OrsConfig"),
     "ors": ("robusteval.attacks.wordimportance.ors", "ors"),
     "PerturbationSpec": ("robusteval.perturbations.spec", "PerturbationSpec"),
+    # the blocks every method's config shares (generation=, judging=, prompt=)
+    "GenerationOptions": ("robusteval.models.generation", "GenerationOptions"),
+    "JudgeOptions": ("robusteval.judging", "JudgeOptions"),
+    "PromptOptions": ("robusteval.evals.prompt_options", "PromptOptions"),
     "AuditConfig": ("robusteval.judges.audit_config", "AuditConfig"),
     "audit_judge": ("robusteval.judges.audit", "audit_judge"),
     # many models x methods x datasets from one TOML file (docs/study.md)
@@ -102,6 +106,7 @@ if TYPE_CHECKING:
     from robusteval.errors import UserError as UserError
     from robusteval.evals.answer_first import EvalConfig as EvalConfig
     from robusteval.evals.answer_first import evaluate as evaluate
+    from robusteval.evals.prompt_options import PromptOptions as PromptOptions
     from robusteval.evals.prompt_robustness import PromptRobustnessConfig as PromptRobustnessConfig
     from robusteval.evals.prompt_robustness import PromptSearchConfig as PromptSearchConfig
     from robusteval.evals.prompt_robustness import PromptSpreadConfig as PromptSpreadConfig
@@ -114,7 +119,9 @@ if TYPE_CHECKING:
     from robusteval.executors import use_executor as use_executor
     from robusteval.judges.audit import audit_judge as audit_judge
     from robusteval.judges.audit_config import AuditConfig as AuditConfig
+    from robusteval.judging import JudgeOptions as JudgeOptions
     from robusteval.lifecycle import open_run as open_run
+    from robusteval.models.generation import GenerationOptions as GenerationOptions
     from robusteval.models.identity import describe_model as describe_model
     from robusteval.models.loading import load_model as load_model
     from robusteval.perturbations.spec import PerturbationSpec as PerturbationSpec

@@ -19,6 +19,7 @@ import os
 import re
 import types
 import typing
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -57,11 +58,18 @@ def option(default: Any = dataclasses.MISSING, *, help: str = "", flag: str | No
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = None) -> Any:
+def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = None, keys: Sequence[str] | None = None,
+           defaults: Mapping[str, Any] | None = None, flat: bool = False, unrecorded: Sequence[str] = ()) -> Any:
     """A field holding another config (a DataSpec, ...): declare it first. Its fields become flags of the same
     command (``flags=False``: the command adds them itself). Required, unless ``default_factory`` builds a default
-    (then keyword-only, so required fields may follow it: ``RobustnessConfig(data, sets)``)."""
-    metadata = {"cli": flags, "nested": True, "identity": True}
+    (then keyword-only, so required fields may follow it: ``RobustnessConfig(data, sets)``).
+
+    A shared block (``models.generation.GenerationOptions``) names the ``keys`` this config reads (the others are
+    refused when set, and are no flags, keys or identity fields of it), the config's ``defaults`` of the keys left
+    unset (None), and ``flat``: the config's constructor still takes the block's keys as its own keywords, with a
+    deprecation notice (:func:`check_call`); ``unrecorded``: its keys this config's identity leaves out."""
+    metadata = {"cli": flags, "nested": True, "identity": True, "keys": tuple(keys) if keys is not None else None,
+                "defaults": dict(defaults or {}), "flat": flat, "unrecorded": tuple(unrecorded)}
     if default_factory is None:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default_factory=default_factory, kw_only=True, metadata=metadata)
@@ -77,7 +85,9 @@ def identity_fields(config: Any) -> dict[str, Any]:
         if not mark or (mark == WHEN_SET and value is None):
             continue
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            out.update(value.identity() if hasattr(value, "identity") else identity_fields(value))
+            inner = value.identity() if hasattr(value, "identity") else identity_fields(value)
+            keys, unrecorded = field.metadata.get("keys"), field.metadata.get("unrecorded", ())
+            out.update({k: v for k, v in inner.items() if (keys is None or k in keys) and k not in unrecorded})
             continue
         out[field.name] = list(value) if isinstance(value, tuple) else value
     return out
@@ -293,9 +303,15 @@ def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]
         raise ConfigError(config_type, positional[-1], f"takes at most {len(positional)} values by position, got "
                           f"{len(args)}")
     values = dict(zip(positional, args, strict=False))
+    flat: dict[str, dict[str, Any]] = {}  # a shared block's keys given as the config's own keywords
     for name, value in kwargs.items():
+        block = None if name in names else block_of(config_type, name)
+        if block is not None:
+            flat.setdefault(block, {})[name] = value
+            continue
         if name not in names:
             nested_in = next((f.name for f in fields if f.metadata.get("nested")
+                              and name in (f.metadata.get("keys") or (name,))
                               and _find_field(_hints(config_type)[f.name], name) is not None), None)
             where = f"; it is an option of {nested_in}={_hints(config_type)[nested_in].__name__}(...)" if nested_in else ""
             hint = did_you_mean(name, names)
@@ -305,7 +321,21 @@ def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]
             raise ConfigError(config_type, name, "given twice (by position and by name)")
         values[name] = value
     hints = _hints(config_type)
+    for block, given in flat.items():
+        keywords = ", ".join(f"{k}=..." for k in given)
+        warnings.warn(f"{config_type.__name__}({keywords}) is deprecated (accepted until the next release): give "
+                      f"{block}={_hints(config_type)[block].__name__}({keywords})", DeprecationWarning,
+                      stacklevel=3)  # shown at the line that called Config(...)
+        field = next(f for f in fields if f.name == block)
+        inner = values.get(block)
+        base = inner if isinstance(inner, hints[block]) else field.default_factory()  # type: ignore[operator]
+        try:
+            values[block] = dataclasses.replace(base, **given)
+        except ConfigError as exc:  # named as the caller named it: TransferConfig.temperature
+            raise ConfigError(config_type, exc.field, exc.problem) from None
     for field in fields:
+        if field.name in values and field.metadata.get("keys") is not None:
+            values[field.name] = _block_value(config_type, field, values[field.name], hints[field.name])
         if field.name not in values:
             if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
                 raise ConfigError(config_type, field.name, "required: no default")
@@ -323,6 +353,56 @@ def check_call(config_type: type, args: Sequence[Any], kwargs: Mapping[str, Any]
         if isinstance(value, os.PathLike) and str in value_kinds(annotation):
             values[field.name] = os.fspath(value)
     return values
+
+
+def block_of(config_type: type, name: str) -> str | None:
+    """The ``flat`` shared block of ``config_type`` (its field name) that reads the key ``name``, or None."""
+    if not dataclasses.is_dataclass(config_type):
+        return None
+    for field in dataclasses.fields(config_type):
+        keys = field.metadata.get("keys")
+        if field.metadata.get("flat") and keys is not None and name in keys:
+            return field.name
+    return None
+
+
+def with_options(config: C, values: Mapping[str, Any]) -> C:
+    """``config`` with ``values`` (field names, a shared block's keys flat: ``max_new_tokens``) replaced, each in
+    its place: a sweep's grid point."""
+    own = {k: v for k, v in values.items() if block_of(type(config), k) is None}
+    for name, value in values.items():
+        block = block_of(type(config), name)
+        if block is not None:
+            own[block] = dataclasses.replace(own.get(block, getattr(config, block)), **{name: value})
+    return dataclasses.replace(config, **own)  # type: ignore[type-var]
+
+
+def fill_unset(config: object, values: Mapping[str, Any]) -> None:
+    """Give each key of ``values`` that ``config`` leaves unset (None) its value, in the config's own field or in
+    its shared block (a preset's values, a method's defaults): for a frozen config's ``__post_init__``."""
+    for name, value in values.items():
+        block = block_of(type(config), name)
+        if block is None:
+            if getattr(config, name) is None:
+                object.__setattr__(config, name, value)
+            continue
+        inner = getattr(config, block)
+        if getattr(inner, name) is None:
+            object.__setattr__(config, block, dataclasses.replace(inner, **{name: value}))
+
+
+def _block_value(config_type: type, field: dataclasses.Field[Any], value: Any, annotation: Any) -> Any:
+    """A shared block as ``config_type`` holds it: the keys it does not read refused when set (one line naming
+    the key), its defaults filled where the block leaves a key unset (None)."""
+    if not isinstance(value, annotation):
+        return value  # refused by the type check that follows
+    keys = field.metadata["keys"]
+    for inner in dataclasses.fields(value):
+        if inner.name not in keys and getattr(value, inner.name) != inner.default:
+            raise ConfigError(config_type, inner.name, f"is not a setting of {config_type.__name__} (its "
+                              f"{field.name} settings: {', '.join(keys)})")
+    unset = {k: v for k, v in field.metadata["defaults"].items() if getattr(value, k) is None}
+    return dataclasses.replace(value, **unset) if unset else value
 
 
 def validated(config_type: type[C]) -> type[C]:

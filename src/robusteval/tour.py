@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from robusteval.data.spec import DataSpec
+from robusteval.models.generation import GenerationOptions
 
 #: English perturbations that need no optional package (the demo extra installs none).
 ROBUSTNESS_SETS = ("C-keyboard", "C-swap", "C-ocr")
@@ -79,12 +80,15 @@ TITLES = {"matcha": "MATCHA token-level attack on 30 math word problems",
 
 def _matcha(out: Path, backend: Any, config: TourConfig, batch_size: int) -> dict[str, Any]:
     from robusteval.attacks.matcha.pipeline import MatchaRunConfig, attack_matcha
+    from robusteval.evals.prompt_options import PromptOptions
+    from robusteval.judging import JudgeOptions
 
     run = MatchaRunConfig(
-        data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number"), exemplars="math",
+        data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number"), prompt=PromptOptions(exemplars="math"),
         target_answer="auto", min_correct=config.min_correct, attack_limit=config.attack_limit,
-        topk_ratio=0.25, epsilon=0.005, max_new_tokens=config.max_new_tokens, n_candidates=config.n_candidates,
-        seed=config.seed, judge="arith+grounding", semantic_judge="none",
+        topk_ratio=0.25, epsilon=0.005, generation=GenerationOptions(max_new_tokens=config.max_new_tokens),
+        n_candidates=config.n_candidates, seed=config.seed,
+        judging=JudgeOptions(judge="arith+grounding", semantic_judge="none"),
     )
     return {**attack_matcha(run, backend, out, batch_size=batch_size), "run_dir": str(out)}
 
@@ -103,12 +107,12 @@ def _variants(out: Path, backend: Any, config: TourConfig, batch_size: int) -> d
     instantiate(InstantiateConfig(templates, n=config.variant_instances, seed=config.seed, out=str(instances)))
     originals = [original_instance(t) for t in load_template_file(templates).templates]
     write_jsonl_atomic(out / "originals.jsonl", [o.to_json() for o in originals if o is not None])
+    budget = GenerationOptions(max_new_tokens=config.variants_max_new_tokens)
     original = evaluate_variants(
-        VariantsEvalConfig(str(out / "originals.jsonl"), max_new_tokens=config.variants_max_new_tokens),
+        VariantsEvalConfig(str(out / "originals.jsonl"), generation=budget),
         backend, out / "original", batch_size=batch_size)
     # The originals' run is handed over so the summary's diagnosis compares each problem's variants with it.
-    summary = evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=config.variants_max_new_tokens,
-                                                   original_run=str(out / "original")),
+    summary = evaluate_variants(VariantsEvalConfig(str(instances), generation=budget, original_run=str(out / "original")),
                                 backend, out / "run", batch_size=batch_size)
     return {**summary, "run_dir": str(out / "run"), "original": {**original, "run_dir": str(out / "original")}}
 

@@ -20,6 +20,8 @@ from robusteval.cli.configflags import config_from_args, full_help
 from robusteval.cli.main import build_parser, main, parse_args
 from robusteval.config import CONFIG_KEY
 from robusteval.data.spec import DataSpec
+from robusteval.judging import JudgeOptions
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import RunStore
 from robusteval.text.thinking import ReasoningFormat
 
@@ -81,7 +83,8 @@ def test_paper_and_authors_differ_where_the_paper_and_the_code_do() -> None:
 @pytest.mark.parametrize("level", ["token", "embedding"])
 @pytest.mark.parametrize("dataset", ["gsm8k", "singleeq", "strategyqa", "jsonl"])
 def test_every_preset_builds_and_sets_only_fields_it_can_tell_unset(name: str, level: str, dataset: str) -> None:
-    fields = {f.name: f for f in dataclasses.fields(MatchaRunConfig)}
+    fields = {f.name: f for f in (*dataclasses.fields(MatchaRunConfig), *dataclasses.fields(GenerationOptions),
+                                   *dataclasses.fields(JudgeOptions))}
     values = preset_values(name, dataset, level)
     for key in values:
         assert key in fields, key

@@ -16,13 +16,13 @@ import pytest
 import robusteval as rv
 import robusteval.variants as rvv
 from helpers.runs import units
-from robusteval.attacks.matcha.config import MatchaRunConfig
 from robusteval.attacks.matcha.transfer import TransferConfig
 from robusteval.attacks.wordimportance import WordImportanceRunConfig, attack_wordimportance
 from robusteval.cli.main import build_parser
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, example_fields, template_for
 from robusteval.evals.robustness import RobustnessConfig, robustness
+from robusteval.judging import JudgeOptions
 from robusteval.models import GenerationRequest
 from robusteval.models.identity import backend_key
 from robusteval.perturbations.spec import CandidateSpec, PerturbationSpec
@@ -195,4 +195,4 @@ def test_the_commands_have_the_chat_flags(command: list[str]) -> None:
         assert args.chat is True and args.system_prompt == "S"
     if "--judge-chat" in command:
         assert args.judge_chat is True
-    assert MatchaRunConfig.__dataclass_fields__["judge_chat"].default is False
+    assert JudgeOptions.__dataclass_fields__["judge_chat"].default is False

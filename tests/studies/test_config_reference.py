@@ -17,12 +17,14 @@ def test_the_reference_is_up_to_date() -> None:
         "docs/config-reference.md is stale: python -m robusteval.studies.configref docs/config-reference.md")
 
 
-def _keys(config_type: type) -> list[str]:
+def _keys(config_type: type, only: tuple[str, ...] | None = None) -> list[str]:
     hints = typing.get_type_hints(config_type)
     out = []
     for field in dataclasses.fields(config_type):
+        if only is not None and field.name not in only:
+            continue
         if field.metadata.get("nested"):
-            out += _keys(hints[field.name])
+            out += _keys(hints[field.name], field.metadata.get("keys"))
         elif field.init:
             out.append(field.name)
     return out

@@ -81,12 +81,17 @@ class _HelpAll(argparse.Action):
 CONFIG_REFERENCE = "docs/config-reference.md"
 
 
-def narrow_help(parser: argparse.ArgumentParser, hide: Iterable[str] = ()) -> None:
+def narrow_help(parser: argparse.ArgumentParser, hide: Iterable[str] = (), *, search: bool = True) -> None:
     """Leave the options ``hide`` out of ``parser``'s ``--help`` too, give it ``--help-all`` (every option) and
-    point its epilog at the config reference, which documents the settings ``--help`` leaves to ``--config``."""
+    point its epilog at the config reference, which documents the settings ``--help`` leaves to ``--config``
+    (``search``: the command has search settings and presets)."""
     hide_flags(parser, hide)
     parser.add_argument("--help-all", action=_HelpAll,
                         help="show every option, those this help leaves out (backend details, deprecated flags)")
+    if not search:
+        parser.epilog = ((parser.epilog or "") + f"\n\nevery key, its type, default and meaning: {CONFIG_REFERENCE}"
+                         ).lstrip()
+        return
     parser.epilog = ((parser.epilog or "") + "\n\nsearch settings (steps, ratios, ...): a --config TOML file or "
                      f"--preset; every key, its type,\ndefault and meaning: {CONFIG_REFERENCE}").lstrip()
 
@@ -150,25 +155,31 @@ def _scalar_type(annotation: Any) -> Any:
 
 def add_config_arguments(parser: argparse.ArgumentParser | Any, config_type: type, *, skip: tuple[str, ...] = (),
                          required: tuple[str, ...] = (), group: str | None = None,
-                         choices: dict[str, list[str]] | None = None) -> None:
+                         choices: dict[str, list[str]] | None = None, only: tuple[str, ...] | None = None,
+                         defaults: dict[str, Any] | None = None) -> None:
     """One flag per CLI field of ``config_type``; fields declared with ``cli=False`` (nested configs such as a
     DataSpec, values the command derives) are left to the caller. ``choices`` overrides a field's choices. A
     ``cli=MORE`` field's flag is left out of ``--help`` (``--help-all`` shows it); a ``cli=CONFIG_KEY`` field's
-    flag too, and it is deprecated: using it prints one line naming the ``--config`` key that replaces it."""
+    flag too, and it is deprecated: using it prints one line naming the ``--config`` key that replaces it. A shared
+    block (``generation``) gives the keys its config reads (``only``) and that config's ``defaults``, shown in their
+    help."""
     target = parser.add_argument_group(group) if group else parser
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):
         meta = field.metadata
         tier = meta.get("cli", True)
-        if field.name in skip or not tier:
+        if field.name in skip or not tier or (only is not None and field.name not in only):
             continue
         if meta.get("nested"):
             add_config_arguments(parser, hints[field.name], skip=skip, required=required, choices=choices,
-                                 group=None if field.name == "data" else field.name)
+                                 group=None if field.name == "data" else field.name, only=meta.get("keys"),
+                                 defaults=meta.get("defaults"))
             continue
         kind = _scalar_type(field.type)
         flag = flag_of(field)
         text = meta.get("help") or None
+        if text and field.name in (defaults or {}):
+            text = f"{text} (default {(defaults or {})[field.name]})"
         kwargs: dict[str, Any] = {"dest": field.name, "help": text}
         if kind is bool:
             action: Any = argparse._StoreFalseAction if meta.get("negate") else argparse._StoreTrueAction
@@ -192,19 +203,22 @@ def add_config_arguments(parser: argparse.ArgumentParser | Any, config_type: typ
         else:
             added.default = field.default
         if tier in (MORE, CONFIG_KEY):
-            _hide(target, added, added.help)
+            _hide(parser, added, added.help)  # the parser: a group of flags keeps no link to it
 
 
-def config_from_args(config_type: type[C], args: argparse.Namespace, **values: Any) -> C:
+def config_from_args(config_type: type[C], args: argparse.Namespace, only: tuple[str, ...] | None = None,
+                     **values: Any) -> C:
     """``config_type`` filled from the parsed flags; ``values`` give the fields the flags do not (nested
-    configs, derived values)."""
+    configs, derived values); ``only``: the fields read (a shared block's keys its config reads)."""
     kwargs = {}
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):  # type: ignore[arg-type]
         if field.name in values:
             kwargs[field.name] = values[field.name]
         elif field.metadata.get("nested"):
-            kwargs[field.name] = config_from_args(hints[field.name], args)
+            kwargs[field.name] = config_from_args(hints[field.name], args, field.metadata.get("keys"))
+        elif only is not None and field.name not in only:
+            continue
         elif hasattr(args, field.name):
             kwargs[field.name] = getattr(args, field.name)
     return config_type(**kwargs)

@@ -110,7 +110,21 @@ def _load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
     where = TomlWhere(path, text)
     known = {a.dest: a for a in parser._actions if a.dest not in ("help", "config") and not a.dest.startswith("_")}
     values: dict[str, Any] = {}
+    # A table named after a group of the command's flags (a shared block: ``[generation]``) holds its keys.
+    groups = {str(g.title): g for g in parser._action_groups if g.title}
+    items: list[tuple[str, Any]] = []
     for key, value in data.items():
+        group = groups.get(key.replace("-", "_")) if isinstance(value, dict) else None
+        if group is None:
+            items.append((key, value))
+            continue
+        inside = {a.dest for a in group._group_actions}
+        for inner, inner_value in value.items():
+            if inner.replace("-", "_") not in inside:
+                raise where.error(f"[{key}] has no key {inner}{did_you_mean(inner.replace('-', '_'), inside)}",
+                                  key=inner, field=inner)
+            items.append((inner, inner_value))
+    for key, value in items:
         dest = key.replace("-", "_")
         if dest not in known:
             flags = sorted(d.replace("_", "-") for d in known)

@@ -13,7 +13,7 @@ from robusteval.cli.common import (
     model_identity,
     required_option,
 )
-from robusteval.cli.configflags import add_config_arguments, config_from_args
+from robusteval.cli.configflags import add_config_arguments, config_from_args, narrow_help
 from robusteval.errors import UserError
 
 COLUMNS = ["model", "n_transferred", "n_original_correct", "n_success", "transfer_rate"]
@@ -42,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_arguments(parser, TransferConfig)
     add_model_options(parser)
     required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+    narrow_help(parser, search=False)  # --help-all: the judging settings --help leaves out (--judge-chat, --error-classifier)
     parser.set_defaults(func=run)
 
 

@@ -28,7 +28,11 @@ Generated from the config classes by `python -m robusteval.studies.configref doc
 
 Every key below can be set in a `--config` TOML file (`key = value`, the flag's name with `_` or `-`) and, for
 a study's methods, as `methods.<method>.<key>` in the study file. Keys of a nested config (the data, the thinking
-format) are flat: `dataset = "gsm8k"`, not a table. The flag column says how the command line takes it:
+format) are flat: `dataset = "gsm8k"`, not a table. The shared blocks, declared once for every method
+(`GenerationOptions` as `generation`, `JudgeOptions` as `judging`, `PromptOptions` as `prompt`; each method lists
+the keys it reads, with its defaults), are flat too, or a table named after the block (`[generation]`;
+`[methods.<method>.generation]` in a study file); a sweep's `--grid` names their keys flat or as
+`generation.<key>`. The flag column says how the command line takes it:
 
 * `--flag`: shown by `--help`;
 * `--flag` (`--help-all`): accepted, shown by `--help-all` only (settings most runs leave alone);
@@ -57,7 +61,9 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-def _default(field: dataclasses.Field[Any]) -> str:
+def _default(field: dataclasses.Field[Any], defaults: dict[str, Any]) -> str:
+    if field.name in defaults:
+        return reference_value(defaults[field.name])
     if field.default is not dataclasses.MISSING:
         return reference_value(field.default)
     if field.default_factory is not dataclasses.MISSING:
@@ -77,16 +83,22 @@ def _flag(field: dataclasses.Field[Any], command_line: bool) -> str:
     return f"`{flag}`"
 
 
-def _rows(config_type: type, part: str = "", command_line: bool = True) -> Iterator[str]:
+def _rows(config_type: type, part: str = "", command_line: bool = True, block: dict[str, Any] | None = None
+          ) -> Iterator[str]:
+    """The rows of ``config_type``'s keys; ``block``: the metadata of a shared block's field (its keys read, its
+    config's defaults)."""
     hints = typing.get_type_hints(config_type)
+    keys, defaults = (block or {}).get("keys"), (block or {}).get("defaults") or {}
     for field in dataclasses.fields(config_type):
-        if not field.init:
+        if not field.init or (keys is not None and field.name not in keys):
             continue
         if field.metadata.get("nested"):
             inner = hints[field.name]
-            yield from _rows(inner, inner.__name__, command_line and bool(field.metadata.get("cli", True)))
+            yield from _rows(inner, inner.__name__, command_line and bool(field.metadata.get("cli", True)),
+                             dict(field.metadata))
             continue
-        yield (f"| `{field.name}` | {reference_cell(_type_name(hints[field.name]))} | {reference_cell(_default(field))} | "
+        yield (f"| `{field.name}` | {reference_cell(_type_name(hints[field.name]))} | "
+               f"{reference_cell(_default(field, defaults))} | "
                f"{_flag(field, command_line)} | {reference_cell(part)} | {reference_cell(field.metadata.get('help', ''))} |")
 
 

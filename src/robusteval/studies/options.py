@@ -14,15 +14,18 @@ from typing import Any
 from robusteval.config import describe_kinds, value_kinds
 
 
-def option_fields(config_type: type) -> dict[str, tuple[tuple[str, ...], Any]]:
+def option_fields(config_type: type, only: tuple[str, ...] | None = None) -> dict[str, tuple[tuple[str, ...], Any]]:
     """Every option of ``config_type`` by field name: (the nested configs leading to it, its annotation), nested
-    configs flattened as the command line flattens them. A default-True switch is also known by its flag
-    (``no_rank = true`` is ``rank = false``: :func:`negated_flags`)."""
+    configs flattened as the command line flattens them (of a shared block, the keys its config reads: ``only``).
+    A default-True switch is also known by its flag (``no_rank = true`` is ``rank = false``:
+    :func:`negated_flags`)."""
     out: dict[str, tuple[tuple[str, ...], Any]] = {}
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):
+        if only is not None and field.name not in only:
+            continue
         if field.metadata.get("nested"):
-            for name, (path, annotation) in option_fields(hints[field.name]).items():
+            for name, (path, annotation) in option_fields(hints[field.name], field.metadata.get("keys")).items():
                 out[name] = ((field.name, *path), annotation)
         elif field.metadata.get("cli", True):
             out[field.name] = ((), hints[field.name])
@@ -35,6 +38,18 @@ def negated_flags(config_type: type) -> dict[str, str]:
     """``{"no_rank": "rank"}``: the ``--no-...`` switches of default-True fields, as keys, and their fields."""
     return {field.metadata["negate"].lstrip("-").replace("-", "_"): field.name
             for field in dataclasses.fields(config_type) if field.metadata.get("negate")}
+
+
+def shared_blocks_flat(config_type: type, table: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's table with the sub-table of a shared block (``[methods.eval.generation]``) read as its flat keys."""
+    blocks = {f.name for f in dataclasses.fields(config_type) if f.metadata.get("flat")}
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict) and key.replace("-", "_") in blocks:
+            out.update(value)
+        else:
+            out[key] = value
+    return out
 
 
 class MissingOption(Exception):

@@ -28,7 +28,14 @@ from robusteval.config import ConfigError, did_you_mean
 from robusteval.errors import UserError
 from robusteval.methods import StudyTable, load_reference, methods
 from robusteval.studies.methods import Method, dataset_choices, get_method, method_names
-from robusteval.studies.options import MissingOption, instantiate, negated_flags, option_fields, typed_value
+from robusteval.studies.options import (
+    MissingOption,
+    instantiate,
+    negated_flags,
+    option_fields,
+    shared_blocks_flat,
+    typed_value,
+)
 
 #: Keys of the file's top level, besides the tables registered methods read (``MethodSpec.study_table``:
 #: word-importance's ``[ors]``, the constants of its ORS).
@@ -291,7 +298,7 @@ def _method_configs(where: TomlWhere, name: str, table: Any, datasets: Mapping[s
         raise where.error(f"say which datasets it runs on: datasets = [...] (declared: {', '.join(datasets)})",
                           header=header, key="datasets", field=f"methods.{name}.datasets")
     fields = option_fields(method.config_type)
-    options = {k: v for k, v in table.items() if k not in METHOD_KEYS}
+    options = shared_blocks_flat(method.config_type, {k: v for k, v in table.items() if k not in METHOD_KEYS})
     for key in options:
         _check_key(where, key, fields, header, f"methods.{name}", method)
     out = []

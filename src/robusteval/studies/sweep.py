@@ -22,25 +22,35 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from robusteval.config import block_of, with_options
 from robusteval.errors import UserError
 from robusteval.methods import method_named
 from robusteval.metrics.matcha import MATCHA_RATES
 from robusteval.metrics.stats import mean_std
 from robusteval.progress import status
 from robusteval.store import RunStore, write_text_atomic
+from robusteval.studies.options import option_fields
 
 #: Summary fields averaged over seeds.
 METRICS = MATCHA_RATES
 
 
 def parse_grid(items: Sequence[str], config_type: type) -> dict[str, list[Any]]:
-    """``["steps=1,3,5", "insert_ratio=0.1,0.2"]`` -> values typed like the config's fields."""
+    """``["steps=1,3,5", "insert_ratio=0.1,0.2"]`` -> values typed like the config's fields. A key of a shared
+    block (``generation``) is named flat or by its path: ``max_new_tokens=64,128`` or
+    ``generation.max_new_tokens=64,128`` (the grid names it flat)."""
     hints = typing.get_type_hints(config_type)
     fields = {f.name for f in dataclasses.fields(config_type) if not f.metadata.get("nested")}
+    blocks = {f"{block}.{name}": name for name in option_fields(config_type)
+              if (block := block_of(config_type, name)) is not None}
+    for name in blocks.values():
+        hints[name] = option_fields(config_type)[name][1]
+    fields |= set(blocks.values())
     grid: dict[str, list[Any]] = {}
     for item in items:
         name, eq, values = item.partition("=")
         name = name.strip().replace("-", "_")
+        name = blocks.get(name, name)
         if not eq or not values.strip():
             raise UserError(f"--grid {item}: expected NAME=V1,V2,...")
         if name not in fields or name == "seed":
@@ -154,7 +164,7 @@ def sweep(
         for point in plan:
             summaries = []
             for seed in seeds:
-                run_config = dataclasses.replace(config, **point, seed=seed)
+                run_config = with_options(config, {**point, "seed": seed})
                 run_dir = model_dir / slug(point) / f"seed-{seed}"
                 status(f"sweep: {model_name} {slug(point)} seed {seed} -> {run_dir}")
                 identity = attack.identity(run_config, backend_identity(model), examples)

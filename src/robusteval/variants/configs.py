@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from robusteval.config import (
     ConfigError,
     check_at_least,
-    check_chat,
     check_choices,
     check_positive,
     field_check,
@@ -24,6 +23,7 @@ from robusteval.config import (
     validated,
 )
 from robusteval.data.answers.graders import MATH_GRADER_HELP, MATH_GRADERS, check_math_grader
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.text.thinking import ReasoningOptions
 
@@ -165,20 +165,15 @@ class ScoreConfig:
 
 @validated
 @dataclass(frozen=True)
-class VariantsEvalConfig:
+class VariantsEvalConfig(GenerationFields):
     """``variants eval``: a model's strict/loose scores on an instances file, K samples per instance."""
 
     instances: str = option(metavar="FILE.jsonl", help="instances from `variants instantiate`")
     samples: int = option(1, help="samples per instance (K)")
-    temperature: float | None = option(None,
-                                       help="sampling temperature (default: 0 = greedy for K=1, 0.6 for K>1)")
-    top_p: float | None = option(None, help="nucleus sampling (default: 1.0 for K=1, 0.95 for K>1)")
-    max_new_tokens: int = option(2048, help="generation budget per answer")
+    generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", "temperature", "top_p",
+                                                     max_new_tokens=2048)
     seed: int = option(DEFAULT_SEED,
                        help="sampling seed; sample k of every instance gets a seed derived from it")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
-                        "the question as one user turn")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
     # A limit only leaves units out; stored ones stay valid, so it is not part of the identity.
     limit: int | None = option(None, help="only the first N instances", identity=False)
     # Where the original problems' accuracy comes from (the diagnosis only: the variants' generations do not
@@ -199,14 +194,10 @@ class VariantsEvalConfig:
 
     def check(self) -> None:
         """Refuse settings that cannot run (also when built)."""
-        for name in ("samples", "limit", "max_new_tokens"):
+        for name in ("samples", "limit"):
             check_at_least(self, name, 1, optional=name == "limit")
         if self.originals is not None and self.original_run is not None:
             raise ConfigError(self, "originals", "give either {originals} or {original_run}, not both")
-        check_at_least(self, "temperature", 0)
-        if self.top_p is not None and not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
-            raise ConfigError(self, "top_p", f"must be within (0, 1], got {self.top_p!r}")
-        check_chat(self)
         self.grading.check()
 
     def sampling(self) -> tuple[float, float]:

@@ -454,7 +454,7 @@ def evaluate_variants(
             samples=config.samples,
             temperature=temperature,
             top_p=top_p,
-            max_new_tokens=config.max_new_tokens,
+            max_new_tokens=config.generation.budget(),
             seed=config.seed,
             chat=config.chat,
             batch_size=batch_size,

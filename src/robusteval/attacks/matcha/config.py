@@ -23,16 +23,18 @@ from robusteval.config import (
     WHEN_SET,
     ConfigError,
     check_at_least,
-    check_chat,
     check_choice,
     check_choices,
     check_positive,
-    field_check,
+    fill_unset,
     nested,
     option,
     validated,
 )
 from robusteval.data.spec import DataSpec
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
+from robusteval.judging import JUDGE_KEYS, JudgeFields, JudgeOptions, judge_block
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.seeding import DEFAULT_SEED
 from robusteval.text.thinking import DEFAULT_MAX_THINKING_TOKENS, ReasoningOptions
 
@@ -53,11 +55,10 @@ COUNTINGS = ("ours", "authors")
 AUTHORS_JUDGE_RETRIES = 10
 #: Their re-asks' temperature (``args.temperature``, default 0; our own re-asks sample at 0.7).
 AUTHORS_RETRY_TEMPERATURE = 0.0
-#: What a verdict still unreadable after the re-asks counts as: "abstain" (the example is counted apart, robusteval's
-#: default under both countings) or "authors-fallback" (--count authors only): "correct", as their local fallback
-#: reads every verdict (U 42-44, IRD 273-302: the first "Rating: " of the decoded prompt is the criteria prompt's
-#: worked example's "Rating: 1").
-UNREADABLE_VERDICTS = ("abstain", "authors-fallback")
+#: What a verdict still unreadable after the re-asks counts as (robusteval.judging.UNREADABLE_VERDICTS): "abstain"
+#: (the example is counted apart, robusteval's default under both countings) or "authors-fallback" (--count authors
+#: only): "correct", as their local fallback reads every verdict (U 42-44, IRD 273-302: the first "Rating: " of the
+#: decoded prompt is the criteria prompt's worked example's "Rating: 1").
 #: How a replacement is gated under --count authors at the token level: "authors", as their code does (IRD 612,
 #: 628-630: the judge is asked about two identical strings, the span before the step, so it never sees the
 #: replacement and accepts what it accepts of an unchanged question); "corrected": the span before the step against
@@ -211,6 +212,10 @@ class MatchaConfig:
         return record
 
 
+#: MatchaConfig's fields that MatchaRunConfig names otherwise (the flags' names).
+RUN_FIELDS = {"eps_fraction": "epsilon"}
+
+
 def is_paper_judge(atom: str) -> bool:
     """Whether a judge spec's atom is the authors' LLM judge, GPT-3.5-turbo through the OpenAI API (IRD 323)."""
     kind, _, rest = atom.strip().partition(":")
@@ -219,7 +224,7 @@ def is_paper_judge(atom: str) -> bool:
 
 @validated
 @dataclass(frozen=True)
-class MatchaRunConfig:
+class MatchaRunConfig(GenerationFields, JudgeFields, PromptFields):
     """One MATCHA attack run: data, attack level and variant, judges, hyper-parameters (None: the paper's
     default for the dataset, see :data:`robusteval.attacks.matcha.config_presets.DATASET_DEFAULTS`).
 
@@ -230,31 +235,7 @@ class MatchaRunConfig:
     level: str = option("token", choices=("token", "embedding"), help="token or embedding level")
     variant: str = option("full", choices=VARIANTS,
                           help="full, or a baseline: random-insert, random-locs, cot-loss-only, gcg-suffix")
-    judge: str = option("arith", metavar="SPEC|arith",
-                        help="reasoning judge: arith, grounding, embedded, a model spec, A+B (wrong if either says "
-                        "wrong), vote:A,B,C")
-    semantic_judge: str = option("none", metavar="SPEC|none",
-                                 help="judge that must accept each token replacement as meaning-preserving")
-    judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
-                                      help="the reasoning LLM judge's prompt: a string.Template file with $question, "
-                                      "$reference and $candidate ($$ for a literal $); e.g. the MATCHA authors' "
-                                      "criteria prompt wrapped as docs/matcha.md shows")
-    semantic_judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
-                                               help="the semantic LLM judge's prompt: a string.Template file with "
-                                               "$original and $perturbed")
-    judge_retries: int | None = option(None, cli=CONFIG_KEY, metavar="N", identity=WHEN_SET,
-                                       help="re-ask an LLM judge whose verdict cannot be read up to N times (sampled "
-                                       "at temperature 0.7; under --count authors at temperature 0 with the same "
-                                       "prompt, as theirs, which re-asks without limit), then count it as "
-                                       "--unreadable-verdicts says (default: "
-                                       f"{AUTHORS_JUDGE_RETRIES} under --count authors, else 0)")
-    unreadable_verdicts: str | None = option(None, cli=CONFIG_KEY, choices=UNREADABLE_VERDICTS, metavar="abstain|authors-fallback",
-                                             identity=WHEN_SET,
-                                             help="an LLM verdict still unreadable after its re-asks: abstain (the "
-                                             "example is counted apart as unjudged; the default) or, under --count "
-                                             "authors, authors-fallback: read as 'correct', as the authors' local "
-                                             "fallback reads every verdict (their bug: it reads the prompt's "
-                                             "'Rating: 1')")
+    judging: JudgeOptions = judge_block(*JUDGE_KEYS, judge="arith", semantic_judge="none")
     replacement_gate: str | None = option(None, cli=CONFIG_KEY, choices=REPLACEMENT_GATES, metavar="authors|corrected",
                                           identity=WHEN_SET,
                                           help="--count authors, token level: how each replacement is gated: "
@@ -269,10 +250,6 @@ class MatchaRunConfig:
         "int(k x inserted), ranked by the gradient at row i, the i-th prompt token, read at the vocabulary id equal "
         "to the i-th inserted location; the default there) or corrected (ranked by the gradient at each inserted "
         "position's current token, ceil(k x inserted) of them, as outside --count authors)")
-    judge_max_thinking_tokens: int | None = option(None, cli=MORE, metavar="N", identity=WHEN_SET,
-                                                   help="a thinking LLM judge's trace budget before its generated "
-                                                   "verdict (its chat template names think tags; --judge-chat) "
-                                                   "(default 2048)")
     counting: str | None = option(None, choices=COUNTINGS, flag="--count", metavar="ours|authors",
                                   identity=WHEN_SET,
                                   help="ours: the reasoning judge's verdict alone, over attacked examples whose clean "
@@ -280,12 +257,6 @@ class MatchaRunConfig:
                                   "code step by step (kept answer AND (LLM judge 0 OR a false equation OR empty "
                                   "reasoning), their one-token-at-a-time insertions, every clean-correct question "
                                   "as the denominator); --preset paper's default. Default: ours")
-    judge_chat: bool = option(False, cli=MORE, help="ask LLM judges through their chat template (hf) or chat endpoint "
-                              "(openai), the judge prompt as one user turn")
-    error_classifier: str | None = option(None, cli=MORE, metavar="MODEL-SPEC",
-                                          help="an LLM that names the error type of successes no checker can "
-                                          "(arith: wrong calculation, grounding: wrong information or irrelevant "
-                                          "information); unset: those stay unclassified")
     target_answer: str = option("gold", choices=("gold", "clean", "auto"),
                                 help="gold: attack correctly answered questions; clean: keep the model's own "
                                 "answer; auto: gold when at least min_correct (--config) are answered correctly, else clean")
@@ -318,28 +289,21 @@ class MatchaRunConfig:
                                      "original exceeds this before the semantic judge sees it (drift = 1 - cosine "
                                      "of all-MiniLM-L6-v2 embeddings with the drift extra, else the character "
                                      "edit ratio; the summary records which)")
-    max_new_tokens: int | None = option(None, help="generation budget per answer (a thinking target's reply; its "
-                                        "trace gets --max-thinking-tokens on top) (default "
-                                        f"{MAX_NEW_TOKENS})")
     reasoning_source: str | None = option(None, cli=MORE, choices=REASONING_SOURCES, identity=False,
                                           help="a thinking target: the reasoning attacked and judged: chain (default: "
                                           "the reasoning after the answer in the reply, the paper's quantity), trace "
                                           "(the thinking trace) or both; the answer is always read from the reply. "
                                           "In the run identity when the target thinks")
     thinking: ReasoningOptions = nested(default_factory=ReasoningOptions)
+    # The attacked model's prompt shape and budget (max_new_tokens unset: the preset's, else MAX_NEW_TOKENS).
+    generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens")
     success_check: str | None = option(None, cli=CONFIG_KEY, choices=SUCCESS_CHECKS,
                                        help="token level: when to generate and judge: final (once, after the last "
                                        "step: the paper's text) or insertion-and-final (also right after the "
                                        "insertions, stopping there on a success or a changed answer: the authors' "
                                        "implementation, which produced the published tables; --preset paper's "
                                        "default). Default: final")
-    exemplars: str | None = option(None, metavar="math|yesno|PATH",
-                                   help="in-context exemplars (default: built-in set matching the answer type; "
-                                   "--preset paper needs a file, e.g. the Wei et al. sets)")
-    chat: bool = option(False, help="prompt the attacked model through its chat template (exemplars as earlier "
-                        "turns); the editable span is the question inside the user turn")
-    system_prompt: str | None = option(None, help="--chat: the system prompt (default: asks for the answer "
-                                       "first, then the reasoning)")
+    prompt: PromptOptions = prompt_block("exemplars")
     sample: int | None = option(None, cli=CONFIG_KEY, help="attack a seeded random sample of N examples (after --limit); "
                                 "--preset paper samples 500 StrategyQA questions")
     # Not in the identity: the values it fills are (a preset run resumes under the same settings given one by one).
@@ -350,29 +314,20 @@ class MatchaRunConfig:
     def __post_init__(self) -> None:
         """Refuse values that cannot run, in the config's own words (the CLI re-words them with flags), before
         any model loads: judge specs are part of the run identity."""
-        from robusteval.judges.base import REASONING, SEMANTIC, check_judge_prompt, check_judge_spec
-        from robusteval.judges.errortypes import check_error_classifier_spec
-        from robusteval.prompts.answer_first import check_exemplars
 
         check_choices(self)
         # frozen: the preset's values and the defaults of the settings a preset may set, filled once, here
-        for name, value in (*preset_values(self.preset, self.data.dataset, self.level).items(),
-                            ("max_new_tokens", MAX_NEW_TOKENS), ("max_redraws", MAX_REDRAWS)):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, value)
-        check_chat(self)
+        fill_unset(self, {"max_new_tokens": MAX_NEW_TOKENS, "max_redraws": MAX_REDRAWS,
+                          **preset_values(self.preset, self.data.dataset, self.level)})
         if self.reasoning_source is not None and self.thinking.reasoning == "none":
             raise ConfigError(self, "reasoning_source", "the target is read without a trace (reasoning none); "
                               "leave it unset")
         if self.thinking.reasoning == "harmony":
             raise ConfigError(self.thinking, "reasoning", "MATCHA attacks think-tag traces (harmony's channels are "
                               "special tokens the attack's text spans do not hold); use think-tags or none")
-        for name in ("insert_ratio", "topk_ratio", "epsilon", "step_fraction", "max_new_tokens", "sample"):
-            check_positive(self, name)
+        check_positive(self, "sample")
         # attack_limit 0: the clean pass alone (a later run with a larger limit resumes it)
-        for name, minimum in (("steps", 0), ("n_candidates", 1), ("max_redraws", 0), ("min_correct", 0),
-                              ("max_drift", 0), ("attack_limit", 0), ("judge_retries", 0),
-                              ("max_attack_tokens", 0), ("judge_max_thinking_tokens", 1)):
+        for name, minimum in (("min_correct", 0), ("attack_limit", 0), ("max_attack_tokens", 0)):
             check_at_least(self, name, minimum)
         if self.resolved_counting() == "authors":
             # Their insertions land anywhere in the question and the answer trigger, their PGD perturbs both: a chat
@@ -386,35 +341,17 @@ class MatchaRunConfig:
         if self.unreadable_verdicts == "authors-fallback" and self.resolved_counting() != "authors":
             raise ConfigError(self, "unreadable_verdicts", "authors-fallback counts what the authors' buggy fallback "
                               "reads; it is for {counting=authors} only (robusteval's counting abstains)")
-        if self.replacement_gate is not None and (self.resolved_counting() != "authors" or self.level != "token"):
-            raise ConfigError(self, "replacement_gate", "chooses between the authors' replacement gate and its "
-                              "correction: {counting=authors} at the token level only")
-        if self.replacement_positions is not None and (self.resolved_counting() != "authors"
-                                                       or self.level != "token"):
-            raise ConfigError(self, "replacement_positions", "chooses between the authors' replacement positions "
-                              "and their correction: {counting=authors} at the token level only")
-        if self.level == "embedding":
-            if self.variant not in ("full", "cot-loss-only"):
-                raise ConfigError(self, "variant", f"{self.variant} is a token-level baseline; {{level=embedding}} "
-                                  "takes full or cot-loss-only")
-            if self.max_drift is not None:
-                raise ConfigError(self, "max_drift", "bounds the drift of perturbed question text; "
-                                  "{level=embedding} perturbs no text")
-            if self.success_check not in (None, "final"):
-                raise ConfigError(self, "success_check", f"{self.success_check} is for the token level "
-                                  "({level=embedding} inserts nothing)")
-        with field_check(self, "judge"):
-            check_judge_spec(self.judge, task=REASONING)
-        with field_check(self, "semantic_judge"):
-            check_judge_spec(self.semantic_judge, task=SEMANTIC)
-        with field_check(self, "error_classifier"):
-            check_error_classifier_spec(self.error_classifier)
-        with field_check(self, "judge_prompt"):
-            check_judge_prompt(self.judge_prompt, REASONING)
-        with field_check(self, "semantic_judge_prompt"):
-            check_judge_prompt(self.semantic_judge_prompt, SEMANTIC)
-        with field_check(self, "exemplars"):
-            check_exemplars(self.exemplars)
+        self._check_hyperparameters()
+
+    def _check_hyperparameters(self) -> None:
+        """The attack's hyper-parameters checked where they are declared, :meth:`MatchaConfig.validate` (one place),
+        its refusals named in this config's fields (``eps_fraction`` is ``epsilon`` here)."""
+        try:
+            self.hyperparameters()
+        except ConfigError as exc:
+            if exc.config_type is not MatchaConfig:
+                raise
+            raise ConfigError(self, RUN_FIELDS.get(exc.field, exc.field), exc.problem) from None
 
     @staticmethod
     def presets_setting(name: str) -> list[str]:
@@ -436,7 +373,7 @@ class MatchaRunConfig:
         return AUTHORS_RETRY_TEMPERATURE if self.resolved_counting() == "authors" else None
 
     def resolved_unreadable(self) -> str:
-        """What a verdict still unreadable after its re-asks counts as (:data:`UNREADABLE_VERDICTS`)."""
+        """What a verdict still unreadable after its re-asks counts as (:data:`robusteval.judging.UNREADABLE_VERDICTS`)."""
         return self.unreadable_verdicts or "abstain"
 
     def resolved_replacement_gate(self) -> str | None:
@@ -469,8 +406,8 @@ class MatchaRunConfig:
             drift_measure=drift_measure() if self.max_drift is not None else None,
             success_check=self.success_check or "final",
             counting=self.resolved_counting(),
-            replacement_gate=self.resolved_replacement_gate(),
-            replacement_positions=self.resolved_replacement_positions(),
+            replacement_gate=self.replacement_gate or self.resolved_replacement_gate(),  # set: MatchaConfig checks it
+            replacement_positions=self.replacement_positions or self.resolved_replacement_positions(),
             reasoning_source=(self.reasoning_source or DEFAULT_REASONING_SOURCE) if thinks else None,
             max_thinking_tokens=self.thinking_budget() if thinks else None,
         )
@@ -494,7 +431,7 @@ class MatchaRunConfig:
         loads or any run directory is made: judge specs are part of the run identity)."""
         from robusteval.judges.base import spec_atoms
 
-        judges = spec_atoms(self.judge)
+        judges = spec_atoms(self.judging.reasoning_spec())
         if answer_type == "yesno" and all(atom.strip() in OFFLINE_JUDGES for atom in judges):
             raise ConfigError(self, "judge", f"{self.judge} cannot judge yes/no reasoning: the offline checkers only "
                               "find false equations and ungrounded quantities, so every SR would be 0 by "
@@ -512,7 +449,7 @@ class MatchaRunConfig:
                 atom.strip() in ("grounding", "none") for atom in judges):
             problems.append("{judge=MODEL-SPEC} or {judge=arith+MODEL-SPEC} (the paper's reasoning judge is an LLM, "
                             "with the arithmetic check OR-ed in)")
-        if self.semantic_judge.strip() == "none":
+        if self.judging.semantic_spec().strip() == "none":
             problems.append("{semantic_judge=MODEL-SPEC} (the paper gates every perturbation)")
         if problems:
             raise ConfigError(self, "preset", "paper needs " + "; ".join(problems))
@@ -531,7 +468,7 @@ class MatchaRunConfig:
             out.append("robusteval's own exemplars, not Wei et al.'s")
         from robusteval.judges.base import spec_atoms
 
-        atoms = set(spec_atoms(self.judge))
+        atoms = set(spec_atoms(self.judging.reasoning_spec()))
         authors = hyper.counting == "authors"
         if not authors:
             out.append("outcomes counted by robusteval's rules (the reasoning judge alone, over attacked examples "
@@ -552,7 +489,7 @@ class MatchaRunConfig:
         if "grounding" in atoms:
             out.append("reasoning judged by the grounding checker (quantities not from the question), not only an "
                        "LLM judge")
-        if self.semantic_judge.strip() == "none":
+        if self.judging.semantic_spec().strip() == "none":
             out.append("no semantic judge gates the perturbations")
         if hyper.target_answer == "clean" or self.target_answer == "auto":
             out.append("target answer may be the model's own clean answer, not the gold one")

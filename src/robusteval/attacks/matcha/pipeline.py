@@ -227,7 +227,7 @@ def attack_matcha(
     info = {"limit": config.data.limit, "batch_size": batch_size}
     with store_for(store, identity, info) as run:
         judge_reasoning, judge_semantic, judge_names = matcha_judges(
-            run, config.judge, config.semantic_judge, load, chat=config.judge_chat,
+            run, config.judging.reasoning_spec(), config.judging.semantic_spec(), load, chat=config.judge_chat,
             counting=config.resolved_counting(), retries=config.resolved_judge_retries(),
             reasoning_prompt=config.judge_prompt, semantic_prompt=config.semantic_judge_prompt,
             retry_temperature=config.resolved_retry_temperature(), unreadable=config.resolved_unreadable(),
@@ -267,7 +267,7 @@ def attack_matcha(
                 summary["replacement_gate"] = hyper.replacement_gate
             if hyper.replacement_positions is not None:
                 summary["replacement_positions"] = hyper.replacement_positions
-        summary["flags"] = rate_flags(config.judge, config.semantic_judge)
+        summary["flags"] = rate_flags(config.judging.reasoning_spec(), config.judging.semantic_spec())
         summary["deviations_from_paper"] = config.deviations(examples[0].answer_type)
         if thinks:
             summary.update(thinking_summary(reasoning, hyper, clean, attacked))

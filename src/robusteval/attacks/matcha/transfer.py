@@ -473,7 +473,7 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
         if not source.items or backend is None:
             if source.items:
                 raise UserError("transfer: a model backend is needed: the source run has successes to replay")
-            summary = transfer_summary(source, [], model=None, temperature=config.temperature, seed=config.seed,
+            summary = transfer_summary(source, [], model=None, temperature=config.generation.sampling_temperature(), seed=config.seed,
                                        max_new_tokens=max_new_tokens, judges={"reasoning": judge_spec})
             return finish(run, summary, seeds={"seed": config.seed})
 
@@ -489,7 +489,7 @@ def transfer(config: TransferConfig, backend: Backend | None, store: RunStore | 
         if classifier is not None:
             judge_names["error_classifier"] = classifier.name
         runner = TransferRunner(backend, run, source, reasoning_judge=judge_reasoning,
-                                temperature=config.temperature, seed=config.seed, max_new_tokens=max_new_tokens,
+                                temperature=config.generation.sampling_temperature(), seed=config.seed, max_new_tokens=max_new_tokens,
                                 batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
                                 error_classifier=classifier, reasoning=ReasoningOptions().resolve(backend))
         summary = runner.summary(runner.outcomes(), judge_names)

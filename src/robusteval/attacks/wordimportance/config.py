@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from robusteval.config import (
     check_at_least,
-    check_chat,
     check_choices,
     field_check,
     nested,
@@ -17,6 +16,8 @@ from robusteval.config import (
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.evals.classification import thinking_budget_option
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.base import Language
 from robusteval.perturbations.spec import CandidateSpec
 from robusteval.seeding import DEFAULT_SEED
@@ -42,7 +43,7 @@ def parse_rates(text: str) -> tuple[float, ...]:
 
 @validated
 @dataclass(frozen=True)
-class WordImportanceRunConfig:
+class WordImportanceRunConfig(GenerationFields, PromptFields):
     """One word-importance attack run: data, the perturbation method(s) and their resources, the rates α,
     the query budget and the confidence estimator."""
 
@@ -57,14 +58,10 @@ class WordImportanceRunConfig:
     confidence: str = option("auto", choices=("auto", "logprob", "sample", "greedy"),
                              help="confidence estimator: auto = logprob when the backend scores, else sample")
     n_samples: int = option(5, help="sample: answers sampled per text")
-    temperature: float = option(0.7, help="sample: sampling temperature")
     rank: bool = option(True, negate="--no-rank",
                         help="baseline: perturb words in text order without the ranking stage")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
-                        "the template's text as one user turn")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
+    prompt: PromptOptions = prompt_block("template")
+    generation: GenerationOptions = generation_block("chat", "system_prompt", "temperature", temperature=0.7)
     max_thinking_tokens: int | None = thinking_budget_option()
     max_drift: float | None = option(None, help="do not query candidates whose texts drift further than this from "
                                      "the originals (drift = 1 - cosine of all-MiniLM-L6-v2 embeddings with the "
@@ -79,7 +76,6 @@ class WordImportanceRunConfig:
         text = self.rates if isinstance(self.rates, str) else ",".join(str(r) for r in self.rates)
         with field_check(self, "rates"):
             object.__setattr__(self, "rates", parse_rates(text))  # one normal form, whatever the caller gave
-        from robusteval.evals.classification import check_template_source
         from robusteval.perturbations.registry import check_method_name
 
         with field_check(self, "method"):
@@ -89,9 +85,6 @@ class WordImportanceRunConfig:
         if self.confidence == "sample":
             check_at_least(self, "n_samples", 1, optional=False)
         check_at_least(self, "max_drift", 0)
-        check_chat(self)
-        with field_check(self, "template"):
-            check_template_source(self.template)
 
     def method_names(self, language: Language) -> tuple[str, ...]:
         """The method, or every method of the language for ``combined``."""

@@ -159,7 +159,7 @@ def attack_wordimportance(
         check_confidence(run, confidence, backend)
         search = WordImportanceConfig(
             rates=config.rates, budget=config.budget, confidence=confidence,  # type: ignore[arg-type]
-            n_samples=config.n_samples, temperature=config.temperature, fields=tuple(spec.text_fields(examples)),
+            n_samples=config.n_samples, temperature=config.generation.sampling_temperature(), fields=tuple(spec.text_fields(examples)),
             language=language, rank=config.rank, seed=config.seed, max_drift=config.max_drift,
         )
         options = with_target_embeddings(spec.method_options(load_model, device=target_device(backend)),

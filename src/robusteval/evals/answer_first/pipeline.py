@@ -175,7 +175,7 @@ def evaluate(config: EvalConfig, backend: Backend, store: RunStore | str | os.Pa
     reasoning = config.thinking.resolve(backend)
     identity = eval_identity(config, backend_identity(backend), examples)
     with store_for(store, identity, {"limit": config.data.limit, "batch_size": batch_size}) as run:
-        records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.max_new_tokens,
+        records = answer_first_records(backend, run, examples, prompt, max_new_tokens=config.generation.budget(),
                                        batch_size=batch_size, chat=config.chat, system_prompt=config.system_prompt,
                                        math_grader=config.math_grader, reasoning=reasoning, options=config.thinking)
         summary = {

@@ -13,7 +13,6 @@ from typing import Any
 from robusteval.config import (
     ConfigError,
     check_at_least,
-    check_chat,
     check_choices,
     field_check,
     nested,
@@ -22,8 +21,9 @@ from robusteval.config import (
 )
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.evals.classification import check_template_source
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.evals.prompt_robustness.surfaces import TARGETS
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import PerturbationSpec
 from robusteval.seeding import DEFAULT_SEED
@@ -42,7 +42,7 @@ def parse_methods(text: str) -> list[str]:
 
 @validated
 @dataclass(frozen=True)
-class PromptRobustnessConfig:
+class PromptRobustnessConfig(GenerationFields, PromptFields):
     """``robusteval prompt-robustness``: one model as a classifier with the clean prompt and with k perturbed
     copies of one surface of it per method, on the same questions.
 
@@ -62,11 +62,8 @@ class PromptRobustnessConfig:
                          "--system-prompt), the answer-format line, or the few-shot exemplars' text")
     prompts_per_method: int = option(3, metavar="K", identity=False,
                                      help="perturbed prompts per method (each seeded on its own)")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
-                                  "labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it (the target of --target system)")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
+    prompt: PromptOptions = prompt_block("template")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs a backend that scores)")
@@ -80,12 +77,9 @@ class PromptRobustnessConfig:
         if not isinstance(self.methods, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "methods", ",".join(self.methods))
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "prompts_per_method", 1, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
         names = _checked_methods(self)
-        with field_check(self, "template"):
-            check_template_source(self.template)
         if self.target == "system" and not self.system_prompt:
             raise ConfigError(self, "system_prompt", "{target=system} perturbs the system turn: give the system "
                               "prompt (with {chat=True})")
@@ -100,7 +94,7 @@ class PromptRobustnessConfig:
 
 @validated
 @dataclass(frozen=True)
-class PromptSearchConfig:
+class PromptSearchConfig(GenerationFields, PromptFields):
     """``robusteval prompt-robustness --mode search``: the word-importance search over the instruction's words,
     lowering the accuracy on a seeded search set under a query budget; the found prompt scored on the held-out
     examples (the rest of the data)."""
@@ -117,11 +111,8 @@ class PromptSearchConfig:
     max_rate: float = option(0.3, help="search: largest share of the instruction's words changed")
     rank: bool = option(True, negate="--no-rank", help="search: baseline without the ranking stage (words in "
                         "text order)")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
-                                  "labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
+    prompt: PromptOptions = prompt_block("template")
     label_mode: str = option("hard", choices=("hard", "soft"),
                              help="hard: the search lowers the accuracy; soft: the mean probability of the true "
                              "labels (needs a backend that scores)")
@@ -133,7 +124,6 @@ class PromptSearchConfig:
         if not isinstance(self.methods, str):
             object.__setattr__(self, "methods", ",".join(self.methods))
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "budget", 1, optional=False)
         check_at_least(self, "search_size", 1, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
@@ -143,8 +133,6 @@ class PromptSearchConfig:
             raise ConfigError(self, "budget", f"{self.budget} queries cannot ask one prompt on the "
                               f"{{search_size={self.search_size}}} examples")
         names = _checked_methods(self)
-        with field_check(self, "template"):
-            check_template_source(self.template)
         if self.perturbation.perturb_fields:
             raise ConfigError(self.perturbation, "perturb_fields", "the prompt search changes the instruction, "
                               "never an example's fields")
@@ -156,7 +144,7 @@ class PromptSearchConfig:
 
 @validated
 @dataclass(frozen=True)
-class PromptSpreadConfig:
+class PromptSpreadConfig(GenerationFields, PromptFields):
     """``robusteval prompt-robustness --mode spread``: the same examples asked with a set of equivalent prompts
     (from ``prompts_file`` and/or ``n_formats`` formats of FormatSpread's grammar); min, max, mean, spread and the
     worst case per example."""
@@ -167,11 +155,8 @@ class PromptSpreadConfig:
                                       "answer_field}")
     n_formats: int = option(12, metavar="N", help="spread: formats drawn from the grammar (separators, casing, "
                             "spacing, answer-field names; 0: the file's prompts only)")
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no "
-                                  "labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai)")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
+    prompt: PromptOptions = prompt_block("template")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs a backend that scores)")
@@ -181,13 +166,10 @@ class PromptSpreadConfig:
 
     def __post_init__(self) -> None:
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "n_formats", 0, optional=False)
         check_at_least(self, "bootstrap", 0, optional=False)
         if self.n_formats == 0 and not self.prompts_file:
             raise ConfigError(self, "n_formats", "0 formats and no {prompts_file}: the spread has no prompts")
-        with field_check(self, "template"):
-            check_template_source(self.template)
 
 
 def _method_names(config: Any) -> list[str]:

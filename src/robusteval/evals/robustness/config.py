@@ -10,7 +10,6 @@ from pathlib import Path
 from robusteval.config import (
     ConfigError,
     check_at_least,
-    check_chat,
     check_choices,
     field_check,
     nested,
@@ -19,7 +18,9 @@ from robusteval.config import (
 )
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.evals.classification import check_template_source, thinking_budget_option
+from robusteval.evals.classification import thinking_budget_option
+from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
+from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import PerturbationSpec
 from robusteval.seeding import DEFAULT_SEED
@@ -58,7 +59,7 @@ def parse_sets(text: str) -> list[SetSpec]:
 
 @validated
 @dataclass(frozen=True)
-class RobustnessConfig:
+class RobustnessConfig(GenerationFields, PromptFields):
     """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.
 
     The sets, label mode and bootstrap only change the summary, not a stored unit, so a run directory can be
@@ -71,11 +72,8 @@ class RobustnessConfig:
     #: A comma-separated string (as on the command line) or a sequence of entries.
     sets: str | tuple[str, ...] = option(metavar="M1,M2,NAME=FILE", help="perturbed sets: method names or files",
                                          identity=False)
-    template: str | None = option(None, metavar="nli-zh|yesno|text|PATH",
-                                  help="classification prompt template (default: nli-zh for OCNLI, yesno for yes/no labels, else text)")
-    chat: bool = option(False, help="prompt through the model's chat template (hf) or /chat/completions (openai): "
-                        "the template's text as one user turn")
-    system_prompt: str | None = option(None, help="--chat: a system turn before it (default: none)")
+    prompt: PromptOptions = prompt_block("template")
+    generation: GenerationOptions = generation_block("chat", "system_prompt")
     max_thinking_tokens: int | None = thinking_budget_option()
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
@@ -100,7 +98,6 @@ class RobustnessConfig:
         if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "sets", ",".join(self.sets))
         check_choices(self)
-        check_chat(self)
         check_at_least(self, "bootstrap", 0, optional=False)
         check_at_least(self, "max_thinking_tokens", 1)
         check_at_least(self, "min_changed", 0, optional=False)
@@ -113,8 +110,6 @@ class RobustnessConfig:
             for spec in specs:
                 if spec.method is not None:
                     check_method_name(spec.method)
-        with field_check(self, "template"):
-            check_template_source(self.template)
         self.perturbation.check_similarity_methods(self, [spec.method for spec in specs if spec.method])
 
     def set_specs(self) -> list[SetSpec]:
