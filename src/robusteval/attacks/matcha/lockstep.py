@@ -87,8 +87,8 @@ class Checkpoint:
 
 Request = Gate | Gradient | LeadingGradient | Score | Checkpoint
 R = TypeVar("R")
-#: How many rounds in a row a gathered request may wait for other examples to reach it (:func:`held_back`): the
-#: authors' one-token insertions put examples tens of gates apart before their checkpoint.
+#: How many rounds in a row a gathered request may wait for other examples to reach it (:func:`held_back`):
+#: insertions gated one token at a time put examples tens of gate rounds apart before their checkpoint.
 GATHER_ROUNDS = 64
 #: An example's attack: yields requests, receives their answers, returns its result.
 AttackSteps = Generator[Request, Any, R]
