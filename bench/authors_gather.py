@@ -72,12 +72,15 @@ def attack(backend: Backend, spec: str, semantic: str, config: MatchaConfig, exa
         reasoning, gate, _ = matcha_judges(store, "arith", semantic, lambda _: backend, counting="authors")
         runner = MatchaRunner(backend, store, AnswerFirstPrompt(default_exemplars("number")), config,
                               reasoning_judge=reasoning, semantic_judge=gate, batch_size=batch)
-        generations: list[list[int]] = []  # per batch: the rows of each generation (the last is the final one)
+        # Per batch: (rows, seconds) of each generation (the last is the final one).
+        generations: list[list[tuple[int, float]]] = []
         decode = runner._decode
 
         def counted(rows: Any) -> Any:
-            generations[-1].append(len(rows))
-            return decode(rows)
+            began = time.perf_counter()
+            out = decode(rows)
+            generations[-1].append((len(rows), time.perf_counter() - began))
+            return out
 
         runner._decode = counted  # type: ignore[method-assign]
         rounds = [0]
@@ -99,9 +102,11 @@ def attack(backend: Backend, spec: str, semantic: str, config: MatchaConfig, exa
         finally:
             lockstep.held_back = held_back  # type: ignore[assignment]
         wall, cpu = time.perf_counter() - began, time.process_time() - cpu
-    checkpoints = [rows for calls in generations for rows in calls[:-1]]
+    checkpoints = [rows for calls in generations for rows, _ in calls[:-1]]
+    checkpoint_s = sum(seconds for calls in generations for _, seconds in calls[:-1])
     return {"gather": gather, "wall": wall, "cpu": cpu, "n": len(records), "records": records, "load": load,
-            "load_after": os.getloadavg()[0], "checkpoints": checkpoints, "rounds": rounds[0]}
+            "load_after": os.getloadavg()[0], "checkpoints": checkpoints, "checkpoint_s": checkpoint_s,
+            "rounds": rounds[0]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                              work / f"r{rep}-{gather}", gather)
                 runs.append(run)
                 print(f"gather {gather:>3}: {run['wall'] / run['n']:.2f} s/example wall, "
-                      f"{run['cpu'] / run['n']:.2f} CPU s/example, checkpoint generations (rows) {run['checkpoints']}, "
+                      f"{run['cpu'] / run['n']:.2f} CPU s/example, checkpoint generations (rows) {run['checkpoints']} "
+                      f"{run['checkpoint_s']:.1f} s in all, "
                       f"{run['rounds']} rounds, load {run['load']:.2f}->{run['load_after']:.2f}", flush=True)
     lockstep.GATHER_ROUNDS = default_gather
     same = all([{k: r.get(k) for k in COMPARED} for r in a["records"]]
