@@ -90,7 +90,7 @@ def attack(backend: Backend, spec: str, semantic: str, config: MatchaConfig, exa
             rounds[0] += 1
             return held_back(*a, **k)
 
-        lockstep.held_back = counting_rounds  # type: ignore[assignment]
+        lockstep.held_back = counting_rounds
         load = os.getloadavg()[0]
         began, cpu = time.perf_counter(), time.process_time()
         records: list[dict[str, Any]] = []
@@ -100,7 +100,7 @@ def attack(backend: Backend, spec: str, semantic: str, config: MatchaConfig, exa
                 records += runner.attack_many(examples[start:start + batch], clean[start:start + batch])
             records = runner.judge(records)
         finally:
-            lockstep.held_back = held_back  # type: ignore[assignment]
+            lockstep.held_back = held_back
         wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     checkpoints = [rows for calls in generations for rows, _ in calls[:-1]]
     checkpoint_s = sum(seconds for calls in generations for _, seconds in calls[:-1])
