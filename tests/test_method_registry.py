@@ -170,6 +170,8 @@ FIELD_EXCEPTIONS = {
                                                      "(a transfer names its source run's)",
     ("robusteval.studies.sweep", "n_seeds"): "the sweep's own field (it writes it; MATCHA's section reads a sweep "
                                              "table)",
+    ("robusteval.report.collect", "n_seeds"): "the sweep table's own field, which the check of a sweep.json tells "
+                                              "from the swept method's numbers",
 }
 
 
