@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 from robusteval.errors import UserError
 from robusteval.methods import MethodSpec, method_named
 from robusteval.methods import methods as registered_methods
+from robusteval.metrics.flags import FLAG
 from robusteval.metrics.formatting import clean_number
-from robusteval.metrics.matcha_summary import FLAG
 from robusteval.metrics.significance import PairedTest
 from robusteval.report.build import section_of
 from robusteval.report.model import Num, Rate
