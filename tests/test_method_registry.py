@@ -302,3 +302,28 @@ def test_the_metric_rule_sees_one_methods_metric_in_a_surface(tmp_path: Path) ->
                              tmp_path)
     assert sorted(line.split(": ", 1)[1] for line in found) == ["'hit[max]' (only robusteval.a declares it)",
                                                          "'miss' (only robusteval.b declares it)"]
+
+
+def method_metrics_imports(files: dict[str, Path], names: set[str], exempt: set[str]) -> list[str]:
+    """Where a surface module (not ``exempt``) imports a metrics module of one method (``metrics.<name>`` or
+    ``metrics.<name>_...``: MATCHA's counting in ``metrics.matcha_summary``)."""
+    found = []
+    for module, path in files.items():
+        if not module.startswith(SURFACES) or module in exempt:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                       else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for target in targets:
+                leaf = target.removeprefix("robusteval.metrics.")
+                if leaf != target and any(leaf == name or leaf.startswith(name + "_") for name in names):
+                    found.append(f"{path.relative_to(SOURCE.parent)}:{node.lineno}: imports {target}")
+    return found
+
+
+def test_no_surface_imports_one_methods_metrics() -> None:
+    specs = methods()
+    exempt = {*ALLOWED, *(spec.cli for spec in specs if spec.cli)}
+    found = method_metrics_imports(module_files(), {spec.name for spec in specs}, exempt)
+    assert not found, (f"{len(found)} shared modules import one method's metrics (a shared mark such as FLAG "
+                       "belongs in a shared module: metrics.flags):\n" + "\n".join(found))

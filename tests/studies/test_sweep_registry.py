@@ -11,6 +11,7 @@ import pytest
 
 from robusteval.errors import DataError
 from robusteval.methods import METHODS, MethodSpec, method_named, register_method
+from robusteval.metrics.matcha import MATCHA_RATES
 from robusteval.report.collect import load_sweep
 from robusteval.studies.sweep import aggregate, sweep_metrics, table_rows
 
@@ -18,7 +19,7 @@ from robusteval.studies.sweep import aggregate, sweep_metrics, table_rows
 def test_matchas_sweep_reads_its_registration() -> None:
     spec = method_named("matcha")
     assert spec is not None
-    assert sweep_metrics("matcha") == ("acc", "ur", "sr", "wr")
+    assert sweep_metrics("matcha") == ("acc", "ur", "sr", "wr") == MATCHA_RATES  # its registration says its own
     counts = spec.load_results().sweep_counts
     assert counts({"error_types": {"counts": {"calculation": 2, "logic": 1}}}) == {"calculation": 2, "logic": 1}
     assert counts({}) == {}
