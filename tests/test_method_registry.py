@@ -170,6 +170,8 @@ FIELD_EXCEPTIONS = {
                                                      "(a transfer names its source run's)",
     ("robusteval.studies.sweep", "n_seeds"): "the sweep's own field (it writes it; MATCHA's section reads a sweep "
                                              "table)",
+    ("robusteval.report.collect", "n_seeds"): "the sweep table's own field, which the check of a sweep.json tells "
+                                              "from the swept method's numbers",
 }
 
 
@@ -240,3 +242,88 @@ def test_the_field_rule_sees_one_methods_fields_in_the_shared_layers(tmp_path: P
     assert fields == {"n_demo_only": "robusteval.demo"}
     table = files["robusteval.report.table"]
     assert [value for value, _ in string_literals(table) if value in fields] == ["n_demo_only"]
+
+
+# ------------------------------------------------------------------------------- one method's metric names
+
+#: (module, metric) pairs of a surface that spell a metric name only one method declares, each with why.
+METRIC_EXCEPTIONS: dict[tuple[str, str], str] = {}
+
+
+def declared_metrics(specs: list[MethodSpec]) -> dict[str, str]:
+    """metric -> the one method package that declares it: its headlines' names (``asr[max]``, the name before
+    ``[`` and that name with its bracket: ``asr``, ``asr[``) and its summary's rates (``summary_rates``), where no
+    other method's package declares it."""
+    packages: dict[str, set[str]] = {}
+    for spec in specs:
+        names = {metric for metric, _ in spec.headlines} | set(spec.summary_rates)
+        bases = {name.split("[", 1)[0] for name in names if "[" in name}
+        for name in names | bases | {f"{base}[" for base in bases}:
+            packages.setdefault(name, set()).add(spec.package)
+    return {name: next(iter(owners)) for name, owners in packages.items() if len(owners) == 1}
+
+
+def metric_spellings(files: dict[str, Path], metrics: dict[str, str], exempt: set[str],
+                     root: Path = SOURCE.parent) -> list[str]:
+    """Where a surface module (not a method's, not ``exempt``) spells a metric only one method declares."""
+    return [f"{path.relative_to(root)}:{line}: {value!r} (only {metrics[value]} declares it)"
+            for module, path in files.items()
+            if module.startswith(SURFACES) and module not in exempt and not any(_inside(module, p) for p in metrics.values())
+            for value, line in string_literals(path)
+            if value in metrics and (module, value) not in METRIC_EXCEPTIONS]
+
+
+def test_no_surface_spells_a_metric_only_one_method_declares() -> None:
+    specs = methods()
+    metrics = declared_metrics(specs)
+    assert {"ur", "sr", "wr", "asr[max]", "asr", "asr["} <= metrics.keys()  # MATCHA's and word-importance's
+    assert "acc" not in metrics  # every answer-scoring method's
+    exempt = {*ALLOWED, *(spec.cli for spec in specs if spec.cli)}
+    found = metric_spellings(module_files(), metrics, exempt)
+    assert not found, (f"{len(found)} places in the shared layers spell one method's metric (declare it in the "
+                       "method's registration or results and read the registry instead):\n" + "\n".join(found))
+    stale = [pair for pair in METRIC_EXCEPTIONS if pair[1] not in metrics]
+    assert not stale, f"exceptions no longer needed: {stale}"
+
+
+def test_the_metric_rule_sees_one_methods_metric_in_a_surface(tmp_path: Path) -> None:
+    specs = [MethodSpec("a", "a", "", "a", package="robusteval.a", headlines=(("hit[max]", "lower"), ("acc", "higher"))),
+             MethodSpec("b", "b", "", "b", package="robusteval.b", summary_rates=("acc", "miss"))]
+    metrics = declared_metrics(specs)
+    assert metrics == {"hit[max]": "robusteval.a", "hit": "robusteval.a", "hit[": "robusteval.a",
+                       "miss": "robusteval.b"}
+    (tmp_path / "report").mkdir()
+    (tmp_path / "a").mkdir()
+    surface = tmp_path / "report" / "board.py"
+    surface.write_text('"""hit[max] in prose."""\nX = ("acc", "hit[max]")\nY = "miss"\n')
+    own = tmp_path / "a" / "board.py"
+    own.write_text('X = "hit[max]"\n')
+    found = metric_spellings({"robusteval.report.board": surface, "robusteval.a.board": own}, metrics, set(),
+                             tmp_path)
+    assert sorted(line.split(": ", 1)[1] for line in found) == ["'hit[max]' (only robusteval.a declares it)",
+                                                         "'miss' (only robusteval.b declares it)"]
+
+
+def method_metrics_imports(files: dict[str, Path], names: set[str], exempt: set[str]) -> list[str]:
+    """Where a surface module (not ``exempt``) imports a metrics module of one method (``metrics.<name>`` or
+    ``metrics.<name>_...``: MATCHA's counting in ``metrics.matcha_summary``)."""
+    found = []
+    for module, path in files.items():
+        if not module.startswith(SURFACES) or module in exempt:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                       else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for target in targets:
+                leaf = target.removeprefix("robusteval.metrics.")
+                if leaf != target and any(leaf == name or leaf.startswith(name + "_") for name in names):
+                    found.append(f"{path.relative_to(SOURCE.parent)}:{node.lineno}: imports {target}")
+    return found
+
+
+def test_no_surface_imports_one_methods_metrics() -> None:
+    specs = methods()
+    exempt = {*ALLOWED, *(spec.cli for spec in specs if spec.cli)}
+    found = method_metrics_imports(module_files(), {spec.name for spec in specs}, exempt)
+    assert not found, (f"{len(found)} shared modules import one method's metrics (a shared mark such as FLAG "
+                       "belongs in a shared module: metrics.flags):\n" + "\n".join(found))

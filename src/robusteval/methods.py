@@ -91,12 +91,20 @@ class MethodSpec:
     reference: str | None = None
     #: Stages whose units depend only on the model, the data and the prompt: a sweep reuses them across points.
     shared_stages: tuple[str, ...] = ()
+    #: The fields of its runs' summaries that are its rates, in the order a table shows them: what a sweep of it
+    #: averages over seeds (``robusteval sweep``); empty: its headlines' metrics.
+    summary_rates: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for metric, direction in self.headlines:
             if direction not in DIRECTIONS:
                 raise ValueError(f"method {self.name}: headline {metric} direction {direction!r}: "
                                  f"give one of {', '.join(DIRECTIONS)}")
+
+    @property
+    def sweep_metrics(self) -> tuple[str, ...]:
+        """The summary fields a sweep of it averages over seeds: its ``summary_rates``, else its headlines'."""
+        return self.summary_rates or tuple(metric for metric, _ in self.headlines)
 
     def load_results(self) -> Any:
         return load_reference(self.results, f"method {self.name} results") if self.results else None

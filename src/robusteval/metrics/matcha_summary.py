@@ -24,10 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robusteval.metrics.flags import FLAG as FLAG  # the shared mark, still importable from here
 from robusteval.metrics.matcha import CATEGORIES, RATES_OVER
 
-#: The marker of a rate whose reasoning judge or semantic gate makes it weaker than it looks.
-FLAG = "⚑"
 #: How each denominator is called beside its n.
 DENOMINATOR_NAMES = {"authors": "authors'", "ours": "ours"}
 RATES = ("ur", "sr", "wr")

@@ -23,7 +23,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from robusteval.metrics.matcha_summary import FLAG
+from robusteval.metrics.flags import FLAG
 from robusteval.report.charts import bar_chart, chart_csv, line_chart
 from robusteval.report.model import (
     BarChart,

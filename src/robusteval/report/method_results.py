@@ -109,6 +109,13 @@ class MethodResults:
     metric_names: Mapping[str, str] = field(default_factory=dict)
     #: How a column of its reads in a paper table's notes where its one value moves there (``rate`` -> ``α``).
     tex_note_names: Mapping[str, str] = field(default_factory=dict)
+    #: ``headline_rate(rates, metric)``: the one of a run's ``rates`` that its headline ``metric`` stands for, where
+    #: the name stands for one of several (word-importance's ``asr[max]``: its success rate at the run's largest
+    #: α); None, or a None answer: the rate named ``metric``.
+    headline_rate: Callable[[Sequence[Rate], str], Rate | None] | None = None
+    #: ``sweep_counts(summary)``: a breakdown of a run's examples by kind (MATCHA's error types of its successes,
+    #: kind -> count) that a sweep of it shows as shares (``share:<kind>``, mean (std) over seeds); None: none.
+    sweep_counts: Callable[[Mapping[str, Any]], Mapping[str, int]] | None = None
 
 
 _V = TypeVar("_V")

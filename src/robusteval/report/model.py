@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from robusteval.metrics.flags import FLAG
 from robusteval.metrics.formatting import NO_INTERVAL, format_bounds
-from robusteval.metrics.matcha_summary import FLAG
 from robusteval.metrics.stats import is_collapsed
 
 

@@ -9,8 +9,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
+from robusteval.metrics.flags import FLAG
 from robusteval.metrics.formatting import format_rate
-from robusteval.metrics.matcha_summary import FLAG
 from robusteval.report.method_results import merged, registered_results
 from robusteval.report.model import Num
 

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 from robusteval.errors import UserError
 from robusteval.methods import MethodSpec, method_named
 from robusteval.methods import methods as registered_methods
+from robusteval.metrics.flags import FLAG
 from robusteval.metrics.formatting import clean_number
-from robusteval.metrics.matcha_summary import FLAG
 from robusteval.metrics.significance import PairedTest
 from robusteval.report.build import section_of
 from robusteval.report.model import Num, Rate
@@ -189,12 +189,11 @@ def _text(num: Num, denominator: str) -> str:
     return shown
 
 
-def _headline_rates(rates: Sequence[Rate], metric: str) -> Rate | None:
-    by_name = {rate.metric: rate for rate in rates}
-    if metric == "asr[max]":  # a word-importance attack: its success rate at the largest rate
-        asr = [rate for rate in rates if rate.metric.startswith("asr[")]
-        return max(asr, key=lambda r: float(r.metric[4:-1])) if asr else None
-    return by_name.get(metric)
+def _headline_rate(rates: Sequence[Rate], metric: str, own: MethodResults | None) -> Rate | None:
+    """The rate ``metric`` names, or the one the method says it stands for (``MethodResults.headline_rate``:
+    word-importance's ``asr[max]``, its success rate at the largest α)."""
+    picked = own.headline_rate(rates, metric) if own is not None and own.headline_rate is not None else None
+    return picked if picked is not None else next((rate for rate in rates if rate.metric == metric), None)
 
 
 def _with_denominators(headlines: Sequence[tuple[str, str]], rates: Iterable[Sequence[Rate]],
@@ -251,7 +250,7 @@ def build_leaderboard(plan: StudyPlan, root: Path, results: Sequence[Any]) -> St
             flagged: dict[str, list[str]] = {}  # flag text -> the models whose number carries it
             tested = []  # (model, run, the run's name for the number, its value): the pairs tested below
             for model, run in runs.items():
-                rate = _headline_rates(rates[model], metric)
+                rate = _headline_rate(rates[model], metric, own)
                 if rate is not None:
                     board.cells[(model, name)] = rate.num
                     board.runs[(model, name)] = str(run.path)

@@ -3,7 +3,9 @@
 The paper's analyses are sweeps (optimisation steps and insertion ratio, Fig. 4; baselines as mean(std) over
 seeds, Table 3), and a cross-scale stress test is a sweep over models. Every (model, grid point, seed) is an
 ordinary run directory under ``out`` (``<model>/<point>/seed-<s>``), checked, locked and resumed like any run;
-the table gives mean and sample standard deviation over seeds of ACC/UR/SR/WR and the error-type shares.
+the table gives mean and sample standard deviation over seeds of the method's rates (its registration's
+``summary_rates``: MATCHA's ACC/UR/SR/WR) and of the shares of its breakdown (its results' ``sweep_counts``:
+MATCHA's error types of the successes).
 
 Points that share a clean pass (same model, data, prompt and generation budget: it does not depend on the
 steps, ratios or seed) reuse it: its stored units are copied into the next run directory before that run
@@ -24,15 +26,26 @@ from typing import Any
 
 from robusteval.config import block_of, with_options
 from robusteval.errors import UserError
-from robusteval.methods import method_named
-from robusteval.metrics.matcha import MATCHA_RATES
+from robusteval.methods import MethodSpec, method_named
 from robusteval.metrics.stats import mean_std
 from robusteval.progress import status
 from robusteval.store import RunStore, write_text_atomic
 from robusteval.studies.options import option_fields
 
-#: Summary fields averaged over seeds.
-METRICS = MATCHA_RATES
+#: A breakdown of a summary's examples by kind (``MethodResults.sweep_counts``).
+Counts = Callable[[Mapping[str, Any]], Mapping[str, int]]
+
+
+def sweep_metrics(attack_name: str) -> tuple[str, ...]:
+    """The summary fields a sweep of ``attack_name`` averages over seeds (its ``MethodSpec.sweep_metrics``;
+    none for an attack no method registers)."""
+    spec = method_named(attack_name)
+    return spec.sweep_metrics if spec is not None else ()
+
+
+def _sweep_counts(spec: MethodSpec | None) -> Counts | None:
+    results = spec.load_results() if spec is not None else None
+    return results.sweep_counts if results is not None else None
 
 
 def parse_grid(items: Sequence[str], config_type: type) -> dict[str, list[Any]]:
@@ -86,19 +99,21 @@ def slug(values: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text)
 
 
-def aggregate(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """mean(std) over seeds of the metrics and of each error type's share of the successes."""
+def aggregate(summaries: Sequence[Mapping[str, Any]], metrics: Sequence[str],
+              counts: Counts | None = None) -> dict[str, Any]:
+    """mean(std) over seeds of ``metrics`` (summary fields) and of each kind's share of ``counts(summary)``
+    (MATCHA's error types of the successes)."""
     out: dict[str, Any] = {"n_seeds": len(summaries)}
-    for name in METRICS:
+    for name in metrics:
         mean, std = mean_std([s.get(name) for s in summaries])
         out[name] = {"mean": mean, "std": std}
-    kinds = sorted({k for s in summaries for k in (s.get("error_types") or {}).get("counts", {})})
+    breakdowns = [counts(s) for s in summaries] if counts is not None else []
+    kinds = sorted({k for c in breakdowns for k in c})
     for kind in kinds:
         shares = []
-        for s in summaries:
-            counts = (s.get("error_types") or {}).get("counts", {})
-            total = sum(counts.values())
-            shares.append(counts.get(kind, 0) / total if total else None)
+        for c in breakdowns:
+            total = sum(c.values())
+            shares.append(c.get(kind, 0) / total if total else None)
         mean, std = mean_std(shares)
         out[f"share:{kind}"] = {"mean": mean, "std": std}
     return out
@@ -152,6 +167,8 @@ def sweep(
     root = Path(out)
     method = method_named(attack_name)
     shared = method.shared_stages if method is not None else ()  # units that depend only on model, data and prompt
+    metrics = sweep_metrics(attack_name)
+    counts = _sweep_counts(method)
     examples = config.data.load()
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
@@ -176,8 +193,8 @@ def sweep(
                 first_run = first_run or run_dir
                 summaries.append(summary)
                 runs.append({"model": model_name, "point": point, "seed": seed, "run_dir": str(run_dir),
-                             **{k: summary.get(k) for k in METRICS}})
-            rows.append({"model": model_name, "point": point, **aggregate(summaries)})
+                             **{k: summary.get(k) for k in metrics}})
+            rows.append({"model": model_name, "point": point, **aggregate(summaries, metrics, counts)})
         if spec is not None:
             del model  # release the weights before the next model loads
     result = {"attack": attack_name, "grid": {k: list(v) for k, v in (grid or {}).items()}, "seeds": list(seeds),
@@ -188,16 +205,18 @@ def sweep(
 
 
 def table_rows(result: Mapping[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
-    """Printable rows: model, the grid point's values, and ``mean (std)`` per metric and error-type share."""
+    """Printable rows: model, the grid point's values, and ``mean (std)`` per metric (the swept method's
+    ``sweep_metrics``) and per share of its breakdown (MATCHA's error types)."""
     grid_names = list(result["grid"])
+    metrics = sweep_metrics(result["attack"])
     shares = sorted({k for row in result["table"] for k in row if k.startswith("share:")})
-    columns = ["model", *grid_names, "n_seeds", *METRICS, *shares]
+    columns = ["model", *grid_names, "n_seeds", *metrics, *shares]
     printable = []
     for row in result["table"]:
         cells: dict[str, str] = {"model": row["model"], "n_seeds": str(row["n_seeds"])}
         for name in grid_names:
             cells[name] = str(row["point"].get(name))
-        for name in (*METRICS, *shares):
+        for name in (*metrics, *shares):
             value = row.get(name) or {}
             mean, std = value.get("mean"), value.get("std")
             cells[name] = "-" if mean is None else f"{mean:.3f}" + (f" ({std:.3f})" if std is not None else "")

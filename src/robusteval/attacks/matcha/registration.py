@@ -13,7 +13,8 @@ register_method(MethodSpec(
     # WR (attacked examples whose answer the insertions changed): lower is more robust, the answer survived.
     stages=("robusteval.attacks.matcha.run", "robusteval.attacks.matcha.pipeline"),
     headlines=(("sr", "lower"), ("ur", "higher"), ("wr", "lower")), order=20,
-    reference="robusteval.attacks.matcha.config_presets:presets_reference", shared_stages=("matcha_clean",)))
+    reference="robusteval.attacks.matcha.config_presets:presets_reference", shared_stages=("matcha_clean",),
+    summary_rates=("acc", "ur", "sr", "wr")))  # metrics.matcha.MATCHA_RATES
 
 register_method(MethodSpec(
     name="transfer", command="transfer",

@@ -4,6 +4,9 @@ too), MATCHA's paper tables and the fields of its comparability key."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from robusteval.attacks.matcha.results.boards import MATCHA_BOARD, TRANSFER_BOARD
 from robusteval.attacks.matcha.results.comparability import matcha_key
 from robusteval.attacks.matcha.results.latex import matcha_tables
@@ -24,6 +27,12 @@ from robusteval.report.method_results import MethodResults
 #: the same attacked examples, shown where some run has one so each model's categories add up, but no score.
 CATEGORY_SHARES = ("unjudged_rate", "clean_cot_wrong_rate")
 
+
+def error_type_counts(summary: Mapping[str, Any]) -> Mapping[str, int]:
+    """The error types of a summary's successes, kind -> count (a sweep shows each kind's share)."""
+    return dict((summary.get("error_types") or {}).get("counts") or {})
+
+
 RESULTS = MethodResults(rates=matcha_rates, outcomes=matcha_outcomes, boards=(MATCHA_BOARD,),
                         section=matcha_section, latex=matcha_tables, comparability=matcha_key, show=matcha_show,
                         exclusion_texts=MATCHA_EXCLUSIONS, left_out_lines=left_out_lines, flag_texts=flag_texts,
@@ -32,7 +41,8 @@ RESULTS = MethodResults(rates=matcha_rates, outcomes=matcha_outcomes, boards=(MA
                         tex_headings={"n_attacked": Tex(r"$n_{\mathrm{att}}$"), "n_unjudged": "unjudged",
                                       "level": "Level"},
                         metric_names={"ur": "UR", "sr": "SR", "wr": "WR", "unjudged_rate": "unjudged",
-                                      "clean_cot_wrong_rate": "clean wrong"})
+                                      "clean_cot_wrong_rate": "clean wrong"},
+                        sweep_counts=error_type_counts)
 #: Transfer runs are shown in MATCHA's section (no section of their own).
 TRANSFER_RESULTS = MethodResults(rates=transfer_rates, outcomes=transfer_outcomes, boards=(TRANSFER_BOARD,),
                                  show=transfer_show, exclusion_texts=TRANSFER_EXCLUSIONS,

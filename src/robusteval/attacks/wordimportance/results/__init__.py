@@ -6,6 +6,8 @@ leaderboards; ``ors``: ORS results."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from robusteval.attacks.wordimportance.pipeline import STAGE
 from robusteval.attacks.wordimportance.results.boards import BOARDS
 from robusteval.attacks.wordimportance.results.ors import ORS_FILE, study_columns
@@ -36,9 +38,23 @@ def outcomes(run: Run, metric: str, value: float | None) -> Outcomes | None:
     return share_outcomes(rows, value)
 
 
+#: The headline of its study leaderboard: the success rate at the run's largest α.
+HEADLINE = "asr[max]"
+
+
+def headline_rate(rates: Sequence[Rate], metric: str) -> Rate | None:
+    """The rate its headline ``asr[max]`` stands for: the success rate at the run's largest α (None for another
+    metric, or a run without rates)."""
+    asr = [rate for rate in rates if rate.metric.startswith("asr[")]
+    if metric != HEADLINE or not asr:
+        return None
+    return max(asr, key=lambda rate: float(rate.metric[4:-1]))
+
+
 RESULTS = MethodResults(rates=run_rates, outcomes=outcomes, boards=BOARDS, section=wordimportance_section,
                         study_columns=study_columns, result_files=(ORS_FILE,),
                         formats={"ors": NumberFormat("ORS", digits=2)},
                         tex_headings={"n_attacked": Tex(r"$n_{\mathrm{att}}$"), "rate": Tex(r"$\alpha$"),
                                       "beta": Tex(r"$\beta$")},
-                        tex_note_names={"rate": "α", "beta": "β"}, metric_names={"asr": "ASR"})
+                        tex_note_names={"rate": "α", "beta": "β"}, metric_names={"asr": "ASR"},
+                        headline_rate=headline_rate)
