@@ -36,6 +36,36 @@ def test_the_authors_gather_reads_row_i_at_the_vocabulary_id_of_location_i() -> 
         authors_positions(lead, EYE, [4, 1, 6], 0.5)
 
 
+def test_the_authors_gather_equals_the_one_hot_product_of_the_scaled_matrix() -> None:
+    """Entry (i, locations[i]) of lead @ (scale x E)^T, read without the product: the same choice as the full
+    one-hot gradient their code computes (random matrix, a scale as Gemma's sqrt(H))."""
+    generator = torch.Generator().manual_seed(0)
+    embeddings, scale = torch.randn(50, 16, generator=generator), 4.0
+    for trial in range(20):
+        lead = torch.randn(6, 16, generator=generator)
+        locations = torch.randperm(50, generator=generator)[:6].tolist()
+        onehot = lead @ (embeddings * scale).T  # what their gather reads, [L, V]
+        values = torch.gather(-onehot, 1, torch.tensor(locations).view(-1, 1))[:, 0].tolist()
+        order = sorted(range(6), key=lambda i: -values[i])
+        for ratio in (0.2, 0.5, 1.0):
+            count = max(1, int(6 * ratio))
+            assert authors_positions(lead, embeddings, locations, ratio, scale) == \
+                [locations[i] for i in order[:count]], (trial, ratio)
+
+
+def test_the_authors_gather_makes_no_vocabulary_sized_tensor() -> None:
+    """A vocabulary of 2^40 ids (a stride-0 view: no memory) is read at its locations only; the product over the
+    whole vocabulary (and the scaled copy the attack made per example) cannot even be allocated."""
+    generator = torch.Generator().manual_seed(1)
+    row = torch.randn(1, 8, generator=generator)
+    vocabulary = row.expand(2**40, 8)
+    lead = torch.randn(3, 8, generator=generator)
+    values = (-(lead * row * 2.0).sum(-1)).tolist()
+    locations = [5, 2**39, 7]
+    expected = [locations[i] for i in sorted(range(3), key=lambda i: -values[i])]
+    assert authors_positions(lead, vocabulary, locations, 1.0, 2.0) == expected
+
+
 def test_the_corrected_choice_reads_each_inserted_position_at_its_current_token() -> None:
     ids = [2, 5, 0, 1, 3, 4]
     inserted = [1, 3, 4]  # current tokens 5, 1, 3

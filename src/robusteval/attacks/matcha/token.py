@@ -211,9 +211,9 @@ def token_attack_steps(
     k = max(1, math.ceil(config.topk_ratio * len(inserted)))
     theirs = config.replacement_positions == "authors" and config.variant in ("full", "cot-loss-only")
     if theirs and config.steps > 0:
-        # Their gather reads the one-hot gradient over the whole vocabulary: the scaled matrix [V, H] (a copy under
-        # --replacement-positions authors only; robusteval's own path takes the rows it needs).
-        embedding_matrix = objective.backend.embedding_matrix.detach() * objective.backend.embed_scale
+        # Their gather reads one entry of the one-hot gradient per location: authors_positions indexes those rows
+        # of the (unscaled) matrix itself, so no [V, H] copy is made per example.
+        embedding_matrix = objective.backend.embedding_matrix.detach()
         # Their locations: the greedy diff of the clean and the perturbed whole (span + response), absolute.
         offset = len(objective.prefix_ids) + len(objective.head_ids)
         rest = [*objective.tail_ids, *objective.reference.continuation_ids]
@@ -234,7 +234,8 @@ def token_attack_steps(
         }
         if theirs:
             lead = yield LeadingGradient(ids, len(locations))
-            chosen_at = [p - offset for p in authors_positions(lead, embedding_matrix, locations, config.topk_ratio)]
+            chosen_at = [p - offset for p in authors_positions(lead, embedding_matrix, locations, config.topk_ratio,
+                                                                    objective.backend.embed_scale)]
             # A location past the span (their diff can attribute an insertion to the response) edits no prompt.
             rows = [p for p in chosen_at if 0 <= p < len(ids)]
             record["replacement_positions"] = chosen_at
@@ -333,25 +334,29 @@ def _on_host(best_tokens: torch.Tensor, order: torch.Tensor | None) -> tuple[lis
 
 
 def authors_positions(lead: torch.Tensor, embeddings: torch.Tensor, locations: Sequence[int],
-                      topk_ratio: float) -> list[int]:
+                      topk_ratio: float, scale: float | torch.Tensor = 1.0) -> list[int]:
     """The positions the authors' code replaces (IRD 615-625), from ``locations`` (their inserted locations:
     absolute positions in the whole input, in their order) and ``lead``, the gradient of -L_opt at the first
-    ``len(locations)`` input embeddings [>= L, H] (``embeddings`` [V, H], scaled as the model reads them).
+    ``len(locations)`` input embeddings [>= L, H] (``embeddings`` [V, H] times ``scale``: the matrix as the model
+    reads it).
 
     Their ``torch.gather(-grad, 1, locations)`` on the one-hot gradient [sequence, V] reads row i (the i-th token
     of the whole input, from the BOS) at column ``locations[i]`` (a position used as a vocabulary id), not the
     inserted positions' rows; their ``grad`` is of their cost, which plays our -L_opt, so ``-grad`` there is
-    ``-lead`` here. They replace ``int(len x k)`` (at least 1) locations, the largest first; ties go to the
-    earlier location (torch's top-k leaves their order unspecified). A location past the vocabulary makes their
-    gather fail: ValueError."""
+    ``-lead`` here. Entry (i, locations[i]) of ``lead @ (scale x E)^T`` is ``lead[i] . scale x E[locations[i]]``:
+    only those rows are indexed (then scaled, as :func:`~robusteval.attacks.matcha.objective.token_vectors`), so
+    neither a scaled [V, H] copy nor an [L, V] product is made (2.1 GB and 0.5 MB per location for Llama-3-8B in
+    float32). They replace ``int(len x k)`` (at least 1) locations, the largest first; ties go to the earlier
+    location (torch's top-k leaves their order unspecified). A location past the vocabulary makes their gather
+    fail: ValueError."""
     n = len(locations)
     if n == 0:
         return []
     if max(locations) >= embeddings.shape[0]:
         raise ValueError(f"location {max(locations)} is past the vocabulary ({embeddings.shape[0]} ids)")
-    onehot = lead[:n] @ embeddings.T.to(lead.dtype)  # [L, V], as theirs for the rows they read
-    index = torch.tensor(list(locations), device=onehot.device, dtype=torch.long).view(-1, 1)
-    values = torch.gather(-onehot, 1, index)[:, 0].tolist()
+    index = torch.tensor(list(locations), device=embeddings.device, dtype=torch.long)
+    rows = (embeddings[index] * scale).to(device=lead.device, dtype=lead.dtype)  # [L, H]
+    values = (-(lead[:n] * rows).sum(dim=-1)).tolist()
     count = max(1, int(n * topk_ratio))
     order = sorted(range(n), key=lambda i: -values[i])  # stable: ties keep the earlier location first
     return [int(locations[i]) for i in order[:count]]
