@@ -75,6 +75,29 @@ def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = No
     return dataclasses.field(default_factory=default_factory, kw_only=True, metadata=metadata)
 
 
+def shared_block(options: type, all_keys: Sequence[str], keys: Sequence[str],
+                 defaults: Mapping[str, Any] | None = None, unrecorded: Sequence[str] = ()) -> Any:
+    """The field of a method's config holding a shared block of type ``options`` (generation, judging, prompt):
+    the ``keys`` of ``all_keys`` the method reads, its ``defaults`` of those left unset and the keys its identity
+    leaves ``unrecorded`` (see :func:`nested`); a key outside the block, or a default of a key not read, is a
+    programming error (TypeError, at import)."""
+    defaults = dict(defaults or {})
+    unknown = sorted((set(keys) | set(defaults) | set(unrecorded)) - set(all_keys))
+    if unknown or not set(defaults) <= set(keys):
+        raise TypeError(f"{options.__name__} block: {', '.join(unknown) or 'a default of a key not read'}: keys "
+                        f"are {', '.join(all_keys)}")
+    return nested(default_factory=lambda: options(**defaults), keys=keys, defaults=defaults, flat=True,
+                  unrecorded=unrecorded)
+
+
+def filled(config: Any, name: str) -> Any:
+    """``config.name``, which a method's block default fills; a ConfigError when it is unset all the same."""
+    value = getattr(config, name)
+    if value is None:
+        raise ConfigError(config, name, "unset, and the method gives it no default: set it")
+    return value
+
+
 def identity_fields(config: Any) -> dict[str, Any]:
     """The config's fields that change results, as plain JSON-able values. Nested configs are flattened into
     the parent (a DataSpec contributes dataset, data_file, data_sha256, fields), as run identities always were."""

@@ -9,22 +9,20 @@ the command line, in ``--config`` files (or a ``[judging]`` table), study files 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from robusteval.config import (
     CONFIG_KEY,
     MORE,
     WHEN_SET,
-    ConfigError,
     check_at_least,
     check_choices,
     field_check,
-    nested,
+    filled,
     option,
+    shared_block,
     validated,
 )
-
-T = TypeVar("T")
 
 #: Every setting of the block, in declaration order.
 JUDGE_KEYS = ("judge", "semantic_judge", "judge_prompt", "semantic_judge_prompt", "judge_retries",
@@ -96,26 +94,18 @@ class JudgeOptions:
 
     def reasoning_spec(self) -> str:
         """``judge`` of a method whose default fills it (``judge_block(judge=...)``)."""
-        return self._filled(self.judge, "judge")
+        return str(filled(self, "judge"))
 
     def semantic_spec(self) -> str:
         """``semantic_judge`` of a method whose default fills it (``judge_block(semantic_judge=...)``)."""
-        return self._filled(self.semantic_judge, "semantic_judge")
+        return str(filled(self, "semantic_judge"))
 
-    def _filled(self, value: T | None, name: str) -> T:
-        if value is None:
-            raise ConfigError(self, name, "unset, and the method gives it no default: set it")
-        return value
 
 
 def judge_block(*keys: str, **defaults: Any) -> Any:
     """The ``judging`` field of a method's config: the keys it reads and its defaults of those left unset (see
     :func:`robusteval.models.generation.generation_block`)."""
-    unknown = sorted((set(keys) | set(defaults)) - set(JUDGE_KEYS))
-    if unknown or not set(defaults) <= set(keys):
-        raise TypeError(f"judge_block: {', '.join(unknown) or 'a default of a key not read'}: keys are "
-                        f"{', '.join(JUDGE_KEYS)}")
-    return nested(default_factory=lambda: JudgeOptions(**defaults), keys=keys, defaults=defaults, flat=True)
+    return shared_block(JudgeOptions, JUDGE_KEYS, keys, defaults)
 
 
 class JudgeFields:

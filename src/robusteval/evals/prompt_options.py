@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import field_check, nested, option, validated
+from robusteval.config import field_check, option, shared_block, validated
 
 #: Every setting of the block, in declaration order.
 PROMPT_KEYS = ("exemplars", "template")
@@ -49,10 +49,7 @@ class PromptOptions:
 def prompt_block(*keys: str, unrecorded: tuple[str, ...] = ()) -> Any:
     """The ``prompt`` field of a method's config: the keys it reads; ``unrecorded``: those its run identity leaves
     out (it records what they resolve to instead: transfer's exemplars, by their prompt's hash)."""
-    unknown = sorted((set(keys) | set(unrecorded)) - set(PROMPT_KEYS))
-    if unknown:
-        raise TypeError(f"prompt_block: {', '.join(unknown)}: keys are {', '.join(PROMPT_KEYS)}")
-    return nested(default_factory=PromptOptions, keys=keys, flat=True, unrecorded=unrecorded)
+    return shared_block(PromptOptions, PROMPT_KEYS, keys, unrecorded=unrecorded)
 
 
 class PromptFields:

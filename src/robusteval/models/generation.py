@@ -12,11 +12,9 @@ identity). :class:`GenerationFields` forwards ``config.chat`` and friends to the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from robusteval.config import ConfigError, check_at_least, check_chat, nested, option, validated
-
-T = TypeVar("T")
+from robusteval.config import ConfigError, check_at_least, check_chat, filled, option, shared_block, validated
 
 #: Every setting of the block, in declaration order.
 GENERATION_KEYS = ("chat", "system_prompt", "max_new_tokens", "temperature", "top_p")
@@ -50,16 +48,12 @@ class GenerationOptions:
 
     def budget(self) -> int:
         """``max_new_tokens`` of a method whose default fills it (``generation_block(max_new_tokens=...)``)."""
-        return self._filled(self.max_new_tokens, "max_new_tokens")
+        return int(filled(self, "max_new_tokens"))
 
     def sampling_temperature(self) -> float:
         """``temperature`` of a method whose default fills it (``generation_block(temperature=...)``)."""
-        return self._filled(self.temperature, "temperature")
+        return float(filled(self, "temperature"))
 
-    def _filled(self, value: T | None, name: str) -> T:
-        if value is None:
-            raise ConfigError(self, name, "unset, and the method gives it no default: set it")
-        return value
 
 
 def generation_block(*keys: str, **defaults: Any) -> Any:
@@ -67,11 +61,7 @@ def generation_block(*keys: str, **defaults: Any) -> Any:
     set is refused, and only these are flags, config keys and identity fields of the method) and the method's
     defaults of those left unset (``max_new_tokens=256``). Flat keywords (``EvalConfig(chat=True)``) still build
     it, for one release (:func:`robusteval.config.check_call`)."""
-    unknown = sorted((set(keys) | set(defaults)) - set(GENERATION_KEYS))
-    if unknown or not set(defaults) <= set(keys):
-        raise TypeError(f"generation_block: {', '.join(unknown) or 'a default of a key not read'}: keys are "
-                        f"{', '.join(GENERATION_KEYS)}")
-    return nested(default_factory=lambda: GenerationOptions(**defaults), keys=keys, defaults=defaults, flat=True)
+    return shared_block(GenerationOptions, GENERATION_KEYS, keys, defaults)
 
 
 class GenerationFields:
