@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import typing
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from helpers.configkeys import leaf_keys
 from robusteval.attacks.matcha.config import MatchaRunConfig
 from robusteval.attacks.matcha.transfer import TransferConfig
 from robusteval.attacks.wordimportance.config import WordImportanceRunConfig
@@ -84,26 +84,13 @@ def test_flat_and_nested_give_the_same_config_and_the_identity_of_before(case: s
         assert "generation=GenerationOptions(" in notices[0] and "\n" not in notices[0]
 
 
-def _leaf_keys(config_type: type, only: tuple[str, ...] | None = None) -> list[str]:
-    hints = typing.get_type_hints(config_type)
-    out = []
-    for field in dataclasses.fields(config_type):
-        if only is not None and field.name not in only:
-            continue
-        if field.metadata.get("nested"):
-            out += _leaf_keys(hints[field.name], field.metadata.get("keys"))
-        elif field.init:
-            out.append(field.name)
-    return out
-
-
 @pytest.mark.parametrize("title", [title for title, _ in sections()])
 def test_no_method_config_declares_a_shared_setting_itself_or_a_key_twice(title: str) -> None:
     config_type = dict(sections())[title]
     own = {f.name for f in dataclasses.fields(config_type)}
     shared = set(GENERATION_KEYS) | set(JUDGE_KEYS) | set(PROMPT_KEYS)
     assert not own & shared, f"{title}: declares {sorted(own & shared)} itself"
-    twice = [key for key, n in Counter(_leaf_keys(config_type)).items() if n > 1]
+    twice = [key for key, n in Counter(leaf_keys(config_type)).items() if n > 1]
     assert not twice, f"{title}: {twice} declared twice"
 
 

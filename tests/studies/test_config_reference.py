@@ -3,10 +3,9 @@ method's config is documented there, the ones --help leaves out included."""
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from pathlib import Path
 
+from helpers.configkeys import leaf_keys
 from robusteval.studies.configref import reference, sections
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
@@ -17,26 +16,13 @@ def test_the_reference_is_up_to_date() -> None:
         "docs/config-reference.md is stale: python -m robusteval.studies.configref docs/config-reference.md")
 
 
-def _keys(config_type: type, only: tuple[str, ...] | None = None) -> list[str]:
-    hints = typing.get_type_hints(config_type)
-    out = []
-    for field in dataclasses.fields(config_type):
-        if only is not None and field.name not in only:
-            continue
-        if field.metadata.get("nested"):
-            out += _keys(hints[field.name], field.metadata.get("keys"))
-        elif field.init:
-            out.append(field.name)
-    return out
-
-
 def test_every_option_of_every_config_has_a_row_with_its_help() -> None:
     text = reference()
     titles = [title for title, _ in sections()]
     assert {"method `matcha`", "method `eval`", "method `wordimportance`", "command `transfer`"} <= set(titles)
     for title, config_type in sections():
         section = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
-        for key in _keys(config_type):
+        for key in leaf_keys(config_type):
             row = next((line for line in section.splitlines() if line.startswith(f"| `{key}` |")), None)
             assert row is not None, f"{title}: {key} undocumented"
     matcha = text.split("## method `matcha`\n", 1)[1].split("\n## ", 1)[0]
