@@ -29,6 +29,7 @@ from robusteval.attacks.matcha.pipeline import matcha_judges
 from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
 from robusteval.data.loaders import load_dataset
 from robusteval.models import Backend, load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.store import RunStore
 
@@ -117,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = model_spec(args, work)
         backend = load_backend(spec, device="cpu", batch_size=args.batch_size)
         semantic = args.semantic_judge or spec
-        config = MatchaConfig(level="token", target_answer="clean", max_new_tokens=args.max_new_tokens,
+        config = MatchaConfig(level="token", target_answer="clean",
+                              generation=GenerationOptions(max_new_tokens=args.max_new_tokens),
                               steps=args.steps, seed=args.seed, counting="authors",
                               success_check="insertion-and-final", replacement_positions="corrected")
         data = str(resources.files("robusteval.data") / "samples" / "math.jsonl")

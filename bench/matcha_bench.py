@@ -36,6 +36,7 @@ from robusteval.attacks.matcha.pipeline import matcha_judges
 from robusteval.attacks.matcha.run import DATASET_DEFAULTS, MatchaConfig, MatchaRunner
 from robusteval.data.loaders import load_dataset
 from robusteval.models import Backend, load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, load_exemplars
 from robusteval.store import RunStore
 
@@ -253,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     config = MatchaConfig.for_dataset(
         args.paper_defaults, level=args.level, variant=args.variant, steps=args.steps,
-        n_candidates=args.n_candidates, max_new_tokens=args.max_new_tokens, target_answer=args.target_answer,
+        n_candidates=args.n_candidates, generation=GenerationOptions(max_new_tokens=args.max_new_tokens),
+        target_answer=args.target_answer,
         seed=args.seed,
     )
     config.validate()

@@ -19,6 +19,7 @@ from typing import Any
 from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
 from robusteval.data.loaders import load_dataset
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.models.tiny import build_tiny_llama
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.store import RunStore
@@ -41,7 +42,7 @@ def main() -> None:
     by_id = {ex.id: ex for ex in examples}
 
     def runner(name: str, check: str, seed: int) -> MatchaRunner:
-        config = MatchaConfig(target_answer="clean", max_new_tokens=24, steps=2, seed=seed, success_check=check)
+        config = MatchaConfig(target_answer="clean", generation=GenerationOptions(max_new_tokens=24), steps=2, seed=seed, success_check=check)
         return MatchaRunner(backend, RunStore.open(work / name), AnswerFirstPrompt(default_exemplars("number")),
                             config, reasoning_judge=every_reasoning_wrong,
                             semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])

@@ -117,15 +117,17 @@ def main(argv: list[str] | None = None) -> int:
             result = _matcha(tmp / "matcha", backend, TourConfig(max_new_tokens=args.max_new_tokens),
                              args.batch_size)
         else:
+            import robusteval as rv
             from robusteval.attacks.matcha.pipeline import MatchaRunConfig, attack_matcha
             from robusteval.data.spec import DataSpec
             from robusteval.tour import sample_path
 
             run = MatchaRunConfig(
                 data=DataSpec("jsonl", sample_path("math.jsonl"), answer_type="number", limit=args.limit),
-                exemplars="math", target_answer="clean", min_correct=0, attack_limit=args.examples, topk_ratio=0.25,
-                epsilon=0.005, max_new_tokens=args.max_new_tokens, n_candidates=1, seed=0, judge="arith",
-                semantic_judge="none")
+                prompt=rv.PromptOptions(exemplars="math"), target_answer="clean", min_correct=0,
+                attack_limit=args.examples, topk_ratio=0.25, epsilon=0.005,
+                generation=rv.GenerationOptions(max_new_tokens=args.max_new_tokens), n_candidates=1, seed=0,
+                judging=rv.JudgeOptions(judge="arith", semantic_judge="none"))
             result = attack_matcha(run, backend, tmp / "token", batch_size=args.batch_size)
         attacked = result.get("n_attacked")
         wall = time.perf_counter() - start

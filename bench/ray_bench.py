@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     data = rv.DataSpec(args.dataset, args.data, limit=args.examples,
                        answer_type="number" if args.dataset == "jsonl" else None)
     config = rv.MatchaRunConfig(data=data, level="token", target_answer="clean", steps=args.steps,
-                                max_new_tokens=args.max_new_tokens, judge="arith", semantic_judge="none")
+                                generation=rv.GenerationOptions(max_new_tokens=args.max_new_tokens),
+                                judging=rv.JudgeOptions(judge="arith", semantic_judge="none"))
     print(f"machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, torch {torch.__version__}; load average before: {os.getloadavg()[0]:.2f}")
 

@@ -137,7 +137,7 @@ def test_a_sweep_grid_names_a_generation_setting_flat_or_by_its_path() -> None:
 
 @pytest.mark.parametrize(("run", "hyper"), [
     ({"steps": -1}, {"steps": -1}),
-    ({"epsilon": 0.0, "level": "embedding"}, {"eps_fraction": 0.0, "level": "embedding"}),
+    ({"epsilon": 0.0, "level": "embedding"}, {"epsilon": 0.0, "level": "embedding"}),
     ({"level": "embedding", "variant": "gcg-suffix"}, {"level": "embedding", "variant": "gcg-suffix"}),
     ({"level": "embedding", "success_check": "insertion-and-final"},
      {"level": "embedding", "success_check": "insertion-and-final"}),
@@ -156,7 +156,7 @@ def test_matcha_hyperparameters_are_checked_in_one_place(run: dict[str, Any], hy
         MatchaRunConfig(data=D, **run)
     assert through.value.config_type is MatchaRunConfig
     assert through.value.problem == own.value.problem
-    assert through.value.field == {"eps_fraction": "epsilon"}.get(own.value.field, own.value.field)
+    assert through.value.field == own.value.field
 
 
 @pytest.mark.parametrize("table", ["[methods.eval.generation]\nmax_new_tokens = 64\nchat = true\n",

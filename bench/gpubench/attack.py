@@ -33,12 +33,13 @@ from .model import sync
 
 def matcha_config(args: argparse.Namespace, level: str, n: int, data_file: Path,
                   semantic_judge: str = "none") -> rv.MatchaRunConfig:
-    """Paper settings: insert 0.2, 1 candidate, ``args.steps`` steps; topk_ratio 0.25 and eps_fraction 0.005 are
+    """Paper settings: insert 0.2, 1 candidate, ``args.steps`` steps; topk_ratio 0.25 and epsilon 0.005 are
     the paper's GSM8K defaults (MatchaConfig.for_dataset). ``attack_limit=0``: the clean pass alone."""
     return rv.MatchaRunConfig(
-        data=rv.DataSpec("gsm8k", str(data_file), limit=n), level=level, judge="arith",
-        semantic_judge=semantic_judge, insert_ratio=0.2, steps=args.steps, n_candidates=1,
-        max_new_tokens=args.max_new_tokens, seed=args.seed, attack_limit=0,
+        data=rv.DataSpec("gsm8k", str(data_file), limit=n), level=level,
+        judging=rv.JudgeOptions(judge="arith", semantic_judge=semantic_judge), insert_ratio=0.2, steps=args.steps,
+        n_candidates=1, generation=rv.GenerationOptions(max_new_tokens=args.max_new_tokens), seed=args.seed,
+        attack_limit=0,
     )
 
 
@@ -161,7 +162,8 @@ def eval_batches(args: argparse.Namespace, backend: HFBackend, device: torch.dev
 
     backend.generate = generate  # type: ignore[method-assign]
     try:
-        config = rv.EvalConfig(data=rv.DataSpec("gsm8k", str(data_file), limit=n), max_new_tokens=args.max_new_tokens)
+        config = rv.EvalConfig(data=rv.DataSpec("gsm8k", str(data_file), limit=n),
+                               generation=rv.GenerationOptions(max_new_tokens=args.max_new_tokens))
         total, _ = timed(device, lambda: rv.evaluate(config, backend, run_dir, batch_size=backend.batch_size))
     finally:
         del backend.generate  # the instance attribute: the class's method again

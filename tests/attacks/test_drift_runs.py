@@ -3,7 +3,6 @@ the robustness summary per set, word-importance records and the lines ``perturb`
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from importlib import resources
 from pathlib import Path
@@ -18,11 +17,12 @@ from helpers.shared import needs_modules
 from robusteval.analysis.drift import DriftMeter, drift_summary, resolve_measure
 from robusteval.attacks.matcha.config import MatchaConfig, MatchaRunConfig
 from robusteval.attacks.matcha.run import MatchaRunner
-from robusteval.config import identity_fields
+from robusteval.config import identity_fields, with_options
 from robusteval.data.loaders import load_dataset
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.models.tiny import tiny_nli_pairs
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.store import RunStore
@@ -53,7 +53,7 @@ def runner_for(backend: Any, path: Path, config: MatchaConfig, judged: list[Any]
             judged.extend(perturbed for _, perturbed in pairs)
         return [{"same_meaning": True} for _ in pairs]
 
-    hyper = dataclasses.replace(config, max_new_tokens=32, steps=2)
+    hyper = with_options(config, {"max_new_tokens": 32, "steps": 2})
     return MatchaRunner(backend, RunStore.open(path), AnswerFirstPrompt(default_exemplars("number")), hyper,
                         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
                         semantic_judge=semantic)
@@ -142,14 +142,15 @@ def test_matcha_pipeline_outcomes_carry_drift(trained, tmp_path: Path) -> None: 
              "answer": str(2 * i + 2)} for i in range(3)]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     spec = DataSpec("jsonl", str(data))
-    token = MatchaRunConfig(data=spec, target_answer="clean", steps=1, max_new_tokens=24, max_drift=0.0)
+    token = MatchaRunConfig(data=spec, target_answer="clean", steps=1, generation=GenerationOptions(max_new_tokens=24),
+                            max_drift=0.0)
     attack_matcha(token, trained, tmp_path / "token")
     outcomes = load_run(tmp_path / "token").records(OUTCOME_STAGE)
     tried = [r for r in outcomes if "insertions" in r]
     assert tried and all(r["skip_reason"].startswith("all 6 random insertions drifted beyond --max-drift 0.0")
                          for r in tried)
-    embedding = MatchaRunConfig(data=spec, level="embedding", target_answer="clean", steps=1, max_new_tokens=24,
-                                attack_limit=1)
+    embedding = MatchaRunConfig(data=spec, level="embedding", target_answer="clean", steps=1,
+                                generation=GenerationOptions(max_new_tokens=24), attack_limit=1)
     attack_matcha(embedding, trained, tmp_path / "embedding")
     attacked = [r for r in load_run(tmp_path / "embedding").records(OUTCOME_STAGE) if r["attacked"]]
     assert attacked and all(r["drift"] is None for r in attacked)  # an embedding perturbation has no text

@@ -28,8 +28,10 @@ from robusteval.attacks.matcha.authors import (
 from robusteval.attacks.matcha.lockstep import Gate
 from robusteval.attacks.matcha.pipeline import reasoning_spec_for
 from robusteval.cli.main import main
+from robusteval.config import with_options
 from robusteval.judges import AllMustPass, ArithmeticJudge, ReasoningItem, Verdict
 from robusteval.metrics.matcha import matcha_metrics, outcome
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import SUMMARY_NAME, RunStore
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
@@ -310,8 +312,8 @@ def test_the_counting_options_are_checked_when_the_config_is_built(tmp_path: Pat
     assert "counting" not in ours.hyperparameters().identity_record()
     assert any("robusteval's rules" in d for d in ours.deviations("number"))
     exemplars = str(write_exemplars(tmp_path / "ex.json"))
-    paper = rv.MatchaRunConfig(data=data, preset="paper", exemplars=exemplars, judge="arith+hf:judge",
-                               semantic_judge="hf:judge")
+    paper = rv.MatchaRunConfig(data=data, preset="paper", prompt=rv.PromptOptions(exemplars=exemplars),
+                               judging=rv.JudgeOptions(judge="arith+hf:judge", semantic_judge="hf:judge"))
     assert paper.resolved_counting() == "authors" and paper.resolved_judge_retries() == 10
     assert paper.hyperparameters().identity_record()["counting"] == "authors"
     assert not any("robusteval's rules" in d for d in paper.deviations("number"))
@@ -319,19 +321,19 @@ def test_the_counting_options_are_checked_when_the_config_is_built(tmp_path: Pat
     assert dataclasses.replace(paper, counting="ours").hyperparameters().counting == "ours"
     paper.check("number")  # arith OR-ed into an LLM judge is the paper's judge
     with pytest.raises(UserError, match="paper needs"):
-        dataclasses.replace(paper, judge="arith").check("number")
+        with_options(paper, {"judge": "arith"}).check("number")
     with pytest.raises(UserError, match="paper needs"):
-        dataclasses.replace(paper, judge="grounding+hf:judge").check("number")
+        with_options(paper, {"judge": "grounding+hf:judge"}).check("number")
     with pytest.raises(UserError, match="chat"):
-        rv.MatchaRunConfig(data=data, counting="authors", chat=True)
+        rv.MatchaRunConfig(data=data, counting="authors", generation=rv.GenerationOptions(chat=True))
     with pytest.raises(UserError, match="gcg-suffix"):
         rv.MatchaRunConfig(data=data, counting="authors", variant="gcg-suffix")
     with pytest.raises(UserError, match="judge_retries"):
-        rv.MatchaRunConfig(data=data, judge_retries=-1)
+        rv.MatchaRunConfig(data=data, judging=rv.JudgeOptions(judge_retries=-1))
     bad = tmp_path / "bad.txt"
     bad.write_text("Rate it.\nResponse: $answer\nRating:", encoding="utf-8")
     with pytest.raises(UserError, match=r"bad.txt:2: unknown placeholder \$answer"):
-        rv.MatchaRunConfig(data=data, judge_prompt=str(bad))
+        rv.MatchaRunConfig(data=data, judging=rv.JudgeOptions(judge_prompt=str(bad)))
 
 
 def test_a_bad_judge_prompt_is_one_line_before_any_model_loads(tmp_path: Path,
@@ -359,7 +361,7 @@ def test_the_authors_counting_batched_equals_alone(tiny_trained_dir: Path, tmp_p
     examples = load_dataset("jsonl", SAMPLE, limit=4, answer_type="number")
     # The embedding level's clean start (the authors') takes its first step along the sign of rounding noise (our
     # loss has a zero gradient there, docs/matcha.md), which padding changes: the seeded random start is compared.
-    config = MatchaConfig(level=level, target_answer="clean", max_new_tokens=24, steps=1, seed=5, counting="authors",
+    config = MatchaConfig(level=level, target_answer="clean", generation=GenerationOptions(max_new_tokens=24), steps=1, seed=5, counting="authors",
                           success_check="insertion-and-final" if level == "token" else "final",
                           random_start=True if level == "embedding" else None)
     runner = MatchaRunner(backend, RunStore.open(tmp_path / "run"), AnswerFirstPrompt(default_exemplars("number")),

@@ -30,6 +30,7 @@ from robusteval.attacks.matcha.transfer import resolve_exemplars
 from robusteval.data.loaders import load_dataset
 from robusteval.errors import UserError
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import (
     AnswerFirstPrompt,
     Exemplar,
@@ -48,7 +49,7 @@ def backend(tiny_trained_dir: Path) -> Any:
 
 
 def _runner(backend: Any, path: Path, counting: str, steps: int) -> MatchaRunner:
-    config = MatchaConfig(level="embedding", target_answer="clean", max_new_tokens=24, steps=steps, seed=3,
+    config = MatchaConfig(level="embedding", target_answer="clean", generation=GenerationOptions(max_new_tokens=24), steps=steps, seed=3,
                           counting=counting)
     return MatchaRunner(backend, RunStore.open(path), AnswerFirstPrompt(default_exemplars("number"), counting), config,
                         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
@@ -94,7 +95,7 @@ def test_the_counting_decides_the_pgd_start_span_and_eps_base(tmp_path: Path) ->
     assert not any("random point" in d or "question only" in d for d in run_authors.deviations("number"))
     assert not any("random point" in d for d in dataclasses.replace(run_ours, random_start=False).deviations("number"))
     with pytest.raises(UserError, match="chat"):
-        rv.MatchaRunConfig(data=data, level="embedding", counting="authors", chat=True)
+        rv.MatchaRunConfig(data=data, level="embedding", counting="authors", generation=rv.GenerationOptions(chat=True))
 
 
 # ------------------------------------------------------------------------------------------- the attack
@@ -215,7 +216,7 @@ def test_an_exemplar_file_and_the_run_identity_take_the_authors_form(tmp_path: P
     data = rv.DataSpec(dataset="jsonl", data_file=SAMPLE, answer_type="number")
     examples = load_dataset("jsonl", SAMPLE, limit=1, answer_type="number")
     for counting, text in (("authors", theirs), ("ours", ours)):
-        config = rv.MatchaRunConfig(data=data, exemplars=str(path), counting=counting)
+        config = rv.MatchaRunConfig(data=data, prompt=rv.PromptOptions(exemplars=str(path)), counting=counting)
         assert matcha_identity(config, None, examples)["prefix_hash"] == unit_key(text)
     # A transfer from an authors run finds its exemplars by that hash (and refuses the other form).
     identity = {"exemplars": str(path), "prefix_hash": unit_key(theirs), "config": {"counting": "authors"}}

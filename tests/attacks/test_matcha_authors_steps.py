@@ -24,6 +24,7 @@ from robusteval.attacks.matcha.authors import (
     insertion_slots,
 )
 from robusteval.judges import ArithmeticJudge, ReasoningItem
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import RunStore
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
@@ -102,7 +103,7 @@ def make_runner(tiny_trained_dir: Path, tmp_path: Path, *, reasoning_judge: Any 
     from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 
     backend = load_backend(f"hf:{tiny_trained_dir}", device="cpu")
-    settings = {"target_answer": "clean", "max_new_tokens": 24, "steps": 1, "seed": 3, **config}
+    settings = {"target_answer": "clean", "generation": GenerationOptions(max_new_tokens=24), "steps": 1, "seed": 3, **config}
     arith = ArithmeticJudge()
 
     def arith_judge(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
@@ -204,7 +205,7 @@ def test_the_gate_choice_is_recorded_and_refused_outside_the_authors_counting(tm
     with pytest.raises(UserError, match="replacement_gate"):
         rv.MatchaRunConfig(data=data, replacement_gate="authors")
     with pytest.raises(UserError, match="unreadable_verdicts"):
-        rv.MatchaRunConfig(data=data, unreadable_verdicts="authors-fallback")
+        rv.MatchaRunConfig(data=data, judging=rv.JudgeOptions(unreadable_verdicts="authors-fallback"))
 
 
 # ------------------------------------------------------------------------------------------ item 8: checkpoint
@@ -232,7 +233,8 @@ def test_an_unreadable_judge_is_re_asked_at_temperature_0_then_counted_as_chosen
     from robusteval.attacks.matcha.pipeline import matcha_judges
 
     data = rv.DataSpec("jsonl", SAMPLE, limit=4, answer_type="number")
-    config = rv.MatchaRunConfig(data=data, counting="authors", judge="hf:judge", unreadable_verdicts=unreadable)
+    config = rv.MatchaRunConfig(data=data, counting="authors",
+                                judging=rv.JudgeOptions(judge="hf:judge", unreadable_verdicts=unreadable))
     window = GenerateOnly(tiny_backend)
     judge, _, _ = matcha_judges(RunStore.open(tmp_path / "run"), config.judge, "none", lambda spec: window,
                                 counting="authors", retries=config.resolved_judge_retries(),

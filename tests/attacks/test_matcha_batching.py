@@ -9,7 +9,6 @@ round) and with ``--max-drift``; and the batch really is served together (fewer 
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
 from importlib import resources
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from helpers.runs import differences
 from robusteval.attacks.matcha.config import VARIANTS
 from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
+from robusteval.config import with_options
 from robusteval.data.loaders import load_dataset
 from robusteval.models import load_backend
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
@@ -49,7 +49,7 @@ def attackable(backend: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[
 
 
 def runner_for(backend: Any, path: Path, config: MatchaConfig, semantic: Any = None) -> MatchaRunner:
-    hyper = dataclasses.replace(config, max_new_tokens=24, steps=2, seed=7)
+    hyper = with_options(config, {"max_new_tokens": 24, "steps": 2, "seed": 7})
     return MatchaRunner(backend, RunStore.open(path), AnswerFirstPrompt(default_exemplars("number")), hyper,
                         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
                         semantic_judge=semantic or (lambda pairs: [{"same_meaning": True} for _ in pairs]))
@@ -143,8 +143,8 @@ def test_a_batched_run_stores_what_a_batch_one_run_stores(backend: Any, tmp_path
 
     sample = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
     config = rv.MatchaRunConfig(data=rv.DataSpec("jsonl", sample, limit=6, answer_type="number"),
-                                target_answer="clean", steps=2, max_new_tokens=24, judge="arith",
-                                semantic_judge="none")
+                                target_answer="clean", steps=2, generation=rv.GenerationOptions(max_new_tokens=24),
+                                judging=rv.JudgeOptions(judge="arith", semantic_judge="none"))
     one = rv.attack_matcha(config, backend, tmp_path / "b1", batch_size=1)
     four = rv.attack_matcha(config, backend, tmp_path / "b4", batch_size=4)
     assert one["n_attacked"] >= 3

@@ -10,6 +10,7 @@ from robusteval.attacks.matcha.pipeline import OUTCOME_STAGE, MatchaRunConfig, a
 from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
 from robusteval.data.spec import DataSpec
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.runs import load_run
 from robusteval.store import RunStore
@@ -44,8 +45,9 @@ def test_chat_attack_runs_end_to_end(tiny_trained_dir: Path, tmp_path: Path) -> 
     rows = [{"question": f"Tom has {i} apples and buys {i + 2} more. How many apples does he have?",
              "answer": str(2 * i + 2)} for i in range(3)]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    config = MatchaRunConfig(data=DataSpec("jsonl", str(data)), target_answer="clean", steps=1, max_new_tokens=24,
-                             chat=True, system_prompt="Answer first, then explain.")
+    config = MatchaRunConfig(data=DataSpec("jsonl", str(data)), target_answer="clean", steps=1,
+                             generation=GenerationOptions(max_new_tokens=24, chat=True,
+                                                          system_prompt="Answer first, then explain."))
     summary = attack_matcha(config, load_backend(f"hf:{tiny_trained_dir}"), tmp_path / "run")
     run = load_run(tmp_path / "run")
     assert run.identity["chat"] is True and run.identity["system_prompt"] == "Answer first, then explain."

@@ -12,8 +12,9 @@ from helpers.studies import MATH
 PROMPT = "Question: $question\nReference: $reference\nCandidate: $candidate\nRating:"
 
 
-def _deviations(**options: object) -> list[str]:
-    return rv.MatchaRunConfig(data=rv.DataSpec("jsonl", MATH), **options).deviations("number")  # type: ignore[arg-type]
+def _deviations(**judging: str) -> list[str]:
+    config = rv.MatchaRunConfig(data=rv.DataSpec("jsonl", MATH), judging=rv.JudgeOptions(**judging))  # type: ignore[arg-type]
+    return config.deviations("number")
 
 
 def test_a_users_judge_prompt_is_listed(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from robusteval.attacks.matcha.objective import MatchaObjective, Reference
 from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
 from robusteval.data.loaders import load_dataset
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.store import RunStore
 
@@ -28,7 +29,7 @@ from robusteval.store import RunStore
 def runner(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> MatchaRunner:
     backend = load_backend(f"hf:{tiny_trained_dir}")
     store = RunStore.open(tmp_path_factory.mktemp("matcha_embedding") / "run")
-    config = MatchaConfig(level="embedding", target_answer="clean", max_new_tokens=32, steps=3, seed=0)
+    config = MatchaConfig(level="embedding", target_answer="clean", generation=GenerationOptions(max_new_tokens=32), steps=3, seed=0)
     return MatchaRunner(
         backend, store, AnswerFirstPrompt(default_exemplars("number")), config,
         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
@@ -200,7 +201,7 @@ def test_runner_embedding_record(runner: MatchaRunner, examples: list[Any], clea
     example = next(e for e in examples if e.id == record["id"])
     out = runner.attack_one(example, record)
     assert out["level"] == "embedding" and out["perturbed_question"] is None
-    assert out["eps_fraction"] == runner.config.eps_fraction
+    assert out["eps_fraction"] == runner.config.epsilon
     assert 0 < out["max_abs_delta"] <= out["epsilon"] + 1e-6
     assert len(out["steps"]) == runner.config.steps + 1
     assert out["lambda"] == pytest.approx((out["n4"] - out["n3"]) / out["n4"])

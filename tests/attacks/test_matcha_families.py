@@ -17,6 +17,7 @@ from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
 from robusteval.attacks.matcha.token import TokenAttackConfig, token_attack
 from robusteval.data.loaders import load_dataset
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.models.tiny import build_tiny_llama
 from robusteval.prompts.answer_first import STOP_STRINGS, AnswerFirstPrompt, default_exemplars
 from robusteval.seeding import derive_rng
@@ -35,7 +36,7 @@ def family(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def runner_for(backend: Any, tmp_path: Path) -> MatchaRunner:
     return MatchaRunner(backend, RunStore.open(tmp_path / "run"), AnswerFirstPrompt(default_exemplars("number")),
-                        MatchaConfig(target_answer="clean", steps=2, max_new_tokens=8),
+                        MatchaConfig(target_answer="clean", steps=2, generation=GenerationOptions(max_new_tokens=8)),
                         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
                         semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
 
@@ -94,7 +95,7 @@ def test_the_whole_runner_is_device_clean(tiny_trained_dir: Path, tmp_path: Path
         for level in ("token", "embedding"):
             runner = MatchaRunner(backend, RunStore.open(tmp_path / level), AnswerFirstPrompt(
                 default_exemplars("number")), MatchaConfig(level=level, target_answer="clean", steps=2,
-                                                           max_new_tokens=24),
+                                                           generation=GenerationOptions(max_new_tokens=24)),
                 reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
                 semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
             clean = runner.clean_records(examples)

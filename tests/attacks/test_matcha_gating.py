@@ -17,8 +17,10 @@ from robusteval.attacks.matcha.token import TokenAttackConfig, token_attack
 from robusteval.cli.main import main
 from robusteval.data.loaders import load_dataset
 from robusteval.judges import REASONING, build_judge
+from robusteval.judging import JudgeOptions
 from robusteval.metrics.matcha import matcha_metrics
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.seeding import derive_rng
 from robusteval.store import RunStore
@@ -28,7 +30,7 @@ from robusteval.store import RunStore
 def runner(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> MatchaRunner:
     backend = load_backend(f"hf:{tiny_trained_dir}")
     store = RunStore.open(tmp_path_factory.mktemp("gating") / "run")
-    config = MatchaConfig(target_answer="clean", max_new_tokens=32, steps=2)
+    config = MatchaConfig(target_answer="clean", generation=GenerationOptions(max_new_tokens=32), steps=2)
     return MatchaRunner(backend, store, AnswerFirstPrompt(default_exemplars("number")), config,
                         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
                         semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
@@ -106,7 +108,8 @@ def test_a_rejecting_semantic_judge_skips_examples_with_the_reason(tiny_trained_
         from robusteval.runs import load_run
 
         config = MatchaRunConfig(data=DataSpec("jsonl", str(data)), target_answer="clean", steps=1,
-                                 max_new_tokens=24, semantic_judge="reject-all", max_redraws=2)
+                                 generation=GenerationOptions(max_new_tokens=24),
+                                 judging=JudgeOptions(semantic_judge="reject-all"), max_redraws=2)
         summary = attack_matcha(config, load_backend(f"hf:{tiny_trained_dir}"), tmp_path / "run")
     outcomes = load_run(tmp_path / "run").records(OUTCOME_STAGE)
     skipped = [r for r in outcomes if r.get("skipped")]
@@ -172,7 +175,7 @@ def test_pgd_state_is_fp32_in_a_bf16_model(tiny_trained_dir: Path, tmp_path: Pat
     backend = load_backend(f"hf:{tiny_trained_dir}", dtype="bfloat16")
     store = RunStore.open(tmp_path / "run")
     run = MatchaRunner(backend, store, AnswerFirstPrompt(default_exemplars("number")),
-                       MatchaConfig(target_answer="clean", max_new_tokens=24),
+                       MatchaConfig(target_answer="clean", generation=GenerationOptions(max_new_tokens=24)),
                        reasoning_judge=lambda items: [{} for _ in items],
                        semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
     sample = resources.files("robusteval.data") / "samples" / "math.jsonl"

@@ -21,6 +21,7 @@ from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
 from robusteval.data.loaders import load_dataset
 from robusteval.judges import ArithmeticJudge, ReasoningItem
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.store import RunStore
 
@@ -39,7 +40,7 @@ def attack(backend: Any, path: Path, gather_rounds: int, monkeypatch: pytest.Mon
     of each generation the runner asked for (the insertion checkpoints', then the final one)."""
     monkeypatch.setattr(lockstep, "GATHER_ROUNDS", gather_rounds)
     examples = load_dataset("jsonl", SAMPLE, limit=4, answer_type="number")
-    config = MatchaConfig(level="token", target_answer="clean", max_new_tokens=24, steps=2, seed=5,
+    config = MatchaConfig(level="token", target_answer="clean", generation=GenerationOptions(max_new_tokens=24), steps=2, seed=5,
                           counting="authors", success_check="insertion-and-final",
                           replacement_positions="corrected")
     runner = MatchaRunner(backend, RunStore.open(path), AnswerFirstPrompt(default_exemplars("number")), config,

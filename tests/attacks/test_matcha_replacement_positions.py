@@ -13,6 +13,7 @@ import torch
 
 from robusteval.attacks.matcha.token import authors_locations, authors_positions, corrected_positions
 from robusteval.judges import ArithmeticJudge, ReasoningItem
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import RunStore
 
 SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
@@ -102,7 +103,7 @@ def runner_for(tiny_trained_dir: Path, tmp_path: Path, prompt: Any, **config: An
     def judge(items: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
         return [{"reasoning_correct": v.label} for v in arith.judge([ReasoningItem(*i) for i in items])]
 
-    settings = {"target_answer": "clean", "max_new_tokens": 24, "steps": 2, "seed": 3, "counting": "authors",
+    settings = {"target_answer": "clean", "generation": GenerationOptions(max_new_tokens=24), "steps": 2, "seed": 3, "counting": "authors",
                 "topk_ratio": 0.5, "insert_ratio": 0.5, **config}
     return MatchaRunner(backend, RunStore.open(tmp_path / "run"), prompt, MatchaConfig(**settings),
                         reasoning_judge=judge, semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])

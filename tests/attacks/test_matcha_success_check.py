@@ -18,6 +18,7 @@ from robusteval.attacks.matcha.run import MatchaConfig, MatchaRunner
 from robusteval.data.loaders import load_dataset
 from robusteval.errors import UserError
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.store import RunStore
 
@@ -47,7 +48,7 @@ def attackable(backend: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[
 
 
 def runner_for(backend: Any, path: Path, success_check: str, judge: str = "never") -> MatchaRunner:
-    config = MatchaConfig(target_answer="clean", max_new_tokens=24, steps=2, seed=3, success_check=success_check)
+    config = MatchaConfig(target_answer="clean", generation=GenerationOptions(max_new_tokens=24), steps=2, seed=3, success_check=success_check)
     return MatchaRunner(backend, RunStore.open(path), AnswerFirstPrompt(default_exemplars("number")), config,
                         reasoning_judge=JUDGES[judge],
                         semantic_judge=lambda pairs: [{"same_meaning": True} for _ in pairs])
@@ -92,7 +93,8 @@ def test_insertion_checkpoint_batched_equals_alone(backend: Any, attackable: Any
 def test_the_rule_is_part_of_the_run_and_the_paper_preset_uses_the_reference_rule(backend: Any,
                                                                                   tmp_path: Path) -> None:
     data = rv.DataSpec("jsonl", SAMPLE, limit=4, answer_type="number")
-    config = rv.MatchaRunConfig(data=data, target_answer="clean", steps=1, max_new_tokens=16)
+    config = rv.MatchaRunConfig(data=data, target_answer="clean", steps=1,
+                                generation=rv.GenerationOptions(max_new_tokens=16))
     assert config.hyperparameters().success_check == "final"
     assert any("after the last step" in d for d in config.deviations("number"))
     # Made before the option existed, or with it at final: the same identity (old runs resume).

@@ -16,6 +16,7 @@ import torch
 from robusteval.attacks.matcha.thinking import continuation_spans, judged_text, prompt_opens
 from robusteval.cli.main import main
 from robusteval.data.answers import extract_answer_first
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import SUMMARY_NAME, RunStore
 from robusteval.text.thinking import THINKING_TRUNCATED, ReasoningFormat, Split
 
@@ -288,7 +289,7 @@ def test_a_target_without_thinking_keeps_its_identity(
     thinking = describe_model(f"hf:{tiny_thinking_dir}")
     raw = matcha_identity(MatchaRunConfig(data=data), thinking, examples)["config"]
     assert raw["reasoning_source"] == "chain" and "max_thinking_tokens" not in raw
-    chat = matcha_identity(MatchaRunConfig(data=data, chat=True, reasoning_source="both"), thinking, examples)
+    chat = matcha_identity(MatchaRunConfig(data=data, generation=GenerationOptions(chat=True), reasoning_source="both"), thinking, examples)
     assert chat["config"]["reasoning_source"] == "both"
     assert chat["config"]["max_thinking_tokens"] == DEFAULT_MAX_THINKING_TOKENS
 

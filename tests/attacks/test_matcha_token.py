@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,10 @@ from robusteval.attacks.matcha.token import (
     _insert,
     token_attack,
 )
+from robusteval.config import with_options
 from robusteval.data.loaders import load_dataset
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import AnswerFirstPrompt, default_exemplars
 from robusteval.store import RunStore
 
@@ -56,7 +58,7 @@ def setup(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> S
     sample = resources.files("robusteval.data") / "samples" / "math.jsonl"
     examples = load_dataset("jsonl", str(sample), limit=4, answer_type="number")
     store = RunStore.open(tmp_path_factory.mktemp("matcha_token") / "run")
-    config = MatchaConfig(target_answer="clean", max_new_tokens=32, steps=2, seed=0)
+    config = MatchaConfig(target_answer="clean", generation=GenerationOptions(max_new_tokens=32), steps=2, seed=0)
     runner = MatchaRunner(
         backend, store, AnswerFirstPrompt(default_exemplars("number")), config,
         reasoning_judge=lambda items: [{"reasoning_correct": True} for _ in items],
@@ -266,7 +268,7 @@ def test_cot_loss_only_uses_lambda_zero(setup: Setup) -> None:
     records = {}
     for variant in ("full", "cot-loss-only"):
         runner = setup.runner
-        config = replace(runner.config, variant=variant, steps=1, max_new_tokens=8)
+        config = with_options(runner.config, {"variant": variant, "steps": 1, "max_new_tokens": 8})
         variant_runner = MatchaRunner(setup.backend, runner.store, runner.prompt, config,
                                       reasoning_judge=runner.reasoning_judge, semantic_judge=runner.semantic_judge)
         records[variant] = variant_runner.attack_one(example, record)

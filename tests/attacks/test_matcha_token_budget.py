@@ -18,7 +18,8 @@ SAMPLE = str(resources.files("robusteval.data") / "samples" / "math.jsonl")
 
 def _config(**budget: int) -> rv.MatchaRunConfig:
     return rv.MatchaRunConfig(rv.DataSpec("jsonl", SAMPLE, limit=3, answer_type="number"), target_answer="clean",
-                              semantic_judge="none", steps=1, max_new_tokens=24, **budget)
+                              judging=rv.JudgeOptions(semantic_judge="none"), steps=1,
+                              generation=rv.GenerationOptions(max_new_tokens=24), **budget)
 
 
 def test_an_example_over_the_token_budget_is_skipped_with_its_reason(

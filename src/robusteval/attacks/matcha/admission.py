@@ -38,7 +38,7 @@ class AttackAdmission:
     @property
     def generation_budget(self) -> int:
         """New tokens per generation: the reply's, plus a thinking target's trace budget."""
-        return self.config.max_new_tokens + (self.config.max_thinking_tokens or 0)
+        return self.config.generation.budget() + (self.config.thinking.max_thinking_tokens or 0)
 
     def spans(self, clean: dict[str, Any]) -> ContinuationSpans:
         """A thinking target's clean continuation spans, as its clean record stored them."""
@@ -59,8 +59,9 @@ class AttackAdmission:
         """The prompt's tokens once a token-level attack has inserted its tokens (the embedding level inserts none)."""
         if self.config.level != "token":
             return prompt_tokens
-        return prompt_tokens + (insertion_count(self.config.insert_ratio, question_tokens, trigger_tokens)
-                                if self.authors_insertion else max(1, round(self.config.insert_ratio * question_tokens)))
+        ratio = self.config.real("insert_ratio")
+        return prompt_tokens + (insertion_count(ratio, question_tokens, trigger_tokens)
+                                if self.authors_insertion else max(1, round(ratio * question_tokens)))
 
     def over_budget(self, clean: dict[str, Any], *, say: bool) -> str | None:
         """Why attacking ``clean`` would cost more per step than ``max_attack_tokens`` allows (one line naming the

@@ -73,5 +73,5 @@ class MatchaJudging:
                       "clean_cot_wrong": None if clean_ok is None else not clean_ok, "reasoning": verdict,
                       "reasoning_wrong": None if correct is None else not correct,
                       **({"no_cot": True} if record["id"] in no_cot else {})}
-            out.append({**judged, "outcome": outcome(judged, self.config.counting)})
+            out.append({**judged, "outcome": outcome(judged, self.config.resolved_counting())})
         return out

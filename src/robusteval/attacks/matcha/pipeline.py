@@ -9,7 +9,6 @@ distribution (``error_types``).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -321,9 +320,9 @@ def summarise_matcha(
         "target_answer": config.target_answer,
         "judges": judge_names,
         # A target without thinking: its hyper-parameters as they always were (no empty thinking fields).
-        "hyperparameters": {k: v for k, v in dataclasses.asdict(config).items()
+        "hyperparameters": {k: v for k, v in config.record().items()
                             if v is not None or k not in ("reasoning_source", "max_thinking_tokens")},
-        **matcha_metrics(rows, config.counting),
+        **matcha_metrics(rows, config.resolved_counting()),
         # Clean replies with nothing to read (empty, e.g. cut at the token limit): in ACC's n as wrong answers (the
         # model was asked, as eval counts them), never attacked (skip_reasons names them), counted here with their
         # interval; perturbed ones: the answer was not kept (a WR), counted apart.
@@ -363,7 +362,7 @@ def thinking_summary(reasoning: ReasoningFormat, config: MatchaConfig, clean: Se
     from robusteval.metrics.stats import proportion
 
     out: dict[str, Any] = {**summary_format(reasoning, clean), "reasoning_source": config.reasoning_source,
-                           "max_thinking_tokens": config.max_thinking_tokens,
+                           "max_thinking_tokens": config.thinking.max_thinking_tokens,
                            **truncation_summary([r for r in clean if not r.get("too_long")])}
     live = [r for r in attacked if not r.get("skipped")]
     if live:

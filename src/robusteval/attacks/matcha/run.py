@@ -214,7 +214,7 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
     def clean_records(self, examples: Sequence[Example]) -> list[dict[str, Any]]:
         def key_of(ex: Example) -> str:
             # A thinking target's budget and format key its answers; any other keeps the key it always had.
-            thinking = (self.reasoning.record(), self.config.max_thinking_tokens) if self.thinks else ()
+            thinking = (self.reasoning.record(), self.config.thinking.max_thinking_tokens) if self.thinks else ()
             return unit_key(CLEAN_STAGE, self.backend_key, ex.id, ex.question, self.prompt.prefix,
                             self.config.max_new_tokens, self.chat, self.system_prompt, *thinking)
 
@@ -342,7 +342,7 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
                                       spans.reply_start, spans.cot_spans(cfg.reasoning_source or "chain"))
             objective = MatchaObjective(self.backend, layout.prefix, layout.head, layout.tail, reference,
                                         lam=0.0 if cfg.variant == "cot-loss-only" else None,
-                                        candidate_chunk=self.candidate_chunk, answer_loss=cfg.answer_loss)
+                                        candidate_chunk=self.candidate_chunk, answer_loss=cfg.choice("answer_loss"))
             layouts.append(layout)
             objectives.append(objective)
             records.append({
@@ -473,8 +473,9 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
         steps = []
         for example, clean, objective, layout in zip(examples, cleans, objectives, layouts, strict=True):
             authors = self.authors_insertion
-            attack_config = TokenAttackConfig(cfg.variant, cfg.insert_ratio, cfg.topk_ratio, cfg.steps,
-                                              cfg.n_candidates, cfg.max_redraws, cfg.success_check,
+            attack_config = TokenAttackConfig(cfg.variant, cfg.real("insert_ratio"), cfg.real("topk_ratio"),
+                                              cfg.count("steps"), cfg.count("n_candidates"), cfg.count("max_redraws"),
+                                              cfg.choice("success_check"),
                                               insertion="authors" if authors else "words",
                                               trigger_tokens=len(clean["tail_ids"]) if authors else 0,
                                               first_slot=authors_first_slot(self.backend, self.prompt, layout)
@@ -484,10 +485,10 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
             steps.append(token_attack_steps(objective, list(layout.question), self.allowed_tokens, attack_config,
                                             derive_rng(cfg.seed, "matcha-token", example.id), slots=slots))
         # The progress shown counts lock-step rounds against the longest attack's (its top-k gates per step).
-        topk = max(math.ceil(cfg.topk_ratio * max(1, round(cfg.insert_ratio * len(layout.question))))
+        topk = max(math.ceil(cfg.real("topk_ratio") * max(1, round(cfg.real("insert_ratio") * len(layout.question))))
                    for layout in layouts)
         results = run_lockstep(objectives, steps, gate, check, expected_rounds=expected_rounds(
-            cfg.steps, topk, checkpoint=cfg.success_check == "insertion-and-final"))
+            cfg.count("steps"), topk, checkpoint=cfg.success_check == "insertion-and-final"))
         suffixes: list[Any] = [None] * len(examples)
         perturbed = {}
         for i, (result, record) in enumerate(zip(results, records, strict=True)):
@@ -536,8 +537,8 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
                            records: list[dict[str, Any]]) -> list[Any]:
         """Embedding attacks of a batch; fills ``records``; returns each example's input embeddings [L, H]."""
         cfg = self.config
-        attack_config = EmbeddingAttackConfig(cfg.eps_fraction, cfg.step_fraction, cfg.steps, bool(cfg.random_start),
-                                              str(cfg.eps_base))
+        attack_config = EmbeddingAttackConfig(cfg.real("epsilon"), cfg.real("step_fraction"), cfg.count("steps"),
+                                              bool(cfg.random_start), cfg.choice("eps_base"))
         steps = [embedding_attack_steps(objective, attack_config,
                                         seed=derive_seed(cfg.seed, "matcha-embedding", record["id"]))
                  for objective, record in zip(objectives, records, strict=True)]
@@ -548,7 +549,7 @@ class MatchaRunner(AttackAdmission, MatchaJudging):
                 "perturbed_question": None,  # an embedding perturbation has no text
                 "drift": None,  # so no text drift either
                 "epsilon": result.epsilon,
-                "eps_fraction": cfg.eps_fraction,
+                "eps_fraction": cfg.epsilon,
                 "max_abs_delta": result.max_abs_delta,
                 # What moved, as token positions of the prompt (record["question_span"] names the same): the
                 # question, or (the authors') question + trigger; and where PGD started.
