@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from robusteval.cli.common import (
     add_attack_parser,
-    build_backend,
+    add_out_option,
     judge_loader,
     model_identity,
-    required_option,
+    open_model_run,
 )
 from robusteval.cli.configflags import config_from_args, narrow_help
 
@@ -44,13 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = group.add_subparsers(dest="attack_command", metavar="ATTACK", required=True)
     for entry in ATTACKS.entries():
         parser = add_attack_parser(sub, entry)
-        required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+        add_out_option(parser)
         narrow_help(parser, DETAIL_FLAGS)
         parser.set_defaults(func=run, attack=entry.value)
 
 
 def run(args: argparse.Namespace) -> int:
-    from robusteval.lifecycle import open_run
     from robusteval.report.tables import print_exclusions, print_flags, print_summary_table
 
     attack: Attack = args.attack
@@ -58,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
     examples = config.data.load()  # bad data fails here, before the model loads
     identity = attack.identity(config, model_identity(args.model, args), examples)
     info = {"limit": config.data.limit, "batch_size": args.batch_size}
-    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
-        assert backend is not None  # open_run yields what load() returned
+    with open_model_run(args, identity, info) as (store, backend):
         summary = attack.run(config, backend, store, load_model=judge_loader(args, {args.model: backend}),
                              batch_size=args.batch_size)
     title, rows, columns = attack.table(summary)

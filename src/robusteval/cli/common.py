@@ -7,6 +7,8 @@ into a config and calls one pipeline of the library.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from robusteval.cli.configflags import (
@@ -202,6 +204,30 @@ def judge_loader(args: argparse.Namespace, shared: dict[str, Any]) -> Any:
         return shared[spec]
 
     return load
+
+
+# ----------------------------------------------------------------------------------------------- runs
+def add_out_option(parser: argparse.ArgumentParser, what: str = "run") -> None:
+    """The required ``--out DIR`` of a command that writes a resumable ``what`` directory."""
+    required_option(parser, "--out", metavar="DIR", help=f"{what} directory (re-run the same command to resume)")
+
+
+@contextmanager
+def open_model_run(
+    args: argparse.Namespace, identity: dict[str, Any], info: dict[str, Any]
+) -> Iterator[tuple[Any, Any]]:
+    """``lifecycle.open_run`` on ``--out``: yields ``(store, backend)``, ``--model`` built with this command's
+    backend options only after the identity check and the lock."""
+    from robusteval.lifecycle import open_run
+
+    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
+        assert backend is not None  # open_run yields what load() returned
+        yield store, backend
+
+
+def print_run_dir(out: str) -> None:
+    """The last line of a command that wrote a run: where it is and its summary."""
+    print(f"run directory: {out}  (summary: {out}/summary.json)")
 
 
 # ----------------------------------------------------------------------------------------------- data

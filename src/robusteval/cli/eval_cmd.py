@@ -8,9 +8,10 @@ from typing import Any
 from robusteval.cli.common import (
     add_command,
     add_model_options,
-    build_backend,
+    add_out_option,
     model_identity,
-    required_option,
+    open_model_run,
+    print_run_dir,
 )
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 from robusteval.data.spec import answer_first_datasets
@@ -34,20 +35,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_model_options(parser)
     add_config_arguments(parser, EvalConfig, choices={"dataset": answer_first_datasets()})
-    required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+    add_out_option(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.evals.answer_first import EvalConfig, eval_identity, evaluate
-    from robusteval.lifecycle import open_run
     from robusteval.report.tables import format_rate, print_summary_table
     config = config_from_args(EvalConfig, args)
     examples = config.data.load()  # bad data fails here, before the model loads
     identity = eval_identity(config, model_identity(args.model, args), examples)
     info = {"limit": args.limit, "batch_size": args.batch_size}
-    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
-        assert backend is not None  # open_run yields what load() returned
+    with open_model_run(args, identity, info) as (store, backend):
         summary = evaluate(config, backend, store, batch_size=args.batch_size)
     row = {**summary, "acc": format_rate(summary["acc"], summary.get("acc_ci95"))}
     print_summary_table("answer-first accuracy [95% interval]", [row], ["model", "dataset", "n", "n_correct", "acc"])
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if skipped:  # outside n: each was named on its own line when skipped
         detail = ", ".join(f"{reason} {count}" for reason, count in skipped.items())
         print(f"not asked: {sum(skipped.values())} ({detail})")
-    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
+    print_run_dir(args.out)
     return 0
 
 

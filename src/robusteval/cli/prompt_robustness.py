@@ -6,16 +6,17 @@ copies of its instruction, system turn, answer-format line or exemplars, PDR and
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from robusteval.cli.common import (
     add_command,
     add_model_options,
-    build_backend,
+    add_out_option,
     judge_loader,
     model_identity,
-    required_option,
+    open_model_run,
+    print_run_dir,
 )
 from robusteval.cli.configflags import _REQUIRED, add_config_arguments, config_from_args
 from robusteval.data.spec import classification_datasets
@@ -60,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common = tuple(field for field in PromptRobustnessConfig.__dataclass_fields__)
     add_config_arguments(parser, PromptSearchConfig, skip=common, group="search (--mode search)")
     add_config_arguments(parser, PromptSpreadConfig, skip=common, group="spread (--mode spread)")
-    required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+    add_out_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -71,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
         prompt_robustness_identity,
         prompt_robustness_info,
     )
-    from robusteval.lifecycle import open_run
 
     if args.mode != "perturb" and args.target != "instruction":
         raise UserError(f"--target: --mode {args.mode} works on the instruction only")
@@ -85,12 +85,11 @@ def run(args: argparse.Namespace) -> int:
     examples = config.data.load()  # bad data, template surface and methods fail here, before the model loads
     identity = prompt_robustness_identity(config, model_identity(args.model, args), examples)
     info = prompt_robustness_info(config, args.batch_size)
-    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
-        assert backend is not None  # open_run yields what load() returned
+    with open_model_run(args, identity, info) as (store, backend):
         summary = prompt_robustness(config, backend, store, load_model=judge_loader(args, {args.model: backend}),
                                     batch_size=args.batch_size)
     print_prompt_table(summary)
-    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
+    print_run_dir(args.out)
     return 0
 
 
@@ -134,34 +133,34 @@ def print_prompt_table(summary: Mapping[str, Any]) -> None:
 def run_search(args: argparse.Namespace) -> int:
     from robusteval.evals.prompt_robustness.config import PromptSearchConfig
     from robusteval.evals.prompt_robustness.search_pipeline import prompt_search, prompt_search_identity
-    from robusteval.lifecycle import open_run
 
-    config = config_from_args(PromptSearchConfig, args)
-    examples = config.data.load()
-    identity = prompt_search_identity(config, model_identity(args.model, args), examples)
-    info = {"limit": config.data.limit, "batch_size": args.batch_size}
-    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
-        assert backend is not None  # open_run yields what load() returned
-        summary = prompt_search(config, backend, store, batch_size=args.batch_size)
-    print_search_table(summary)
-    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
-    return 0
+    return _run_mode(args, PromptSearchConfig, prompt_search_identity, prompt_search, print_search_table)
 
 
 def run_spread(args: argparse.Namespace) -> int:
     from robusteval.evals.prompt_robustness.config import PromptSpreadConfig
     from robusteval.evals.prompt_robustness.spread_pipeline import prompt_spread, prompt_spread_identity
-    from robusteval.lifecycle import open_run
 
-    config = config_from_args(PromptSpreadConfig, args)
+    return _run_mode(args, PromptSpreadConfig, prompt_spread_identity, prompt_spread, print_spread_table)
+
+
+def _run_mode(
+    args: argparse.Namespace,
+    config_type: type[Any],
+    identity_of: Callable[..., dict[str, Any]],
+    pipeline: Callable[..., Mapping[str, Any]],
+    print_table: Callable[[Mapping[str, Any]], None],
+) -> int:
+    """``--mode search`` / ``--mode spread``: the mode's config from the flags, its data loaded (bad data fails
+    before the model loads), its pipeline run in ``--out``, its table printed."""
+    config = config_from_args(config_type, args)
     examples = config.data.load()
-    identity = prompt_spread_identity(config, model_identity(args.model, args), examples)
+    identity = identity_of(config, model_identity(args.model, args), examples)
     info = {"limit": config.data.limit, "batch_size": args.batch_size}
-    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
-        assert backend is not None  # open_run yields what load() returned
-        summary = prompt_spread(config, backend, store, batch_size=args.batch_size)
-    print_spread_table(summary)
-    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
+    with open_model_run(args, identity, info) as (store, backend):
+        summary = pipeline(config, backend, store, batch_size=args.batch_size)
+    print_table(summary)
+    print_run_dir(args.out)
     return 0
 
 

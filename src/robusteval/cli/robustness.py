@@ -8,10 +8,11 @@ import argparse
 from robusteval.cli.common import (
     add_command,
     add_model_options,
-    build_backend,
+    add_out_option,
     judge_loader,
     model_identity,
-    required_option,
+    open_model_run,
+    print_run_dir,
 )
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 from robusteval.data.spec import classification_datasets
@@ -40,22 +41,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_model_options(parser)
     add_config_arguments(parser, RobustnessConfig, choices={"dataset": classification_datasets()})
-    required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+    add_out_option(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from robusteval.evals.robustness import RobustnessConfig, robustness, robustness_identity, robustness_info
     from robusteval.evals.robustness.results.terminal import print_robustness_tables
-    from robusteval.lifecycle import open_run
     from robusteval.perturbations.similarity import similarity_line
 
     config = config_from_args(RobustnessConfig, args)
     examples = config.data.load()  # bad data, set files and methods fail here, before the model loads
     identity = robustness_identity(config, model_identity(args.model, args), examples)
     info = robustness_info(config, args.batch_size)
-    with open_run(args.out, identity, info=info, load=lambda: build_backend(args.model, args)) as (store, backend):
-        assert backend is not None  # open_run yields what load() returned
+    with open_model_run(args, identity, info) as (store, backend):
         summary = robustness(config, backend, store, load_model=judge_loader(args, {args.model: backend}),
                              batch_size=args.batch_size)
     print_robustness_tables(summary, label_mode=config.label_mode)
@@ -71,5 +70,5 @@ def run(args: argparse.Namespace) -> int:
 
     for line in preservation_lines(summary, with_preserved=False):  # --labels: every label's share per set
         print(line)
-    print(f"run directory: {args.out}  (summary: {args.out}/summary.json)")
+    print_run_dir(args.out)
     return 0

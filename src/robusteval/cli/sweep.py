@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from robusteval.cli.attack import DETAIL_FLAGS
-from robusteval.cli.common import add_attack_parser, judge_loader, required_option
+from robusteval.cli.common import add_attack_parser, add_out_option, judge_loader
 from robusteval.cli.configflags import config_from_args, narrow_help
 from robusteval.errors import UserError
 
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         options.add_argument("--seeds", default="0", metavar="S1,S2", help="seeds: each point runs once per seed")
         options.add_argument("--models", default=None, metavar="SPEC,SPEC",
                              help="models compared (cross-scale); 'embedded' is the shipped Gemma 3 270M")
-        required_option(parser, "--out", metavar="DIR", help="sweep directory (re-run the same command to resume)")
+        add_out_option(parser, "sweep")
         narrow_help(parser, DETAIL_FLAGS)
         parser.set_defaults(func=run, attack=entry.value, attack_name=entry.name)
 

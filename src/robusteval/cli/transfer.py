@@ -8,10 +8,10 @@ from pathlib import Path
 from robusteval.cli.common import (
     add_command,
     add_model_options,
+    add_out_option,
     build_backend,
     judge_loader,
     model_identity,
-    required_option,
 )
 from robusteval.cli.configflags import add_config_arguments, config_from_args, narrow_help
 from robusteval.errors import UserError
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_config_arguments(parser, TransferConfig)
     add_model_options(parser)
-    required_option(parser, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+    add_out_option(parser)
     narrow_help(parser, search=False)  # --help-all: the judging settings --help leaves out (--judge-chat, --error-classifier)
     parser.set_defaults(func=run)
 

@@ -16,9 +16,9 @@ from typing import Any
 from robusteval.cli.common import (
     add_command,
     add_model_options,
-    build_backend,
+    add_out_option,
     model_identity,
-    required_option,
+    open_model_run,
 )
 from robusteval.cli.configflags import add_config_arguments, config_from_args
 from robusteval.errors import UserError
@@ -97,7 +97,7 @@ def _register_eval(sub: Any) -> None:
     )
     add_model_options(p)
     add_config_arguments(p, VariantsEvalConfig)
-    required_option(p, "--out", metavar="DIR", help="run directory (re-run the same command to resume)")
+    add_out_option(p)
     p.set_defaults(func=run_eval)
 
 
@@ -257,7 +257,6 @@ def run_score(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from robusteval.cli.eval_cmd import print_reply_counts
-    from robusteval.lifecycle import open_run
     from robusteval.store import SUMMARY_NAME
     from robusteval.variants.configs import VariantsEvalConfig
     from robusteval.variants.pipeline import check_originals, evaluate_variants, variants_eval_identity
@@ -272,12 +271,7 @@ def run_eval(args: argparse.Namespace) -> int:
     identity = variants_eval_identity(config, model_identity(args.model, args))
     check_originals(config, identity.get("model"))  # a bad --original-run or --originals file: before the model
     info = {"limit": config.limit, "batch_size": args.batch_size}
-
-    def load() -> Any:  # called by open_run after the identity check and the lock
-        return build_backend(args.model, args)
-
-    with open_run(args.out, identity, info=info, load=load) as (store, backend):
-        assert backend is not None  # open_run yields what load() returned
+    with open_model_run(args, identity, info) as (store, backend):
         summary = evaluate_variants(config, backend, store, batch_size=args.batch_size)
     _print_scores("variant scores", dict(summary))
     print_reply_counts(dict(summary))  # generations with no reply to read: counted wrong, with their intervals

@@ -92,11 +92,19 @@ def _wrong(answer: str) -> str:
 
 def build_tokenizer(vocab_size: int = 600):  # type: ignore[no-untyped-def]
     """A byte-level BPE tokenizer trained on the package's own text (deterministic)."""
+    from tokenizers import pre_tokenizers
+
+    return _byte_level_bpe(pre_tokenizers.ByteLevel(add_prefix_space=False), _training_corpus(), vocab_size)
+
+
+def _byte_level_bpe(pre_tokenizer, corpus: list[str], vocab_size: int):  # type: ignore[no-untyped-def]
+    """A byte-level BPE (the tiny models' special tokens, ByteLevel alphabet and decoder) split by
+    ``pre_tokenizer`` and trained on ``corpus`` (deterministic), as a transformers tokenizer."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -104,7 +112,7 @@ def build_tokenizer(vocab_size: int = 600):  # type: ignore[no-untyped-def]
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_training_corpus(), trainer=trainer)
+    tok.train_from_iterator(corpus, trainer=trainer)
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
     )
@@ -426,28 +434,16 @@ def build_nli_tokenizer(vocab_size: int = 1200):  # type: ignore[no-untyped-def]
 
     Isolating characters keeps 不/没 one token wherever they are inserted; unknown characters fall back to bytes.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Regex, pre_tokenizers
 
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
+    pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex("[\u3400-\u9fff]"), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False),
     ])
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=_SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
     corpus = [_COMMON_CHARS, *(_SUBJECTS + _TIMES + _PLACES + _ACTIONS + _CLAUSES), _PUNCT]
     corpus += [f"{_nli_prompt(p)} {p['label']}\n" for p in tiny_nli_pairs(600, seed=12345)]
     corpus += [" " + " ".join(NLI_LABELS)] * 50
-    tok.train_from_iterator(corpus, trainer=trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
-    )
+    return _byte_level_bpe(pre_tokenizer, corpus, vocab_size)
 
 
 def build_tiny_nli_classifier(out_dir: str | Path, *, seed: int = 0, train_steps: int = 300) -> Path:

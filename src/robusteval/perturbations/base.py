@@ -260,7 +260,7 @@ class SpanPerturbation:
             found: Sequence[str] = self.char_candidates(span.text)
         else:
             found = self.word_candidates(span.text, text, span, rng)
-        options = _dedupe(found, exclude=span.text)
+        options = distinct(found, exclude=span.text)
         if self.constraint is not None:  # before the cap: a refused candidate leaves room for the next one
             options = self.constraint.filter(text, span, options)
         return options[: self.max_candidates]
@@ -292,7 +292,8 @@ class SpanPerturbation:
         return Perturbed(text, apply_edits(text, edits), tuple(sorted(edits, key=lambda e: e.start)), self.name)
 
 
-def _dedupe(items: Iterable[str], *, exclude: str) -> list[str]:
+def distinct(items: Iterable[str], *, exclude: str) -> list[str]:
+    """The non-empty items, each once in first-seen order, without ``exclude`` (the unit's own text)."""
     seen = {exclude}
     out = []
     for item in items:

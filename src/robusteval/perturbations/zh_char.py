@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import ClassVar
@@ -34,6 +34,7 @@ from robusteval.perturbations.base import (
     Level,
     Span,
     SpanPerturbation,
+    distinct,
     is_cjk,
 )
 from robusteval.perturbations.keyboard import QWERTY_NEIGHBOURS  # the typos are tried in its order
@@ -44,16 +45,6 @@ from robusteval.perturbations.registry import MethodOptions, register_perturbati
 SHUFFLE_BUDGET = ChangeBudget(rate=0.3, minimum=2, maximum=7)
 
 PINYIN_STYLES = ("normal", "tone", "tone3")
-
-
-def _unique(items: Iterable[str], exclude: str) -> list[str]:
-    seen = {exclude}
-    out = []
-    for item in items:
-        if item and item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
 
 
 @dataclass
@@ -86,7 +77,7 @@ class ContextualCharPerturbation(ZhCharPerturbation):
 
     def candidates(self, text: str, span: Span, rng: random.Random) -> list[str]:
         if span.end - span.start == 1 and self._aligned(text, span):
-            return _unique(self.candidates_at(text, span.start), span.text)[: self.max_candidates]
+            return distinct(self.candidates_at(text, span.start), exclude=span.text)[: self.max_candidates]
         return super().candidates(text, span, rng)
 
     def word_candidates(self, word: str, text: str, span: Span, rng: random.Random) -> Sequence[str]:

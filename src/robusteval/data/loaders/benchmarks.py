@@ -4,7 +4,6 @@ SingleEq (one JSON array), StrategyQA (a BIG-bench task object) and OCNLI (JSON 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +20,16 @@ from robusteval.data.loaders.fields import (
     _text,
     _type_name,
 )
-from robusteval.data.loaders.files import (
-    _check_file,
-    _json_error,
-    _JsonScanner,
-    _LineIndex,
-    _read_text,
-    iter_jsonl,
-)
+from robusteval.data.loaders.files import _check_file, json_document, jsonl_examples
 from robusteval.data.loaders.registry import register_dataset
 from robusteval.errors import DataError
 
 
 @register_dataset("gsm8k", "number", default_file="gsm8k/test.jsonl")
 def _load_gsm8k(path: str | Path, *, limit: int | None = None) -> list[Example]:
-    path = Path(path)
-    _check_file(path)
-    out: list[Example] = []
-    if limit == 0:
-        return out
     ids = _Ids()
-    for lineno, record in iter_jsonl(path):
-        loc = _Loc(path, lineno)
+
+    def example(record: dict[str, Any], lineno: int, loc: _Loc) -> Example:
         question = _text(_require(record, "question", loc), "question", loc)
         solution = _text(_require(record, "answer", loc), "answer", loc)
         _, marker, final = solution.rpartition("#### ")
@@ -55,10 +42,9 @@ def _load_gsm8k(path: str | Path, *, limit: int | None = None) -> list[Example]:
             raise loc.error(f"expected a number after '#### ', got {gold[:60]!r}", "answer")
         ident = f"gsm8k-{lineno - 1}"  # 0-based line index: stable however many lines a run reads
         ids.add(ident, loc, None)
-        out.append(Example(ident, question, gold, "number", {"solution": solution}))
-        if _done(out, limit):
-            break
-    return _nonempty(out, path)
+        return Example(ident, question, gold, "number", {"solution": solution})
+
+    return jsonl_examples(Path(path), limit, example)
 
 
 @register_dataset("singleeq", "number", default_file="singleeq/questions.json")
@@ -68,11 +54,8 @@ def _load_singleeq(path: str | Path, *, limit: int | None = None) -> list[Exampl
     out: list[Example] = []
     if limit == 0:
         return out
-    text = _read_text(path)
-    lines = _LineIndex(text)
-    scanner = _JsonScanner(text)
     ids = _Ids()
-    try:
+    with json_document(path) as (lines, scanner):
         if scanner.peek() != "[":
             raise DataError(path, "expected a JSON array of problems", line=lines.line(scanner.pos))
         for index, (start, record) in enumerate(scanner.array()):
@@ -93,8 +76,6 @@ def _load_singleeq(path: str | Path, *, limit: int | None = None) -> list[Exampl
                 break
         else:
             scanner.end()
-    except json.JSONDecodeError as exc:
-        raise _json_error(path, exc) from None
     return _nonempty(out, path)
 
 
@@ -105,11 +86,8 @@ def _load_strategyqa(path: str | Path, *, limit: int | None = None) -> list[Exam
     out: list[Example] = []
     if limit == 0:
         return out
-    text = _read_text(path)
-    lines = _LineIndex(text)
-    scanner = _JsonScanner(text)
     found = False
-    try:
+    with json_document(path) as (lines, scanner):
         if scanner.peek() != "{":
             raise DataError(path, "expected a BIG-bench task object", line=lines.line(scanner.pos))
         for key in scanner.members():
@@ -129,8 +107,6 @@ def _load_strategyqa(path: str | Path, *, limit: int | None = None) -> list[Exam
                 if _done(out, limit):
                     return out
         scanner.end()
-    except json.JSONDecodeError as exc:
-        raise _json_error(path, exc) from None
     if not found:
         raise DataError(path, "required field is missing", line=1, field="examples")
     return _nonempty(out, path)
@@ -162,17 +138,12 @@ _OCNLI_LABELS = frozenset({"entailment", "neutral", "contradiction"})
 
 @register_dataset("ocnli", "label", default_file="ocnli/dev.json")
 def _load_ocnli(path: str | Path, *, limit: int | None = None) -> list[Example]:
-    path = Path(path)
-    _check_file(path)
-    out: list[Example] = []
-    if limit == 0:
-        return out
     ids = _Ids()
-    for lineno, record in iter_jsonl(path):  # JSON Lines despite the .json name
-        loc = _Loc(path, lineno)
+
+    def example(record: dict[str, Any], lineno: int, loc: _Loc) -> Example | None:
         label = _text(_require(record, "label", loc), "label", loc)
         if label == "-":
-            continue  # no annotator majority; the OCNLI README says to exclude these
+            return None  # no annotator majority; the OCNLI README says to exclude these
         if label not in _OCNLI_LABELS:
             raise loc.error(
                 f"expected one of {', '.join(sorted(_OCNLI_LABELS))} or '-', got {label!r}", "label"
@@ -182,7 +153,6 @@ def _load_ocnli(path: str | Path, *, limit: int | None = None) -> list[Example]:
         ident = f"ocnli-{_ident(_require(record, 'id', loc), 'id', loc)}"
         ids.add(ident, loc, "id")
         meta = {"hypothesis": hypothesis, "genre": record.get("genre"), "level": record.get("level")}
-        out.append(Example(ident, premise, label, "label", meta))
-        if _done(out, limit):
-            break
-    return _nonempty(out, path)
+        return Example(ident, premise, label, "label", meta)
+
+    return jsonl_examples(Path(path), limit, example)  # JSON Lines despite the .json name

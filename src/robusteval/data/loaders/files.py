@@ -11,11 +11,13 @@ import codecs
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from robusteval.data.loaders.fields import _type_name
+from robusteval.data.example import Example
+from robusteval.data.loaders.fields import _done, _Loc, _nonempty, _type_name
 from robusteval.errors import DataError
 
 
@@ -74,6 +76,26 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield lineno, record
     if not seen:
         raise DataError(path, "empty file (only blank lines)")
+
+
+def jsonl_examples(
+    path: Path, limit: int | None, example: Callable[[dict[str, Any], int, _Loc], Example | None]
+) -> list[Example]:
+    """The examples of a JSON Lines file: ``example(record, line number, loc)`` for each record (None skips the
+    record), read lazily until ``limit`` examples are made (0: none, the file is only checked). A file with no
+    example raises a :class:`DataError`."""
+    _check_file(path)
+    out: list[Example] = []
+    if limit == 0:
+        return out
+    for lineno, record in iter_jsonl(path):
+        made = example(record, lineno, _Loc(path, lineno))
+        if made is None:
+            continue
+        out.append(made)
+        if _done(out, limit):
+            break
+    return _nonempty(out, path)
 
 
 def _read_text(path: Path) -> str:
@@ -184,6 +206,17 @@ class _JsonScanner:
 
 def _json_error(path: Path, exc: json.JSONDecodeError) -> DataError:
     return DataError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno)
+
+
+@contextmanager
+def json_document(path: Path) -> Iterator[tuple[_LineIndex, _JsonScanner]]:
+    """The file as one JSON document to walk: its line index and a scanner at its start. Invalid JSON met inside
+    the block raises a :class:`DataError` naming the line."""
+    text = _read_text(path)
+    try:
+        yield _LineIndex(text), _JsonScanner(text)
+    except json.JSONDecodeError as exc:
+        raise _json_error(path, exc) from None
 
 
 def read_json(path: Path) -> Any:

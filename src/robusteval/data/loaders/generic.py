@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from robusteval.data.example import Example
 from robusteval.data.loaders.fields import (
@@ -23,7 +24,7 @@ from robusteval.data.loaders.fields import (
     _text,
     _type_name,
 )
-from robusteval.data.loaders.files import _check_file, _iter_text_lines, iter_jsonl
+from robusteval.data.loaders.files import _check_file, _iter_text_lines, jsonl_examples
 from robusteval.data.loaders.registry import register_dataset
 from robusteval.errors import DataError, UserError
 
@@ -38,21 +39,16 @@ def _load_jsonl(
 ) -> list[Example]:
     path = Path(path)
     fields = _resolve_fields(fields)
-    _check_file(path)
-    out: list[Example] = []
-    if limit == 0:
-        return out
     ids = _Ids()
-    for lineno, record in iter_jsonl(path):
-        loc = _Loc(path, lineno)
-        example = _generic_example(
+
+    def example(record: dict[str, Any], lineno: int, loc: _Loc) -> Example:
+        made = _generic_example(
             record, fields=fields, answer_type=answer_type, fallback_id=f"{path.stem}-{lineno - 1}", loc=loc
         )
-        ids.add(example.id, loc, fields["id"])
-        out.append(example)
-        if _done(out, limit):
-            break
-    return _nonempty(out, path)
+        ids.add(made.id, loc, fields["id"])
+        return made
+
+    return jsonl_examples(path, limit, example)
 
 
 @register_dataset("csv", "number")
@@ -171,14 +167,9 @@ def _load_examples(path: str | Path, *, limit: int | None = None) -> list[Exampl
 
     Each line carries its answer type, so perturbed copies of any dataset read back as they were.
     """
-    path = Path(path)
-    _check_file(path)
-    out: list[Example] = []
-    if limit == 0:
-        return out
     ids = _Ids()
-    for lineno, record in iter_jsonl(path):
-        loc = _Loc(path, lineno)
+
+    def example(record: dict[str, Any], lineno: int, loc: _Loc) -> Example:
         ident = _ident(_require(record, "id", loc), "id", loc)
         ids.add(ident, loc, "id")
         answer_type = _text(_require(record, "answer_type", loc), "answer_type", loc)
@@ -191,7 +182,6 @@ def _load_examples(path: str | Path, *, limit: int | None = None) -> list[Exampl
             meta = {**meta, "perturbation": record["perturbation"]}
         question = _text(_require(record, "question", loc), "question", loc)
         answer = _text(_require(record, "answer", loc), "answer", loc)
-        out.append(Example(ident, question, answer, answer_type, meta))  # type: ignore[arg-type]
-        if _done(out, limit):
-            break
-    return _nonempty(out, path)
+        return Example(ident, question, answer, answer_type, meta)  # type: ignore[arg-type]
+
+    return jsonl_examples(Path(path), limit, example)
