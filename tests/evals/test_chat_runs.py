@@ -172,17 +172,18 @@ def test_transfer_requests_follow_chat() -> None:
 
 
 def test_system_prompt_without_chat_is_refused(tmp_path: Path) -> None:
-    """Refused when the config is built, in the config's own words (the CLI's flags are for the CLI)."""
+    """Refused when the config is built (its generation block), in the block's own words (the CLI's flags are for
+    the CLI)."""
     data = _questions(tmp_path / "q.jsonl")
-    with pytest.raises(UserError, match=r"^EvalConfig.system_prompt: needs chat=True"):
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
         rv.EvalConfig(data=data, generation=GenerationOptions(system_prompt="x"))
-    with pytest.raises(UserError, match=r"^RobustnessConfig.system_prompt: needs chat=True"):
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
         RobustnessConfig(data=data, sets="C-swap", generation=GenerationOptions(system_prompt="x"))
-    with pytest.raises(UserError, match=r"^WordImportanceRunConfig.system_prompt: needs chat=True"):
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
         WordImportanceRunConfig(data=data, method="C-swap", generation=GenerationOptions(system_prompt="x"))
-    with pytest.raises(UserError, match=r"^VariantsEvalConfig.system_prompt: needs chat=True"):
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
         rvv.VariantsEvalConfig("inst.jsonl", generation=GenerationOptions(system_prompt="x"))
-    with pytest.raises(UserError, match=r"^TransferConfig.system_prompt: needs chat=True"):
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
         TransferConfig(source=str(tmp_path), generation=GenerationOptions(system_prompt="x"))
 
 
