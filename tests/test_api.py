@@ -18,6 +18,8 @@ from robusteval.cli.common import backend_options
 from robusteval.cli.main import build_parser, main
 from robusteval.config import ConfigError
 from robusteval.errors import UserError
+from robusteval.judging import JudgeOptions
+from robusteval.models.generation import GenerationOptions
 from robusteval.models.hf_options import HFOptions
 from robusteval.models.loading import load_backend
 from robusteval.models.openai_api import OpenAIConfig
@@ -43,14 +45,16 @@ def test_import_does_not_load_torch() -> None:
 def test_pipelines_run_without_the_cli(tiny_trained_dir: Path, tmp_path: Path) -> None:
     model = rv.load_model(f"hf:{tiny_trained_dir}")
     data = rv.DataSpec("jsonl", str(_questions(tmp_path / "q.jsonl")))
-    summary = rv.evaluate(rv.EvalConfig(data=data, max_new_tokens=12), model, tmp_path / "eval")
+    summary = rv.evaluate(rv.EvalConfig(data=data, generation=GenerationOptions(max_new_tokens=12)), model,
+                          tmp_path / "eval")
     run = rv.load_run(tmp_path / "eval")
     assert run.command == "eval" and run.summary == summary
     assert summary["n"] == 6 and summary["n_correct"] == sum(r["correct"] for r in run.records("answer_first"))
     assert run.identity["model"]["dtype"] == "float32" and run.identity["model"]["device"] == "cpu"
     assert summary["seeds"] == {"seed": 0} and summary["environment"]["torch"]
 
-    config = rv.MatchaRunConfig(data=data, target_answer="clean", steps=1, max_new_tokens=16)
+    config = rv.MatchaRunConfig(data=data, target_answer="clean", steps=1,
+                                generation=GenerationOptions(max_new_tokens=16))
     matcha = rv.attack_matcha(config, model, tmp_path / "matcha")
     outcomes = rv.load_run(tmp_path / "matcha").records("matcha_outcome")
     assert matcha["n_attacked"] == sum(r["attacked"] for r in outcomes) > 0
@@ -60,7 +64,7 @@ def test_pipelines_run_without_the_cli(tiny_trained_dir: Path, tmp_path: Path) -
 
 def test_resuming_with_another_dtype_is_refused_naming_it(tiny_llama_dir: Path, tmp_path: Path) -> None:
     data = rv.DataSpec("jsonl", str(_questions(tmp_path / "q.jsonl")), limit=2)
-    config = rv.EvalConfig(data=data, max_new_tokens=4)
+    config = rv.EvalConfig(data=data, generation=GenerationOptions(max_new_tokens=4))
     rv.evaluate(config, rv.load_model(f"hf:{tiny_llama_dir}", dtype="float32"), tmp_path / "run")
     with pytest.raises(UserError, match=r"model\.dtype: stored 'float32', now 'bfloat16'"):
         rv.evaluate(config, rv.load_model(f"hf:{tiny_llama_dir}", dtype="bfloat16"), tmp_path / "run")
@@ -103,12 +107,14 @@ def _data(tmp_path: Path) -> rv.DataSpec:
      r"^MatchaRunConfig.variant: gcg-suffix is a token-level baseline; level=embedding takes"),
     (lambda d: rv.MatchaRunConfig(data=d, level="embedding", success_check="insertion-and-final"),
      r"^MatchaRunConfig.success_check: insertion-and-final is for the token level"),
-    (lambda d: rv.MatchaRunConfig(data=d, judge="hff:model"), r"^MatchaRunConfig.judge: .*'hff:model' not understood"),
-    (lambda d: rv.MatchaRunConfig(data=d, error_classifier="tiny"),
-     r"^MatchaRunConfig.error_classifier: 'tiny' is not a model spec"),
-    (lambda d: rv.MatchaRunConfig(data=d, system_prompt="Be brief."),
-     r"^MatchaRunConfig.system_prompt: needs chat=True"),
-    (lambda d: rv.EvalConfig(data=d, max_new_tokens=0), r"^EvalConfig.max_new_tokens: must be a number >= 1, got 0$"),
+    (lambda d: rv.MatchaRunConfig(data=d, judging=JudgeOptions(judge="hff:model")),
+     r"^JudgeOptions.judge: .*'hff:model' not understood"),
+    (lambda d: rv.MatchaRunConfig(data=d, judging=JudgeOptions(error_classifier="tiny")),
+     r"^JudgeOptions.error_classifier: 'tiny' is not a model spec"),
+    (lambda d: rv.MatchaRunConfig(data=d, generation=GenerationOptions(system_prompt="Be brief.")),
+     r"^GenerationOptions.system_prompt: needs chat=True"),
+    (lambda d: rv.EvalConfig(data=d, generation=GenerationOptions(max_new_tokens=0)),
+     r"^GenerationOptions.max_new_tokens: must be a number >= 1, got 0$"),
     (lambda d: rv.EvalConfig(data=d, math_grader="sympy"), r"^EvalConfig.math_grader: unknown grader 'sympy'"),
     (lambda d: rv.DataSpec("gsm8kk", "x.jsonl"), r"^DataSpec.dataset: 'gsm8kk' is not one of .*did you mean gsm8k"),
     (lambda d: rv.DataSpec("jsonl", "x.jsonl", limit=0), r"^DataSpec.limit: must be a number > 0, got 0$"),
@@ -128,14 +134,15 @@ def _data(tmp_path: Path) -> rv.DataSpec:
      r"^WordImportanceRunConfig.method: unknown perturbation method 'C-nope'"),
     (lambda d: rv.WordImportanceRunConfig(data=d, method="C-swap", confidence="soft"),
      r"^WordImportanceRunConfig.confidence: 'soft' is not one of auto, logprob, sample, greedy"),
-    (lambda d: rv.TransferConfig(source="runs/x", temperature=-0.5),
-     r"^TransferConfig.temperature: must be a number >= 0, got -0.5$"),
+    (lambda d: rv.TransferConfig(source="runs/x", generation=GenerationOptions(temperature=-0.5)),
+     r"^GenerationOptions.temperature: must be a number >= 0, got -0.5$"),
     (lambda d: rv.OrsConfig(()), r"^OrsConfig.runs: name at least one word-importance attack run directory$"),
     (lambda d: rv.OrsConfig(("runs/x",), beta_cap=0), r"^OrsConfig.beta_cap: must be a number >= 1, got 0$"),
     (lambda d: rv.AuditConfig("arith", "/no/such.jsonl"), r"^AuditConfig.labelled: no such file: /no/such.jsonl$"),
     (lambda d: rv.variants.InstantiateConfig("t.yaml", compat="var-math", exclude_original=True),
      r"^InstantiateConfig.exclude_original: cannot be combined with compat=var-math"),
-    (lambda d: rv.variants.VariantsEvalConfig("i.jsonl", top_p=0.0), r"^VariantsEvalConfig.top_p: must be within"),
+    (lambda d: rv.variants.VariantsEvalConfig("i.jsonl", generation=GenerationOptions(top_p=0.0)),
+     r"^GenerationOptions.top_p: must be within"),
     (lambda d: rv.variants.GradingConfig(bootstrap_rounds=-1),
      r"^GradingConfig.bootstrap_rounds: must be a number >= 0, got -1$"),
 ])

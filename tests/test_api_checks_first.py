@@ -16,6 +16,8 @@ import robusteval as rv
 from helpers.runs import cli_inproc
 from robusteval.config import ConfigError
 from robusteval.errors import UserError
+from robusteval.evals.prompt_options import PromptOptions
+from robusteval.judging import JudgeOptions
 from robusteval.perturbations.pipeline import PerturbConfig
 
 NO_MODEL = "hf:/does/not/exist/model"
@@ -42,27 +44,29 @@ def test_the_issues_example_is_refused_when_the_config_is_built(data: rv.DataSpe
 
 
 @pytest.mark.parametrize(("build", "message"), [
-    (lambda d: rv.RobustnessConfig(data=d, sets="C-swap", template="yesn"),
-     r"^RobustnessConfig.template: template yesn: no such file and not a built-in template .*\(did you mean yesno\?\)$"),
+    (lambda d: rv.RobustnessConfig(data=d, sets="C-swap", prompt=PromptOptions(template="yesn")),
+     r"^PromptOptions.template: template yesn: no such file and not a built-in template .*\(did you mean yesno\?\)$"),
     (lambda d: rv.WordImportanceRunConfig(data=d, method="C-swp"),
      r"^WordImportanceRunConfig.method: unknown perturbation method 'C-swp' \(did you mean C-swap\?\)"),
-    (lambda d: rv.WordImportanceRunConfig(data=d, method="C-swap", template="nli-z"),
-     r"^WordImportanceRunConfig.template: .*\(did you mean nli-zh\?\)$"),
+    (lambda d: rv.WordImportanceRunConfig(data=d, method="C-swap", prompt=PromptOptions(template="nli-z")),
+     r"^PromptOptions.template: .*\(did you mean nli-zh\?\)$"),
     (lambda d: PerturbConfig(data=d, method="C-keybord"),
      r"^PerturbConfig.method: unknown perturbation method 'C-keybord' \(did you mean C-keyboard\?\)"),
-    (lambda d: rv.EvalConfig(data=d, exemplars="mth"), r"^EvalConfig.exemplars: mth: exemplar file not found .*"
-     r"\(did you mean math\?\)$"),
-    (lambda d: rv.MatchaRunConfig(data=d, exemplars="yesn"), r"^MatchaRunConfig.exemplars: .*\(did you mean yesno\?\)$"),
-    (lambda d: rv.TransferConfig(source="runs/x", exemplars="mat"), r"^TransferConfig.exemplars: .*\(did you mean math\?\)$"),
-    (lambda d: rv.MatchaRunConfig(data=d, judge="arth"), r"^MatchaRunConfig.judge: .*unknown judge 'arth' "
-     r"\(did you mean arith\?\)"),
+    (lambda d: rv.EvalConfig(data=d, prompt=PromptOptions(exemplars="mth")),
+     r"^PromptOptions.exemplars: mth: exemplar file not found .*\(did you mean math\?\)$"),
+    (lambda d: rv.MatchaRunConfig(data=d, prompt=PromptOptions(exemplars="yesn")),
+     r"^PromptOptions.exemplars: .*\(did you mean yesno\?\)$"),
+    (lambda d: rv.TransferConfig(source="runs/x", prompt=PromptOptions(exemplars="mat")),
+     r"^PromptOptions.exemplars: .*\(did you mean math\?\)$"),
+    (lambda d: rv.MatchaRunConfig(data=d, judging=JudgeOptions(judge="arth")),
+     r"^JudgeOptions.judge: .*unknown judge 'arth' \(did you mean arith\?\)"),
     # The spec grammar splits only before a known judge: the misspelt part is named, not the rest with it.
-    (lambda d: rv.MatchaRunConfig(data=d, judge="vote:arith,grounding,embeded"),
-     r"^MatchaRunConfig.judge: .*unknown judge 'embeded' \(did you mean embedded\?\)"),
-    (lambda d: rv.MatchaRunConfig(data=d, judge="arith+grouding"),
-     r"^MatchaRunConfig.judge: .*unknown judge 'grouding' \(did you mean grounding\?\)"),
-    (lambda d: rv.MatchaRunConfig(data=d, semantic_judge="nnoe"), r"^MatchaRunConfig.semantic_judge: .*"
-     r"\(did you mean none\?\)"),
+    (lambda d: rv.MatchaRunConfig(data=d, judging=JudgeOptions(judge="vote:arith,grounding,embeded")),
+     r"^JudgeOptions.judge: .*unknown judge 'embeded' \(did you mean embedded\?\)"),
+    (lambda d: rv.MatchaRunConfig(data=d, judging=JudgeOptions(judge="arith+grouding")),
+     r"^JudgeOptions.judge: .*unknown judge 'grouding' \(did you mean grounding\?\)"),
+    (lambda d: rv.MatchaRunConfig(data=d, judging=JudgeOptions(semantic_judge="nnoe")),
+     r"^JudgeOptions.semantic_judge: .*\(did you mean none\?\)"),
     (lambda d: rv.AuditConfig("grounding+arithh", "/no/such.jsonl"), r"^AuditConfig.judge: .*\(did you mean arith\?\)"),
 ])
 def test_a_misspelt_name_is_refused_when_built_with_the_closest(data: rv.DataSpec, build: object,
@@ -78,7 +82,8 @@ def test_checks_that_read_the_data_come_before_the_model_loads(data: rv.DataSpec
     with pytest.raises(UserError, match=r"^perturbation method 'C-pinyin' perturbs zh text, and these texts are en"):
         rv.robustness(rv.RobustnessConfig(data=data, sets="C-swap,C-pinyin"), NO_MODEL, out)
     with pytest.raises(UserError, match=r"^template 'nli-zh' has no label for dataset labels: no, yes$"):
-        rv.robustness(rv.RobustnessConfig(data=data, sets="C-swap", template="nli-zh"), NO_MODEL, out)
+        rv.robustness(rv.RobustnessConfig(data=data, sets="C-swap", prompt=PromptOptions(template="nli-zh")),
+                      NO_MODEL, out)
     with pytest.raises(UserError, match=r"^perturbation method 'C-radical' perturbs zh text"):
         rv.attack_wordimportance(rv.WordImportanceRunConfig(data=data, method="C-radical"), NO_MODEL, out)
     broken = tmp_path / "broken.jsonl"

@@ -12,6 +12,7 @@ import pytest
 
 import robusteval as rv
 from helpers.reportstores import matcha_store
+from robusteval.models.generation import GenerationOptions
 
 QUESTIONS = '{"id": "q1", "question": "What is 2 + 3?", "answer": "5"}\n'
 
@@ -35,7 +36,8 @@ BAD_CALLS: list[tuple[str, Callable[[Ctx], Any], str]] = [
      r"^MatchaRunConfig.steps: expected a whole number, got 2.5$"),
     ("str for an int", lambda c: rv.DataSpec("jsonl", c.file, limit="5"),
      r"^DataSpec.limit: expected a whole number, got '5'$"),
-    ("int for a bool", lambda c: rv.EvalConfig(data=c.data, chat=1), r"^EvalConfig.chat: expected true/false, got 1$"),
+    ("int for a bool", lambda c: rv.EvalConfig(data=c.data, generation=GenerationOptions(chat=1)),
+     r"^GenerationOptions.chat: expected true/false, got 1$"),
     ("a path for the DataSpec", lambda c: rv.MatchaRunConfig(data="math.jsonl"),
      r"^MatchaRunConfig.data: expected a DataSpec \(robusteval.DataSpec\(...\)\), got str 'math.jsonl'$"),
     ("a nested config's option", lambda c: rv.MatchaRunConfig(data=c.data, limit=3),
@@ -124,5 +126,6 @@ def test_paths_are_str_or_path_and_one_path_is_never_iterated(tmp_path: Path) ->
 
 def test_a_model_given_by_its_spec_is_loaded(tiny_llama_dir: Path, tmp_path: Path) -> None:
     ctx = Ctx(tmp_path)
-    summary = rv.evaluate(rv.EvalConfig(ctx.data, max_new_tokens=4), f"hf:{tiny_llama_dir}", ctx.out, batch_size=2)
+    summary = rv.evaluate(rv.EvalConfig(ctx.data, generation=GenerationOptions(max_new_tokens=4)),
+                          f"hf:{tiny_llama_dir}", ctx.out, batch_size=2)
     assert summary["n"] == 1 and rv.load_run(ctx.out).records("answer_first")

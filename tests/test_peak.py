@@ -7,6 +7,7 @@ import resource
 from pathlib import Path
 
 import robusteval as rv
+from robusteval.models.generation import GenerationOptions
 from robusteval.peak import describe, gib, peak_memory
 
 
@@ -26,7 +27,8 @@ def test_a_run_records_its_peak_memory_in_summary_and_log(tiny_llama_dir: Path, 
     path.write_text("".join(json.dumps({"question": f"What is {i} + 1?", "answer": str(i + 1)}) + "\n"
                             for i in range(2)), encoding="utf-8")
     model = rv.load_model(f"hf:{tiny_llama_dir}")
-    summary = rv.evaluate(rv.EvalConfig(data=rv.DataSpec("jsonl", str(path)), max_new_tokens=4), model,
+    summary = rv.evaluate(rv.EvalConfig(data=rv.DataSpec("jsonl", str(path)),
+                                        generation=GenerationOptions(max_new_tokens=4)), model,
                           tmp_path / "eval")
     stored = json.loads((tmp_path / "eval" / "summary.json").read_text(encoding="utf-8"))
     assert stored["peak_memory"] == summary["peak_memory"]

@@ -17,6 +17,7 @@ from robusteval.attacks.wordimportance import WordImportanceRunConfig, attack_wo
 from robusteval.data.loaders import load_dataset
 from robusteval.errors import UserError
 from robusteval.evals.classification import ClassificationTemplate, LabelClassifier, example_fields
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.evals.robustness import RobustnessConfig, robustness
 from robusteval.metrics.robustness import rb_index
 from robusteval.metrics.wordimportance import attack_summary
@@ -45,7 +46,8 @@ def test_attack_summary_matches_the_stored_records(model, data: rv.DataSpec, tin
                                                     tmp_path: Path) -> None:
     adv = tmp_path / "adv.jsonl"
     config = WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method="C-homophone",
-                                     rates="0.3,0.1", budget=40, template=str(tiny_nli_dir / "template.json"),
+                                     rates="0.3,0.1", budget=40,
+                                     prompt=PromptOptions(template=str(tiny_nli_dir / "template.json")),
                                      write_adv=str(adv), seed=3)
     assert config.rates == (0.1, 0.3)  # the flag's spelling, normalised
     out = tmp_path / "wi"
@@ -95,7 +97,8 @@ def test_robustness_summary_matches_the_stored_answers(model, data: rv.DataSpec,
     assert perturb_dataset(PerturbConfig(data=data, perturbation=PerturbationSpec(), method="C-traditional"),
                            copy)["already_complete"]
     config = RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets=("C-homophone", f"trad={copy}"),
-                              template=template, bootstrap=200, seed=1, bootstrap_seed=7)
+                              prompt=PromptOptions(template=template), bootstrap=200, seed=1,
+                              bootstrap_seed=7)
     out = tmp_path / "rb"
     summary = robustness(config, model, out)
     assert summary["sets_spec"] == f"C-homophone,trad={copy}" and set(summary["acc"]) == {"C-homophone", "trad"}

@@ -10,6 +10,7 @@ import pytest
 
 import robusteval as rv
 from robusteval.cli.main import main
+from robusteval.models.generation import GenerationOptions
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def eval_run(tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     )
     out = root / "run"
     rv.evaluate(
-        rv.EvalConfig(data=rv.DataSpec("jsonl", str(data)), max_new_tokens=4),
+        rv.EvalConfig(data=rv.DataSpec("jsonl", str(data)), generation=GenerationOptions(max_new_tokens=4)),
         rv.load_model(f"hf:{tiny_llama_dir}", device="cpu"),
         out,
     )

@@ -24,6 +24,7 @@ from robusteval.evals.classification import LabelClassifier, example_fields, tem
 from robusteval.evals.robustness import RobustnessConfig, robustness
 from robusteval.judging import JudgeOptions
 from robusteval.models import GenerationRequest
+from robusteval.models.generation import GenerationOptions
 from robusteval.models.identity import backend_key
 from robusteval.perturbations.spec import CandidateSpec, PerturbationSpec
 from robusteval.prompts.answer_first import DEFAULT_SYSTEM_PROMPT, exemplars_for
@@ -56,7 +57,7 @@ def _keys(out: Path, stage: str) -> set[str]:
 
 def test_chat_eval_keys_every_answer_by_its_conversation(tiny_backend: Any, tmp_path: Path) -> None:
     data = _questions(tmp_path / "q.jsonl")
-    config = rv.EvalConfig(data=data, max_new_tokens=6, chat=True)
+    config = rv.EvalConfig(data=data, generation=GenerationOptions(max_new_tokens=6, chat=True))
     out = tmp_path / "eval-chat"
     summary = rv.evaluate(config, tiny_backend, out)
     examples = data.load()
@@ -78,16 +79,19 @@ def test_chat_eval_keys_every_answer_by_its_conversation(tiny_backend: Any, tmp_
     rv.evaluate(config, tiny_backend, out)
     assert units(out) == before
     with pytest.raises(UserError, match="system_prompt"):
-        rv.evaluate(dataclasses.replace(config, system_prompt="Be brief."), tiny_backend, out)
+        rv.evaluate(dataclasses.replace(
+            config, generation=dataclasses.replace(config.generation, system_prompt="Be brief.")), tiny_backend, out)
     # The text run of the same data keys its answers differently (and as it always did).
-    text = rv.evaluate(dataclasses.replace(config, chat=False), tiny_backend, tmp_path / "eval-text")
+    text = rv.evaluate(dataclasses.replace(config, generation=dataclasses.replace(config.generation, chat=False)),
+                       tiny_backend, tmp_path / "eval-text")
     assert text["n"] == 3 and not _keys(tmp_path / "eval-text", "answer_first") & expected
 
 
 def test_chat_robustness_classifies_through_the_template(tiny_backend: Any, tmp_path: Path) -> None:
     data = _reviews(tmp_path / "reviews.jsonl")
-    config = RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets="C-swap", chat=True,
-                              system_prompt=SYSTEM, label_mode="soft", bootstrap=20)
+    config = RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets="C-swap",
+                              generation=GenerationOptions(chat=True, system_prompt=SYSTEM),
+                              label_mode="soft", bootstrap=20)
     out = tmp_path / "rb"
     summary = robustness(config, tiny_backend, out)
     assert summary["n"] == 4 and summary["label_mode"] == "soft"
@@ -115,7 +119,8 @@ def test_chat_robustness_classifies_through_the_template(tiny_backend: Any, tmp_
 
 def test_chat_wordimportance_asks_the_chat_classifier(tiny_backend: Any, tmp_path: Path) -> None:
     data = _reviews(tmp_path / "reviews.jsonl")
-    config = WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method="C-swap", budget=8, chat=True,
+    config = WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method="C-swap", budget=8,
+                                     generation=GenerationOptions(chat=True),
                                      rates="0.3")
     out = tmp_path / "wi"
     summary = attack_wordimportance(config, tiny_backend, out)
@@ -131,8 +136,9 @@ def test_chat_wordimportance_asks_the_chat_classifier(tiny_backend: Any, tmp_pat
 def test_chat_variants_eval_sends_the_system_and_user_turns(tiny_backend: Any, tmp_path: Path) -> None:
     with resources.as_file(resources.files("robusteval.variants") / "example_templates.yaml") as templates:
         made = rvv.instantiate(rvv.InstantiateConfig(str(templates), n=1, out=str(tmp_path / "inst.jsonl")))
-    config = rvv.VariantsEvalConfig(str(tmp_path / "inst.jsonl"), max_new_tokens=4, chat=True,
-                                    system_prompt="Be brief.")
+    config = rvv.VariantsEvalConfig(str(tmp_path / "inst.jsonl"),
+                                    generation=GenerationOptions(max_new_tokens=4, chat=True,
+                                                                 system_prompt="Be brief."))
     out = tmp_path / "var"
     rvv.evaluate_variants(config, tiny_backend, out)
     expected = set()
@@ -166,18 +172,19 @@ def test_transfer_requests_follow_chat() -> None:
 
 
 def test_system_prompt_without_chat_is_refused(tmp_path: Path) -> None:
-    """Refused when the config is built, in the config's own words (the CLI's flags are for the CLI)."""
+    """Refused when the config is built (its generation block), in the block's own words (the CLI's flags are for
+    the CLI)."""
     data = _questions(tmp_path / "q.jsonl")
-    with pytest.raises(UserError, match=r"^EvalConfig.system_prompt: needs chat=True"):
-        rv.EvalConfig(data=data, system_prompt="x")
-    with pytest.raises(UserError, match=r"^RobustnessConfig.system_prompt: needs chat=True"):
-        RobustnessConfig(data=data, sets="C-swap", system_prompt="x")
-    with pytest.raises(UserError, match=r"^WordImportanceRunConfig.system_prompt: needs chat=True"):
-        WordImportanceRunConfig(data=data, method="C-swap", system_prompt="x")
-    with pytest.raises(UserError, match=r"^VariantsEvalConfig.system_prompt: needs chat=True"):
-        rvv.VariantsEvalConfig("inst.jsonl", system_prompt="x")
-    with pytest.raises(UserError, match=r"^TransferConfig.system_prompt: needs chat=True"):
-        TransferConfig(source=str(tmp_path), system_prompt="x")
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
+        rv.EvalConfig(data=data, generation=GenerationOptions(system_prompt="x"))
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
+        RobustnessConfig(data=data, sets="C-swap", generation=GenerationOptions(system_prompt="x"))
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
+        WordImportanceRunConfig(data=data, method="C-swap", generation=GenerationOptions(system_prompt="x"))
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
+        rvv.VariantsEvalConfig("inst.jsonl", generation=GenerationOptions(system_prompt="x"))
+    with pytest.raises(UserError, match=r"^GenerationOptions.system_prompt: needs chat=True"):
+        TransferConfig(source=str(tmp_path), generation=GenerationOptions(system_prompt="x"))
 
 
 @pytest.mark.parametrize("command", [

@@ -18,6 +18,7 @@ from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.answer_first import grade_completion
 from robusteval.models import GENERATE, Generation
+from robusteval.models.generation import GenerationOptions
 
 needs_math_verify = needs_modules("math_verify", "latex2sympy2_extended", "antlr4")
 
@@ -67,7 +68,8 @@ def test_eval_records_its_grader_in_the_identity_and_every_record(tmp_path: Path
     # the builtin grader as 2.
     backend = Scripted(dict(zip(questions, ["The answer is two. 0 + 2 = 2.", "The answer is $4$. 1 + 3 = 4.",
                                             "The answer is 7. 2 + 4 = 7."], strict=True)))
-    config = rv.EvalConfig(data=data, max_new_tokens=6, math_grader="math-verify")
+    config = rv.EvalConfig(data=data, generation=GenerationOptions(max_new_tokens=6),
+                           math_grader="math-verify")
     out = tmp_path / "eval-math-verify"
     summary = rv.evaluate(config, backend, out)
     run = rv.load_run(out)

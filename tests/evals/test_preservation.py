@@ -16,6 +16,7 @@ import pytest
 from helpers.datafiles import write_ocnli
 from helpers.tex import compile_tables
 from robusteval.data.spec import DataSpec
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.evals.robustness import OUTCOME_STAGE, RobustnessConfig, robustness
 from robusteval.evals.robustness.preservation import attach_labels
 from robusteval.evals.robustness.results import RESULTS
@@ -42,7 +43,8 @@ def labelled_run(tiny_nli_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     data = DataSpec("ocnli", str(write_ocnli(root / "ocnli.json", tiny_nli_pairs(12, seed=5))))
     run = root / "run"
     robustness(RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets=SETS,
-                                template=str(tiny_nli_dir / "template.json"), seed=0, bootstrap=200),
+                                prompt=PromptOptions(template=str(tiny_nli_dir / "template.json")), seed=0,
+                                bootstrap=200),
                load_backend(f"hf:{tiny_nli_dir}"), run)
     items = load_items(run)
     by_method = {name: [item for item in items if item.method == name] for name in SETS}
@@ -156,7 +158,7 @@ def test_robustness_labels_option_and_rerun_keep_them(labelled_run: dict[str, An
     (run / "summary.json").unlink()
     model_dir = labelled_run["model_dir"]
     config = {"data": labelled_run["data"], "perturbation": PerturbationSpec(), "sets": SETS,
-              "template": str(model_dir / "template.json"), "seed": 0, "bootstrap": 200}
+              "prompt": PromptOptions(template=str(model_dir / "template.json")), "seed": 0, "bootstrap": 200}
     model = load_backend(f"hf:{model_dir}")
     with_labels = robustness(RobustnessConfig(**config, labels=str(labelled_run["store"]), preserved_only=True),
                              model, run)

@@ -18,6 +18,7 @@ from helpers.runs import cli_inproc, summary, units
 from robusteval.data.example import example_fields
 from robusteval.data.loaders import load_dataset
 from robusteval.evals.classification import ClassificationTemplate, LabelClassifier, predicted_label
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.evals.prompt_robustness import PromptRobustnessConfig
 from robusteval.evals.prompt_robustness.generate import perturbed_prompts
 from robusteval.evals.prompt_robustness.pdr import prompt_robustness_metrics
@@ -195,7 +196,7 @@ def test_bad_values_are_refused_before_the_model_loads(tmp_path: Path) -> None:
     text_template.write_text(json.dumps({"name": "bare", "labels": {"yes": ["yes"], "no": ["no"]},
                                          "text_fields": ["text"], "prefix": "", "prompt": "Q: $text\nA:"}))
     with pytest.raises(rv.ConfigError, match="target: template 'bare' has no instruction paragraph"):
-        rv.prompt_robustness(_config(data, template=str(text_template)), "hf:/no/such/model", tmp_path / "x")
+        rv.prompt_robustness(_config(data, prompt=PromptOptions(template=str(text_template))), "hf:/no/such/model", tmp_path / "x")
     with pytest.raises(rv.ConfigError, match="methods: perturbation method 'C-homophone' perturbs zh text"):
         rv.prompt_robustness(_config(data, methods="C-homophone"), "hf:/no/such/model", tmp_path / "x")
     assert not (tmp_path / "x").exists()

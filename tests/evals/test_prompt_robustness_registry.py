@@ -13,6 +13,7 @@ from typing import Any
 import robusteval as rv
 from helpers.browser import open_report, wait_until_ready
 from robusteval.cli.main import command_modules
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.evals.prompt_robustness import (
     PromptRobustnessConfig,
     PromptSearchConfig,
@@ -68,10 +69,13 @@ def test_report_section_shows_hostile_prompt_text_as_text(tiny_backend: Any, tmp
     english = PerturbationSpec(language="en")
     runs = [tmp_path / name for name in ("perturb", "search", "spread")]
     prompt_robustness(PromptRobustnessConfig(data=data, perturbation=english, methods="C-swap", prompts_per_method=1,
-                                             template=template, label_mode="soft", bootstrap=50), tiny_backend, runs[0])
+                                             prompt=PromptOptions(template=template), label_mode="soft",
+                                             bootstrap=50), tiny_backend, runs[0])
     prompt_search(PromptSearchConfig(data=data, perturbation=english, methods="C-swap", budget=8, search_size=2,
-                                     template=template, label_mode="soft", bootstrap=50), tiny_backend, runs[1])
-    prompt_spread(PromptSpreadConfig(data=data, prompts_file=str(prompts), n_formats=1, template=template,
+                                     prompt=PromptOptions(template=template), label_mode="soft",
+                                     bootstrap=50), tiny_backend, runs[1])
+    prompt_spread(PromptSpreadConfig(data=data, prompts_file=str(prompts), n_formats=1,
+                                     prompt=PromptOptions(template=template),
                                      label_mode="soft", bootstrap=50), tiny_backend, runs[2])
     out = rv.report(runs, out=tmp_path / "report.html")
     with open_report(out, profile=tmp_path / "profile") as opened:

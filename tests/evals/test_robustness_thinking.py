@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 import robusteval as rv
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.evals.robustness import OUTCOME_STAGE, RobustnessConfig, robustness
+from robusteval.models.generation import GenerationOptions
 from robusteval.perturbations.spec import PerturbationSpec
 from robusteval.store import RunStore
 
@@ -50,8 +52,8 @@ def test_robustness_reads_each_label_from_the_reply(tmp_path: Path) -> None:
         data=_data(tmp_path),
         perturbation=PerturbationSpec(),
         sets="C-swap",
-        template=str(template),
-        chat=True,
+        prompt=PromptOptions(template=str(template)),
+        generation=GenerationOptions(chat=True),
         bootstrap=20,
     )
     out = tmp_path / "rb"
@@ -90,7 +92,9 @@ def test_the_classifiers_trace_budget_is_an_option(tmp_path: Path) -> None:
     sent = {}
     for budget in (300, None):
         config = RobustnessConfig(data=_data(tmp_path), perturbation=PerturbationSpec(), sets="C-swap",
-                                  template=str(template), chat=True, bootstrap=20, max_thinking_tokens=budget)
+                                  prompt=PromptOptions(template=str(template)),
+                                  generation=GenerationOptions(chat=True), bootstrap=20,
+                                  max_thinking_tokens=budget)
         out = tmp_path / f"rb-{budget}"
         with fake_openai_server(tmp_path, "judge-reasoning") as server:
             robustness(config, rv.load_model(f"openai:r1@{server.base_url}", endpoint="chat"), out)
@@ -99,4 +103,5 @@ def test_the_classifiers_trace_budget_is_an_option(tmp_path: Path) -> None:
         assert ("max_thinking_tokens" in json.dumps(identity)) == (budget is not None)
     assert sent[300] == {sent[None].pop() + 300} and not sent[None]
     with pytest.raises(UserError, match="max_thinking_tokens"):
-        RobustnessConfig(data=_data(tmp_path), sets="C-swap", chat=True, max_thinking_tokens=0)
+        RobustnessConfig(data=_data(tmp_path), sets="C-swap", generation=GenerationOptions(chat=True),
+                         max_thinking_tokens=0)

@@ -23,8 +23,11 @@ from helpers.datafiles import write_ocnli
 from helpers.runs import stored_units as stored
 from helpers.runs import units, untimed
 from helpers.shared import needs_modules
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.executors import use_executor
+from robusteval.judging import JudgeOptions
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import RunStore
 
 pytestmark = needs_modules("ray")
@@ -80,7 +83,8 @@ def on_both(pool: Any, tmp_path: Path, run: Callable[[Callable[..., Any], Path],
 
 def _matcha(model: Path, level: str, **overrides: Any) -> Callable[[Callable[..., Any], Path], Any]:
     config = rv.MatchaRunConfig(data=rv.DataSpec("jsonl", SAMPLE, limit=6, answer_type="number"), level=level,
-                                target_answer="clean", steps=2, max_new_tokens=40, **overrides)
+                                target_answer="clean", steps=2,
+                                generation=GenerationOptions(max_new_tokens=40), **overrides)
 
     def run(load: Callable[..., Any], out: Path) -> Any:
         return rv.attack_matcha(config, load(f"hf:{model}"), out, load_judge=load, batch_size=4)
@@ -106,8 +110,8 @@ def test_matcha_with_model_judges_commits_the_workers_verdicts(pool: Any, tiny_t
     """Semantic verdicts asked inside attacks on the workers and the reasoning verdicts of the final pass come
     back to the driver, which stores them exactly as the in-process run does."""
     judge = f"hf:{tiny_trained_dir}"
-    local, remote = on_both(pool, tmp_path, _matcha(tiny_trained_dir, "token", judge=f"arith+{judge}",
-                                                    semantic_judge=judge))
+    local, remote = on_both(pool, tmp_path, _matcha(tiny_trained_dir, "token",
+                                                    judging=JudgeOptions(judge=f"arith+{judge}", semantic_judge=judge)))
     assert_same_runs(local, remote, stages={"matcha_clean", "matcha_attack", "judge"})
     tasks = {record["task"] for stage, (_, record) in stored(remote).items() if stage[0] == "judge"}
     assert tasks == {"reasoning", "semantic"}
@@ -117,7 +121,8 @@ def test_eval_and_transfer_store_the_same_units(pool: Any, tiny_trained_dir: Pat
     data = rv.DataSpec("jsonl", SAMPLE, limit=8, answer_type="number")
 
     def evaluate(load: Callable[..., Any], out: Path) -> Any:
-        return rv.evaluate(rv.EvalConfig(data=data, max_new_tokens=24), load(f"hf:{tiny_trained_dir}"), out,
+        return rv.evaluate(rv.EvalConfig(data=data, generation=GenerationOptions(max_new_tokens=24)),
+                           load(f"hf:{tiny_trained_dir}"), out,
                            batch_size=3)
 
     assert_same_runs(*on_both(pool, tmp_path / "eval", evaluate), stages={"answer_first"})
@@ -131,7 +136,8 @@ def test_eval_and_transfer_store_the_same_units(pool: Any, tiny_trained_dir: Pat
                 store.put("matcha_outcome", unit["key"], {**unit["record"], "outcome": "success"})
 
     def transfer(load: Callable[..., Any], out: Path) -> Any:
-        config = rv.TransferConfig(source=str(source), judge=f"hf:{tiny_trained_dir}", seed=3)
+        config = rv.TransferConfig(source=str(source), judging=JudgeOptions(judge=f"hf:{tiny_trained_dir}"),
+                                   seed=3)
         return rv.transfer(config, load(f"hf:{tiny_trained_dir}", dtype="float32"), out, load_judge=load)
 
     local, remote = on_both(pool, tmp_path / "transfer", transfer)
@@ -148,14 +154,15 @@ def test_robustness_and_wordimportance_store_the_same_units(pool: Any, tiny_nli_
 
     def robustness(load: Callable[..., Any], out: Path) -> Any:
         config = rv.RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets="C-homophone,C-shuffle",
-                                     template=template, bootstrap=50)
+                                     prompt=PromptOptions(template=template), bootstrap=50)
         return rv.robustness(config, load(f"hf:{tiny_nli_dir}"), out, batch_size=4)
 
     assert_same_runs(*on_both(pool, tmp_path / "rb", robustness), stages={"classify", "perturbed_example"})
 
     def wordimportance(load: Callable[..., Any], out: Path) -> Any:
         config = rv.WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method="C-homophone",
-                                            rates="0.1,0.3", budget=30, template=template, seed=3)
+                                            rates="0.1,0.3", budget=30,
+                                            prompt=PromptOptions(template=template), seed=3)
         return rv.attack_wordimportance(config, load(f"hf:{tiny_nli_dir}"), out)
 
     local, remote = on_both(pool, tmp_path / "wi", wordimportance)
@@ -190,7 +197,8 @@ def test_an_api_model_is_resolved_by_the_workers_and_never_loaded_by_the_driver(
             assert "(server: echo: " in scoring_note(model)
         probes = len(server.requests)
         config = rv.RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets="C-homophone",
-                                     template=template, bootstrap=20, label_mode="soft" if mode == "echo" else "hard")
+                                     prompt=PromptOptions(template=template), bootstrap=20,
+                                     label_mode="soft" if mode == "echo" else "hard")
         rv.robustness(config, model, tmp_path / "run", batch_size=3)
         assert model._local is None, "the driver loaded the API model"
         scoring = [r for r in server.requests[probes:] if r["body"].get("echo") or "prompt_logprobs" in r["body"]]
@@ -211,7 +219,8 @@ def test_variants_eval_stores_the_same_units(pool: Any, tiny_llama_dir: Path, tm
     rows = [{"id": f"p{i}-v0", "question": f"What is {i} + {i + 1}?", "answer": 2 * i + 1} for i in range(5)]
     instances = tmp_path / "instances.jsonl"
     instances.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    config = rvv.VariantsEvalConfig(str(instances), samples=2, temperature=0.8, max_new_tokens=8, seed=5)
+    config = rvv.VariantsEvalConfig(str(instances), samples=2,
+                                    generation=GenerationOptions(temperature=0.8, max_new_tokens=8), seed=5)
 
     def evaluate(load: Callable[..., Any], out: Path) -> Any:
         return rvv.evaluate_variants(config, load(f"hf:{tiny_llama_dir}"), out, batch_size=3)
@@ -223,7 +232,7 @@ def test_sweep_points_run_on_the_same_pool(pool: Any, tiny_trained_dir: Path, tm
     from robusteval.studies.sweep import sweep
 
     config = rv.MatchaRunConfig(data=rv.DataSpec("jsonl", SAMPLE, limit=4, answer_type="number"),
-                                target_answer="clean", max_new_tokens=32)
+                                target_answer="clean", generation=GenerationOptions(max_new_tokens=32))
 
     def run(load: Callable[..., Any], out: Path) -> Any:
         return sweep("matcha", config, out, grid={"steps": [1, 2]}, seeds=[0, 1], models=[f"hf:{tiny_trained_dir}"],

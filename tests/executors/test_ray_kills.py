@@ -29,6 +29,7 @@ from helpers.searchconfig import search_config
 from helpers.shared import needs_modules
 from robusteval.cli.main import main
 from robusteval.executors import use_executor
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import DB_NAME
 
 pytestmark = needs_modules("ray")
@@ -51,7 +52,7 @@ def attack_count(out: Path) -> int:
 def matcha_config() -> rv.MatchaRunConfig:
     # Ten examples at five steps: long enough on two workers for a kill to land mid-run.
     return rv.MatchaRunConfig(data=rv.DataSpec("jsonl", SAMPLE, limit=10, answer_type="number"), level="token",
-                              target_answer="clean", steps=5, max_new_tokens=40)
+                              target_answer="clean", steps=5, generation=GenerationOptions(max_new_tokens=40))
 
 
 @pytest.fixture(scope="module")

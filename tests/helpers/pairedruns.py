@@ -11,6 +11,7 @@ from helpers.studies import MATH
 from robusteval.data.spec import DataSpec
 from robusteval.evals.answer_first import EvalConfig, evaluate
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 
 MAX_NEW_TOKENS = 12
 
@@ -19,7 +20,8 @@ def answered_by(model_dir: Path, root: Path, n: int) -> Path:
     """``root/mine.jsonl``: the first ``n`` math questions, each with ``model_dir``'s answer as its gold."""
     probe = root / "probe"
     evaluate(
-        EvalConfig(data=DataSpec("jsonl", MATH, limit=n), max_new_tokens=MAX_NEW_TOKENS),
+        EvalConfig(data=DataSpec("jsonl", MATH, limit=n),
+                   generation=GenerationOptions(max_new_tokens=MAX_NEW_TOKENS)),
         load_backend(f"hf:{model_dir}"),
         probe,
     )

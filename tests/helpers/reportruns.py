@@ -21,8 +21,11 @@ from robusteval.attacks.matcha.transfer import TransferConfig, transfer
 from robusteval.attacks.wordimportance import WordImportanceRunConfig, attack_wordimportance
 from robusteval.attacks.wordimportance.ors import OrsConfig, ors
 from robusteval.data.spec import DataSpec
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.evals.robustness import RobustnessConfig, robustness
+from robusteval.judging import JudgeOptions
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.models.tiny import tiny_nli_pairs
 from robusteval.perturbations.spec import CandidateSpec, PerturbationSpec
 from robusteval.store import write_jsonl_atomic
@@ -40,8 +43,9 @@ def math_data(limit: int | None = None) -> DataSpec:
 
 
 def matcha_config(**overrides: object) -> MatchaRunConfig:
-    values: dict[str, object] = {"data": math_data(), "exemplars": "math", "target_answer": "clean",
-                                 "max_new_tokens": 40, "judge": "arith", "seed": 0}
+    values: dict[str, object] = {"data": math_data(), "prompt": PromptOptions(exemplars="math"),
+                                 "target_answer": "clean", "generation": GenerationOptions(max_new_tokens=40),
+                                 "judging": JudgeOptions(judge="arith"), "seed": 0}
     values.update(overrides)
     return MatchaRunConfig(**values)  # type: ignore[arg-type]
 
@@ -52,20 +56,24 @@ def make_llm_runs(root: Path, trained_dir: Path, other_dir: Path) -> dict[str, P
     runs = {"matcha": root / "matcha", "transfer": root / "transfer", "sweep": root / "sweep",
             "variants": root / "varmath" / "run", "original": root / "varmath" / "original"}
     attack_matcha(matcha_config(), model, runs["matcha"])
-    transfer(TransferConfig(source=str(runs["matcha"]), max_new_tokens=24), load_backend(f"hf:{other_dir}"),
-             runs["transfer"])
-    sweep("matcha", matcha_config(data=math_data(6), max_new_tokens=24), runs["sweep"],
+    transfer(TransferConfig(source=str(runs["matcha"]), generation=GenerationOptions(max_new_tokens=24)),
+             load_backend(f"hf:{other_dir}"), runs["transfer"])
+    sweep("matcha", matcha_config(data=math_data(6), generation=GenerationOptions(max_new_tokens=24)),
+          runs["sweep"],
           grid={"variant": ["full", "random-insert"]}, seeds=(0, 1), backend=model)
     templates = str(resources.files("robusteval.variants") / "example_templates.yaml")
     instances, originals = root / "varmath" / "instances.jsonl", root / "varmath" / "originals.jsonl"
     instantiate(InstantiateConfig(templates, n=2, seed=0, out=str(instances)))
     rows = [original_instance(t) for t in load_template_file(templates).templates]
     write_jsonl_atomic(originals, [r.to_json() for r in rows if r is not None])
-    evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=16), model, runs["variants"])
-    evaluate_variants(VariantsEvalConfig(str(originals), max_new_tokens=16), model, runs["original"])
+    evaluate_variants(VariantsEvalConfig(str(instances), generation=GenerationOptions(max_new_tokens=16)),
+                      model, runs["variants"])
+    evaluate_variants(VariantsEvalConfig(str(originals), generation=GenerationOptions(max_new_tokens=16)),
+                      model, runs["original"])
     # A second model on the same variants: the VAR-MATH leaderboard ranks two models.
     runs["variants-other"] = root / "varmath" / "other"
-    evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=16), load_backend(f"hf:{other_dir}"),
+    evaluate_variants(VariantsEvalConfig(str(instances), generation=GenerationOptions(max_new_tokens=16)),
+                      load_backend(f"hf:{other_dir}"),
              runs["variants-other"])
     return runs
 
@@ -76,12 +84,14 @@ def make_nli_runs(root: Path, nli_dir: Path) -> dict[str, Path]:
     template = str(nli_dir / "template.json")
     data = DataSpec("ocnli", str(write_ocnli(root / "ocnli.json", tiny_nli_pairs(12, seed=5))))
     runs = {"robustness": root / "robustness", "ors": root / "ors"}
-    robustness(RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets=NLI_METHODS, template=template,
+    robustness(RobustnessConfig(data=data, perturbation=PerturbationSpec(), sets=NLI_METHODS,
+                                prompt=PromptOptions(template=template),
                                 seed=0), model, runs["robustness"])
     for method in NLI_METHODS:
         runs[f"wi-{method}"] = root / f"wi-{method}"
         attack_wordimportance(WordImportanceRunConfig(data=data, perturbation=CandidateSpec(), method=method,
-                                                      rates="0.1,0.2,0.3", budget=40, template=template, seed=3),
+                                                      rates="0.1,0.2,0.3", budget=40,
+                                                      prompt=PromptOptions(template=template), seed=3),
                               model, runs[f"wi-{method}"])
     ors(OrsConfig(tuple(str(runs[f"wi-{m}"]) for m in NLI_METHODS), out=str(runs["ors"])))
     return runs

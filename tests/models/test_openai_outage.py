@@ -18,6 +18,7 @@ import robusteval as rv
 from helpers.runs import ENV
 from helpers.servers import FakeServer, fake_openai_server
 from robusteval.evals.answer_first import EvalConfig
+from robusteval.models.generation import GenerationOptions
 
 pytestmark = pytest.mark.slow
 N = 24
@@ -50,7 +51,8 @@ def test_a_10_s_outage_is_waited_out_by_8_requests_in_flight(tmp_path: Path, cap
 
         def run() -> None:
             try:
-                outcome["summary"] = rv.evaluate(EvalConfig(data=rv.DataSpec("jsonl", str(data)), max_new_tokens=8),
+                outcome["summary"] = rv.evaluate(EvalConfig(data=rv.DataSpec("jsonl", str(data)),
+                                                            generation=GenerationOptions(max_new_tokens=8)),
                                                  backend, tmp_path / "run", batch_size=8)
             except BaseException as exc:  # handed to the test thread
                 outcome["error"] = exc

@@ -16,6 +16,7 @@ from robusteval.data.spec import DataSpec
 from robusteval.evals.answer_first import EvalConfig, evaluate
 from robusteval.metrics.significance import binomial_two_sided, holm
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.report.compare import compare_runs
 
 N = 10
@@ -34,17 +35,20 @@ def runs(
         "random-6": root / "random-6",
         "other-data": root / "other-data",
     }
-    config = EvalConfig(data=DataSpec("jsonl", str(mine)), max_new_tokens=MAX_NEW_TOKENS)
+    config = EvalConfig(data=DataSpec("jsonl", str(mine)),
+                        generation=GenerationOptions(max_new_tokens=MAX_NEW_TOKENS))
     evaluate(config, trained, out["trained"])
     evaluate(config, random, out["random"])
     # The same data, fewer examples (a limit is no part of the comparability key): 6 shared examples.
     evaluate(
-        EvalConfig(data=DataSpec("jsonl", str(mine), limit=6), max_new_tokens=MAX_NEW_TOKENS),
+        EvalConfig(data=DataSpec("jsonl", str(mine), limit=6),
+                   generation=GenerationOptions(max_new_tokens=MAX_NEW_TOKENS)),
         random,
         out["random-6"],
     )
     evaluate(
-        EvalConfig(data=DataSpec("jsonl", MATH, limit=N), max_new_tokens=MAX_NEW_TOKENS),
+        EvalConfig(data=DataSpec("jsonl", MATH, limit=N),
+                   generation=GenerationOptions(max_new_tokens=MAX_NEW_TOKENS)),
         random,
         out["other-data"],
     )

@@ -16,6 +16,7 @@ from robusteval.evals.answer_first import EvalConfig, evaluate
 from robusteval.evals.robustness import robustness_info
 from robusteval.methods import method_named, method_of_command, results_of_command
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.report.build import section_of, sections
 from robusteval.report.collect import collect
 from robusteval.report.compare import HEADINGS, all_boards, leaderboard_groups
@@ -60,7 +61,8 @@ def eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_llama_dir: Path) -> 
     data = root / "q.jsonl"
     data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i)})
                             + "\n" for i in range(5)), encoding="utf-8")
-    evaluate(EvalConfig(DataSpec("jsonl", str(data), answer_type="number"), max_new_tokens=4),
+    evaluate(EvalConfig(DataSpec("jsonl", str(data), answer_type="number"),
+                        generation=GenerationOptions(max_new_tokens=4)),
              load_backend(f"hf:{tiny_llama_dir}"), root / "run")
     return root / "run"
 

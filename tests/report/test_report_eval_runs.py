@@ -9,6 +9,7 @@ from pathlib import Path
 
 import robusteval as rv
 from helpers.runs import cli_inproc
+from robusteval.models.generation import GenerationOptions
 
 QUESTIONS = "".join(f'{{"id": "q{i}", "question": "What is {i} + {i}?", "answer": "{2 * i}"}}\n' for i in range(4))
 
@@ -17,7 +18,8 @@ def test_a_folder_of_eval_runs_reports_their_accuracy_with_n_and_interval(tiny_l
                                                                           tmp_path: Path) -> None:
     data_file = tmp_path / "q.jsonl"
     data_file.write_text(QUESTIONS, encoding="utf-8")
-    config = rv.EvalConfig(rv.DataSpec("jsonl", data_file, answer_type="number"), max_new_tokens=4)
+    config = rv.EvalConfig(rv.DataSpec("jsonl", data_file, answer_type="number"),
+                           generation=GenerationOptions(max_new_tokens=4))
     summary = rv.evaluate(config, rv.load_model(f"hf:{tiny_llama_dir}"), tmp_path / "runs" / "eval")
     result = cli_inproc("report", str(tmp_path / "runs"), "--out", str(tmp_path / "report.html"))
     assert result.returncode == 0, result.stderr[-2000:]

@@ -13,6 +13,7 @@ import pytest
 import robusteval as rv
 from helpers.reportpage import Page
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.report.collect import collect
 from robusteval.runs import load_run
 from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate_variants, instantiate
@@ -29,8 +30,9 @@ def test_relative_instances_are_found_from_another_directory(tiny_trained_dir: P
     monkeypatch.chdir(tmp_path)  # as the quick-start: every path relative to the working directory
     templates = str(resources.files("robusteval.variants") / "example_templates.yaml")
     instantiate(InstantiateConfig(templates, n=1, seed=0, out="work/instances.jsonl"))
-    evaluate_variants(VariantsEvalConfig("work/instances.jsonl", max_new_tokens=4), load_backend(f"hf:{tiny_trained_dir}"),
-             "work/run")
+    evaluate_variants(VariantsEvalConfig("work/instances.jsonl",
+                                         generation=GenerationOptions(max_new_tokens=4)),
+                      load_backend(f"hf:{tiny_trained_dir}"), "work/run")
     assert load_run(tmp_path / "work" / "run").identity["instances"] == "work/instances.jsonl"
     lines = Path("work/instances.jsonl").read_text(encoding="utf-8").splitlines()
     values = {row["id"]: row["values"] for row in map(json.loads, lines)}

@@ -16,6 +16,7 @@ import robusteval as rv
 from helpers.reportpage import Page
 from helpers.runs import cli_inproc, summary
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.store import write_jsonl_atomic
 from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate_variants, instantiate
 from robusteval.variants.checks import original_instance
@@ -40,7 +41,9 @@ def runs(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     write_jsonl_atomic(root / "draft-originals.jsonl", originals)
     said: dict[str, Any] = {}
     for name in ("draft", "draft-originals"):
-        evaluate_variants(VariantsEvalConfig(str(root / f"{name}.jsonl"), max_new_tokens=12), model, root / name)
+        evaluate_variants(VariantsEvalConfig(str(root / f"{name}.jsonl"),
+                                             generation=GenerationOptions(max_new_tokens=12)),
+                          model, root / name)
         said.update({row["id"]: row["extracted"] for row in _rows(root / name / "graded.jsonl")})
     right = {"cyclists", "cyclists_0", "cyclists_1", "fraction-sum"}
     assert all(said[iid] for iid in right)
@@ -50,11 +53,15 @@ def runs(tiny_trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> di
                             for row in _rows(root / f"{name}.jsonl")])
     out = {"with": root / "with", "paired": root / "paired", "original": root / "original",
            "other-originals": root / "draft-originals"}  # the same problems graded against their true answers
-    evaluate_variants(VariantsEvalConfig(str(root / "chosen.jsonl"), max_new_tokens=12,
+    evaluate_variants(VariantsEvalConfig(str(root / "chosen.jsonl"),
+                                         generation=GenerationOptions(max_new_tokens=12),
                                          originals=str(root / "chosen-originals.jsonl")), model, out["with"])
-    evaluate_variants(VariantsEvalConfig(str(root / "chosen-originals.jsonl"), max_new_tokens=12), model,
-                      out["original"])
-    evaluate_variants(VariantsEvalConfig(str(root / "chosen.jsonl"), max_new_tokens=12), model, out["paired"])
+    evaluate_variants(VariantsEvalConfig(str(root / "chosen-originals.jsonl"),
+                                         generation=GenerationOptions(max_new_tokens=12)),
+                      model, out["original"])
+    evaluate_variants(VariantsEvalConfig(str(root / "chosen.jsonl"),
+                                         generation=GenerationOptions(max_new_tokens=12)),
+                      model, out["paired"])
     return out
 
 

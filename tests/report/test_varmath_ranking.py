@@ -15,6 +15,7 @@ import pytest
 import robusteval as rv
 from helpers.runs import cli_inproc, summary
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.variants import InstantiateConfig, VariantsEvalConfig, evaluate_variants, instantiate
 
 TITLE = "VAR-MATH: higher strict score ranks first"
@@ -26,7 +27,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory, tiny_trained_dir: Path, tiny_
     templates = str(resources.files("robusteval.variants") / "example_templates.yaml")
     instantiate(InstantiateConfig(templates, n=2, seed=0, out=str(root / "drawn.jsonl")))
     trained = load_backend(f"hf:{tiny_trained_dir}")
-    evaluate_variants(VariantsEvalConfig(str(root / "drawn.jsonl"), max_new_tokens=16), trained, root / "probe")
+    evaluate_variants(VariantsEvalConfig(str(root / "drawn.jsonl"),
+                                         generation=GenerationOptions(max_new_tokens=16)),
+                      trained, root / "probe")
     graded = (root / "probe" / "graded.jsonl").read_text(encoding="utf-8").splitlines()
     answers = {row["id"]: row["extracted"] for row in map(json.loads, graded)}
     rows = [json.loads(line) for line in (root / "drawn.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -35,9 +38,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory, tiny_trained_dir: Path, tiny_
     instances = root / "instances.jsonl"
     instances.write_text("".join(json.dumps(row) + "\n" for row in kept), encoding="utf-8")
     out = {"random": root / "random", "trained": root / "trained"}
-    evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=16), load_backend(f"hf:{tiny_llama_dir}"),
+    evaluate_variants(VariantsEvalConfig(str(instances), generation=GenerationOptions(max_new_tokens=16)),
+                      load_backend(f"hf:{tiny_llama_dir}"),
                       out["random"])
-    evaluate_variants(VariantsEvalConfig(str(instances), max_new_tokens=16), trained, out["trained"])
+    evaluate_variants(VariantsEvalConfig(str(instances), generation=GenerationOptions(max_new_tokens=16)),
+                      trained, out["trained"])
     return [out["random"], out["trained"]]  # weakest first
 
 

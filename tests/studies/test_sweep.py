@@ -15,6 +15,7 @@ from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.metrics.stats import mean_std
 from robusteval.models import load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.models.tiny import build_tiny_llama
 from robusteval.studies.sweep import parse_grid, sweep
 
@@ -44,7 +45,7 @@ def test_grid_values_are_typed_and_checked() -> None:
 
 def test_sweep_runs_every_point_and_seed_and_reuses_the_clean_pass(tiny_trained_dir: Path, tmp_path: Path) -> None:
     config = MatchaRunConfig(data=DataSpec("jsonl", str(_questions(tmp_path / "q.jsonl"))), target_answer="clean",
-                             max_new_tokens=24)
+                             generation=GenerationOptions(max_new_tokens=24))
     backend = load_backend(f"hf:{tiny_trained_dir}")
     result = sweep("matcha", config, tmp_path / "sweep", grid={"steps": [1, 2]}, seeds=[0, 1], backend=backend)
     assert len(result["runs"]) == 4 and len(result["table"]) == 2

@@ -18,6 +18,7 @@ import robusteval.variants as rv
 from helpers.shared import needs_modules
 from robusteval.errors import UserError
 from robusteval.models import GENERATE, Generation
+from robusteval.models.generation import GenerationOptions
 from robusteval.seeding import derive_seed
 from robusteval.store import RunStore
 
@@ -44,7 +45,8 @@ def test_instantiate_evaluate_and_score_agree(example_templates: Path, tiny_llam
 
     backend = load_backend(f"hf:{tiny_llama_dir}", device="cpu")
     grading = rv.GradingConfig(bootstrap_rounds=50, bootstrap_seed=3)
-    config = rv.VariantsEvalConfig(str(instances_file), samples=2, max_new_tokens=8, seed=5, grading=grading)
+    config = rv.VariantsEvalConfig(str(instances_file), samples=2,
+                                   generation=GenerationOptions(max_new_tokens=8), seed=5, grading=grading)
     run_dir = tmp_path / "run"  # a path: the pipeline checks, locks and opens the store itself
     summary = rv.evaluate_variants(config, backend, run_dir, batch_size=4)
     assert summary == json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -74,8 +76,9 @@ def test_instantiate_evaluate_and_score_agree(example_templates: Path, tiny_llam
 
     # The same call resumes (nothing new to generate); other settings are refused before anything runs.
     assert rv.evaluate_variants(config, backend, run_dir, batch_size=4)["strict"] == summary["strict"]
+    more = dataclasses.replace(config, generation=dataclasses.replace(config.generation, max_new_tokens=4))
     with pytest.raises(UserError):
-        rv.evaluate_variants(dataclasses.replace(config, max_new_tokens=4), backend, run_dir)
+        rv.evaluate_variants(more, backend, run_dir)
 
 
 class Scripted:
@@ -101,7 +104,7 @@ def test_a_finished_run_is_regraded_by_another_grader(example_templates: Path, t
             "ladder_0": "The answer is 20."}
     assert {i.id: i.answer for i in made.instances} == {"cyclists_0": 2, "fraction-sum_0": 221, "ladder_0": 21.0}
     backend = Scripted({i.question: said[i.id] for i in made.instances})
-    config = rv.VariantsEvalConfig(str(instances_file), max_new_tokens=8)
+    config = rv.VariantsEvalConfig(str(instances_file), generation=GenerationOptions(max_new_tokens=8))
     run_dir = tmp_path / "run"
     first = rv.evaluate_variants(config, backend, run_dir)
     assert {row["id"]: row["correct"] for row in _jsonl(run_dir / "graded.jsonl")} == {

@@ -13,6 +13,7 @@ import pytest
 
 from robusteval.data.answers import extract_final_answer
 from robusteval.models import GenerationRequest, load_backend
+from robusteval.models.generation import GenerationOptions
 from robusteval.prompts.answer_first import STOP_STRINGS
 from robusteval.text.thinking import NO_THINKING, ReasoningFormat, ReasoningOptions
 from robusteval.variants.configs import VariantsEvalConfig
@@ -59,7 +60,8 @@ def test_variants_eval_reads_the_answer_before_a_made_up_next_question(
         encoding="utf-8",
     )
     summary = evaluate_variants(
-        VariantsEvalConfig(str(instances), max_new_tokens=MAX_NEW_TOKENS), backend, tmp_path / "run"
+        VariantsEvalConfig(str(instances), generation=GenerationOptions(max_new_tokens=MAX_NEW_TOKENS)),
+        backend, tmp_path / "run"
     )
     assert summary["stop"] == list(STOP_STRINGS)
     predictions = [
