@@ -217,7 +217,7 @@ def test_the_prompt_block_flat_or_nested_keeps_the_identity_of_before(config_typ
 def test_the_prompt_block_checks_its_values_once_naming_the_key() -> None:
     with pytest.raises(ConfigError, match=r"^PromptOptions.template: template nosuch: no such file"):
         PromptOptions(template="nosuch")
-    with pytest.raises(ConfigError, match=r"^EvalConfig.exemplars: "):
-        EvalConfig(data=D, exemplars="nosuch")
+    with pytest.raises(ConfigError, match=r"^EvalConfig.exemplars: "), pytest.warns(DeprecationWarning):
+        EvalConfig(data=D, exemplars="nosuch")  # the flat keyword, deprecated: named as the caller named it
     with pytest.raises(ConfigError, match=r"^EvalConfig.template: is not a setting of EvalConfig"):
         EvalConfig(data=D, prompt=PromptOptions(template="yesno"))

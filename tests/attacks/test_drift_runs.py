@@ -21,6 +21,7 @@ from robusteval.config import identity_fields, with_options
 from robusteval.data.loaders import load_dataset
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
+from robusteval.evals.prompt_options import PromptOptions
 from robusteval.models import load_backend
 from robusteval.models.generation import GenerationOptions
 from robusteval.models.tiny import tiny_nli_pairs
@@ -190,7 +191,7 @@ def test_robustness_summary_has_the_drift_of_each_set(nli, nli_data: rv.DataSpec
 
     same_file = write_identical(tmp_path / "same.jsonl", nli_data)
     config = RobustnessConfig(data=nli_data, perturbation=PerturbationSpec(), sets=(f"trad={copy}", f"same={same_file}"),
-                              template=str(tiny_nli_dir / "template.json"), bootstrap=50)
+                              prompt=PromptOptions(template=str(tiny_nli_dir / "template.json")), bootstrap=50)
     summary = robustness(config, nli, tmp_path / "rb")
     trad, same = summary["sets"]["trad"]["drift"], summary["sets"]["same"]["drift"]
     assert trad["n"] == same["n"] == 6 and trad["measure"] == resolve_measure()
@@ -224,7 +225,8 @@ def test_wordimportance_records_carry_drift_and_max_drift_skips_queries(nli, nli
 
     def run(name: str, **options: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         config = WordImportanceRunConfig(data=nli_data, perturbation=CandidateSpec(), method="C-traditional",
-                                         rates="0.5", budget=60, template=str(tiny_nli_dir / "template.json"),
+                                         rates="0.5", budget=60,
+                                         prompt=PromptOptions(template=str(tiny_nli_dir / "template.json")),
                                          write_adv=str(tmp_path / f"{name}.jsonl"), **options)
         summary = attack_wordimportance(config, nli, tmp_path / name)
         return summary, records(tmp_path / name, "wordimportance")
