@@ -327,3 +327,12 @@ def test_no_surface_imports_one_methods_metrics() -> None:
     found = method_metrics_imports(module_files(), {spec.name for spec in specs}, exempt)
     assert not found, (f"{len(found)} shared modules import one method's metrics (a shared mark such as FLAG "
                        "belongs in a shared module: metrics.flags):\n" + "\n".join(found))
+
+
+def test_matchas_registered_summary_rates_are_its_metrics_rates() -> None:
+    """The registration spells MATCHA's rates out to stay light to import (no numpy): they are the metrics'."""
+    from robusteval.methods import methods
+    from robusteval.metrics.matcha import MATCHA_RATES
+
+    (matcha,) = [spec for spec in methods() if spec.name == "matcha"]
+    assert matcha.summary_rates == MATCHA_RATES

@@ -84,17 +84,19 @@ class MatchaSettings:
     target_answer: str = option("gold", choices=TARGET_ANSWERS,
                                 help="gold: attack correctly answered questions; clean: keep the model's own "
                                 "answer; auto: gold when at least min_correct (--config) are answered correctly, else clean")
-    insert_ratio: float | None = option(None, cli=CONFIG_KEY, help="a: inserted tokens per question token (0.2)")
+    insert_ratio: float | None = option(None, cli=CONFIG_KEY, help="a: inserted tokens per question token "
+                                      f"({LIBRARY_DEFAULTS['insert_ratio']})")
     topk_ratio: float | None = option(None, cli=CONFIG_KEY, help="k: share of inserted positions replaced per step")
     epsilon: float | None = option(None, cli=CONFIG_KEY, help="embedding level: eps as a fraction of the embedding scale")
-    step_fraction: float | None = option(None, cli=CONFIG_KEY, help="embedding level: PGD step as a fraction of eps (0.25)")
+    step_fraction: float | None = option(None, cli=CONFIG_KEY, help="embedding level: PGD step as a fraction of eps "
+                                       f"({LIBRARY_DEFAULTS['step_fraction']})")
     # None: the counting's (a random start under ours; the clean input under --count authors, as the authors'
     # code starts, IEA L276); a run config fills True, and the authors' counting resolves it to the clean start.
     random_start: bool | None = option(None, cli=CONFIG_KEY, negate="--no-random-start",
                                        help="embedding level: start PGD at the clean input (its gradient there is "
                                        "exactly zero; --count authors always starts there, as the authors' code "
                                        "does)")
-    steps: int | None = option(None, cli=CONFIG_KEY, help="j: optimisation steps (5)")
+    steps: int | None = option(None, cli=CONFIG_KEY, help=f"j: optimisation steps ({LIBRARY_DEFAULTS['steps']})")
     n_candidates: int | None = option(None, cli=CONFIG_KEY, help="replacement tokens re-scored by the true loss per position "
                                       "(1 = the paper's gradient pick; more makes the attack GCG-like and costs "
                                       "about 3.6x per attacked example at 8)")
@@ -104,7 +106,7 @@ class MatchaSettings:
                                      "positions up to the answer's end (n3, the paper's)")
     max_redraws: int | None = option(None, cli=CONFIG_KEY,
                                      help="a random insertion the semantic judge rejects is drawn again up to N "
-                                     f"times, then the example is skipped with the reason (default {MAX_REDRAWS})")
+                                     f"times, then the example is skipped with the reason (default {LIBRARY_DEFAULTS['max_redraws']})")
     max_drift: float | None = option(None, cli=CONFIG_KEY, help="token level: reject a perturbed question whose drift from the "
                                      "original exceeds this before the semantic judge sees it (drift = 1 - cosine "
                                      "of all-MiniLM-L6-v2 embeddings with the drift extra, else the character "

@@ -19,6 +19,7 @@ from robusteval.attacks.matcha.results.commands import MATCHA, TRANSFER
 from robusteval.attacks.matcha.results.examples import matcha_browser
 from robusteval.attacks.matcha.results.reasons import not_attacked_table
 from robusteval.judges.errortypes import CATEGORIES
+from robusteval.metrics.matcha import MATCHA_RATES
 from robusteval.metrics.matcha_summary import (
     among_judged,
     categories_text,
@@ -36,7 +37,7 @@ from robusteval.report.collect import Inputs, dataset_name, model_name, run_labe
 from robusteval.report.model import BarChart, Details, Line, LineChart, Note, Num, Section, Table
 from robusteval.runs import Run
 
-METRICS = ("acc", "ur", "sr", "wr")
+METRICS = MATCHA_RATES
 #: The categories beside UR/SR/WR that make the attacked examples add up (answer kept: unjudged; clean
 #: reasoning already judged wrong), each a share of the same n.
 OTHER_CATEGORIES = ("unjudged_rate", "clean_cot_wrong_rate")
