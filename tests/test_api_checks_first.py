@@ -63,7 +63,7 @@ def test_the_issues_example_is_refused_when_the_config_is_built(data: rv.DataSpe
      r"^MatchaRunConfig.judge: .*unknown judge 'grouding' \(did you mean grounding\?\)"),
     (lambda d: rv.MatchaRunConfig(data=d, semantic_judge="nnoe"), r"^MatchaRunConfig.semantic_judge: .*"
      r"\(did you mean none\?\)"),
-    (lambda d: rv.AuditConfig("grounding+arithh", "/no/such.jsonl"), r"^AuditConfig.judge: .*\(did you mean arith\?\)"),
+    (lambda d: rv.AuditConfig("/no/such.jsonl", judge="grounding+arithh"), r"^AuditConfig.judge: .*\(did you mean arith\?\)"),
 ])
 def test_a_misspelt_name_is_refused_when_built_with_the_closest(data: rv.DataSpec, build: object,
                                                                   message: str) -> None:
