@@ -138,7 +138,7 @@ def _data(tmp_path: Path) -> rv.DataSpec:
      r"^GenerationOptions.temperature: must be a number >= 0, got -0.5$"),
     (lambda d: rv.OrsConfig(()), r"^OrsConfig.runs: name at least one word-importance attack run directory$"),
     (lambda d: rv.OrsConfig(("runs/x",), beta_cap=0), r"^OrsConfig.beta_cap: must be a number >= 1, got 0$"),
-    (lambda d: rv.AuditConfig("arith", "/no/such.jsonl"), r"^AuditConfig.labelled: no such file: /no/such.jsonl$"),
+    (lambda d: rv.AuditConfig("/no/such.jsonl", judging=rv.JudgeOptions(judge="arith")), r"^AuditConfig.labelled: no such file: /no/such.jsonl$"),
     (lambda d: rv.variants.InstantiateConfig("t.yaml", compat="var-math", exclude_original=True),
      r"^InstantiateConfig.exclude_original: cannot be combined with compat=var-math"),
     (lambda d: rv.variants.VariantsEvalConfig("i.jsonl", generation=GenerationOptions(top_p=0.0)),

@@ -67,7 +67,8 @@ def test_the_issues_example_is_refused_when_the_config_is_built(data: rv.DataSpe
      r"^JudgeOptions.judge: .*unknown judge 'grouding' \(did you mean grounding\?\)"),
     (lambda d: rv.MatchaRunConfig(data=d, judging=JudgeOptions(semantic_judge="nnoe")),
      r"^JudgeOptions.semantic_judge: .*\(did you mean none\?\)"),
-    (lambda d: rv.AuditConfig("grounding+arithh", "/no/such.jsonl"), r"^AuditConfig.judge: .*\(did you mean arith\?\)"),
+    (lambda d: rv.AuditConfig("/no/such.jsonl", judging=JudgeOptions(judge="grounding+arithh")),
+     r"^JudgeOptions.judge: .*\(did you mean arith\?\)"),
 ])
 def test_a_misspelt_name_is_refused_when_built_with_the_closest(data: rv.DataSpec, build: object,
                                                                   message: str) -> None:

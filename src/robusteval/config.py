@@ -59,7 +59,8 @@ def option(default: Any = dataclasses.MISSING, *, help: str = "", flag: str | No
 
 
 def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = None, keys: Sequence[str] | None = None,
-           defaults: Mapping[str, Any] | None = None, flat: bool = False, unrecorded: Sequence[str] = ()) -> Any:
+           defaults: Mapping[str, Any] | None = None, flat: bool = False, unrecorded: Sequence[str] = (),
+           shown: Sequence[str] = ()) -> Any:
     """A field holding another config (a DataSpec, ...): declare it first. Its fields become flags of the same
     command (``flags=False``: the command adds them itself). Required, unless ``default_factory`` builds a default
     (then keyword-only, so required fields may follow it: ``RobustnessConfig(data, sets)``).
@@ -67,27 +68,32 @@ def nested(*, flags: bool = True, default_factory: Callable[[], Any] | None = No
     A shared block (``models.generation.GenerationOptions``) names the ``keys`` this config reads (the others are
     refused when set, and are no flags, keys or identity fields of it), the config's ``defaults`` of the keys left
     unset (None), and ``flat``: the config's constructor still takes the block's keys as its own keywords, with a
-    deprecation notice (:func:`check_call`); ``unrecorded``: its keys this config's identity leaves out."""
+    deprecation notice (:func:`check_call`); ``unrecorded``: its keys this config's identity leaves out; ``shown``: its
+    keys whose flags this config's command shows in ``--help`` as plain flags, whatever tier the block gives them
+    (``cli=MORE``, ``cli=CONFIG_KEY``): the settings that command is about (``judges audit``'s judge options)."""
     metadata = {"cli": flags, "nested": True, "identity": True, "keys": tuple(keys) if keys is not None else None,
-                "defaults": dict(defaults or {}), "flat": flat, "unrecorded": tuple(unrecorded)}
+                "defaults": dict(defaults or {}), "flat": flat, "unrecorded": tuple(unrecorded),
+                "shown": tuple(shown)}
     if default_factory is None:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default_factory=default_factory, kw_only=True, metadata=metadata)
 
 
 def shared_block(options: type, all_keys: Sequence[str], keys: Sequence[str],
-                 defaults: Mapping[str, Any] | None = None, unrecorded: Sequence[str] = ()) -> Any:
+                 defaults: Mapping[str, Any] | None = None, unrecorded: Sequence[str] = (),
+                 shown: Sequence[str] = ()) -> Any:
     """The field of a method's config holding a shared block of type ``options`` (generation, judging, prompt):
-    the ``keys`` of ``all_keys`` the method reads, its ``defaults`` of those left unset and the keys its identity
-    leaves ``unrecorded`` (see :func:`nested`); a key outside the block, or a default of a key not read, is a
-    programming error (TypeError, at import)."""
+    the ``keys`` of ``all_keys`` the method reads, its ``defaults`` of those left unset, the keys its identity
+    leaves ``unrecorded`` and those its ``--help`` shows as plain flags (``shown``; see :func:`nested`); a key
+    outside the block, or a default (or a shown key) of a key not read, is a programming error (TypeError, at
+    import)."""
     defaults = dict(defaults or {})
-    unknown = sorted((set(keys) | set(defaults) | set(unrecorded)) - set(all_keys))
-    if unknown or not set(defaults) <= set(keys):
+    unknown = sorted((set(keys) | set(defaults) | set(unrecorded) | set(shown)) - set(all_keys))
+    if unknown or not set(defaults) | set(shown) <= set(keys):
         raise TypeError(f"{options.__name__} block: {', '.join(unknown) or 'a default of a key not read'}: keys "
                         f"are {', '.join(all_keys)}")
     return nested(default_factory=lambda: options(**defaults), keys=keys, defaults=defaults, flat=True,
-                  unrecorded=unrecorded)
+                  unrecorded=unrecorded, shown=shown)
 
 
 def filled(config: Any, name: str) -> Any:
@@ -153,6 +159,12 @@ def _find_field(config_type: type, name: str) -> dataclasses.Field[Any] | None:
     return None
 
 
+def _shown(config_type: type, name: str) -> bool:
+    """Whether a shared block of ``config_type`` makes ``name`` one of the command's plain flags (``shown``)."""
+    return dataclasses.is_dataclass(config_type) and any(
+        name in field.metadata.get("shown", ()) for field in dataclasses.fields(config_type))
+
+
 #: ``{field}`` or ``{field=value}`` in a ConfigError's problem text: another field of the same config.
 _MENTION = re.compile(r"\{(\w+)(?:=([^{}]*))?\}")
 
@@ -182,7 +194,7 @@ class ConfigError(UserError, ValueError):
         field = _find_field(self.config_type, name)
         if field is None:
             return None
-        if not cli or field.metadata.get("cli", True) in (False, CONFIG_KEY):
+        if not cli or (field.metadata.get("cli", True) in (False, CONFIG_KEY) and not _shown(self.config_type, name)):
             return name if value is None else f"{name}={value}"
         flag = flag_of(field)
         if value is None or value == "True" or (value == "False" and field.metadata.get("negate")):

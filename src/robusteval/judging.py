@@ -39,7 +39,8 @@ class JudgeOptions:
 
     judge: str | None = option(None, metavar="SPEC|arith",
                                help="reasoning judge: arith, grounding, embedded, a model spec, A+B (wrong if either "
-                               "says wrong), vote:A,B,C (transfer: unset, the source run's)")
+                               "says wrong), vote:A,B,C (transfer: unset, the source run's; judges audit: the judge "
+                               "audited)")
     semantic_judge: str | None = option(None, metavar="SPEC|none",
                                         help="judge that must accept each token replacement as meaning-preserving")
     judge_prompt: str | None = option(None, cli=MORE, metavar="FILE", identity=WHEN_SET,
@@ -51,9 +52,10 @@ class JudgeOptions:
                                                "$original and $perturbed")
     judge_retries: int | None = option(None, cli=CONFIG_KEY, metavar="N", identity=WHEN_SET,
                                        help="re-ask an LLM judge whose verdict cannot be read up to N times (sampled "
-                                       "at temperature 0.7; under --count authors at temperature 0 with the same "
-                                       "prompt, as theirs, which re-asks without limit), then count it as "
-                                       "--unreadable-verdicts says (default: 10 under --count authors, else 0)")
+                                       "at temperature 0.7), then count it as an abstention (default 0). attack "
+                                       "matcha: then as --unreadable-verdicts says; under --count authors re-asked "
+                                       "at temperature 0 with the same prompt, as the authors' code, which re-asks "
+                                       "without limit (default 10)")
     unreadable_verdicts: str | None = option(None, cli=CONFIG_KEY, choices=UNREADABLE_VERDICTS,
                                              metavar="abstain|authors-fallback", identity=WHEN_SET,
                                              help="an LLM verdict still unreadable after its re-asks: abstain (the "
@@ -70,7 +72,8 @@ class JudgeOptions:
     error_classifier: str | None = option(None, cli=MORE, metavar="MODEL-SPEC",
                                           help="an LLM that names the error type of successes no checker can "
                                           "(arith: wrong calculation, grounding: wrong information or irrelevant "
-                                          "information); unset: those stay unclassified")
+                                          "information); unset: those stay unclassified. judges audit: types the "
+                                          "flagged items, and is also scored on its own on every incorrect item")
 
     def __post_init__(self) -> None:
         """Refuse a spec or prompt file that cannot work, before any model loads (judge specs are part of the run
@@ -102,10 +105,12 @@ class JudgeOptions:
 
 
 
-def judge_block(*keys: str, **defaults: Any) -> Any:
+def judge_block(*keys: str, unrecorded: tuple[str, ...] = (), shown: tuple[str, ...] = (), **defaults: Any) -> Any:
     """The ``judging`` field of a method's config: the keys it reads and its defaults of those left unset (see
-    :func:`robusteval.models.generation.generation_block`)."""
-    return shared_block(JudgeOptions, JUDGE_KEYS, keys, defaults)
+    :func:`robusteval.models.generation.generation_block`); ``unrecorded``: the keys its run identity leaves out
+    (it records what they resolve to instead: ``judges audit``, a prompt file's content hash); ``shown``: the keys
+    its command shows as plain flags in ``--help`` (``judges audit``, a command about the judge)."""
+    return shared_block(JudgeOptions, JUDGE_KEYS, keys, defaults, unrecorded=unrecorded, shown=shown)
 
 
 class JudgeFields:

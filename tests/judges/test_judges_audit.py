@@ -18,6 +18,7 @@ from robusteval.errors import UserError
 from robusteval.judges import JUDGE_STAGE
 from robusteval.judges.audit import AuditConfig, audit_judge, load_labelled
 from robusteval.judges.errortypes import ERROR_TYPES
+from robusteval.judging import JudgeOptions
 from robusteval.metrics.stats import wilson_interval
 from robusteval.models.base import Capabilities
 from robusteval.store import SUMMARY_NAME, RunStore
@@ -55,7 +56,7 @@ def test_audit_cli_prints_per_category_figures_and_writes_the_agreement(tmp_path
         tp, tn = summary["agreement"]["confusion"]["tp"], summary["agreement"]["confusion"]["tn"]
         low, high = wilson_interval(tp + tn, summary["agreement"]["n"])  # type: ignore[misc]
         assert f"{summary['agreement']['accuracy']:.3f} [{low:.3f}, {high:.3f}]" in result.stdout
-        assert summary == {**summary, **audit_judge(AuditConfig(spec, str(LABELLED))), "environment":
+        assert summary == {**summary, **audit_judge(AuditConfig(str(LABELLED), judging=JudgeOptions(judge=spec))), "environment":
                            summary["environment"], "model_identity": None, "seeds": {},
                            "peak_memory": summary["peak_memory"]}
         agreement = summary["agreement"]
@@ -83,7 +84,8 @@ def test_audit_cli_prints_per_category_figures_and_writes_the_agreement(tmp_path
 def test_a_model_judge_audit_is_a_resumable_run(tiny_llama_dir: Path, tmp_path: Path) -> None:
     small = write_jsonl(tmp_path / "small.jsonl", [json.loads(line) for line in
                                                    LABELLED.read_text(encoding="utf-8").splitlines()[:6]])
-    config = robusteval.AuditConfig(f"arith+hf:{tiny_llama_dir}", str(small), error_classifier=f"hf:{tiny_llama_dir}")
+    config = robusteval.AuditConfig(str(small), judging=robusteval.JudgeOptions(
+        judge=f"arith+hf:{tiny_llama_dir}", error_classifier=f"hf:{tiny_llama_dir}"))
     first = robusteval.audit_judge(config, out=tmp_path / "run")
     with RunStore.open_existing(tmp_path / "run") as store:
         cached = store.records(JUDGE_STAGE)
@@ -103,7 +105,7 @@ def test_a_model_judge_audit_is_a_resumable_run(tiny_llama_dir: Path, tmp_path: 
     assert {k: v for k, v in again.items() if k != "environment"} == {
         k: v for k, v in first.items() if k != "environment"}
     with pytest.raises(UserError, match="holds a different run"):
-        robusteval.audit_judge(AuditConfig("grounding", str(small)), out=tmp_path / "run")
+        robusteval.audit_judge(AuditConfig(str(small), judging=JudgeOptions(judge="grounding")), out=tmp_path / "run")
 
 
 def test_without_a_run_directory_the_classifier_is_asked_once_per_item(tmp_path: Path) -> None:
@@ -128,7 +130,7 @@ def test_without_a_run_directory_the_classifier_is_asked_once_per_item(tmp_path:
 
     small = write_jsonl(tmp_path / "small.jsonl", [json.loads(line) for line in
                                                    LABELLED.read_text(encoding="utf-8").splitlines()[:12]])
-    summary = audit_judge(AuditConfig("hf:judge", str(small), error_classifier="hf:judge"),
+    summary = audit_judge(AuditConfig(str(small), judging=JudgeOptions(judge="hf:judge", error_classifier="hf:judge")),
                           load_model=lambda spec: Scoring())
     assert summary["agreement"]["confusion"]["fn"] == 0 and summary["classifier"]["n"] == summary["n_incorrect"]
     # The flagged items the checkers could not type got the classifier's answer ("wrong reasoning").
@@ -156,7 +158,7 @@ def test_a_correct_item_needs_no_category_and_an_incorrect_one_does(tmp_path: Pa
     plain = {k: v for k, v in GOOD.items() if k != "category"}
     path = write_jsonl(tmp_path / "plain.jsonl", [plain])
     assert [(i.label, i.category) for i in load_labelled(path)] == [("correct", None)]
-    summary = audit_judge(AuditConfig("arith", str(path)))
+    summary = audit_judge(AuditConfig(str(path), judging=JudgeOptions(judge="arith")))
     assert summary["false_alarms"] == {"other": {"n": 1, "flagged": 0, "n_abstained": 0, "rate": 0.0}}
     missing = write_jsonl(tmp_path / "missing.jsonl", [{**plain, "label": "incorrect"}])
     with pytest.raises(UserError, match=r"missing\.jsonl:1: field 'category': required field is missing"):
@@ -194,21 +196,23 @@ def test_abstentions_are_counted_apart_from_agreement(tmp_path: Path, tiny_backe
                                                    LABELLED.read_text(encoding="utf-8").splitlines()[:6]])
     prompt = tmp_path / "criteria.txt"
     prompt.write_text("Is the second solution's reasoning right?\n$reference\n---\n$candidate\nRating:", "utf-8")
-    config = AuditConfig("hf:judge", str(small), judge_retries=1, judge_prompt=str(prompt))
+    config = AuditConfig(str(small), judging=JudgeOptions(judge="hf:judge", judge_retries=1,
+                                                                 judge_prompt=str(prompt)))
     summary = audit_judge(config, load_model=lambda spec: GenerateOnly())
     assert summary["n_abstained"] == summary["n_unparsed"] == summary["n"] == 6 and summary["n_judged"] == 0
     assert summary["abstain_reasons"] == {"unreadable verdict after 2 asks": 6}
     assert summary["agreement"]["n"] == 0 and summary["agreement"]["accuracy"] is None
     assert summary["disagreements"] == [] and len(summary["abstentions"]) == 6
     assert all(row["n"] == 0 for row in summary["per_category"].values())
-    both = audit_judge(AuditConfig("arith+hf:judge", str(small), judge_retries=1), load_model=lambda s: GenerateOnly())
-    arith = audit_judge(AuditConfig("arith", str(small)))
+    both = audit_judge(AuditConfig(str(small), judging=JudgeOptions(judge="arith+hf:judge", judge_retries=1)),
+                       load_model=lambda s: GenerateOnly())
+    arith = audit_judge(AuditConfig(str(small), judging=JudgeOptions(judge="arith")))
     assert both["n_judged"] == arith["n_judged"] and both["agreement"] == arith["agreement"]
     assert all(r.startswith("all members abstained: arith: no equation to check") for r in both["abstain_reasons"])
     # The options reach the run identity only when set: earlier audit runs keep theirs.
     from robusteval.judges.audit import audit_identity
 
-    plain = audit_identity(AuditConfig("hf:judge", str(small)), "x")
+    plain = audit_identity(AuditConfig(str(small), judging=JudgeOptions(judge="hf:judge")), "x")
     assert "judge_retries" not in plain and "judge_prompt_sha256" not in plain
     assert audit_identity(config, "x")["judge_retries"] == 1 and audit_identity(config, "x")["judge_prompt_sha256"]
 

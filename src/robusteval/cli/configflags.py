@@ -14,7 +14,7 @@ import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from robusteval.config import CONFIG_KEY, MORE, flag_of
+from robusteval.config import CONFIG_KEY, MORE, ConfigError, flag_of
 
 C = TypeVar("C")
 
@@ -156,24 +156,24 @@ def _scalar_type(annotation: Any) -> Any:
 def add_config_arguments(parser: argparse.ArgumentParser | Any, config_type: type, *, skip: tuple[str, ...] = (),
                          required: tuple[str, ...] = (), group: str | None = None,
                          choices: dict[str, list[str]] | None = None, only: tuple[str, ...] | None = None,
-                         defaults: dict[str, Any] | None = None) -> None:
+                         defaults: dict[str, Any] | None = None, shown: tuple[str, ...] = ()) -> None:
     """One flag per CLI field of ``config_type``; fields declared with ``cli=False`` (nested configs such as a
     DataSpec, values the command derives) are left to the caller. ``choices`` overrides a field's choices. A
     ``cli=MORE`` field's flag is left out of ``--help`` (``--help-all`` shows it); a ``cli=CONFIG_KEY`` field's
     flag too, and it is deprecated: using it prints one line naming the ``--config`` key that replaces it. A shared
-    block (``generation``) gives the keys its config reads (``only``) and that config's ``defaults``, shown in their
-    help."""
+    block (``generation``) gives the keys its config reads (``only``), that config's ``defaults``, shown in their
+    help, and the keys its command ``shown`` as plain flags whatever the block's tier."""
     target = parser.add_argument_group(group) if group else parser
     hints = typing.get_type_hints(config_type)
     for field in dataclasses.fields(config_type):
         meta = field.metadata
-        tier = meta.get("cli", True)
+        tier = True if field.name in shown else meta.get("cli", True)
         if field.name in skip or not tier or (only is not None and field.name not in only):
             continue
         if meta.get("nested"):
             add_config_arguments(parser, hints[field.name], skip=skip, required=required, choices=choices,
                                  group=None if field.name == "data" else field.name, only=meta.get("keys"),
-                                 defaults=meta.get("defaults"))
+                                 defaults=meta.get("defaults"), shown=meta.get("shown", ()))
             continue
         kind = _scalar_type(field.type)
         flag = flag_of(field)
@@ -216,7 +216,13 @@ def config_from_args(config_type: type[C], args: argparse.Namespace, only: tuple
         if field.name in values:
             kwargs[field.name] = values[field.name]
         elif field.metadata.get("nested"):
-            kwargs[field.name] = config_from_args(hints[field.name], args, field.metadata.get("keys"))
+            try:
+                kwargs[field.name] = config_from_args(hints[field.name], args, field.metadata.get("keys"))
+            except ConfigError as exc:
+                if field.metadata.get("keys") is None:
+                    raise
+                # A shared block's key named as its command names it (judges audit's --judge-retries).
+                raise ConfigError(config_type, exc.field, exc.problem) from None
         elif only is not None and field.name not in only:
             continue
         elif hasattr(args, field.name):

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from robusteval.config import WHEN_SET, did_you_mean, option
+from robusteval.config import did_you_mean
 from robusteval.data.example import Example
 from robusteval.data.example import example_fields as example_fields  # re-exported: moved down to data
 from robusteval.data.example import with_fields as with_fields
@@ -48,14 +48,6 @@ BUILTIN_TEMPLATES = {"nli-zh": "nli_zh.json", "text": "text.json", "yesno": "yes
 _STOP = ("\n",)
 _MAX_NEW_TOKENS = 8
 THINKING_BUDGET = 2048
-
-
-def thinking_budget_option() -> Any:
-    """``--max-thinking-tokens`` of the commands that classify (``robustness``, the word-importance attack): a
-    thinking classifier's trace budget before its label; in the run identity only when given."""
-    return option(None, metavar="N", identity=WHEN_SET,
-                  help="--chat on a model whose chat template names think tags: the tokens its trace may take "
-                  f"before the label (default {THINKING_BUDGET}; a trace not closed by then gives no label)")
 
 
 @dataclass(frozen=True)

@@ -139,14 +139,15 @@ def audit_judge(config: AuditConfig, *, out: str | os.PathLike[str] | None = Non
         return loaded[spec]
 
     chat = True if config.judge_chat else None
+    spec = config.judging.reasoning_spec()  # set: the audit requires it
 
     def build() -> tuple[Judge, Judge | None]:
-        judge = build_judge(config.judge, load, task=REASONING, chat=chat, prompt_file=config.judge_prompt,
+        judge = build_judge(spec, load, task=REASONING, chat=chat, prompt_file=config.judge_prompt,
                             retries=config.judge_retries or 0, thinking_budget=config.judge_max_thinking_tokens)
-        spec = config.error_classifier
-        return judge, (build_error_classifier(spec, load, chat=chat) if spec else None)
+        classifier = config.error_classifier
+        return judge, (build_error_classifier(classifier, load, chat=chat) if classifier else None)
 
-    head = {"judge_spec": config.judge, "labelled": str(config.labelled), "labelled_sha256": digest}
+    head = {"judge_spec": spec, "labelled": str(config.labelled), "labelled_sha256": digest}
     if out is None:
         judge, classifier = build()
         return {**head, **audit_items(judge, items, classifier)}

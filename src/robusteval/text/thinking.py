@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from robusteval.config import WHEN_SET, ConfigError, check_at_least, option
+from robusteval.config import WHEN_SET, ConfigError, check_at_least, option, shared_block
 
 FORMATS = ("auto", "none", "think-tags", "harmony")
 DEFAULT_TAGS = ("<think>", "</think>")
@@ -225,7 +225,9 @@ class ReasoningOptions:
                                              "--max-new-tokens (counted as thinking_forced; unset: one budget for "
                                              "both). attack matcha: no tag is forced, one generation of N + "
                                              "--max-new-tokens tokens, a trace that never closes counted as "
-                                             "truncated (unset: 4096 through the chat template)")
+                                             "truncated (unset: 4096 through the chat template). robustness, "
+                                             "attack wordimportance (--chat): the same, the trace before the label "
+                                             "(unset: 2048; a trace not closed by then gives no label)")
 
     def __post_init__(self) -> None:
         try:
@@ -316,3 +318,24 @@ def truncation_summary(records: Any) -> dict[str, Any]:
         forced = sum(1 for r in rows if r.get("thinking_forced"))
         out["thinking_forced"] = {"count": forced, **proportion(forced, len(rows))}
     return out
+
+
+#: Every setting of the :class:`ReasoningOptions` block, in declaration order.
+REASONING_KEYS = ("reasoning", "think_tags", "max_thinking_tokens")
+
+
+def reasoning_block(*keys: str) -> Any:
+    """The ``thinking`` field of a method's config that reads only some of :class:`ReasoningOptions`' settings
+    (``robustness`` and the word-importance attack: ``max_thinking_tokens``); see
+    :func:`robusteval.models.generation.generation_block`."""
+    return shared_block(ReasoningOptions, REASONING_KEYS, keys)
+
+
+class ThinkingFields:
+    """Read access to a config's ``thinking`` block under the flat name (``config.max_thinking_tokens``)."""
+
+    thinking: ReasoningOptions
+
+    @property
+    def max_thinking_tokens(self) -> int | None:
+        return self.thinking.max_thinking_tokens

@@ -15,12 +15,12 @@ from robusteval.config import (
 )
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.evals.classification import thinking_budget_option
 from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.base import Language
 from robusteval.perturbations.spec import CandidateSpec
 from robusteval.seeding import DEFAULT_SEED
+from robusteval.text.thinking import ReasoningOptions, ThinkingFields, reasoning_block
 
 COMMAND = "attack wordimportance"
 #: The patent's nine Chinese methods, in its order: what ``combined`` runs for Chinese text.
@@ -43,7 +43,7 @@ def parse_rates(text: str) -> tuple[float, ...]:
 
 @validated
 @dataclass(frozen=True)
-class WordImportanceRunConfig(GenerationFields, PromptFields):
+class WordImportanceRunConfig(GenerationFields, PromptFields, ThinkingFields):
     """One word-importance attack run: data, the perturbation method(s) and their resources, the rates α,
     the query budget and the confidence estimator."""
 
@@ -62,7 +62,7 @@ class WordImportanceRunConfig(GenerationFields, PromptFields):
                         help="baseline: perturb words in text order without the ranking stage")
     prompt: PromptOptions = prompt_block("template")
     generation: GenerationOptions = generation_block("chat", "system_prompt", "temperature", temperature=0.7)
-    max_thinking_tokens: int | None = thinking_budget_option()
+    thinking: ReasoningOptions = reasoning_block("max_thinking_tokens")
     max_drift: float | None = option(None, help="do not query candidates whose texts drift further than this from "
                                      "the originals (drift = 1 - cosine of all-MiniLM-L6-v2 embeddings with the "
                                      "drift extra, else the character edit ratio; the summary records which)")
@@ -72,7 +72,6 @@ class WordImportanceRunConfig(GenerationFields, PromptFields):
     seed: int = option(DEFAULT_SEED, help="random seed (candidate order, sampled answers), derived per example")
 
     def __post_init__(self) -> None:
-        check_at_least(self, "max_thinking_tokens", 1)
         text = self.rates if isinstance(self.rates, str) else ",".join(str(r) for r in self.rates)
         with field_check(self, "rates"):
             object.__setattr__(self, "rates", parse_rates(text))  # one normal form, whatever the caller gave

@@ -154,7 +154,7 @@ def attack_wordimportance(
                               f"only{scoring_note(backend)} (use {{confidence=sample}})")
         classifier = LabelClassifier(backend, template, run, soft=True if config.confidence == "logprob" else None,
                                      chat=config.chat, system_prompt=config.system_prompt,
-                                     thinking_budget=config.max_thinking_tokens)
+                                     thinking_budget=config.thinking.max_thinking_tokens)
         confidence = default_confidence(classifier) if config.confidence == "auto" else config.confidence
         check_confidence(run, confidence, backend)
         search = WordImportanceConfig(

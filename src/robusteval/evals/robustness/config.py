@@ -18,12 +18,12 @@ from robusteval.config import (
 )
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
-from robusteval.evals.classification import thinking_budget_option
 from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import PerturbationSpec
 from robusteval.seeding import DEFAULT_SEED
+from robusteval.text.thinking import ReasoningOptions, ThinkingFields, reasoning_block
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def parse_sets(text: str) -> list[SetSpec]:
 
 @validated
 @dataclass(frozen=True)
-class RobustnessConfig(GenerationFields, PromptFields):
+class RobustnessConfig(GenerationFields, PromptFields, ThinkingFields):
     """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.
 
     The sets, label mode and bootstrap only change the summary, not a stored unit, so a run directory can be
@@ -74,7 +74,7 @@ class RobustnessConfig(GenerationFields, PromptFields):
                                          identity=False)
     prompt: PromptOptions = prompt_block("template")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
-    max_thinking_tokens: int | None = thinking_budget_option()
+    thinking: ReasoningOptions = reasoning_block("max_thinking_tokens")
     label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
                              help="which label the accuracy uses: read from the generation, or argmax of label "
                              "log-probs (needs an hf model)")
@@ -99,7 +99,6 @@ class RobustnessConfig(GenerationFields, PromptFields):
             object.__setattr__(self, "sets", ",".join(self.sets))
         check_choices(self)
         check_at_least(self, "bootstrap", 0, optional=False)
-        check_at_least(self, "max_thinking_tokens", 1)
         check_at_least(self, "min_changed", 0, optional=False)
         if self.preserved_only and not self.labels:
             raise ConfigError(self, "preserved_only", "needs labels (a labels store of `perturb labels`)")

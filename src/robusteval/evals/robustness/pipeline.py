@@ -184,7 +184,7 @@ def robustness(config: RobustnessConfig, backend: Backend, store: RunStore | str
     with store_for(store, identity, robustness_info(config, batch_size)) as run:
         classifier = LabelClassifier(backend, plan.template, run, soft=True if config.label_mode == "soft" else None,
                                      chat=config.chat, system_prompt=config.system_prompt,
-                                     thinking_budget=config.max_thinking_tokens)
+                                     thinking_budget=config.thinking.max_thinking_tokens)
         device = target_device(backend)
         sets = perturbed_sets(config, plan, run, load_model=load_model, device=device)
         # Classify every distinct text once: unchanged examples in a set reuse the original's answer.
