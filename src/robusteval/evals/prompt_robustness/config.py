@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from robusteval.attacks.wordsearch.settings import RankSettings
 from robusteval.config import (
     ConfigError,
     check_at_least,
@@ -88,7 +89,7 @@ class PromptRobustnessConfig(BootstrapSettings, LabelModeSettings, GenerationFie
 
 @validated
 @dataclass(frozen=True)
-class PromptSearchConfig(BootstrapSettings, GenerationFields, PromptFields):
+class PromptSearchConfig(RankSettings, BootstrapSettings, GenerationFields, PromptFields):
     """``robusteval prompt-robustness --mode search``: the word-importance search over the instruction's words,
     lowering the accuracy on a seeded search set under a query budget; the found prompt scored on the held-out
     examples (the rest of the data)."""
@@ -103,8 +104,6 @@ class PromptSearchConfig(BootstrapSettings, GenerationFields, PromptFields):
     search_size: int = option(8, metavar="N", help="search: examples searched on (seeded sample; the rest are "
                               "the held-out examples)")
     max_rate: float = option(0.3, help="search: largest share of the instruction's words changed")
-    rank: bool = option(True, negate="--no-rank", help="search: baseline without the ranking stage (words in "
-                        "text order)")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
     prompt: PromptOptions = prompt_block("template")
     # Not LabelModeSettings' label_mode: here it is what the search lowers, so it is in the run identity.
