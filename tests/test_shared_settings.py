@@ -83,8 +83,12 @@ def _hash(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _fields(config_type: type) -> dict[str, dataclasses.Field[Any]]:
+    return {field.name: field for field in dataclasses.fields(config_type)}
+
+
 def _build(config_type: type, keywords: dict[str, Any]) -> Any:
-    needs_data = "data" in config_type.__dataclass_fields__  # type: ignore[attr-defined]
+    needs_data = "data" in _fields(config_type)
     return config_type(**({"data": _data()} if needs_data else {}), **keywords)
 
 
@@ -97,17 +101,16 @@ def test_identities_and_values_are_those_of_the_separate_declarations(case: str)
 
 @pytest.mark.parametrize("settings", list(SHARED), ids=lambda settings: settings.__name__)
 def test_each_shared_setting_is_the_same_field_in_every_config(settings: type) -> None:
-    own = settings.__dataclass_fields__  # type: ignore[attr-defined]
     for config_type in SHARED[settings]:
-        for name, field in own.items():  # inherited, not declared again
-            assert config_type.__dataclass_fields__[name] is field, (config_type.__name__, name)
+        for name, field in _fields(settings).items():  # inherited, not declared again
+            assert _fields(config_type)[name] is field, (config_type.__name__, name)
     # check takes the template files as its arguments (its own templates field); the prefix switch is the same
-    assert CheckConfig.__dataclass_fields__["prefix_ids"] is TemplateFiles.__dataclass_fields__["prefix_ids"]
+    assert _fields(CheckConfig)["prefix_ids"] is _fields(TemplateFiles)["prefix_ids"]
 
 
 def test_the_prompt_search_keeps_its_own_label_mode() -> None:
     # there the label mode is what the search lowers, so it is part of the run identity
-    search, shared = (c.__dataclass_fields__["label_mode"] for c in (PromptSearchConfig, LabelModeSettings))
+    search, shared = (_fields(c)["label_mode"] for c in (PromptSearchConfig, LabelModeSettings))
     assert search is not shared and search.metadata["identity"] and not shared.metadata["identity"]
     assert search.metadata["choices"] == shared.metadata["choices"]
 
@@ -119,7 +122,7 @@ def test_a_bad_shared_value_is_refused_in_the_words_of_the_config_given(config_t
         _build(config_type, {**keywords, "bootstrap": -1})
     assert (bad.value.config_type, bad.value.field) == (config_type, "bootstrap")
     assert bad.value.cli_message().startswith("--bootstrap: must be a number >= 0")
-    if "label_mode" in config_type.__dataclass_fields__:  # type: ignore[attr-defined]
+    if "label_mode" in _fields(config_type):
         with pytest.raises(ConfigError, match="label_mode: 'sof' is not one of hard, soft"):
             _build(config_type, {**keywords, "label_mode": "sof"})
 
