@@ -26,7 +26,16 @@ from robusteval.evals.prompt_robustness.config import (
 )
 from robusteval.evals.robustness.config import RobustnessConfig
 from robusteval.evals.summary_settings import BootstrapSettings, LabelModeSettings
-from robusteval.variants.configs import CheckConfig, InstantiateConfig, TemplateFiles, ValidateConfig
+from robusteval.models.generation import GenerationOptions
+from robusteval.variants.configs import (
+    CheckConfig,
+    InstancesFile,
+    InstantiateConfig,
+    ScoreConfig,
+    TemplateFiles,
+    ValidateConfig,
+    VariantsEvalConfig,
+)
 
 
 def _data() -> DataSpec:
@@ -61,6 +70,11 @@ CASES: dict[str, tuple[type, dict[str, Any], tuple[str, str]]] = {
                  ("69c93e5d576e8997", "69c93e5d576e8997")),
     "check": (CheckConfig, {"templates": ["a.yaml"], "prefix_ids": True, "n": 2, "draws": 10},
               ("ac59c81cdc8fd95d", "ac59c81cdc8fd95d")),
+    "score": (ScoreConfig, {"instances": "i.jsonl", "predictions": "p.jsonl"}, ("c2b9944f6cc74c85", "e9f5350b00c414d7")),
+    "veval_default": (VariantsEvalConfig, {"instances": "i.jsonl"}, ("d08ed9a21e7d56c1", "1c15280403f8b7c8")),
+    "veval_set": (VariantsEvalConfig, {"instances": "i.jsonl", "samples": 4, "seed": 5,
+                                       "generation": GenerationOptions(max_new_tokens=64, temperature=0.3)},
+                  ("ad5d48f19519c7d4", "fb367db241045177")),
 }
 
 #: settings class -> the configs that inherit it.
@@ -69,14 +83,16 @@ SHARED: dict[type, tuple[type, ...]] = {
     LabelModeSettings: (PromptRobustnessConfig, PromptSpreadConfig, RobustnessConfig),
     RankSettings: (WordImportanceRunConfig, PromptSearchConfig),
     TemplateFiles: (InstantiateConfig, ValidateConfig),
+    InstancesFile: (ScoreConfig, VariantsEvalConfig),
 }
 
 #: command path -> sha256[:16] of its flags (names, destinations, defaults, choices, types, metavars, and the help
 #: of every flag but the shared settings', whose wording is now one).
 FLAGS = {("prompt-robustness",): "c96126b6bdc0222f", ("robustness",): "1b750a4c2c7ae4bb",
          ("attack", "wordimportance"): "0a314e934f9e77ab", ("variants", "instantiate"): "4fecc54184694650",
-         ("variants", "validate"): "61e7b074a6f4644e", ("variants", "check"): "c75c9364e2a1fdad"}
-SHARED_DESTS = {"bootstrap", "bootstrap_seed", "label_mode", "rank"}
+         ("variants", "validate"): "61e7b074a6f4644e", ("variants", "check"): "c75c9364e2a1fdad",
+         ("variants", "eval"): "9a95f64f7acdd346", ("variants", "score"): "9aef791568b7d959"}
+SHARED_DESTS = {"bootstrap", "bootstrap_seed", "label_mode", "rank", "instances"}
 
 
 def _hash(value: Any) -> str:

@@ -145,6 +145,15 @@ class GradingConfig:
         }
 
 
+@dataclass(frozen=True)
+class InstancesFile:
+    """The instances a ``variants`` subcommand reads (``variants instantiate``'s output), declared once: the first
+    field of each (positional, as before)."""
+
+    instances: str = option(metavar="FILE.jsonl", help="instances from `variants instantiate` (with their gold "
+                            "answers)")
+
+
 # ``config.nested()`` gives no default; grading has a sensible one, so a notebook need not spell it out. Same
 # metadata: its fields become flags of the command (in a "grading" group) and flatten into the identity.
 _NESTED = {"cli": True, "nested": True, "identity": True}
@@ -152,10 +161,9 @@ _NESTED = {"cli": True, "nested": True, "identity": True}
 
 @validated
 @dataclass(frozen=True)
-class ScoreConfig:
+class ScoreConfig(InstancesFile):
     """``variants score``: grade a predictions file made elsewhere against an instances file."""
 
-    instances: str = option(metavar="FILE.jsonl", help="instances with gold answers")
     predictions: str = option(metavar="FILE.jsonl", help="model predictions")
     out: str | None = option(
         None, metavar="FILE.json", help="where to write the scores (default: <predictions>.scores.json)"
@@ -169,10 +177,9 @@ class ScoreConfig:
 
 @validated
 @dataclass(frozen=True)
-class VariantsEvalConfig(GenerationFields):
+class VariantsEvalConfig(InstancesFile, GenerationFields):
     """``variants eval``: a model's strict/loose scores on an instances file, K samples per instance."""
 
-    instances: str = option(metavar="FILE.jsonl", help="instances from `variants instantiate`")
     samples: int = option(1, help="samples per instance (K)")
     generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", "temperature", "top_p",
                                                      max_new_tokens=2048)
