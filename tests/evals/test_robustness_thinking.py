@@ -86,6 +86,7 @@ def test_the_classifiers_trace_budget_is_an_option(tmp_path: Path) -> None:
     ask for the label's tokens plus the trace's, and the run identity records it; unset, nothing changes."""
     from helpers.servers import fake_openai_server
     from robusteval.errors import UserError
+    from robusteval.text.thinking import ReasoningOptions
 
     template = tmp_path / "rating.json"
     template.write_text(json.dumps(TEMPLATE), "utf-8")
@@ -94,7 +95,7 @@ def test_the_classifiers_trace_budget_is_an_option(tmp_path: Path) -> None:
         config = RobustnessConfig(data=_data(tmp_path), perturbation=PerturbationSpec(), sets="C-swap",
                                   prompt=PromptOptions(template=str(template)),
                                   generation=GenerationOptions(chat=True), bootstrap=20,
-                                  max_thinking_tokens=budget)
+                                  thinking=ReasoningOptions(max_thinking_tokens=budget))
         out = tmp_path / f"rb-{budget}"
         with fake_openai_server(tmp_path, "judge-reasoning") as server:
             robustness(config, rv.load_model(f"openai:r1@{server.base_url}", endpoint="chat"), out)
@@ -104,4 +105,4 @@ def test_the_classifiers_trace_budget_is_an_option(tmp_path: Path) -> None:
     assert sent[300] == {sent[None].pop() + 300} and not sent[None]
     with pytest.raises(UserError, match="max_thinking_tokens"):
         RobustnessConfig(data=_data(tmp_path), sets="C-swap", generation=GenerationOptions(chat=True),
-                         max_thinking_tokens=0)
+                         thinking=ReasoningOptions(max_thinking_tokens=0))

@@ -38,16 +38,22 @@ COMPAT_MODES = ("var-math",)
 TemplatePaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 _TEMPLATES_HELP = "template files, comma-separated, in order: native .yaml/.json or VAR-MATH .csv"
-_PREFIX_IDS_HELP = "prefix template ids with their file name (when ids collide across files)"
+
+
+@dataclass(frozen=True)
+class TemplateFiles:
+    """The template files a ``variants`` subcommand reads, declared once: the first fields of each (positional in
+    that order, as before)."""
+
+    templates: TemplatePaths = option(metavar="PATH[,PATH…]", help=_TEMPLATES_HELP)
+    prefix_ids: bool = option(False, help="prefix template ids with their file name (when ids collide across files)")
 
 
 @validated
 @dataclass(frozen=True)
-class InstantiateConfig:
+class InstantiateConfig(TemplateFiles):
     """``variants instantiate``: N distinct, seeded instances per template."""
 
-    templates: TemplatePaths = option(metavar="PATH[,PATH…]", help=_TEMPLATES_HELP)
-    prefix_ids: bool = option(False, help=_PREFIX_IDS_HELP)
     n: int = option(5, help="instances per template")
     seed: int | None = option(
         None, help=f"random seed (default: {DEFAULT_SEED}; with --compat var-math {COMPAT_SEED}, the seed of "
@@ -87,11 +93,9 @@ class InstantiateConfig:
 
 @validated
 @dataclass(frozen=True)
-class ValidateConfig:
+class ValidateConfig(TemplateFiles):
     """``variants validate``: do the templates reproduce their original answers?"""
 
-    templates: TemplatePaths = option(metavar="PATH[,PATH…]", help=_TEMPLATES_HELP)
-    prefix_ids: bool = option(False, help=_PREFIX_IDS_HELP)
     # Named like its flag so a --config TOML file keeps the key "json".
     json: str | None = option(None, metavar="FILE", help="also write the full report as JSON")
 
@@ -141,6 +145,15 @@ class GradingConfig:
         }
 
 
+@dataclass(frozen=True)
+class InstancesFile:
+    """The instances a ``variants`` subcommand reads (``variants instantiate``'s output), declared once: the first
+    field of each (positional, as before)."""
+
+    instances: str = option(metavar="FILE.jsonl", help="instances from `variants instantiate` (with their gold "
+                            "answers)")
+
+
 # ``config.nested()`` gives no default; grading has a sensible one, so a notebook need not spell it out. Same
 # metadata: its fields become flags of the command (in a "grading" group) and flatten into the identity.
 _NESTED = {"cli": True, "nested": True, "identity": True}
@@ -148,10 +161,9 @@ _NESTED = {"cli": True, "nested": True, "identity": True}
 
 @validated
 @dataclass(frozen=True)
-class ScoreConfig:
+class ScoreConfig(InstancesFile):
     """``variants score``: grade a predictions file made elsewhere against an instances file."""
 
-    instances: str = option(metavar="FILE.jsonl", help="instances with gold answers")
     predictions: str = option(metavar="FILE.jsonl", help="model predictions")
     out: str | None = option(
         None, metavar="FILE.json", help="where to write the scores (default: <predictions>.scores.json)"
@@ -165,10 +177,9 @@ class ScoreConfig:
 
 @validated
 @dataclass(frozen=True)
-class VariantsEvalConfig(GenerationFields):
+class VariantsEvalConfig(InstancesFile, GenerationFields):
     """``variants eval``: a model's strict/loose scores on an instances file, K samples per instance."""
 
-    instances: str = option(metavar="FILE.jsonl", help="instances from `variants instantiate`")
     samples: int = option(1, help="samples per instance (K)")
     generation: GenerationOptions = generation_block("chat", "system_prompt", "max_new_tokens", "temperature", "top_p",
                                                      max_new_tokens=2048)
@@ -268,11 +279,11 @@ class DraftConfig:
 
 @validated
 @dataclass(frozen=True)
-class CheckConfig:
+class CheckConfig(TemplateFiles):
     """``variants check``: validate's original-answer check plus the deep checks of template files."""
 
+    # The same setting as TemplateFiles', given another way: the command takes the files as its arguments.
     templates: TemplatePaths = option(metavar="TEMPLATE_FILE", help=_TEMPLATES_HELP, cli=False)
-    prefix_ids: bool = option(False, help=_PREFIX_IDS_HELP)
     draws: int = option(1000, help="seeded draws per template (every combination when there are fewer)")
     n: int = option(5, help="instances per template, as `variants instantiate --n` would write")
     seed: int = option(DEFAULT_SEED, help="seed of the draws and of the instances checked")

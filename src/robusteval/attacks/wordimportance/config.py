@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from robusteval.attacks.wordsearch.settings import RankSettings
 from robusteval.config import (
     check_at_least,
     check_choices,
@@ -43,7 +44,7 @@ def parse_rates(text: str) -> tuple[float, ...]:
 
 @validated
 @dataclass(frozen=True)
-class WordImportanceRunConfig(GenerationFields, PromptFields, ThinkingFields):
+class WordImportanceRunConfig(RankSettings, GenerationFields, PromptFields, ThinkingFields):
     """One word-importance attack run: data, the perturbation method(s) and their resources, the rates α,
     the query budget and the confidence estimator."""
 
@@ -58,8 +59,6 @@ class WordImportanceRunConfig(GenerationFields, PromptFields, ThinkingFields):
     confidence: str = option("auto", choices=("auto", "logprob", "sample", "greedy"),
                              help="confidence estimator: auto = logprob when the backend scores, else sample")
     n_samples: int = option(5, help="sample: answers sampled per text")
-    rank: bool = option(True, negate="--no-rank",
-                        help="baseline: perturb words in text order without the ranking stage")
     prompt: PromptOptions = prompt_block("template")
     generation: GenerationOptions = generation_block("chat", "system_prompt", "temperature", temperature=0.7)
     thinking: ReasoningOptions = reasoning_block("max_thinking_tokens")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from robusteval.attacks.wordsearch.settings import RankSettings
 from robusteval.config import (
     ConfigError,
     check_at_least,
@@ -23,6 +24,7 @@ from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
 from robusteval.evals.prompt_robustness.surfaces import TARGETS
+from robusteval.evals.summary_settings import LABEL_MODES, BootstrapSettings, LabelModeSettings
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import PerturbationSpec
@@ -42,7 +44,7 @@ def parse_methods(text: str) -> list[str]:
 
 @validated
 @dataclass(frozen=True)
-class PromptRobustnessConfig(GenerationFields, PromptFields):
+class PromptRobustnessConfig(BootstrapSettings, LabelModeSettings, GenerationFields, PromptFields):
     """``robusteval prompt-robustness``: one model as a classifier with the clean prompt and with k perturbed
     copies of one surface of it per method, on the same questions.
 
@@ -64,21 +66,14 @@ class PromptRobustnessConfig(GenerationFields, PromptFields):
                                      help="perturbed prompts per method (each seeded on its own)")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
     prompt: PromptOptions = prompt_block("template")
-    label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
-                             help="which label the accuracy uses: read from the generation, or argmax of label "
-                             "log-probs (needs a backend that scores)")
-    bootstrap: int = option(2000, help="bootstrap resamples (over questions) for the PDR and RB-index intervals",
-                            identity=False)
     seed: int = option(DEFAULT_SEED, help="random seed of the perturbed prompts")
-    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap intervals (independent of --seed)",
-                                 identity=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.methods, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "methods", ",".join(self.methods))
         check_choices(self)
         check_at_least(self, "prompts_per_method", 1, optional=False)
-        check_at_least(self, "bootstrap", 0, optional=False)
+        self.check_bootstrap()
         names = _checked_methods(self)
         if self.target == "system" and not self.system_prompt:
             raise ConfigError(self, "system_prompt", "{target=system} perturbs the system turn: give the system "
@@ -94,7 +89,7 @@ class PromptRobustnessConfig(GenerationFields, PromptFields):
 
 @validated
 @dataclass(frozen=True)
-class PromptSearchConfig(GenerationFields, PromptFields):
+class PromptSearchConfig(RankSettings, BootstrapSettings, GenerationFields, PromptFields):
     """``robusteval prompt-robustness --mode search``: the word-importance search over the instruction's words,
     lowering the accuracy on a seeded search set under a query budget; the found prompt scored on the held-out
     examples (the rest of the data)."""
@@ -109,16 +104,13 @@ class PromptSearchConfig(GenerationFields, PromptFields):
     search_size: int = option(8, metavar="N", help="search: examples searched on (seeded sample; the rest are "
                               "the held-out examples)")
     max_rate: float = option(0.3, help="search: largest share of the instruction's words changed")
-    rank: bool = option(True, negate="--no-rank", help="search: baseline without the ranking stage (words in "
-                        "text order)")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
     prompt: PromptOptions = prompt_block("template")
-    label_mode: str = option("hard", choices=("hard", "soft"),
+    # Not LabelModeSettings' label_mode: here it is what the search lowers, so it is in the run identity.
+    label_mode: str = option("hard", choices=LABEL_MODES,
                              help="hard: the search lowers the accuracy; soft: the mean probability of the true "
                              "labels (needs a backend that scores)")
-    bootstrap: int = option(2000, help="bootstrap resamples for the intervals", identity=False)
     seed: int = option(DEFAULT_SEED, help="random seed (the split, candidate order)")
-    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap intervals", identity=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.methods, str):
@@ -126,7 +118,7 @@ class PromptSearchConfig(GenerationFields, PromptFields):
         check_choices(self)
         check_at_least(self, "budget", 1, optional=False)
         check_at_least(self, "search_size", 1, optional=False)
-        check_at_least(self, "bootstrap", 0, optional=False)
+        self.check_bootstrap()
         if isinstance(self.max_rate, bool) or not 0 < self.max_rate <= 1:
             raise ConfigError(self, "max_rate", f"must be in (0, 1], got {self.max_rate!r}")
         if self.budget < self.search_size:
@@ -144,7 +136,7 @@ class PromptSearchConfig(GenerationFields, PromptFields):
 
 @validated
 @dataclass(frozen=True)
-class PromptSpreadConfig(GenerationFields, PromptFields):
+class PromptSpreadConfig(BootstrapSettings, LabelModeSettings, GenerationFields, PromptFields):
     """``robusteval prompt-robustness --mode spread``: the same examples asked with a set of equivalent prompts
     (from ``prompts_file`` and/or ``n_formats`` formats of FormatSpread's grammar); min, max, mean, spread and the
     worst case per example."""
@@ -157,17 +149,12 @@ class PromptSpreadConfig(GenerationFields, PromptFields):
                             "spacing, answer-field names; 0: the file's prompts only)")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
     prompt: PromptOptions = prompt_block("template")
-    label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
-                             help="which label the accuracy uses: read from the generation, or argmax of label "
-                             "log-probs (needs a backend that scores)")
-    bootstrap: int = option(2000, help="bootstrap resamples for the spread's interval", identity=False)
     seed: int = option(DEFAULT_SEED, help="random seed of the formats drawn")
-    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap intervals", identity=False)
 
     def __post_init__(self) -> None:
         check_choices(self)
         check_at_least(self, "n_formats", 0, optional=False)
-        check_at_least(self, "bootstrap", 0, optional=False)
+        self.check_bootstrap()
         if self.n_formats == 0 and not self.prompts_file:
             raise ConfigError(self, "n_formats", "0 formats and no {prompts_file}: the spread has no prompts")
 

@@ -19,6 +19,7 @@ from robusteval.config import (
 from robusteval.data.spec import DataSpec
 from robusteval.errors import UserError
 from robusteval.evals.prompt_options import PromptFields, PromptOptions, prompt_block
+from robusteval.evals.summary_settings import BootstrapSettings, LabelModeSettings
 from robusteval.models.generation import GenerationFields, GenerationOptions, generation_block
 from robusteval.perturbations.registry import check_method_name
 from robusteval.perturbations.spec import PerturbationSpec
@@ -59,7 +60,7 @@ def parse_sets(text: str) -> list[SetSpec]:
 
 @validated
 @dataclass(frozen=True)
-class RobustnessConfig(GenerationFields, PromptFields, ThinkingFields):
+class RobustnessConfig(BootstrapSettings, LabelModeSettings, GenerationFields, PromptFields, ThinkingFields):
     """``robusteval robustness``: one model as a classifier on the original examples and each perturbed set.
 
     The sets, label mode and bootstrap only change the summary, not a stored unit, so a run directory can be
@@ -75,13 +76,7 @@ class RobustnessConfig(GenerationFields, PromptFields, ThinkingFields):
     prompt: PromptOptions = prompt_block("template")
     generation: GenerationOptions = generation_block("chat", "system_prompt")
     thinking: ReasoningOptions = reasoning_block("max_thinking_tokens")
-    label_mode: str = option("hard", choices=("hard", "soft"), identity=False,
-                             help="which label the accuracy uses: read from the generation, or argmax of label "
-                             "log-probs (needs an hf model)")
-    bootstrap: int = option(2000, help="bootstrap resamples for the CIs", identity=False)
     seed: int = option(DEFAULT_SEED, help="random seed of the generated sets (per example and field)")
-    bootstrap_seed: int = option(DEFAULT_SEED, help="seed of the bootstrap CIs (independent of --seed)",
-                                 identity=False)
     min_changed: int = option(1, metavar="N", identity=False,
                               help="a set that changed fewer than N texts is left out of the RB-index (named in a "
                               "line under the table; default 1: a set that changed nothing)")
@@ -98,7 +93,7 @@ class RobustnessConfig(GenerationFields, PromptFields, ThinkingFields):
         if not isinstance(self.sets, str):  # one spelling, as the summary and info record it
             object.__setattr__(self, "sets", ",".join(self.sets))
         check_choices(self)
-        check_at_least(self, "bootstrap", 0, optional=False)
+        self.check_bootstrap()
         check_at_least(self, "min_changed", 0, optional=False)
         if self.preserved_only and not self.labels:
             raise ConfigError(self, "preserved_only", "needs labels (a labels store of `perturb labels`)")
