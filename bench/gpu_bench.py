@@ -70,6 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--decoder", choices=("auto", "static", "dynamic"), default="auto",
                         help="robusteval's hf decoder (auto: the static cache with a CUDA-graph step on cuda); when it "
                         "is static, decode also measures the dynamic cache beside it")
+    parser.add_argument("--dtype", choices=("auto", "bfloat16", "float16", "float32"), default="auto",
+                        help="the model's dtype (auto: bfloat16 on cuda, float32 elsewhere)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget everywhere (256)")

@@ -210,16 +210,29 @@ def load_tokenizer(shape: str) -> tuple[Any, str]:
     return llama3_tokenizer() if SHAPES[shape]["tokenizer"] == "llama3" else mistral_v3_tokenizer()
 
 
+#: ``--dtype`` choices beside auto (bf16 on cuda, fp32 elsewhere): fp32 on a GPU separates a real batching
+#: difference from bf16 rounding, which differs between batch shapes (other GEMM tilings).
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def model_dtype(args: argparse.Namespace, device: torch.device) -> torch.dtype:
+    """The model's dtype: ``args.dtype`` when given (not auto), else bf16 on cuda and fp32 elsewhere."""
+    choice = getattr(args, "dtype", "auto") or "auto"
+    if choice != "auto":
+        return DTYPES[choice]
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
 def prepare(args: argparse.Namespace, device: torch.device) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
     """(model, tokenizer, the model's figures, the environment's): the tokenizer read, the model built (bf16 on
-    cuda, fp32 elsewhere), both timed, and a line printed."""
+    cuda, fp32 elsewhere, unless ``--dtype`` says), both timed, and a line printed."""
     import os
     import platform
     import time
 
     import transformers
 
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    dtype = model_dtype(args, device)
     began = time.perf_counter()
     tokenizer, tokenizer_file = load_tokenizer(args.shape)
     tokenizer_s = time.perf_counter() - began

@@ -63,6 +63,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--extras-only", action="store_true", help="only the default batch's backend and the "
                         "--extras (a second call for issue 29's deliverable 3)")
     parser.add_argument("--answer-tokens", type=int, default=4, help="forced answers: answer-sentence tokens")
+    parser.add_argument("--dtype", choices=("auto", "bfloat16", "float16", "float32"), default="auto",
+                        help="the model's dtype (auto: bfloat16 on cuda, float32 in the rehearsal)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bandwidth", type=float, default=None, help="memory bandwidth in B/s for the floor")
     parser.add_argument("--data", default=None, metavar="PATH", help="jsonl of question/answer (default: the "
