@@ -105,3 +105,17 @@ def test_the_resolved_config_refuses_an_unresolved_target() -> None:
         MatchaConfig(target_answer="auto")
     # the run config resolves it (gold unless told the clean answers)
     assert MatchaRunConfig(data=DataSpec("gsm8k"), target_answer="auto").hyperparameters().target_answer == "gold"
+
+
+def test_the_attacks_own_records_default_to_what_the_resolved_config_holds() -> None:
+    """The token and embedding attacks' records (built from a MatchaConfig by the pipeline; a notebook may build
+    them directly) take their defaults from the one table the resolution fills from."""
+    from robusteval.attacks.matcha.embedding import EmbeddingAttackConfig
+    from robusteval.attacks.matcha.token import TokenAttackConfig
+
+    hyper, token, embedding = MatchaConfig(), TokenAttackConfig(), EmbeddingAttackConfig()
+    for name in ("variant", "insert_ratio", "topk_ratio", "steps", "n_candidates", "max_redraws", "success_check"):
+        assert getattr(token, name) == getattr(hyper, name), name
+    assert (embedding.eps_fraction, embedding.step_fraction, embedding.steps, embedding.random_start,
+            embedding.eps_base) == (hyper.epsilon, hyper.step_fraction, hyper.steps, hyper.random_start,
+                                    hyper.eps_base)

@@ -22,14 +22,16 @@ import torch
 
 from robusteval.attacks.matcha.lockstep import AttackSteps, Gradient, Score, run_lockstep
 from robusteval.attacks.matcha.objective import MatchaObjective
+from robusteval.attacks.matcha.settings import EPSILON, STEP_FRACTION, STEPS
 from robusteval.models.tokenization import tokenize_with_offsets
 
 
 @dataclass(frozen=True)
 class EmbeddingAttackConfig:
-    eps_fraction: float = 0.005
-    step_fraction: float = 0.25  # step = step_fraction * eps
-    steps: int = 5
+    # The values MatchaConfig resolves to (one table of defaults, attacks/matcha/settings.py).
+    eps_fraction: float = EPSILON
+    step_fraction: float = STEP_FRACTION  # step = step_fraction * eps
+    steps: int = STEPS
     random_start: bool = True
     eps_base: str = "prompt"  # config.EPS_BASES
 

@@ -8,6 +8,7 @@ filled). Both inherit :class:`MatchaSettings`; its values are checked here, thei
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from robusteval.attacks.matcha.thinking import REASONING_SOURCES
 from robusteval.config import (
@@ -44,12 +45,21 @@ REPLACEMENT_GATES = ("authors", "corrected")
 REPLACEMENT_POSITIONS = ("authors", "corrected")
 TARGET_ANSWERS = ("gold", "clean", "auto")
 ANSWER_LOSSES = ("answer", "n3")
-MAX_REDRAWS = 5
 #: The library's value of each setting a run leaves unset and no preset fills (``topk_ratio`` and ``epsilon``: of
-#: a dataset the paper did not attack; the paper's per dataset are in config_presets.DATASET_DEFAULTS).
-LIBRARY_DEFAULTS = {"insert_ratio": 0.2, "topk_ratio": 0.25, "epsilon": 0.005, "step_fraction": 0.25, "steps": 5,
-                    "n_candidates": 1, "answer_loss": "answer", "max_redraws": MAX_REDRAWS, "success_check": "final",
-                    "counting": "ours"}
+#: a dataset the paper did not attack; the paper's per dataset are in config_presets.DATASET_DEFAULTS), typed for
+#: the attacks' own records (token.TokenAttackConfig, embedding.EmbeddingAttackConfig), and as one table.
+INSERT_RATIO = 0.2
+TOPK_RATIO = 0.25
+EPSILON = 0.005
+STEP_FRACTION = 0.25
+STEPS = 5
+N_CANDIDATES = 1
+MAX_REDRAWS = 5
+SUCCESS_CHECK = "final"
+LIBRARY_DEFAULTS: dict[str, Any] = {
+    "insert_ratio": INSERT_RATIO, "topk_ratio": TOPK_RATIO, "epsilon": EPSILON, "step_fraction": STEP_FRACTION,
+    "steps": STEPS, "n_candidates": N_CANDIDATES, "answer_loss": "answer", "max_redraws": MAX_REDRAWS,
+    "success_check": SUCCESS_CHECK, "counting": "ours"}
 
 
 @dataclass(frozen=True, kw_only=True)

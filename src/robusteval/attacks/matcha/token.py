@@ -33,7 +33,6 @@ import numpy as np
 import torch
 
 from robusteval.attacks.matcha.authors import authors_insertions, insertion_count
-from robusteval.attacks.matcha.config import VARIANTS
 from robusteval.attacks.matcha.lockstep import (
     AttackSteps,
     Checkpoint,
@@ -50,6 +49,15 @@ from robusteval.attacks.matcha.objective import (
     shared_token_vectors,
     token_vectors,
 )
+from robusteval.attacks.matcha.settings import (
+    INSERT_RATIO,
+    MAX_REDRAWS,
+    N_CANDIDATES,
+    STEPS,
+    SUCCESS_CHECK,
+    TOPK_RATIO,
+    VARIANTS,
+)
 
 #: Called with the perturbed question text; returns (accepted, verdict record).
 SemanticGate = Callable[[list[int]], tuple[bool, dict[str, Any]]]
@@ -57,15 +65,17 @@ SemanticGate = Callable[[list[int]], tuple[bool, dict[str, Any]]]
 
 @dataclass(frozen=True)
 class TokenAttackConfig:
+    # The values MatchaConfig resolves to (one table of defaults, attacks/matcha/settings.py): the pipeline
+    # builds this record from it; a notebook calling the token attack directly gets the same defaults.
     variant: str = "full"
-    insert_ratio: float = 0.2  # a
-    topk_ratio: float = 0.25  # k as a fraction of the inserted tokens
-    steps: int = 5  # j
-    n_candidates: int = 1  # tokens re-scored per chosen position (1 = the paper's pure gradient pick)
-    max_redraws: int = 5  # insertions drawn again when the semantic judge rejects them
+    insert_ratio: float = INSERT_RATIO  # a
+    topk_ratio: float = TOPK_RATIO  # k as a fraction of the inserted tokens
+    steps: int = STEPS  # j
+    n_candidates: int = N_CANDIDATES  # tokens re-scored per chosen position (1 = the paper's pick)
+    max_redraws: int = MAX_REDRAWS  # insertions drawn again when the semantic judge rejects them
     # "final": judged once, after the last step (the paper's text); "insertion-and-final": also right after the
     # insertions, stopping there on a success or a changed answer (the authors' implementation)
-    success_check: str = "final"
+    success_check: str = SUCCESS_CHECK
     # "words": round(a x |question|) plain-word tokens at once, at word boundaries inside the question (ours);
     # "authors": one whole-vocabulary token at a time over question and trigger, gated each (attacks/matcha/authors.py)
     insertion: str = "words"
