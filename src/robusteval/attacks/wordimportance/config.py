@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robusteval.attacks.wordsearch.settings import RankSettings
+from robusteval.attacks.wordsearch.settings import (
+    BUDGET,
+    N_SAMPLES,
+    RATES,
+    SAMPLE_TEMPERATURE,
+    RankSettings,
+    check_search_values,
+)
 from robusteval.config import (
-    check_at_least,
     check_choices,
     field_check,
     nested,
@@ -28,7 +34,7 @@ COMMAND = "attack wordimportance"
 NINE_METHODS = ("C-traditional", "C-pinyin", "C-radical", "C-morphonym", "C-shuffle", "W-homophone", "W-synonym",
                 "W-wordembedding", "W-maskedlm")
 ENGLISH_METHODS = ("C-keyboard", "C-ocr", "C-swap", "C-shuffle", "W-synonym", "W-wordembedding", "W-maskedlm")
-DEFAULT_RATES = (0.05, 0.1, 0.2, 0.3)
+DEFAULT_RATES = RATES
 
 
 def parse_rates(text: str) -> tuple[float, ...]:
@@ -55,12 +61,12 @@ class WordImportanceRunConfig(RankSettings, GenerationFields, PromptFields, Thin
     #: Also accepted as ``"0.05,0.1"`` (how the flag gives it); a sorted tuple of distinct floats once built.
     rates: tuple[float, ...] = option(DEFAULT_RATES, metavar="A1,A2",
                                       help="perturbation rates alpha: the largest share of words that may change")
-    budget: int = option(500, help="query budget per example (ranking included)")
+    budget: int = option(BUDGET, help="query budget per example (ranking included)")
     confidence: str = option("auto", choices=("auto", "logprob", "sample", "greedy"),
                              help="confidence estimator: auto = logprob when the backend scores, else sample")
-    n_samples: int = option(5, help="sample: answers sampled per text")
+    n_samples: int = option(N_SAMPLES, help="sample: answers sampled per text")
     prompt: PromptOptions = prompt_block("template")
-    generation: GenerationOptions = generation_block("chat", "system_prompt", "temperature", temperature=0.7)
+    generation: GenerationOptions = generation_block("chat", "system_prompt", "temperature", temperature=SAMPLE_TEMPERATURE)
     thinking: ReasoningOptions = reasoning_block("max_thinking_tokens")
     max_drift: float | None = option(None, help="do not query candidates whose texts drift further than this from "
                                      "the originals (drift = 1 - cosine of all-MiniLM-L6-v2 embeddings with the "
@@ -79,10 +85,7 @@ class WordImportanceRunConfig(RankSettings, GenerationFields, PromptFields, Thin
         with field_check(self, "method"):
             check_method_name(self.method, extra=("combined",))
         check_choices(self)
-        check_at_least(self, "budget", 1, optional=False)
-        if self.confidence == "sample":
-            check_at_least(self, "n_samples", 1, optional=False)
-        check_at_least(self, "max_drift", 0)
+        check_search_values(self)
 
     def method_names(self, language: Language) -> tuple[str, ...]:
         """The method, or every method of the language for ``combined``."""

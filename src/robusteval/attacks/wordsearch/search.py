@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from robusteval.attacks.wordsearch.oracle import ConfidenceMode, Judgement, _Oracle
-from robusteval.config import ConfigError, check_at_least, validated
+from robusteval.attacks.wordsearch.settings import (
+    BUDGET,
+    N_SAMPLES,
+    RATES,
+    SAMPLE_TEMPERATURE,
+    check_search_values,
+)
+from robusteval.config import validated
 from robusteval.data.example import Example
 from robusteval.errors import UserError
 from robusteval.evals.classification import LabelClassifier, example_fields
@@ -43,11 +50,11 @@ if TYPE_CHECKING:
 class WordImportanceConfig:
     """The search's settings for one example (the run config is ``WordImportanceRunConfig``)."""
 
-    rates: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3)  # α values; the run uses the largest
-    budget: int = 500  # queries per example, ranking included
+    rates: tuple[float, ...] = RATES  # α values; the run uses the largest
+    budget: int = BUDGET  # queries per example, ranking included
     confidence: ConfidenceMode = "logprob"
-    n_samples: int = 5
-    temperature: float = 0.7
+    n_samples: int = N_SAMPLES
+    temperature: float = SAMPLE_TEMPERATURE
     fields: tuple[str, ...] = ("text",)
     language: Literal["zh", "en"] = "zh"
     rank: bool = True  # False = the greedy baseline: words in text order, no ranking queries
@@ -55,12 +62,7 @@ class WordImportanceConfig:
     max_drift: float | None = None  # candidates whose texts drift further from the originals are not queried
 
     def __post_init__(self) -> None:
-        if not self.rates or any(not 0 < r <= 1 for r in self.rates):
-            raise ConfigError(self, "rates", f"every rate must be in (0, 1], got {list(self.rates)}")
-        check_at_least(self, "budget", 1, optional=False)
-        if self.confidence == "sample":
-            check_at_least(self, "n_samples", 1, optional=False)
-        check_at_least(self, "max_drift", 0)
+        check_search_values(self)
 
     @property
     def max_rate(self) -> float:
