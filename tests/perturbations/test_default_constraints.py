@@ -243,3 +243,12 @@ def test_cli_flags_give_the_old_edits_and_contradictions_are_one_line(tmp_path: 
     assert main([*base, "--keep-pos", "--no-keep-pos", "--out", str(tmp_path / "x.jsonl")]) == 2
     err = capsys.readouterr().err.strip()
     assert "--no-keep-pos: contradicts" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_a_run_spec_and_a_method_built_directly_share_their_defaults() -> None:
+    """CandidateSpec (a run's) and MethodOptions (a method built in a notebook) read one pair of defaults."""
+    from robusteval.perturbations.registry import MethodOptions
+    from robusteval.perturbations.spec import CandidateSpec
+
+    built, direct = CandidateSpec().method_options(), MethodOptions()
+    assert (built.max_candidates, built.pivot_language) == (direct.max_candidates, direct.pivot_language)

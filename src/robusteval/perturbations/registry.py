@@ -27,6 +27,12 @@ _METHOD_MODULES = (
 )
 
 
+#: Defaults a run's CandidateSpec (perturbations.spec) and a method built directly share: candidates per span, and
+#: back-translation's pivot language.
+MAX_CANDIDATES = 10
+PIVOT_LANGUAGE = "English"
+
+
 @dataclass(frozen=True)
 class MethodOptions:
     """Settings a method may need; each factory reads what applies and names what is missing.
@@ -39,13 +45,13 @@ class MethodOptions:
     (:mod:`robusteval.perturbations.similarity`, every word- and sentence-level method; None: no gate).
     """
 
-    max_candidates: int = 10
+    max_candidates: int = MAX_CANDIDATES
     embedding_model: str | None = None
     vectors: str | None = None
     mlm_model: str | None = None
     rerank_model: str | None = None
     translator: Any = None
-    pivot_language: str = "English"
+    pivot_language: str = PIVOT_LANGUAGE
     min_similarity: float | None = None
     keep_pos: bool = False  # word-level methods: refuse a candidate of another part of speech (constraints.py)
     one_sense: bool = False  # W-synonym: only words with one sense to choose from (zh_word.py, en_word.py)

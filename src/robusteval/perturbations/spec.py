@@ -24,7 +24,12 @@ from robusteval.config import (
 )
 from robusteval.data.example import Example
 from robusteval.perturbations.base import ChangeBudget, Language, Perturbation, Protection, detect_language
-from robusteval.perturbations.registry import MethodOptions, similarity_applies
+from robusteval.perturbations.registry import (
+    MAX_CANDIDATES,
+    PIVOT_LANGUAGE,
+    MethodOptions,
+    similarity_applies,
+)
 from robusteval.perturbations.similarity import check_measure_available
 
 
@@ -52,7 +57,7 @@ class CandidateSpec:
     protect_words: str = option("", metavar="W1,W2", help="extra words never to change")
     perturb_label_words: bool = option(False, help="allow changing label words that occur in the text "
                                                    "(protected by default)")
-    max_candidates: int = option(10, help="candidates per span (attacks query each)")
+    max_candidates: int = option(MAX_CANDIDATES, help="candidates per span (attacks query each)")
     embedding_model: str | None = option(None, metavar="PATH|hub-id",
                                          help="W-wordembedding: an hf model whose input-embedding matrix gives "
                                          "neighbours")
@@ -61,7 +66,7 @@ class CandidateSpec:
     rerank_model: str | None = option(None, metavar="SPEC", help="W-maskedlm: causal LM that re-ranks candidates")
     translator: str | None = option(None, metavar="SPEC",
                                     help="S-backtranslation: the translator model (any backend)")
-    pivot_language: str = option("English", help="S-backtranslation: the pivot language")
+    pivot_language: str = option(PIVOT_LANGUAGE, help="S-backtranslation: the pivot language")
 
     def __post_init__(self) -> None:
         check_choices(self)
