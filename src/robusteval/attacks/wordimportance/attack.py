@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from robusteval.attacks.base import register_attack
-from robusteval.attacks.wordimportance.config import DEFAULT_RATES, WordImportanceRunConfig
+from robusteval.attacks.wordimportance.config import WordImportanceRunConfig
+from robusteval.attacks.wordsearch.settings import RATES
 from robusteval.data.example import Example
 from robusteval.models.base import Backend
 from robusteval.store import RunStore
@@ -51,7 +52,7 @@ class WordImportanceAttack:
         from robusteval.attacks.wordimportance.pipeline import attack_records
         from robusteval.metrics.wordimportance import attack_summary
 
-        rates = store.identity.get("rates") or DEFAULT_RATES
+        rates = store.identity.get("rates") or RATES
         return attack_summary(attack_records(store), rates)
 
     def table(self, summary: Any) -> tuple[str, list[dict[str, Any]], list[str]]:

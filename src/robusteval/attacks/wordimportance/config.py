@@ -34,7 +34,6 @@ COMMAND = "attack wordimportance"
 NINE_METHODS = ("C-traditional", "C-pinyin", "C-radical", "C-morphonym", "C-shuffle", "W-homophone", "W-synonym",
                 "W-wordembedding", "W-maskedlm")
 ENGLISH_METHODS = ("C-keyboard", "C-ocr", "C-swap", "C-shuffle", "W-synonym", "W-wordembedding", "W-maskedlm")
-DEFAULT_RATES = RATES
 
 
 def parse_rates(text: str) -> tuple[float, ...]:
@@ -59,7 +58,7 @@ class WordImportanceRunConfig(RankSettings, GenerationFields, PromptFields, Thin
     perturbation: CandidateSpec = nested(default_factory=CandidateSpec)
     method: str = option(metavar="METHOD|combined", help="the perturbation method")
     #: Also accepted as ``"0.05,0.1"`` (how the flag gives it); a sorted tuple of distinct floats once built.
-    rates: tuple[float, ...] = option(DEFAULT_RATES, metavar="A1,A2",
+    rates: tuple[float, ...] = option(RATES, metavar="A1,A2",
                                       help="perturbation rates alpha: the largest share of words that may change")
     budget: int = option(BUDGET, help="query budget per example (ranking included)")
     confidence: str = option("auto", choices=("auto", "logprob", "sample", "greedy"),
